@@ -1,0 +1,693 @@
+/*
+ * qd.h: the public C API of qd, an embeddable runtime for GPU streams and events.
+ *
+ * This header is the documentation. Read "Conventions" once; every function below then lists
+ * its threading rules and every status it can return, with the condition that triggers it.
+ *
+ * ---------------------------------------------------------------------------------------------
+ * Conventions (apply to every function unless its own text says otherwise)
+ * ---------------------------------------------------------------------------------------------
+ *
+ * Status.   Every function returns a qd_status: 0 (QD_SUCCESS) is success, a positive value
+ *           is a non-error status (QD_NOT_READY), a negative value is an error. On an error,
+ *           qd_last_error_message() holds a thread-local sentence naming the cause; it is only
+ *           written on failure. Output parameters are written only on QD_SUCCESS.
+ *
+ * Handles.  Objects are named by opaque 64-bit handles (slot, generation and type tag). 0 is
+ *           never a valid handle. A handle that is 0, forged, of the wrong type, or names an
+ *           object that was destroyed (or whose context was destroyed) gives
+ *           QD_ERROR_INVALID_HANDLE; it never crashes and never falls back to another object.
+ *           Handles of two different contexts mixed in one call give QD_ERROR_WRONG_CONTEXT.
+ *
+ * Streams.  Every call that schedules work takes the stream as its first argument and it is
+ *           required: 0 is QD_ERROR_INVALID_HANDLE ("stream is required"). No call consults the
+ *           thread-local active stream behind the caller's back.
+ *
+ * Threads.  Every function may be called from any thread, concurrently, on the same or
+ *           different objects. A call racing with the destruction of an object it names either
+ *           completes as if it came first, or returns QD_ERROR_INVALID_HANDLE. The only
+ *           thread-local state is the active stream and the last error message.
+ *           Blocking functions (the *_synchronize family, qd_context_destroy) called from inside
+ *           a host kernel or host callback running on the same context return
+ *           QD_ERROR_INVALID_OPERATION instead of deadlocking.
+ *
+ * Descriptors. Public structs start with uint32_t struct_size; initialise them with their
+ *           INIT macro. A struct_size smaller than the first released size of that struct gives
+ *           QD_ERROR_INVALID_ARGUMENT. Larger sizes (a newer caller) are accepted and the fields
+ *           this library does not know are ignored.
+ *
+ * Lost contexts. After a device fault (on the CPU backend: a host kernel returning non-zero),
+ *           the context is lost: every later call that names it or one of its objects returns
+ *           QD_ERROR_DEVICE_LOST, and the message names the kernel that faulted. Destroy,
+ *           release and unload calls still release the object and return QD_SUCCESS, so
+ *           cleanup always works.
+ *
+ * Fork.     A context created before fork() returns QD_ERROR_FORKED from every call in the
+ *           child (destroy calls only forget it there). Contexts created in the child work.
+ *
+ * Raw pointers. Host pointers passed by the caller (argument data, memcpy sources) cannot be
+ *           checked by qd. A pointer that is not NULL is trusted to be valid for the size given.
+ *
+ * Versions. "since 0.1" marks the release a symbol first appeared in. Numbered values are never
+ *           renumbered or reused.
+ */
+#ifndef QD_QD_H
+#define QD_QD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define QD_API __attribute__((visibility("default")))
+#else
+#define QD_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Version (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+#define QD_VERSION_MAJOR 0
+#define QD_VERSION_MINOR 1
+#define QD_VERSION_PATCH 0
+/** Encoded as (major << 16) | (minor << 8) | patch. */
+#define QD_VERSION ((QD_VERSION_MAJOR << 16) | (QD_VERSION_MINOR << 8) | QD_VERSION_PATCH)
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes (since 0.1). One X-macro generates the values and their names.
+ * X(name, value, description)
+ * ------------------------------------------------------------------------------------------- */
+
+#define QD_STATUS_LIST(X)                                                                       \
+    X(QD_SUCCESS, 0, "success")                                                                \
+    X(QD_NOT_READY, 1, "the work or event has not completed yet")                              \
+    X(QD_ERROR_INVALID_ARGUMENT, -1, "an argument is out of its documented range")             \
+    X(QD_ERROR_INVALID_HANDLE, -2, "a handle is 0, forged, of the wrong type, or destroyed")   \
+    X(QD_ERROR_WRONG_CONTEXT, -3, "handles of different contexts were mixed in one call")      \
+    X(QD_ERROR_INVALID_OPERATION, -4, "the object does not allow this operation")             \
+    X(QD_ERROR_OUT_OF_MEMORY, -5, "host or device memory is exhausted")                       \
+    X(QD_ERROR_OVERFLOW, -6, "a size or count overflows its arithmetic")                      \
+    X(QD_ERROR_INVALID_ADDRESS, -7, "an address is not a live allocation of this context")    \
+    X(QD_ERROR_POOL_EXHAUSTED, -8, "every stream of the context's pool is leased")            \
+    X(QD_ERROR_NOT_FOUND, -9, "a named kernel or file does not exist")                        \
+    X(QD_ERROR_INVALID_IMAGE, -10, "a module image cannot be loaded")                         \
+    X(QD_ERROR_TIMING_DISABLED, -11, "an event was created without QD_EVENT_TIMING")          \
+    X(QD_ERROR_NOT_RECORDED, -12, "an event was never recorded")                              \
+    X(QD_ERROR_NOT_SUPPORTED, -13, "the backend does not support this operation")            \
+    X(QD_ERROR_BACKEND_UNAVAILABLE, -14, "the backend or device is not available")           \
+    X(QD_ERROR_DEVICE_LOST, -15, "a device fault made the context unusable")                  \
+    X(QD_ERROR_FORKED, -16, "the context was inherited across fork()")                        \
+    X(QD_ERROR_LAUNCH_FAILED, -17, "the backend rejected the launch")                         \
+    X(QD_ERROR_INTERNAL, -18, "an internal error; please report it")
+
+/** Status returned by every qd function. */
+typedef int32_t qd_status;
+
+#define QD_STATUS_ENUM_ENTRY_(name, value, text) name = value,
+enum qd_status_code { QD_STATUS_LIST(QD_STATUS_ENUM_ENTRY_) QD_STATUS_CODE_FORCE_32_ = 0x7fffffff };
+#undef QD_STATUS_ENUM_ENTRY_
+
+/* ---------------------------------------------------------------------------------------------
+ * Handles and enums (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+typedef uint64_t qd_context;
+typedef uint64_t qd_stream;
+typedef uint64_t qd_event;
+typedef uint64_t qd_module;
+typedef uint64_t qd_kernel;
+
+/** Backends. Stored as uint32_t in descriptors. */
+typedef enum qd_backend {
+    QD_BACKEND_DEFAULT = 0, /**< the embedded default: the CPU backend */
+    QD_BACKEND_CPU = 1,     /**< asynchronous streams on host threads; always available */
+    QD_BACKEND_CUDA = 2,    /**< NVIDIA driver, loaded at run time as libcuda.so.1 */
+    QD_BACKEND_HIP = 3,     /**< AMD HIP, loaded at run time as libamdhip64.so */
+    QD_BACKEND_FORCE_32_ = 0x7fffffff
+} qd_backend;
+
+/** Stream creation flags (qd_stream_desc.flags). */
+enum qd_stream_flags {
+    /** The stream does not synchronise with the native legacy default stream (GPU). Accepted
+     *  and recorded on the CPU backend, which has no legacy stream. */
+    QD_STREAM_NON_BLOCKING = 1u << 0
+};
+
+/** Event creation flags. */
+enum qd_event_flags {
+    /** The event records a timestamp, so qd_event_elapsed_ms can use it. */
+    QD_EVENT_TIMING = 1u << 0
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Descriptors (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Parameters of qd_context_create. */
+typedef struct qd_context_desc {
+    uint32_t struct_size;
+    uint32_t backend;            /**< a qd_backend value */
+    uint32_t device;             /**< device ordinal; must be 0 on the CPU backend */
+    uint32_t stream_pool_size;   /**< most streams leased at once; 0 = 32; at most 4096 */
+    uint32_t event_pool_size;    /**< fork/join events kept for reuse; 0 = 256 */
+    uint32_t cpu_worker_threads; /**< CPU backend worker threads; 0 = max(2, cores); at most 256 */
+    uint32_t flags;              /**< reserved, must be 0 */
+    uint32_t reserved;           /**< must be 0 */
+} qd_context_desc;
+#define QD_CONTEXT_DESC_INIT                                                                    \
+    { (uint32_t)sizeof(qd_context_desc), (uint32_t)QD_BACKEND_DEFAULT, 0u, 0u, 0u, 0u, 0u, 0u }
+
+/** Parameters of qd_stream_create. */
+typedef struct qd_stream_desc {
+    uint32_t struct_size;
+    uint32_t flags;   /**< qd_stream_flags */
+    int32_t priority; /**< lower is more urgent, as in CUDA; 0 = default; clamped to the
+                           backend's range (qd_stream_priority_range) */
+    uint32_t reserved;
+} qd_stream_desc;
+#define QD_STREAM_DESC_INIT { (uint32_t)sizeof(qd_stream_desc), 0u, 0, 0u }
+
+/** Grid and block of a launch. Every dimension must be at least 1.
+ *
+ *  CPU semantics: the host kernel is called once per block, in row-major block order
+ *  (x fastest), one block after another on the stream's worker thread. The kernel loops over
+ *  the threads of its block itself, using qd_host_kernel_info.block_dim. Each block gets a
+ *  zeroed scratch buffer of shared_mem_bytes (its "shared memory"). */
+typedef struct qd_launch_config {
+    uint32_t struct_size;
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t shared_mem_bytes;
+} qd_launch_config;
+#define QD_LAUNCH_CONFIG_INIT { (uint32_t)sizeof(qd_launch_config), {1u, 1u, 1u}, {1u, 1u, 1u}, 0u }
+
+/** One kernel argument: size bytes read from data. qd copies them before qd_launch returns. */
+typedef struct qd_arg {
+    const void *data;
+    uint64_t size;
+} qd_arg;
+
+/** Largest number of arguments of one launch, and the largest total argument size. */
+#define QD_MAX_ARGS 64u
+#define QD_MAX_ARG_BYTES 4096u
+
+/** One task of qd_launch_parallel. */
+typedef struct qd_task {
+    uint32_t struct_size;
+    uint32_t group;          /**< tasks of one group run in order; groups run concurrently */
+    qd_kernel kernel;
+    qd_launch_config config;
+    const qd_arg *args;      /**< num_args entries; may be NULL when num_args is 0 */
+    uint32_t num_args;
+    uint32_t reserved;
+} qd_task;
+#define QD_TASK_INIT { (uint32_t)sizeof(qd_task), 0u, 0u, QD_LAUNCH_CONFIG_INIT, NULL, 0u, 0u }
+
+/** What a CPU host kernel receives for one block. */
+typedef struct qd_host_kernel_info {
+    uint32_t struct_size;
+    uint32_t block_idx[3];
+    uint32_t grid_dim[3];
+    uint32_t block_dim[3];
+    uint32_t shared_mem_bytes;
+    void *shared_mem; /**< zeroed scratch of shared_mem_bytes for this block; NULL when 0 */
+} qd_host_kernel_info;
+
+/** A CPU kernel. args[i] points to the copy of argument i, as in cuLaunchKernel's
+ *  kernelParams. Return 0 on success; any other value is a device fault: the context becomes
+ *  lost (QD_ERROR_DEVICE_LOST) and the message names the kernel. A CPU module exports
+ *  functions of this type by name. */
+typedef int32_t (*qd_host_kernel_fn)(const qd_host_kernel_info *info, void *const *args);
+
+/** A host callback run in stream order. */
+typedef void (*qd_host_fn)(void *user_data);
+
+/** Statistics of one context (qd_context_get_stats). */
+typedef struct qd_context_stats {
+    uint32_t struct_size;
+    uint32_t reserved;
+    uint64_t live_streams;        /**< streams with a valid handle: created, imported, leased
+                                       and the default stream */
+    uint64_t live_events;         /**< events created by the user and not destroyed */
+    uint64_t live_modules;
+    uint64_t live_kernels;
+    uint64_t stream_pool_capacity;/**< most streams leased at once */
+    uint64_t stream_pool_created; /**< native streams the pool has created so far */
+    uint64_t stream_pool_leased;  /**< leases held now (acquire, fork, parallel launch) */
+    uint64_t stream_pool_hits;    /**< leases served by a stream the pool already had */
+    uint64_t stream_pool_misses;  /**< leases that had to create a stream */
+    uint64_t event_pool_created;  /**< native events the fork/join event pool has created */
+    uint64_t event_pool_hits;
+    uint64_t event_pool_misses;
+    uint64_t live_allocations;    /**< qd_mem_alloc_async blocks not yet freed */
+    uint64_t bytes_allocated;     /**< their total size */
+    uint64_t host_bytes_allocated;/**< qd_host_alloc bytes not yet freed */
+} qd_context_stats;
+#define QD_CONTEXT_STATS_INIT                                                                   \
+    { (uint32_t)sizeof(qd_context_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+
+/** What qd_device_get_info reports. */
+typedef struct qd_device_info {
+    uint32_t struct_size;
+    uint32_t backend;          /**< qd_backend */
+    uint32_t device;           /**< ordinal */
+    uint32_t driver_version;   /**< CUDA: cuDriverGetVersion (e.g. 13000); CPU: 0 */
+    uint32_t compute_major;    /**< CUDA compute capability; CPU: 0 */
+    uint32_t compute_minor;
+    uint32_t multiprocessors;  /**< GPU: multiprocessors; CPU: hardware threads */
+    uint32_t reserved;
+    uint64_t total_memory;     /**< bytes of device memory; CPU: 0 (unknown) */
+    char name[128];            /**< NUL-terminated */
+} qd_device_info;
+#define QD_DEVICE_INFO_INIT { (uint32_t)sizeof(qd_device_info), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, {0} }
+
+/* ---------------------------------------------------------------------------------------------
+ * Status, errors and version (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Name of a status, e.g. "QD_ERROR_INVALID_HANDLE"; "QD_STATUS_UNKNOWN" for other values.
+ *  Threads: any. Never NULL; the string is static. */
+QD_API const char *qd_status_name(qd_status status);
+
+/** Thread-local description of the last failure on this thread ("" if none yet). Written only
+ *  by calls that fail; valid until the next failing qd call on this thread. Never NULL. */
+QD_API const char *qd_last_error_message(void);
+
+/** The library's version, encoded like QD_VERSION. Compare with QD_VERSION to detect a header
+ *  and library mismatch. Threads: any. */
+QD_API uint32_t qd_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Number of devices of a backend. The CPU backend always has exactly 1.
+ *  Threads: any. The first call for a GPU backend loads its driver (once per process).
+ *  - QD_ERROR_INVALID_ARGUMENT: count is NULL, or backend is not a qd_backend value.
+ *  - QD_ERROR_BACKEND_UNAVAILABLE: the backend was not built in, its driver cannot be loaded, or
+ *    it failed to initialise; the message carries the loader's or driver's reason. */
+QD_API qd_status qd_device_count(qd_backend backend, uint32_t *count);
+
+/** Describe one device.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL, out->struct_size is too small, backend is not a
+ *    qd_backend value, or device >= qd_device_count.
+ *  - QD_ERROR_BACKEND_UNAVAILABLE: as for qd_device_count. */
+QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_device_info *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Contexts (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Create a context: one (backend, device), with its default stream, stream pool and event
+ *  pool. On the CPU backend this starts cpu_worker_threads worker threads.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: desc or out is NULL; struct_size too small; backend unknown;
+ *    device out of range; pool size or worker count above its limit; flags or reserved not 0.
+ *  - QD_ERROR_BACKEND_UNAVAILABLE: the backend cannot be loaded (see qd_device_count).
+ *  - QD_ERROR_OUT_OF_MEMORY: the handle table, threads or native context could not be made. */
+QD_API qd_status qd_context_create(const qd_context_desc *desc, qd_context *out);
+
+/** Destroy a context. Waits for all work already queued on any of its streams (drains), then
+ *  destroys every child (streams, pooled streams, events, modules, kernels), frees every
+ *  allocation still registered, and invalidates every child handle: later calls with them
+ *  return QD_ERROR_INVALID_HANDLE. Other threads' active-stream entries for it become inert.
+ *  Threads: any thread except a worker of this context. Blocks until the drain completes.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or already destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context. */
+QD_API qd_status qd_context_destroy(qd_context ctx);
+
+/** Block until all work queued on every stream of the context has completed.
+ *  Threads: any, except a host kernel or callback of this context.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: see Conventions. */
+QD_API qd_status qd_context_synchronize(qd_context ctx);
+
+/** The context's default stream: an ordinary stream handle that lives as long as the context.
+ *  It cannot be destroyed or released. On the CPU backend it is a stream like any other (it
+ *  does not synchronise with other streams).
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: see Conventions. */
+QD_API qd_status qd_context_default_stream(qd_context ctx, qd_stream *out);
+
+/** Copy the context's statistics into out (up to out->struct_size bytes).
+ *  Threads: any. Counters are read without a global lock, so they are individually exact but
+ *  may be mutually inconsistent while other threads work.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL or out->struct_size too small.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  Statistics stay readable on a lost or forked context. */
+QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams (since 0.1)
+ *
+ * A stream is an in-order queue of work. Different streams run concurrently. Three kinds of
+ * stream handle exist: owned (qd_stream_create; destroy with qd_stream_destroy), leased
+ * (qd_stream_acquire / qd_stream_fork; give back with qd_stream_release / qd_stream_join) and
+ * borrowed (qd_stream_import; qd_stream_destroy forgets it but never destroys the native
+ * stream). The default stream is none of these and cannot be destroyed.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Create a stream owned by the caller.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL; desc is not NULL and has struct_size too small,
+ *    unknown flags or reserved not 0. desc may be NULL (defaults).
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_OUT_OF_MEMORY: no handle slot or native stream could be made.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd_stream *out);
+
+/** Destroy an owned or borrowed stream. Returns at once, even with work in flight: that work
+ *  still completes, and the native stream is released only afterwards. The handle is invalid
+ *  from the moment this returns. A borrowed (imported) native stream is never destroyed.
+ *  Threads: any. Two threads destroying the same stream: one succeeds, the other gets
+ *  QD_ERROR_INVALID_HANDLE.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or already destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: stream is the default stream, or a pool lease (use
+ *    qd_stream_release). */
+QD_API qd_status qd_stream_destroy(qd_stream stream);
+
+/** Block until all work queued on the stream so far has completed.
+ *  Threads: any, except a host kernel or callback of the same context.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_synchronize(qd_stream stream);
+
+/** QD_SUCCESS if all work queued on the stream has completed, QD_NOT_READY if not. Never blocks.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_query(qd_stream stream);
+
+/** Make later work on stream wait until the event's most recent record (as of this call) has
+ *  completed. Only the stream waits; the host does not block. Waiting on an event that was
+ *  never recorded is a no-op, as in CUDA. Recording the event again later does not affect
+ *  this wait.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_HANDLE: stream or event is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream and event belong to different contexts.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event);
+
+/** Lease a stream from the context's pool. The lease is exclusive: no other holder gets the
+ *  same stream until it is released, and every lease gets a fresh handle, so a handle kept
+ *  after release is stale (QD_ERROR_INVALID_HANDLE), never an alias of someone else's stream.
+ *  The pool is bounded by qd_context_desc.stream_pool_size; when every stream is leased the
+ *  call fails at once with QD_ERROR_POOL_EXHAUSTED (it never blocks, and never hands out an
+ *  aliased or default stream). A leased stream may still be running its previous holder's
+ *  work; new work queues after it.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_POOL_EXHAUSTED: stream_pool_size leases are held already.
+ *  - QD_ERROR_OUT_OF_MEMORY: a native stream could not be created.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out);
+
+/** Return a leased stream to its pool. Returns at once; work queued on it still completes.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, destroyed, or already released.
+ *  - QD_ERROR_INVALID_OPERATION: stream is not a pool lease (owned, borrowed or default). */
+QD_API qd_status qd_stream_release(qd_stream stream);
+
+/** Fork: lease n streams from the pool into children[0..n) and make each wait for the work
+ *  queued on parent so far (an event from the event pool; no host synchronisation).
+ *  All or nothing: on any error no stream stays leased.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: children is NULL, or n is 0.
+ *  - QD_ERROR_INVALID_HANDLE: parent is 0, not a stream, or destroyed.
+ *  - QD_ERROR_POOL_EXHAUSTED: fewer than n streams are free in the pool.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_fork(qd_stream parent, uint32_t n, qd_stream *children);
+
+/** Join: make parent wait for all work queued so far on each child (pooled events; no host
+ *  synchronisation), then release every child to the pool. children must be pool leases
+ *  (from qd_stream_fork or qd_stream_acquire) of parent's context. Everything is validated
+ *  before anything is queued: on an error nothing changes.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: children is NULL, n is 0, or a child appears twice or equals
+ *    parent.
+ *  - QD_ERROR_INVALID_HANDLE: parent or a child is 0, not a stream, or destroyed/released.
+ *  - QD_ERROR_WRONG_CONTEXT: a child belongs to another context.
+ *  - QD_ERROR_INVALID_OPERATION: a child is not a pool lease.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_join(qd_stream parent, const qd_stream *children, uint32_t n);
+
+/** Set this thread's active stream for ctx and return the one it replaces in *previous
+ *  (optional), so a scope can restore it. The active stream is a value for callers and
+ *  bindings to read explicitly (qd_stream_get_active); no qd call ever uses it implicitly.
+ *  It is per (thread, context).
+ *
+ *  Go: goroutines migrate between OS threads, so a thread-local value set in one goroutine
+ *  may be read by another, or lost. Go code should carry its stream explicitly (the Go
+ *  package does), or call runtime.LockOSThread for the whole scope that sets and reads it.
+ *  Rust: use a guard that calls qd_stream_set_active with the previous value in Drop, and do
+ *  not hold it across an .await (async tasks also move between threads).
+ *
+ *  Threads: affects only the calling thread.
+ *  - QD_ERROR_INVALID_HANDLE: ctx or stream is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context.
+ *  On an error the active stream is unchanged and *previous is not written. */
+QD_API qd_status qd_stream_set_active(qd_context ctx, qd_stream stream, qd_stream *previous);
+
+/** This thread's active stream for ctx: the last one set on this thread, or the default stream
+ *  if none was set. The value is returned as set, even if that stream has since been
+ *  destroyed (then using it gives QD_ERROR_INVALID_HANDLE; nothing falls back).
+ *  Threads: reads only the calling thread's value.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed. */
+QD_API qd_status qd_stream_get_active(qd_context ctx, qd_stream *out);
+
+/** The context a stream belongs to.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed. */
+QD_API qd_status qd_stream_get_context(qd_stream stream, qd_context *out);
+
+/** The priority applied to the stream after clamping to the backend's range (lower is more
+ *  urgent). Compare it with the requested one to know whether the request was applied.
+ *  - QD_ERROR_INVALID_ARGUMENT: priority is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed. */
+QD_API qd_status qd_stream_get_priority(qd_stream stream, int32_t *priority);
+
+/** The backend's priority range: *least (the default, numerically largest) and *greatest (most
+ *  urgent, numerically smallest). CPU: least 0, greatest -2.
+ *  - QD_ERROR_INVALID_ARGUMENT: least or greatest is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed. */
+QD_API qd_status qd_stream_priority_range(qd_context ctx, int32_t *least, int32_t *greatest);
+
+/** The native stream behind a handle (CUstream on CUDA, hipStream_t on HIP). The native
+ *  stream stays owned by qd; it is valid until the handle is destroyed or released.
+ *  - QD_ERROR_INVALID_ARGUMENT: native is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: the CPU backend has no native streams. */
+QD_API qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native);
+
+/** Wrap a native stream created outside qd as a borrowed stream. qd never destroys it:
+ *  qd_stream_destroy and qd_context_destroy only forget it. The caller keeps the native stream
+ *  alive until the borrowed handle is destroyed.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL or native is 0.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: the CPU backend has no native streams.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Events (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Create an event. flags: 0 or QD_EVENT_TIMING.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL, or flags has unknown bits.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out);
+
+/** Destroy an event. Returns at once, even if a record is pending; streams already waiting on
+ *  it still wait for that record.
+ *  - QD_ERROR_INVALID_HANDLE: event is 0, not an event, or already destroyed. */
+QD_API qd_status qd_event_destroy(qd_event event);
+
+/** Record the event on the stream: it completes when all work queued on the stream so far has
+ *  completed. Recording again replaces the previous record for later queries and waits.
+ *  - QD_ERROR_INVALID_HANDLE: stream or event is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream and event belong to different contexts.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_event_record(qd_stream stream, qd_event event);
+
+/** QD_SUCCESS if the most recent record has completed (or the event was never recorded),
+ *  QD_NOT_READY if not. Never blocks.
+ *  - QD_ERROR_INVALID_HANDLE: event is 0, not an event, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_event_query(qd_event event);
+
+/** Block until the most recent record has completed (returns at once if never recorded).
+ *  Threads: any, except a host kernel or callback of the same context.
+ *  - QD_ERROR_INVALID_HANDLE: event is 0, not an event, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_event_synchronize(qd_event event);
+
+/** Milliseconds between the completion of start's and end's most recent records (negative if
+ *  end completed first). Timestamps come from a monotonic clock (CPU) or the device (GPU).
+ *  - QD_ERROR_INVALID_ARGUMENT: ms is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: start or end is 0, not an event, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: start and end belong to different contexts.
+ *  - QD_ERROR_TIMING_DISABLED: start or end was created without QD_EVENT_TIMING.
+ *  - QD_ERROR_NOT_RECORDED: start or end was never recorded.
+ *  - QD_NOT_READY: a record has not completed yet (*ms is not written).
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms);
+
+/* ---------------------------------------------------------------------------------------------
+ * Modules and kernels (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Load a module. image/size is: CPU: the path of a shared library (size bytes, no NUL needed),
+ *  which must contain a '/' so that no library search path is consulted; its exported
+ *  qd_host_kernel_fn functions are kernels. CUDA: PTX (NUL-terminated text), cubin or fatbin.
+ *  HIP: a code object.
+ *  - QD_ERROR_INVALID_ARGUMENT: image or out is NULL, size is 0, or (CPU) the path has no '/'
+ *    or contains a NUL byte.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_NOT_FOUND: (CPU) no file at that path.
+ *  - QD_ERROR_INVALID_IMAGE: the loader or driver rejected the image; the message says why.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size, qd_module *out);
+
+/** Unload a module. Its kernels' handles become invalid. Work already queued keeps the module's
+ *  code alive until it completes.
+ *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or already unloaded. */
+QD_API qd_status qd_module_unload(qd_module module);
+
+/** Find a kernel in a module by name (CPU: the exported symbol; CUDA: the function name).
+ *  Each call returns a new handle; destroy it with qd_kernel_destroy or let qd_module_unload do
+ *  it.
+ *  - QD_ERROR_INVALID_ARGUMENT: name or out is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or unloaded.
+ *  - QD_ERROR_NOT_FOUND: the module has no kernel of that name.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_kernel_get(qd_module module, const char *name, qd_kernel *out);
+
+/** Make a kernel from a host function (CPU backend only). name (optional) is used in messages.
+ *  - QD_ERROR_INVALID_ARGUMENT: fn or out is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: ctx is not a CPU context.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_kernel_from_host_fn(qd_context ctx, qd_host_kernel_fn fn, const char *name,
+                                        qd_kernel *out);
+
+/** Destroy a kernel handle. Work already queued with it still runs.
+ *  - QD_ERROR_INVALID_HANDLE: kernel is 0, not a kernel, or already destroyed. */
+QD_API qd_status qd_kernel_destroy(qd_kernel kernel);
+
+/* ---------------------------------------------------------------------------------------------
+ * Launch (since 0.1)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Queue a kernel on stream. The argument values are copied before this returns, so the caller
+ *  may overwrite or free args and their data at once. config may be NULL (one block of one
+ *  thread).
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: config->struct_size too small or a dimension is 0; args is
+ *    NULL with num_args > 0; an argument has size 0 or NULL data; num_args > QD_MAX_ARGS.
+ *  - QD_ERROR_OVERFLOW: the total argument size exceeds QD_MAX_ARG_BYTES, or the grid's block
+ *    count or the block's thread count overflows 32 bits.
+ *  - QD_ERROR_INVALID_HANDLE: stream or kernel is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: kernel belongs to another context than stream.
+ *  - QD_ERROR_LAUNCH_FAILED: the backend rejected the configuration for this kernel.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_config *config,
+                           const qd_arg *args, uint32_t num_args);
+
+/** Stream-parallel launch. Tasks with the same group run in order on one pooled stream;
+ *  different groups run concurrently. Every task starts only after the work already queued on
+ *  stream, and stream waits for all of them: later work on stream sees their results. No host
+ *  synchronisation: fork and join use pooled events.
+ *  Groups are mapped to streams in order of first appearance. If fewer pool streams are free
+ *  than there are groups, groups share the free streams round-robin (still ordered within a
+ *  group, less concurrent); if none is free the call fails with QD_ERROR_POOL_EXHAUSTED.
+ *  Every task is validated before anything is queued; on an error nothing is queued, no lease
+ *  is kept, and argument storage may be reused at once as for qd_launch.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: tasks is NULL with num_tasks > 0; a task is invalid as for
+ *    qd_launch (struct_size, config, args). num_tasks 0 is a successful no-op.
+ *  - QD_ERROR_OVERFLOW, QD_ERROR_INVALID_HANDLE, QD_ERROR_WRONG_CONTEXT: as for qd_launch.
+ *  - QD_ERROR_POOL_EXHAUSTED: no stream of the pool is free.
+ *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint32_t num_tasks);
+
+/** Queue a host callback: fn(user_data) runs on a host thread after all earlier work on stream,
+ *  and later work waits for it. The callback must not call blocking qd functions on the same
+ *  context (they return QD_ERROR_INVALID_OPERATION). If this call fails, fn is never called.
+ *  - QD_ERROR_INVALID_ARGUMENT: fn is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory (since 0.1)
+ *
+ * Addresses are uint64_t. On the CPU backend device memory is host memory and an address is a
+ * host pointer. On GPUs, unified addressing applies: memcpy works in any direction.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Allocate bytes of device memory in stream order: the block may be used by work queued on
+ *  stream after this call (other streams must be ordered after it with an event). The address
+ *  is registered with the context until freed.
+ *  - QD_ERROR_INVALID_ARGUMENT: address is NULL, or bytes is 0.
+ *  - QD_ERROR_OVERFLOW: bytes exceeds what the backend can address (e.g. near UINT64_MAX).
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *address);
+
+/** Free a block in stream order: the memory is released after all work queued on stream so far
+ *  has completed, and is not reused before then. Work on other streams that uses the block
+ *  must be ordered before the free (record an event there and wait on it here). The address
+ *  is unregistered at once: a second free fails.
+ *  - QD_ERROR_INVALID_ADDRESS: address is not the start of a live allocation of this context
+ *    (unknown, already freed, or from another context).
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
+
+/** Copy bytes from src to dst in stream order. Either side may be device memory from
+ *  qd_mem_alloc_async, host memory from qd_host_alloc, or (unchecked) any host memory.
+ *  A range that starts inside a registered allocation must end inside it.
+ *  bytes 0 is a successful no-op.
+ *  - QD_ERROR_INVALID_ARGUMENT: dst or src is 0 while bytes > 0.
+ *  - QD_ERROR_OVERFLOW: dst + bytes or src + bytes wraps around.
+ *  - QD_ERROR_INVALID_ADDRESS: a range runs past the end of the allocation it starts in.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes);
+
+/** Set bytes bytes at dst to value, in stream order. Errors as for qd_memcpy_async (dst only).
+ */
+QD_API qd_status qd_memset_async(qd_stream stream, uint64_t dst, uint8_t value, uint64_t bytes);
+
+/** Allocate bytes of pinned (page-locked on GPUs) host memory, registered with the context.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL, or bytes is 0.
+ *  - QD_ERROR_OVERFLOW: bytes exceeds what the host can address.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out);
+
+/** Free memory from qd_host_alloc immediately. The caller must make sure no queued work still
+ *  uses it (synchronize first).
+ *  - QD_ERROR_INVALID_ARGUMENT: ptr is NULL.
+ *  - QD_ERROR_INVALID_ADDRESS: ptr is not a live qd_host_alloc block of this context.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed. */
+QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* QD_QD_H */

@@ -1,0 +1,16 @@
+#include "backends/backend.h"
+
+#include "common/error.h"
+
+namespace qd::backend {
+
+qd_status Context::import_stream(uint64_t, std::shared_ptr<Stream> *) {
+    return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native streams to import");
+}
+
+qd_status Context::kernel_from_host_fn(qd_host_kernel_fn, const char *, std::shared_ptr<Kernel> *) {
+    return fail(QD_ERROR_NOT_SUPPORTED,
+                "host-function kernels exist only on the CPU backend; load a module instead");
+}
+
+}  // namespace qd::backend

@@ -1,0 +1,189 @@
+// The interface a backend implements. src/core drives backends only through these classes, so a
+// backend (CPU, or the shared GPU implementation filled by CUDA or HIP) slots in without
+// touching src/api or src/core.
+//
+// Rules every backend follows:
+// - No handle encoding here: backends see objects, never qd handles. The core validates
+//   handles, contexts, argument shapes and sizes before it calls a backend.
+// - Every method returns a qd_status. A failure also writes the thread-local message with
+//   qd::fail() (src/common/error.h); the message names the native reason where there is one.
+// - No exception escapes a backend method except std::bad_alloc, which the API boundary maps
+//   to QD_ERROR_OUT_OF_MEMORY.
+// - Enqueue methods (launch, record, wait, mem*, host_fn) never block on device work.
+// - Lifetime: the core holds backend objects by std::shared_ptr. Dropping the last core
+//   reference to a Stream or Event must return at once even with work in flight; the backend
+//   keeps whatever it needs alive until that work completes (CPU: the scheduler holds a
+//   reference; CUDA: cuStreamDestroy already defers release).
+// - A Kernel keeps its Module's code alive (it holds a reference), and queued work keeps the
+//   Kernel alive, so unloading a module with queued launches is safe.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace qd::backend {
+
+class Event;
+class Kernel;
+class Module;
+class Stream;
+
+// Grid, block and shared memory of one launch, already validated by the core: every dimension
+// is >= 1 and the block and thread counts fit in 32 bits.
+struct LaunchDims {
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t shared_mem_bytes;
+};
+
+// The sticky "lost" state of a context. Backends set it on a device fault; the core reads it on
+// every call (one relaxed load) and turns it into QD_ERROR_DEVICE_LOST with the message.
+class LostState {
+  public:
+    bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
+    std::string message() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return message_;
+    }
+    // The first fault wins: later faults keep the first message, which names the root cause.
+    void mark_lost(std::string message) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (lost_.load(std::memory_order_relaxed)) return;
+        message_ = std::move(message);
+        lost_.store(true, std::memory_order_release);
+    }
+
+  private:
+    std::atomic<bool> lost_{false};
+    mutable std::mutex mutex_;
+    std::string message_;
+};
+
+class Stream {
+  public:
+    virtual ~Stream() = default;
+
+    // Queue a kernel. args/num_args are the caller's (validated: non-null data, size > 0,
+    // total <= QD_MAX_ARG_BYTES); the backend copies what it needs before returning, because
+    // the caller may overwrite them at once.
+    virtual qd_status launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
+                             uint32_t num_args) = 0;
+    // Record `event` at the current tail of this stream.
+    virtual qd_status record(Event &event) = 0;
+    // Make later work wait for the event's most recent record as of this call (captured now,
+    // so re-recording the event later does not change this wait). Never recorded: no-op.
+    virtual qd_status wait(Event &event) = 0;
+    // Block the host until all work queued so far has completed.
+    virtual qd_status synchronize() = 0;
+    // QD_SUCCESS when idle, QD_NOT_READY otherwise.
+    virtual qd_status query() = 0;
+
+    // Stream-ordered memory. mem_alloc may return the address at once; it is only valid for
+    // work queued after it. mem_free releases after the work queued before it.
+    virtual qd_status mem_alloc(uint64_t bytes, uint64_t *address) = 0;
+    virtual qd_status mem_free(uint64_t address) = 0;
+    virtual qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) = 0;
+    virtual qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) = 0;
+    virtual qd_status host_fn(qd_host_fn fn, void *user_data) = 0;
+
+    // The applied priority (after clamping).
+    virtual int32_t priority() const = 0;
+    // The native stream (CUstream / hipStream_t); 0 when the backend has none.
+    virtual uint64_t native_handle() const { return 0; }
+};
+
+class Event {
+  public:
+    virtual ~Event() = default;
+    virtual bool timing() const = 0;
+    // True once record() was called at least once.
+    virtual bool recorded() const = 0;
+    // QD_SUCCESS if the latest record completed or there was none, QD_NOT_READY otherwise.
+    virtual qd_status query() = 0;
+    virtual qd_status synchronize() = 0;
+};
+
+class Kernel {
+  public:
+    virtual ~Kernel() = default;
+    virtual const char *name() const = 0;
+};
+
+class Module {
+  public:
+    virtual ~Module() = default;
+    // QD_ERROR_NOT_FOUND with a message when the module has no such kernel.
+    virtual qd_status get_kernel(const char *name, std::shared_ptr<Kernel> *out) = 0;
+};
+
+struct ContextParams {
+    uint32_t device = 0;
+    uint32_t worker_threads = 0;  // CPU only; 0 = backend default
+};
+
+class Context {
+  public:
+    virtual ~Context() = default;
+
+    virtual qd_status create_stream(uint32_t flags, int32_t priority,
+                                    std::shared_ptr<Stream> *out) = 0;
+    // Wrap a foreign native stream; the backend must never destroy it.
+    virtual qd_status import_stream(uint64_t native, std::shared_ptr<Stream> *out);
+    virtual qd_status create_event(bool timing, std::shared_ptr<Event> *out) = 0;
+    virtual qd_status load_module(const void *image, uint64_t size,
+                                  std::shared_ptr<Module> *out) = 0;
+    // CPU only; others return QD_ERROR_NOT_SUPPORTED.
+    virtual qd_status kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,
+                                          std::shared_ptr<Kernel> *out);
+
+    // Block until all work queued on every stream of this context has completed, including
+    // streams whose core handle is already gone but whose work is still pending.
+    virtual qd_status synchronize() = 0;
+    // Milliseconds between two completed timing events (the core has checked timing flags and
+    // that both were recorded); QD_NOT_READY if either has not completed.
+    virtual qd_status elapsed_ms(Event &start, Event &end, float *ms) = 0;
+    virtual void priority_range(int32_t *least, int32_t *greatest) const = 0;
+
+    virtual qd_status host_alloc(uint64_t bytes, void **out) = 0;
+    virtual void host_free(void *ptr) = 0;
+    // Free a device allocation immediately; used by context destroy after the drain.
+    virtual void mem_free_now(uint64_t address) = 0;
+
+    // True when the calling thread is running a host kernel or callback of this context; the
+    // core then refuses blocking calls instead of deadlocking.
+    virtual bool in_callback() const = 0;
+
+    // Stop accepting work and release threads and native resources. Called once by the core's
+    // context destroy after synchronize(); enqueues racing with it fail with
+    // QD_ERROR_INVALID_HANDLE. Must not be called from a worker thread.
+    virtual void shutdown() = 0;
+
+    LostState &lost_state() noexcept { return lost_; }
+    const LostState &lost_state() const noexcept { return lost_; }
+
+  private:
+    LostState lost_;
+};
+
+// One per backend kind, created once per process and never destroyed.
+class Driver {
+  public:
+    virtual ~Driver() = default;
+    virtual qd_backend kind() const = 0;
+    virtual qd_status device_count(uint32_t *out) = 0;
+    virtual qd_status device_info(uint32_t device, qd_device_info *out) = 0;
+    virtual qd_status create_context(const ContextParams &params,
+                                     std::unique_ptr<Context> *out) = 0;
+};
+
+// The driver of a backend kind, loaded on first use. QD_ERROR_BACKEND_UNAVAILABLE (with the
+// loader's or driver's reason) when it was not built in or cannot be loaded. Implemented in
+// src/backends/registry.cpp, the one file that knows every backend.
+qd_status get_driver(qd_backend kind, Driver **out);
+
+}  // namespace qd::backend

@@ -1,0 +1,24 @@
+#include "common/error.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace qd {
+
+namespace {
+// A fixed buffer rather than std::string: no allocation on the failure path and no thread-exit
+// destructor, so qd_last_error_message() stays safe to call from any thread at any time.
+thread_local char t_message[512];
+}  // namespace
+
+qd_status fail(qd_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(t_message, sizeof t_message, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *last_error_message() noexcept { return t_message; }
+
+}  // namespace qd
