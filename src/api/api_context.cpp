@@ -1,0 +1,60 @@
+// Contexts.
+#include "api/guard.h"
+#include "core/context.h"
+
+using namespace qd;
+using core::Context;
+
+extern "C" {
+
+QD_API qd_status qd_context_create(const qd_context_desc *desc, qd_context *out) {
+    return api::guarded([&]() -> qd_status {
+        if (!desc) return api::null_argument("desc");
+        if (!out) return api::null_argument("out");
+        return Context::create(*desc, out);
+    });
+}
+
+QD_API qd_status qd_context_destroy(qd_context ctx) {
+    return api::guarded([&]() -> qd_status { return Context::destroy(ctx); });
+}
+
+QD_API qd_status qd_context_synchronize(qd_context ctx) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<Context> c;
+        qd_status st = core::resolve(ctx, &c);
+        if (st == QD_SUCCESS) st = c->usable();
+        if (st == QD_SUCCESS) st = c->may_block();
+        if (st == QD_SUCCESS) st = c->impl().synchronize();
+        if (st == QD_SUCCESS) st = c->usable();  // a fault found while draining
+        return st;
+    });
+}
+
+QD_API qd_status qd_context_default_stream(qd_context ctx, qd_stream *out) {
+    return api::guarded([&]() -> qd_status {
+        if (!out) return api::null_argument("out");
+        std::shared_ptr<Context> c;
+        qd_status st = core::resolve(ctx, &c);
+        if (st == QD_SUCCESS) st = c->usable();
+        if (st == QD_SUCCESS) *out = c->default_stream();
+        return st;
+    });
+}
+
+QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out) {
+    return api::guarded([&]() -> qd_status {
+        if (!out) return api::null_argument("out");
+        if (out->struct_size < sizeof(qd_context_stats))
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "qd_context_stats.struct_size is %u; at least %zu is required (use "
+                        "QD_CONTEXT_STATS_INIT)",
+                        out->struct_size, sizeof(qd_context_stats));
+        std::shared_ptr<Context> c;
+        qd_status st = core::resolve(ctx, &c);
+        if (st == QD_SUCCESS) c->fill_stats(out);
+        return st;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,98 @@
+// Events.
+#include "api/guard.h"
+#include "core/context.h"
+
+using namespace qd;
+using core::Context;
+using core::Event;
+using core::Stream;
+
+extern "C" {
+
+QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out) {
+    return api::guarded([&]() -> qd_status {
+        if (!out) return api::null_argument("out");
+        if (flags & ~uint32_t(QD_EVENT_TIMING))
+            return fail(QD_ERROR_INVALID_ARGUMENT, "unknown event flags 0x%x", flags);
+        std::shared_ptr<Context> c;
+        qd_status st = core::resolve(ctx, &c);
+        if (st == QD_SUCCESS) st = c->usable();
+        if (st != QD_SUCCESS) return st;
+        std::shared_ptr<backend::Event> impl;
+        st = c->impl().create_event((flags & QD_EVENT_TIMING) != 0, &impl);
+        if (st != QD_SUCCESS) return st;
+        auto e = std::make_shared<Event>(c, std::move(impl));
+        st = core::HandleTable::instance().insert(core::Tag::Event, ctx, std::move(e), out);
+        if (st == QD_SUCCESS) c->live_events.fetch_add(1, std::memory_order_relaxed);
+        return st;
+    });
+}
+
+QD_API qd_status qd_event_destroy(qd_event event) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<core::Object> removed;
+        qd_status st = core::HandleTable::instance().remove(event, core::Tag::Event, &removed);
+        if (st == QD_SUCCESS)
+            static_cast<Event &>(*removed).ctx->live_events.fetch_sub(1, std::memory_order_relaxed);
+        return st;
+    });
+}
+
+QD_API qd_status qd_event_record(qd_stream stream, qd_event event) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<Stream> s;
+        std::shared_ptr<Event> e;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st == QD_SUCCESS) st = core::resolve(event, &e);
+        if (st != QD_SUCCESS) return st;
+        if (e->ctx != s->ctx)
+            return fail(QD_ERROR_WRONG_CONTEXT,
+                        "event 0x%016llx and stream 0x%016llx belong to different contexts",
+                        (unsigned long long)event, (unsigned long long)stream);
+        return s->impl->record(*e->impl);
+    });
+}
+
+QD_API qd_status qd_event_query(qd_event event) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<Event> e;
+        qd_status st = core::resolve_usable(event, &e);
+        if (st != QD_SUCCESS) return st;
+        st = e->impl->query();
+        qd_status u = e->ctx->usable();
+        return u != QD_SUCCESS ? u : st;
+    });
+}
+
+QD_API qd_status qd_event_synchronize(qd_event event) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<Event> e;
+        qd_status st = core::resolve_usable(event, &e);
+        if (st == QD_SUCCESS) st = e->ctx->may_block();
+        if (st == QD_SUCCESS) st = e->impl->synchronize();
+        if (st == QD_SUCCESS) st = e->ctx->usable();
+        return st;
+    });
+}
+
+QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms) {
+    return api::guarded([&]() -> qd_status {
+        if (!ms) return api::null_argument("ms");
+        std::shared_ptr<Event> a, b;
+        qd_status st = core::resolve_usable(start, &a);
+        if (st == QD_SUCCESS) st = core::resolve(end, &b);
+        if (st != QD_SUCCESS) return st;
+        if (a->ctx != b->ctx)
+            return fail(QD_ERROR_WRONG_CONTEXT, "start and end events belong to different contexts");
+        if (!a->impl->timing() || !b->impl->timing())
+            return fail(QD_ERROR_TIMING_DISABLED,
+                        "%s event was created without QD_EVENT_TIMING",
+                        !a->impl->timing() ? "the start" : "the end");
+        if (!a->impl->recorded() || !b->impl->recorded())
+            return fail(QD_ERROR_NOT_RECORDED, "%s event was never recorded",
+                        !a->impl->recorded() ? "the start" : "the end");
+        return a->ctx->impl().elapsed_ms(*a->impl, *b->impl, ms);
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,132 @@
+// Stream-ordered memory and pinned host memory.
+#include "api/guard.h"
+#include "core/context.h"
+
+using namespace qd;
+using core::AllocRegistry;
+using core::Context;
+using core::Stream;
+
+namespace {
+
+// No backend can address more than this; refusing it up front keeps alignment rounding in the
+// backends free of overflow.
+constexpr uint64_t kMaxAllocBytes = uint64_t(1) << 56;
+
+qd_status check_alloc_size(uint64_t bytes) {
+    if (bytes == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "bytes is 0");
+    if (bytes > kMaxAllocBytes)
+        return fail(QD_ERROR_OVERFLOW, "%llu bytes exceeds the largest allocation (2^56 bytes)",
+                    (unsigned long long)bytes);
+    return QD_SUCCESS;
+}
+
+qd_status check_range(AllocRegistry &reg, uint64_t address, uint64_t bytes, const char *what) {
+    uint64_t end;
+    if (add_overflows(address, bytes, &end))
+        return fail(QD_ERROR_OVERFLOW, "%s 0x%llx + %llu bytes wraps around the address space",
+                    what, (unsigned long long)address, (unsigned long long)bytes);
+    return reg.check_range(address, bytes, what);
+}
+
+}  // namespace
+
+extern "C" {
+
+QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *address) {
+    return api::guarded([&]() -> qd_status {
+        if (!address) return api::null_argument("address");
+        qd_status st = check_alloc_size(bytes);
+        if (st != QD_SUCCESS) return st;
+        std::shared_ptr<Stream> s;
+        st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        uint64_t a = 0;
+        st = s->impl->mem_alloc(bytes, &a);
+        if (st != QD_SUCCESS) return st;
+        try {
+            s->ctx->allocs().insert(AllocRegistry::Kind::Device, a, bytes);
+        } catch (...) {
+            s->impl->mem_free(a);
+            throw;
+        }
+        *address = a;
+        return QD_SUCCESS;
+    });
+}
+
+QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<Stream> s;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st == QD_SUCCESS) st = s->ctx->allocs().remove(AllocRegistry::Kind::Device, address);
+        if (st != QD_SUCCESS) return st;
+        return s->impl->mem_free(address);
+    });
+}
+
+QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<Stream> s;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        if (bytes == 0) return QD_SUCCESS;
+        if (!dst || !src)
+            return fail(QD_ERROR_INVALID_ARGUMENT, "%s is 0", !dst ? "dst" : "src");
+        st = check_range(s->ctx->allocs(), dst, bytes, "dst");
+        if (st == QD_SUCCESS) st = check_range(s->ctx->allocs(), src, bytes, "src");
+        if (st != QD_SUCCESS) return st;
+        return s->impl->memcpy(dst, src, bytes);
+    });
+}
+
+QD_API qd_status qd_memset_async(qd_stream stream, uint64_t dst, uint8_t value, uint64_t bytes) {
+    return api::guarded([&]() -> qd_status {
+        std::shared_ptr<Stream> s;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        if (bytes == 0) return QD_SUCCESS;
+        if (!dst) return fail(QD_ERROR_INVALID_ARGUMENT, "dst is 0");
+        st = check_range(s->ctx->allocs(), dst, bytes, "dst");
+        if (st != QD_SUCCESS) return st;
+        return s->impl->memset(dst, value, bytes);
+    });
+}
+
+QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
+    return api::guarded([&]() -> qd_status {
+        if (!out) return api::null_argument("out");
+        qd_status st = check_alloc_size(bytes);
+        if (st != QD_SUCCESS) return st;
+        std::shared_ptr<Context> c;
+        st = core::resolve(ctx, &c);
+        if (st == QD_SUCCESS) st = c->usable();
+        if (st != QD_SUCCESS) return st;
+        void *p = nullptr;
+        st = c->impl().host_alloc(bytes, &p);
+        if (st != QD_SUCCESS) return st;
+        try {
+            c->allocs().insert(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(p), bytes);
+        } catch (...) {
+            c->impl().host_free(p);
+            throw;
+        }
+        *out = p;
+        return QD_SUCCESS;
+    });
+}
+
+QD_API qd_status qd_host_free(qd_context ctx, void *ptr) {
+    return api::guarded([&]() -> qd_status {
+        if (!ptr) return api::null_argument("ptr");
+        std::shared_ptr<Context> c;
+        qd_status st = core::resolve(ctx, &c);
+        if (st == QD_SUCCESS)
+            st = c->allocs().remove(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(ptr));
+        if (st != QD_SUCCESS) return st;
+        c->impl().host_free(ptr);
+        return QD_SUCCESS;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,67 @@
+// Status names, the last error message, the version, and device queries.
+#include <cstring>
+
+#include "api/guard.h"
+#include "backends/backend.h"
+
+using namespace qd;
+
+extern "C" {
+
+QD_API const char *qd_status_name(qd_status status) {
+    switch (status) {
+#define QD_STATUS_NAME_CASE_(name, value, text) \
+    case value:                                 \
+        return #name;
+        QD_STATUS_LIST(QD_STATUS_NAME_CASE_)
+#undef QD_STATUS_NAME_CASE_
+    default:
+        return "QD_STATUS_UNKNOWN";
+    }
+}
+
+QD_API const char *qd_last_error_message(void) { return last_error_message(); }
+
+QD_API uint32_t qd_version(void) { return QD_VERSION; }
+
+QD_API qd_status qd_device_count(qd_backend backend, uint32_t *count) {
+    return api::guarded([&]() -> qd_status {
+        if (!count) return api::null_argument("count");
+        backend::Driver *driver;
+        qd_status st = backend::get_driver(backend, &driver);
+        if (st != QD_SUCCESS) return st;
+        return driver->device_count(count);
+    });
+}
+
+QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_device_info *out) {
+    return api::guarded([&]() -> qd_status {
+        if (!out) return api::null_argument("out");
+        if (out->struct_size < sizeof(qd_device_info))
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "qd_device_info.struct_size is %u; at least %zu is required (use "
+                        "QD_DEVICE_INFO_INIT)",
+                        out->struct_size, sizeof(qd_device_info));
+        backend::Driver *driver;
+        qd_status st = backend::get_driver(backend, &driver);
+        if (st != QD_SUCCESS) return st;
+        uint32_t n = 0;
+        st = driver->device_count(&n);
+        if (st != QD_SUCCESS) return st;
+        if (device >= n)
+            return fail(QD_ERROR_INVALID_ARGUMENT, "device %u does not exist (the backend has %u)",
+                        device, n);
+        qd_device_info info;
+        std::memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        st = driver->device_info(device, &info);
+        if (st != QD_SUCCESS) return st;
+        info.backend = uint32_t(driver->kind());
+        info.device = device;
+        info.name[sizeof info.name - 1] = '\0';
+        std::memcpy(out, &info, sizeof info);
+        return QD_SUCCESS;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,190 @@
+#include "core/context.h"
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace qd::core {
+
+namespace {
+constexpr uint32_t kDefaultStreamPool = 32;
+constexpr uint32_t kMaxStreamPool = 4096;
+constexpr uint32_t kDefaultEventPool = 256;
+constexpr uint32_t kMaxEventPool = 65536;
+constexpr uint32_t kMaxWorkers = 256;
+constexpr uint32_t kContextDescV1Size = 32;
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------
+
+qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
+    if (desc.struct_size < kContextDescV1Size)
+        return fail(QD_ERROR_INVALID_ARGUMENT,
+                    "qd_context_desc.struct_size is %u; at least %u is required (use "
+                    "QD_CONTEXT_DESC_INIT)",
+                    desc.struct_size, kContextDescV1Size);
+    if (desc.flags != 0 || desc.reserved != 0)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "qd_context_desc.flags and .reserved must be 0");
+    if (desc.stream_pool_size > kMaxStreamPool)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "stream_pool_size %u is above the limit %u",
+                    desc.stream_pool_size, kMaxStreamPool);
+    if (desc.event_pool_size > kMaxEventPool)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "event_pool_size %u is above the limit %u",
+                    desc.event_pool_size, kMaxEventPool);
+    if (desc.cpu_worker_threads > kMaxWorkers)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "cpu_worker_threads %u is above the limit %u",
+                    desc.cpu_worker_threads, kMaxWorkers);
+
+    const qd_backend kind =
+        desc.backend == QD_BACKEND_DEFAULT ? QD_BACKEND_CPU : qd_backend(desc.backend);
+    backend::Driver *driver = nullptr;
+    qd_status st = backend::get_driver(kind, &driver);
+    if (st != QD_SUCCESS) return st;
+    uint32_t devices = 0;
+    st = driver->device_count(&devices);
+    if (st != QD_SUCCESS) return st;
+    if (desc.device >= devices)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "device %u does not exist (the backend has %u)",
+                    desc.device, devices);
+
+    backend::ContextParams params;
+    params.device = desc.device;
+    params.worker_threads = desc.cpu_worker_threads;
+    std::unique_ptr<backend::Context> impl;
+    st = driver->create_context(params, &impl);
+    if (st != QD_SUCCESS) return st;
+
+    std::shared_ptr<Context> ctx(new Context());
+    ctx->kind_ = kind;
+    ctx->fork_generation_ = fork_generation();
+    ctx->impl_ = std::move(impl);
+    ctx->stream_pool_ = std::make_unique<StreamPool>(
+        *ctx, desc.stream_pool_size ? desc.stream_pool_size : kDefaultStreamPool);
+    ctx->event_pool_ = std::make_unique<EventPool>(
+        *ctx->impl_, desc.event_pool_size ? desc.event_pool_size : kDefaultEventPool);
+
+    HandleTable &table = HandleTable::instance();
+    st = table.insert(Tag::Context, 0, ctx, &ctx->handle_);
+    if (st != QD_SUCCESS) {
+        ctx->tear_down();
+        return st;
+    }
+
+    std::shared_ptr<backend::Stream> default_impl;
+    st = ctx->impl_->create_stream(QD_STREAM_NON_BLOCKING, 0, &default_impl);
+    if (st == QD_SUCCESS)
+        st = register_stream(ctx, std::move(default_impl), StreamKind::Default,
+                             &ctx->default_stream_handle_);
+    if (st != QD_SUCCESS) {
+        const std::string reason = last_error_message();
+        destroy(ctx->handle_);
+        return fail(st, "%s", reason.c_str());
+    }
+    table.get(ctx->default_stream_handle_, Tag::Stream, &ctx->default_stream_);
+    *out = ctx->handle_;
+    return QD_SUCCESS;
+}
+
+qd_status Context::destroy(uint64_t handle) {
+    HandleTable &table = HandleTable::instance();
+    std::shared_ptr<Context> ctx;
+    qd_status st = table.get(handle, Tag::Context, &ctx);
+    if (st != QD_SUCCESS) return st;
+    if (ctx->fork_generation_ == fork_generation()) {
+        st = ctx->may_block();
+        if (st != QD_SUCCESS) return st;
+    }
+    // Removing the handle is the one step that can only succeed once: a second destroy, from
+    // this thread or a racing one, fails here.
+    st = table.remove(handle, Tag::Context);
+    if (st != QD_SUCCESS) return st;
+    ctx->tear_down();
+    return QD_SUCCESS;
+}
+
+Context::~Context() = default;
+
+qd_status Context::usable() const {
+    if (fork_generation_ != fork_generation())
+        return fail(QD_ERROR_FORKED,
+                    "context 0x%016llx was created before fork(); create a new context in this "
+                    "process",
+                    (unsigned long long)handle_);
+    if (impl_->lost_state().lost())
+        return fail(QD_ERROR_DEVICE_LOST, "context 0x%016llx is lost: %s",
+                    (unsigned long long)handle_, impl_->lost_state().message().c_str());
+    return QD_SUCCESS;
+}
+
+qd_status Context::may_block() const {
+    if (impl_->in_callback())
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "a blocking call was made from a host kernel or callback of the same "
+                    "context; it would wait for itself");
+    return QD_SUCCESS;
+}
+
+void Context::fill_stats(qd_context_stats *out) const {
+    qd_context_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = out->struct_size;
+    auto count = [](const std::atomic<int64_t> &c) {
+        const int64_t v = c.load(std::memory_order_relaxed);
+        return uint64_t(v < 0 ? 0 : v);
+    };
+    s.live_streams = count(live_streams);
+    s.live_events = count(live_events);
+    s.live_modules = count(live_modules);
+    s.live_kernels = count(live_kernels);
+    s.stream_pool_capacity = stream_pool_->capacity();
+    s.stream_pool_created = stream_pool_->created();
+    s.stream_pool_leased = stream_pool_->leased();
+    s.stream_pool_hits = stream_pool_->hits();
+    s.stream_pool_misses = stream_pool_->misses();
+    s.event_pool_created = event_pool_->created();
+    s.event_pool_hits = event_pool_->hits();
+    s.event_pool_misses = event_pool_->misses();
+    s.live_allocations = allocs_.live_allocations();
+    s.bytes_allocated = allocs_.device_bytes();
+    s.host_bytes_allocated = allocs_.host_bytes();
+    const size_t n = out->struct_size < sizeof s ? out->struct_size : sizeof s;
+    std::memcpy(out, &s, n);
+}
+
+qd_status register_stream(const std::shared_ptr<Context> &ctx,
+                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
+    auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
+    qd_status st = HandleTable::instance().insert(Tag::Stream, ctx->handle(), std::move(stream), out);
+    if (st == QD_SUCCESS) ctx->live_streams.fetch_add(1, std::memory_order_relaxed);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+void Context::tear_down() {
+    if (torn_down_.exchange(true)) return;
+    const bool forked = fork_generation_ != fork_generation();
+    // Children first: from here on every child handle is stale, so no new work can be queued
+    // through the API; calls already past their lookup finish against live objects.
+    if (handle_) HandleTable::instance().remove_all_owned_by(handle_);
+    default_stream_.reset();
+    if (forked) {
+        // The parent's worker threads and driver state do not exist in this process; touching
+        // them could hang. Forget the context and leak what it held.
+        new std::shared_ptr<backend::Context>(std::move(impl_));
+        return;
+    }
+    stream_pool_->clear();
+    event_pool_->clear();
+    impl_->synchronize();  // drain; a lost context still drains (its work is skipped)
+    impl_->shutdown();
+    for (uint64_t a : allocs_.take_all(AllocRegistry::Kind::Device)) impl_->mem_free_now(a);
+    for (uint64_t p : allocs_.take_all(AllocRegistry::Kind::Host))
+        impl_->host_free(reinterpret_cast<void *>(p));
+}
+
+}  // namespace qd::core

@@ -1,0 +1,145 @@
+// The core's objects: a Context owns everything, and every child (Stream, Event, Module,
+// Kernel) holds a reference to its Context, so a call racing with context destroy still finds
+// valid memory (and then an invalid handle or a shut-down backend), never freed memory.
+//
+// The core knows no driver: it talks to backends only through src/backends/backend.h.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/alloc_registry.h"
+#include "core/event_pool.h"
+#include "core/handle_table.h"
+#include "core/stream_pool.h"
+
+namespace qd::core {
+
+enum class StreamKind : uint8_t { Owned, Leased, Borrowed, Default };
+
+class Stream;
+
+class Context : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Context;
+
+    // Creates the backend context, the default stream and the pools, and registers the handle.
+    static qd_status create(const qd_context_desc &desc, uint64_t *out);
+    // qd_context_destroy: drain, destroy children, free allocations, invalidate handles.
+    static qd_status destroy(uint64_t handle);
+
+    ~Context() override;
+
+    // QD_SUCCESS, or QD_ERROR_FORKED / QD_ERROR_DEVICE_LOST with the message written. Every call
+    // that does work on the context asks this first; it is two relaxed loads when healthy.
+    qd_status usable() const;
+    // For blocking calls: refuses them from inside this context's host kernels and callbacks.
+    qd_status may_block() const;
+
+    void fill_stats(qd_context_stats *out) const;
+
+    uint64_t handle() const { return handle_; }
+    qd_backend kind() const { return kind_; }
+    backend::Context &impl() { return *impl_; }
+    StreamPool &stream_pool() { return *stream_pool_; }
+    EventPool &event_pool() { return *event_pool_; }
+    AllocRegistry &allocs() { return allocs_; }
+    uint64_t default_stream() const { return default_stream_handle_; }
+
+    // Live-object counters for qd_context_get_stats.
+    std::atomic<int64_t> live_streams{0}, live_events{0}, live_modules{0}, live_kernels{0};
+
+  private:
+    Context() = default;
+    void tear_down();  // everything destroy() does after the handle is gone
+
+    uint64_t handle_ = 0;
+    qd_backend kind_ = QD_BACKEND_CPU;
+    uint64_t fork_generation_ = 0;
+    std::shared_ptr<backend::Context> impl_;
+    std::unique_ptr<StreamPool> stream_pool_;
+    std::unique_ptr<EventPool> event_pool_;
+    AllocRegistry allocs_;
+    std::shared_ptr<Stream> default_stream_;
+    uint64_t default_stream_handle_ = 0;
+    std::atomic<bool> torn_down_{false};
+};
+
+class Stream : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Stream;
+
+    Stream(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Stream> impl, StreamKind kind)
+        : ctx(std::move(ctx)), impl(std::move(impl)), kind(kind) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Stream> impl;
+    const StreamKind kind;
+    uint32_t pool_slot = 0;  // reserved handle slot, for leases
+};
+
+class Event : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Event;
+
+    Event(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Event> impl)
+        : ctx(std::move(ctx)), impl(std::move(impl)) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Event> impl;
+};
+
+class Module : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Module;
+
+    Module(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Module> impl)
+        : ctx(std::move(ctx)), impl(std::move(impl)) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Module> impl;
+
+    // Handles of the kernels taken from this module, invalidated by unload.
+    std::mutex kernels_mutex;
+    std::vector<uint64_t> kernels;
+};
+
+class Kernel : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Kernel;
+
+    Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Kernel> impl)
+        : ctx(std::move(ctx)), impl(std::move(impl)) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Kernel> impl;
+};
+
+// Resolve a handle of type T (T::kTag). Writes the message on failure.
+template <class T>
+inline qd_status resolve(uint64_t handle, std::shared_ptr<T> *out) {
+    return HandleTable::instance().get(handle, T::kTag, out);
+}
+
+// Resolve a handle and check that its context is usable (not lost, not forked).
+template <class T>
+inline qd_status resolve_usable(uint64_t handle, std::shared_ptr<T> *out) {
+    qd_status st = resolve(handle, out);
+    if (st != QD_SUCCESS) return st;
+    return (*out)->ctx->usable();
+}
+
+// Registers a new stream handle of the given kind and counts it.
+qd_status register_stream(const std::shared_ptr<Context> &ctx, std::shared_ptr<backend::Stream> impl,
+                          StreamKind kind, uint64_t *out);
+
+// The process's fork generation: bumped in the child of every fork().
+uint64_t fork_generation();
+
+}  // namespace qd::core

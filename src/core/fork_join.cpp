@@ -1,0 +1,92 @@
+#include "core/fork_join.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/error.h"
+#include "core/context.h"
+
+namespace qd::core {
+
+qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
+    if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
+    if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; fork at least one stream");
+    std::shared_ptr<Stream> p;
+    qd_status st = resolve_usable(parent, &p);
+    if (st != QD_SUCCESS) return st;
+    Context &ctx = *p->ctx;
+    StreamPool &pool = ctx.stream_pool();
+
+    std::vector<std::shared_ptr<Stream>> leases;
+    std::vector<uint64_t> handles;
+    std::vector<backend::Stream *> impls;
+    leases.reserve(n);
+    handles.reserve(n);
+    impls.reserve(n);
+    auto undo = [&] {
+        for (size_t i = 0; i < leases.size(); ++i) pool.release(leases[i], handles[i]);
+    };
+    for (uint32_t i = 0; i < n; ++i) {
+        std::shared_ptr<Stream> s;
+        uint64_t h;
+        st = pool.acquire(&s, &h);
+        if (st != QD_SUCCESS) {
+            const std::string reason = last_error_message();
+            undo();
+            return fail(st, "fork of %u streams: %s", n, reason.c_str());
+        }
+        impls.push_back(s->impl.get());
+        leases.push_back(std::move(s));
+        handles.push_back(h);
+    }
+    st = link_streams(ctx.event_pool(), *p->impl, impls.data(), n);
+    if (st != QD_SUCCESS) {
+        const std::string reason = last_error_message();
+        undo();
+        return fail(st, "%s", reason.c_str());
+    }
+    std::copy(handles.begin(), handles.end(), children);
+    return QD_SUCCESS;
+}
+
+qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
+    if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
+    if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; join at least one stream");
+    std::shared_ptr<Stream> p;
+    qd_status st = resolve_usable(parent, &p);
+    if (st != QD_SUCCESS) return st;
+    Context &ctx = *p->ctx;
+
+    // Validate everything before queuing anything, so an error changes nothing.
+    std::vector<std::shared_ptr<Stream>> kids(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        if (children[i] == parent)
+            return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] is the parent stream", i);
+        for (uint32_t j = 0; j < i; ++j)
+            if (children[j] == children[i])
+                return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] and children[%u] are the same",
+                            j, i);
+        st = resolve(children[i], &kids[i]);
+        if (st != QD_SUCCESS) return st;
+        if (kids[i]->ctx.get() != &ctx)
+            return fail(QD_ERROR_WRONG_CONTEXT, "children[%u] belongs to another context than the "
+                        "parent", i);
+        if (kids[i]->kind != StreamKind::Leased)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "children[%u] is not a pool lease (from qd_stream_fork or "
+                        "qd_stream_acquire)", i);
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        backend::Stream *target = p->impl.get();
+        st = link_streams(ctx.event_pool(), *kids[i]->impl, &target, 1);
+        if (st != QD_SUCCESS) return st;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        // A racing release of the same child makes this fail; the join itself is complete.
+        if (ctx.stream_pool().release(kids[i], children[i]) != QD_SUCCESS) st = QD_ERROR_INVALID_HANDLE;
+    }
+    return st == QD_SUCCESS ? QD_SUCCESS : fail(st, "a child was released by another thread during "
+                                                    "the join");
+}
+
+}  // namespace qd::core

@@ -1,0 +1,128 @@
+// The process-wide handle table: the one global mutable structure qd has besides the loaded
+// drivers.
+//
+// A handle is 64 bits: slot index (high 32) | generation (24) | type tag (low 8). The tag is
+// never 0, so no handle is 0. Freed slots come back with generation + 1, so a stale handle can
+// never name a new object (no ABA); a slot whose generation would wrap is retired for good.
+// Slots live in chunks that are never freed, so a lookup is an index computation plus a
+// compare, with no hashing and no address-keyed maps (native addresses get reused; generations
+// do not).
+//
+// Concurrency: each slot has a tiny spin lock held only to copy or swap its shared_ptr. The
+// lock-free check() answers "is this handle live, and who owns it" without touching the object,
+// which is what the active-stream calls need to stay in the nanosecond range.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace qd::core {
+
+enum class Tag : uint8_t { Context = 1, Stream = 2, Event = 3, Module = 4, Kernel = 5 };
+
+const char *tag_name(Tag tag);
+
+// Everything a handle can name derives from Object.
+struct Object {
+    virtual ~Object() = default;
+};
+
+class HandleTable {
+  public:
+    static constexpr uint32_t kChunkBits = 12;
+    static constexpr uint32_t kChunkSize = 1u << kChunkBits;
+    static constexpr uint32_t kMaxChunks = 1024;  // 4 Mi live slots
+    static constexpr uint32_t kGenerationBits = 24;
+    static constexpr uint32_t kMaxGeneration = (1u << kGenerationBits) - 1;
+
+    static HandleTable &instance();
+
+    // A new live handle for obj, owned by `owner` (the context handle; 0 for contexts).
+    qd_status insert(Tag tag, uint64_t owner, std::shared_ptr<Object> obj, uint64_t *out);
+
+    // Resolve a handle to its object. Fails with QD_ERROR_INVALID_HANDLE and a message naming
+    // what is wrong (0, wrong type, never issued, stale).
+    template <class T>
+    qd_status get(uint64_t handle, Tag tag, std::shared_ptr<T> *out) const {
+        std::shared_ptr<Object> obj;
+        qd_status st = get_object(handle, tag, &obj);
+        if (st == QD_SUCCESS) *out = std::static_pointer_cast<T>(std::move(obj));
+        return st;
+    }
+
+    // Lock-free: is the handle live? On success *owner is its owner (0 for contexts).
+    // Writes no error message on failure unless `report` is true.
+    qd_status check(uint64_t handle, Tag tag, uint64_t *owner, bool report = true) const;
+
+    // Make a handle dead. The object is handed back in *removed (if given), so its destructor
+    // runs outside the slot lock.
+    qd_status remove(uint64_t handle, Tag tag, std::shared_ptr<Object> *removed = nullptr);
+
+    // --- Pool support: a reserved slot is bound to one object for its whole life and re-armed
+    // with a fresh generation for each lease, so lease and release never touch the free list.
+    qd_status reserve(Tag tag, uint64_t owner, std::shared_ptr<Object> obj, uint32_t *index);
+    // Make the reserved slot live under a new handle. False if its generations are exhausted
+    // (the slot is then retired and the object dropped; the caller reserves a new slot).
+    bool arm(uint32_t index, uint64_t *out);
+    // Live -> reserved. QD_ERROR_INVALID_HANDLE if the handle is not live.
+    qd_status disarm(uint64_t handle, Tag tag);
+    // Give a reserved slot back (dropping its object).
+    void unreserve(uint32_t index);
+
+    // Invalidate every live, non-reserved handle owned by `owner`, and disarm its reserved
+    // ones. Used by context destroy; the objects are destroyed before this returns.
+    void remove_all_owned_by(uint64_t owner);
+
+    // --- Test hooks (not exported from libqd; white-box tests link the internal library).
+    void debug_set_generation(uint64_t handle, uint32_t generation);
+    uint64_t debug_retired_count() const;
+
+    static uint32_t index_of(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
+    static uint32_t generation_of(uint64_t h) {
+        return static_cast<uint32_t>(h >> 8) & kMaxGeneration;
+    }
+    static uint8_t tag_of(uint64_t h) { return static_cast<uint8_t>(h & 0xff); }
+    static uint64_t make(uint32_t index, uint32_t generation, Tag tag) {
+        return (uint64_t(index) << 32) | (uint64_t(generation) << 8) | uint64_t(tag);
+    }
+
+  private:
+    enum class State : uint8_t { Free, Live, Reserved, Armed, Retired };
+
+    struct Slot {
+        std::atomic<uint64_t> live{0};   // the live handle, 0 when none
+        std::atomic<uint64_t> owner{0};
+        mutable std::atomic_flag lock = ATOMIC_FLAG_INIT;
+        uint32_t generation = 1;          // generation the next handle gets
+        State state = State::Free;
+        Tag tag = Tag::Context;
+        std::shared_ptr<Object> obj;
+    };
+
+    struct SlotLock {
+        explicit SlotLock(const Slot &s);
+        ~SlotLock();
+        const Slot &slot;
+    };
+
+    HandleTable() = default;
+    Slot *slot_at(uint32_t index) const;
+    qd_status get_object(uint64_t handle, Tag tag, std::shared_ptr<Object> *out) const;
+    qd_status describe_failure(uint64_t handle, Tag tag) const;
+    qd_status allocate_slot(uint32_t *index);
+    void release_slot_locked(Slot &slot, uint32_t index);  // called with slot lock held
+
+    std::atomic<Slot *> chunks_[kMaxChunks] = {};
+    std::mutex alloc_mutex_;                 // guards free_, next_index_, chunk creation
+    std::vector<uint32_t> free_;
+    uint32_t next_index_ = 0;
+    std::atomic<uint32_t> high_water_{0};    // slots ever handed out, for scans
+    std::atomic<uint64_t> retired_{0};
+};
+
+}  // namespace qd::core
