@@ -234,10 +234,14 @@ qd_status HandleTable::describe_failure(uint64_t handle, Tag tag) const {
     if (!slot || generation_of(handle) == 0)
         return fail(QD_ERROR_INVALID_HANDLE, "%s handle 0x%016llx was never issued by qd", want,
                     (unsigned long long)handle);
-    // Read without the lock: only the wording depends on it.
-    if (generation_of(handle) < slot->generation || slot->state == State::Retired ||
-        (generation_of(handle) == slot->generation && slot->state != State::Live &&
-         slot->state != State::Armed))
+    bool stale;
+    {
+        SlotLock lock(*slot);  // the failure path; only the wording depends on this read
+        stale = generation_of(handle) < slot->generation || slot->state == State::Retired ||
+                (generation_of(handle) == slot->generation && slot->state != State::Live &&
+                 slot->state != State::Armed);
+    }
+    if (stale)
         return fail(QD_ERROR_INVALID_HANDLE,
                     "%s handle 0x%016llx is stale: the %s was destroyed or released, or its "
                     "context was destroyed",
