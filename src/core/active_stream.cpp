@@ -14,14 +14,29 @@ struct Entry {
     uint64_t stream;
 };
 
-constexpr size_t kPruneAbove = 16;
-
-thread_local std::vector<Entry> t_active;
+// Plain-old-data thread-locals in the initial-exec model: no guard variable, no thread-exit
+// destructor and no __tls_get_addr call, which keeps get+set within a few nanoseconds. The
+// footprint (16 x 16 bytes) is far below the static TLS surplus glibc reserves for libraries
+// loaded later with dlopen (as Python does). More than 16 live contexts on one thread spill
+// into a vector on the slow path.
+constexpr uint32_t kInline = 16;
+#define QD_TLS_IE __attribute__((tls_model("initial-exec")))
+thread_local Entry t_inline[kInline] QD_TLS_IE;
+thread_local uint32_t t_count QD_TLS_IE;
+thread_local std::vector<Entry> *t_spill QD_TLS_IE;  // leaked per thread only if ever used
 
 Entry *find(uint64_t ctx) {
-    for (Entry &e : t_active)
-        if (e.ctx == ctx) return &e;
+    for (uint32_t i = 0; i < t_count; ++i)
+        if (t_inline[i].ctx == ctx) return &t_inline[i];
+    if (t_spill)
+        for (Entry &e : *t_spill)
+            if (e.ctx == ctx) return &e;
     return nullptr;
+}
+
+bool context_alive(uint64_t ctx) {
+    uint64_t owner;
+    return HandleTable::instance().check(ctx, Tag::Context, &owner, false) == QD_SUCCESS;
 }
 
 // First use of a context on this thread: its active stream starts as the default stream.
@@ -29,17 +44,27 @@ qd_status add_entry(uint64_t ctx, Entry **out) {
     std::shared_ptr<Context> c;
     qd_status st = resolve(ctx, &c);
     if (st != QD_SUCCESS) return st;
-    if (t_active.size() >= kPruneAbove) {
-        HandleTable &table = HandleTable::instance();
-        std::vector<Entry> kept;
-        for (const Entry &e : t_active) {
-            uint64_t owner;
-            if (table.check(e.ctx, Tag::Context, &owner, false) == QD_SUCCESS) kept.push_back(e);
-        }
-        t_active.swap(kept);
+    const Entry fresh{ctx, c->default_stream()};
+    if (t_count == kInline) {
+        // Entries of destroyed contexts are inert (context handles are never reissued); drop
+        // them to make room.
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < t_count; ++i)
+            if (context_alive(t_inline[i].ctx)) t_inline[kept++] = t_inline[i];
+        t_count = kept;
     }
-    t_active.push_back(Entry{ctx, c->default_stream()});
-    *out = &t_active.back();
+    if (t_count < kInline) {
+        t_inline[t_count] = fresh;
+        *out = &t_inline[t_count++];
+        return QD_SUCCESS;
+    }
+    if (!t_spill) t_spill = new std::vector<Entry>();
+    std::vector<Entry> kept;
+    for (const Entry &e : *t_spill)
+        if (context_alive(e.ctx)) kept.push_back(e);
+    t_spill->swap(kept);
+    t_spill->push_back(fresh);
+    *out = &t_spill->back();
     return QD_SUCCESS;
 }
 

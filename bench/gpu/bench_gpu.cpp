@@ -1,0 +1,464 @@
+// GPU benchmarks B1, B3, B4, B5 and B6 of shared/BENCHMARKS.md: qd against the raw CUDA driver,
+// side by side in one process, alternated repeat by repeat (bench/harness.h).
+//
+// The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
+// and uses the same cubin, the same kernels, and the same native streams as qd (it launches on
+// the CUstream behind qd's stream), so the two differ only by qd's own work.
+//
+// usage: bench_gpu [--repeats N] [--warmup N] [--filter S] [--quiet] (see harness.h)
+// The cubin path is built in (bench_gpu_config.h); QD_BENCH_GPU_CUBIN overrides it.
+// Exit status: 0 whether bars are met or missed (and when no GPU is present: a SKIP line);
+// 1 when a qd or driver call fails.
+#include <qd/qd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "bench_gpu_config.h"
+#include "harness.h"
+#include "raw_cuda.h"
+
+namespace {
+
+using qdbench::Clock;
+using qdbench::elapsed_ns;
+using qdbench::Figure;
+using qdbench::Samples;
+using qdbench::Verdict;
+using rawcuda::CUevent;
+using rawcuda::CUfunction;
+using rawcuda::CUstream;
+
+[[noreturn]] void die(const char *what, const std::string &detail) {
+    std::fprintf(stderr, "bench_gpu: %s failed: %s\n", what, detail.c_str());
+    std::exit(1);
+}
+
+void check(qd_status st, const char *what) {
+    if (st != QD_SUCCESS) die(what, std::string(qd_status_name(st)) + ": " + qd_last_error_message());
+}
+
+rawcuda::Driver g_raw;
+
+void raw_check(rawcuda::CUresult r, const char *what) {
+    if (r != rawcuda::CUDA_SUCCESS) die(what, g_raw.name(r));
+}
+
+#define QD(call) check((call), #call)
+#define RAW(call) raw_check((g_raw.call), #call)
+
+double median_of(std::vector<double> v) { return qdbench::median(std::move(v)); }
+
+// The objects both sides share.
+struct Setup {
+    qd_context ctx = 0;
+    qd_stream stream = 0, stream2 = 0;
+    CUstream native = nullptr, native2 = nullptr;
+    qd_module module = 0;
+    rawcuda::CUmodule raw_module = nullptr;
+    rawcuda::CUcontext primary = nullptr;
+
+    qd_kernel qd_kernel_named(const char *name) {
+        qd_kernel k = 0;
+        QD(qd_kernel_get(module, name, &k));
+        return k;
+    }
+    CUfunction raw_kernel_named(const char *name) {
+        CUfunction f = nullptr;
+        RAW(cuModuleGetFunction(&f, raw_module, name));
+        return f;
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// B1: launch, enqueue only
+// ---------------------------------------------------------------------------------------------
+
+void bench_launch(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    struct Case {
+        const char *kernel;
+        uint32_t args;
+    };
+    // Arguments of mixed sizes, matching the gpu_empty* signatures (tests/gpu/kernels.cu).
+    uint64_t u64 = 1;
+    uint32_t u32 = 2;
+    uint16_t u16 = 3;
+    uint8_t u8 = 4;
+    float f = 5;
+    double d = 6;
+    int32_t i32 = 7;
+    const qd_arg eight[8] = {{&u64, 8}, {&u32, 4}, {&u16, 2}, {&u8, 1},
+                             {&f, 4},   {&d, 8},   {&u64, 8}, {&i32, 4}};
+    qd_arg qd_args[16];
+    void *raw_params[16];
+    for (int i = 0; i < 16; ++i) {
+        qd_args[i] = eight[i % 8];
+        raw_params[i] = const_cast<void *>(eight[i % 8].data);
+    }
+    const int batch = 1000;
+    for (Case c : {Case{"gpu_empty0", 0}, Case{"gpu_empty1", 1}, Case{"gpu_empty8", 8},
+                   Case{"gpu_empty16", 16}}) {
+        const std::string name = "launch/" + std::to_string(c.args) + "args";
+        if (!opt.selected("B1 " + name)) continue;
+        qd_kernel k = s.qd_kernel_named(c.kernel);
+        CUfunction fn = s.raw_kernel_named(c.kernel);
+        qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+        auto qd_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < batch; ++i) QD(qd_launch(s.stream, k, &cfg, qd_args, c.args));
+            auto t1 = Clock::now();  // enqueue only: stop before the sync
+            QD(qd_stream_synchronize(s.stream));
+            return elapsed_ns(t0, t1) / batch;
+        };
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < batch; ++i)
+                RAW(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s.native, c.args ? raw_params : nullptr,
+                                   nullptr));
+            auto t1 = Clock::now();
+            RAW(cuStreamSynchronize(s.native));
+            return elapsed_ns(t0, t1) / batch;
+        };
+        Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B1";
+        fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ns";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "ns (cuLaunchKernel)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = "<= 1.05x and <= +100 ns (+" + qdbench::fmt(fig.qd - fig.anchor) + " ns)";
+        fig.verdict = (fig.ratio <= 1.05 && fig.qd - fig.anchor <= 100) ? Verdict::Pass : Verdict::Miss;
+        report.add(fig, &smp);
+        QD(qd_kernel_destroy(k));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// B3: pool lease vs stream create/destroy
+// ---------------------------------------------------------------------------------------------
+
+void bench_pool(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    if (!opt.selected("B3 stream-acquire+release")) return;
+    auto qd_side = [&] {
+        const int n = 20000;
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) {
+            qd_stream lease = 0;
+            QD(qd_stream_acquire(s.ctx, &lease));
+            QD(qd_stream_release(lease));
+        }
+        return elapsed_ns(t0, Clock::now()) / n;
+    };
+    auto raw_side = [&] {
+        const int n = 500;
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) {
+            CUstream st = nullptr;
+            RAW(cuStreamCreate(&st, rawcuda::CU_STREAM_NON_BLOCKING));
+            RAW(cuStreamDestroy(st));
+        }
+        return elapsed_ns(t0, Clock::now()) / n;
+    };
+    Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+    Figure fig;
+    fig.bench = "B3";
+    fig.name = "stream-acquire+release";
+    fig.qd = median_of(smp.qd);
+    fig.unit = "ns";
+    fig.has_anchor = true;
+    fig.anchor = median_of(smp.anchor);
+    fig.anchor_unit = "ns (cuStreamCreate+cuStreamDestroy)";
+    fig.has_ratio = true;
+    fig.ratio = fig.qd / fig.anchor;
+    fig.bar = "<= 50 ns and >= 100x cheaper (" + qdbench::fmt(fig.anchor / fig.qd) + "x)";
+    fig.verdict = (fig.qd <= 50 && fig.anchor / fig.qd >= 100) ? Verdict::Pass : Verdict::Miss;
+    report.add(fig, &smp);
+}
+
+// ---------------------------------------------------------------------------------------------
+// B4: active stream get+set
+// ---------------------------------------------------------------------------------------------
+
+void bench_active(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    if (!opt.selected("B4 active-stream-get+set")) return;
+    auto qd_side = [&] {
+        const int n = 200000;
+        qd_stream current = 0, previous = 0;
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) {
+            QD(qd_stream_get_active(s.ctx, &current));
+            QD(qd_stream_set_active(s.ctx, (i & 1) ? s.stream : s.stream2, &previous));
+        }
+        return elapsed_ns(t0, Clock::now()) / n;
+    };
+    std::vector<double> v = qdbench::repeat(opt, qd_side);
+    Samples smp;
+    smp.qd = v;
+    Figure fig;
+    fig.bench = "B4";
+    fig.name = "active-stream-get+set";
+    fig.qd = median_of(v);
+    fig.unit = "ns";
+    fig.bar = "<= 10 ns";
+    fig.verdict = fig.qd <= 10 ? Verdict::Pass : Verdict::Miss;
+    report.add(fig, &smp);
+}
+
+// ---------------------------------------------------------------------------------------------
+// B5: stream-parallel fan-out, 64 x 20 us, K groups
+// ---------------------------------------------------------------------------------------------
+
+void bench_fanout(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    const uint32_t tasks = 64;
+    qd_kernel k = s.qd_kernel_named("gpu_fanout_20us");
+    CUfunction fn = s.raw_kernel_named("gpu_fanout_20us");
+    // Device-side timing with events on the shared parent stream, the same instrument for both.
+    CUevent start = nullptr, stop = nullptr, fork = nullptr;
+    RAW(cuEventCreate(&start, rawcuda::CU_EVENT_DEFAULT));
+    RAW(cuEventCreate(&stop, rawcuda::CU_EVENT_DEFAULT));
+    RAW(cuEventCreate(&fork, rawcuda::CU_EVENT_DISABLE_TIMING));
+    // The hand-written side keeps its own pool: 32 worker streams and join events made once.
+    std::vector<CUstream> workers(32);
+    std::vector<CUevent> joins(32);
+    for (int i = 0; i < 32; ++i) {
+        RAW(cuStreamCreate(&workers[i], rawcuda::CU_STREAM_NON_BLOCKING));
+        RAW(cuEventCreate(&joins[i], rawcuda::CU_EVENT_DISABLE_TIMING));
+    }
+    const int runs = 3;  // fan-outs per sample, averaged
+    auto elapsed_us = [&] {
+        RAW(cuEventSynchronize(stop));
+        float ms = 0;
+        RAW(cuEventElapsedTime(&ms, start, stop));
+        return ms * 1000.0;
+    };
+
+    for (uint32_t K : {1u, 2u, 4u, 8u, 16u, 32u}) {
+        const std::string name = "fanout-64x20us/K=" + std::to_string(K);
+        if (!opt.selected("B5 " + name)) continue;
+        qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+        cfg.block[0] = 32;
+        std::vector<qd_task> list(tasks);
+        for (uint32_t i = 0; i < tasks; ++i) {
+            qd_task t = QD_TASK_INIT;
+            t.group = i % K;
+            t.kernel = k;
+            t.config = cfg;
+            list[i] = t;
+        }
+        auto qd_side = [&] {
+            double total = 0;
+            for (int r = 0; r < runs; ++r) {
+                RAW(cuEventRecord(start, s.native));
+                QD(qd_launch_parallel(s.stream, list.data(), tasks));
+                RAW(cuEventRecord(stop, s.native));
+                total += elapsed_us();
+            }
+            return total / runs;
+        };
+        auto raw_side = [&] {
+            double total = 0;
+            for (int r = 0; r < runs; ++r) {
+                RAW(cuEventRecord(start, s.native));
+                RAW(cuEventRecord(fork, s.native));
+                for (uint32_t w = 0; w < K; ++w) RAW(cuStreamWaitEvent(workers[w], fork, 0));
+                for (uint32_t i = 0; i < tasks; ++i)
+                    RAW(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, workers[i % K], nullptr, nullptr));
+                for (uint32_t w = 0; w < K; ++w) {
+                    RAW(cuEventRecord(joins[w], workers[w]));
+                    RAW(cuStreamWaitEvent(s.native, joins[w], 0));
+                }
+                RAW(cuEventRecord(stop, s.native));
+                total += elapsed_us();
+            }
+            return total / runs;
+        };
+        Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B5";
+        fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "us (hand-written DAG)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = "<= 1.05x";
+        fig.verdict = fig.ratio <= 1.05 ? Verdict::Pass : Verdict::Miss;
+        report.add(fig, &smp);
+    }
+    for (int i = 0; i < 32; ++i) {
+        RAW(cuStreamDestroy(workers[i]));
+        RAW(cuEventDestroy(joins[i]));
+    }
+    RAW(cuEventDestroy(start));
+    RAW(cuEventDestroy(stop));
+    RAW(cuEventDestroy(fork));
+    QD(qd_kernel_destroy(k));
+}
+
+// ---------------------------------------------------------------------------------------------
+// B6: record+wait, async alloc+free
+// ---------------------------------------------------------------------------------------------
+
+void bench_events_memory(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    const int n = 5000;
+    if (opt.selected("B6 record+wait")) {
+        qd_event e = 0;
+        QD(qd_event_create(s.ctx, 0, &e));
+        CUevent re = nullptr;
+        RAW(cuEventCreate(&re, rawcuda::CU_EVENT_DISABLE_TIMING));
+        auto qd_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                QD(qd_event_record(s.stream, e));
+                QD(qd_stream_wait_event(s.stream2, e));
+            }
+            auto t1 = Clock::now();
+            QD(qd_stream_synchronize(s.stream2));
+            return elapsed_ns(t0, t1) / n;
+        };
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                RAW(cuEventRecord(re, s.native));
+                RAW(cuStreamWaitEvent(s.native2, re, 0));
+            }
+            auto t1 = Clock::now();
+            RAW(cuStreamSynchronize(s.native2));
+            return elapsed_ns(t0, t1) / n;
+        };
+        Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B6";
+        fig.name = "record+wait";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ns";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "ns (cuEventRecord+cuStreamWaitEvent)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = "<= 1.1x";
+        fig.verdict = fig.ratio <= 1.1 ? Verdict::Pass : Verdict::Miss;
+        report.add(fig, &smp);
+        QD(qd_event_destroy(e));
+        RAW(cuEventDestroy(re));
+    }
+    if (opt.selected("B6 alloc+free-4KiB")) {
+        auto qd_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                uint64_t a = 0;
+                QD(qd_mem_alloc_async(s.stream, 4096, &a));
+                QD(qd_mem_free_async(s.stream, a));
+            }
+            auto t1 = Clock::now();
+            QD(qd_stream_synchronize(s.stream));
+            return elapsed_ns(t0, t1) / n;
+        };
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                rawcuda::CUdeviceptr a = 0;
+                RAW(cuMemAllocAsync(&a, 4096, s.native));
+                RAW(cuMemFreeAsync(a, s.native));
+            }
+            auto t1 = Clock::now();
+            RAW(cuStreamSynchronize(s.native));
+            return elapsed_ns(t0, t1) / n;
+        };
+        Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B6";
+        fig.name = "alloc+free-4KiB";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ns";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "ns (cuMemAllocAsync+cuMemFreeAsync)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = "<= 1.1x";
+        fig.verdict = fig.ratio <= 1.1 ? Verdict::Pass : Verdict::Miss;
+        report.add(fig, &smp);
+    }
+}
+
+std::vector<char> read_file(const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return {};
+    return std::vector<char>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    qdbench::Options opt;
+    if (!opt.parse(argc, argv)) return 2;
+
+    uint32_t devices = 0;
+    qd_status st = qd_device_count(QD_BACKEND_CUDA, &devices);
+    if (st != QD_SUCCESS || devices == 0) {
+        std::printf("SKIP bench_gpu: the CUDA backend is unavailable: %s\n",
+                    st != QD_SUCCESS ? qd_last_error_message() : "no device");
+        return 0;
+    }
+    const char *env = std::getenv("QD_BENCH_GPU_CUBIN");
+    const std::string cubin_path = env && *env ? env : QD_BENCH_GPU_CUBIN;
+    std::vector<char> cubin = read_file(cubin_path);
+    if (cubin.empty()) {
+        std::printf("SKIP bench_gpu: cannot read the benchmark kernels '%s' (built by nvcc)\n",
+                    cubin_path.c_str());
+        return 0;
+    }
+    if (!g_raw.load()) die("loading the raw driver", g_raw.error);
+
+    Setup s;
+    qd_context_desc desc = QD_CONTEXT_DESC_INIT;
+    desc.backend = QD_BACKEND_CUDA;
+    desc.stream_pool_size = 64;
+    QD(qd_context_create(&desc, &s.ctx));
+    if (!g_raw.use_primary(0, &s.primary)) die("retaining the primary context", "");
+    QD(qd_stream_create(s.ctx, nullptr, &s.stream));
+    QD(qd_stream_create(s.ctx, nullptr, &s.stream2));
+    uint64_t native = 0;
+    QD(qd_stream_native_handle(s.stream, &native));
+    s.native = reinterpret_cast<CUstream>(native);
+    QD(qd_stream_native_handle(s.stream2, &native));
+    s.native2 = reinterpret_cast<CUstream>(native);
+    QD(qd_module_load(s.ctx, cubin.data(), cubin.size(), &s.module));
+    RAW(cuModuleLoadData(&s.raw_module, cubin.data()));
+
+    qd_device_info info = QD_DEVICE_INFO_INIT;
+    QD(qd_device_get_info(QD_BACKEND_CUDA, 0, &info));
+    std::printf("# bench_gpu on %s (sm_%u%u, driver %u), %d repeats (median), %d warm-up\n",
+                info.name, info.compute_major, info.compute_minor, info.driver_version,
+                opt.repeats, opt.warmup);
+    std::fflush(stdout);
+
+    qdbench::Report report(opt);
+    bench_launch(opt, report, s);
+    bench_pool(opt, report, s);
+    bench_active(opt, report, s);
+    bench_fanout(opt, report, s);
+    bench_events_memory(opt, report, s);
+    report.summary();
+
+    RAW(cuModuleUnload(s.raw_module));
+    QD(qd_module_unload(s.module));
+    QD(qd_stream_destroy(s.stream));
+    QD(qd_stream_destroy(s.stream2));
+    QD(qd_context_destroy(s.ctx));
+    g_raw.cuDevicePrimaryCtxRelease(0);
+    return 0;
+}

@@ -1,0 +1,115 @@
+"""qd: GPU streams and events, from Python.
+
+A thin ctypes binding of libqd's C API (``include/qd/qd.h``). Every call that schedules work
+takes a keyword-only, required ``stream=``; omitting it or passing ``None`` raises TypeError.
+
+Quick start (CPU backend)::
+
+    import qd
+    with qd.Context("cpu") as ctx:
+        with ctx.create_stream() as s:
+            buf = qd.alloc(16, stream=s)
+            qd.memset(buf, 7, stream=s)
+            out = bytearray(16)
+            qd.memcpy(out, buf, stream=s)
+        # the stream was synchronized and destroyed here; out == b"\\x07" * 16
+
+libqd is found through $QD_LIBRARY (the full path of libqd.so), else next to this package,
+else the system loader.
+"""
+
+from __future__ import annotations
+
+from . import _lib
+from ._core import (
+    Backend,
+    Context,
+    ContextStatistics,
+    DeviceBuffer,
+    DeviceProperties,
+    Event,
+    HostBuffer,
+    Kernel,
+    Launcher,
+    Module,
+    Stream,
+    StreamKind,
+    Task,
+    alloc,
+    device_count,
+    device_properties,
+    free,
+    kernel_arg,
+    launch_host_fn,
+    launch_parallel,
+    memcpy,
+    memset,
+    version,
+)
+from ._errors import (
+    ArgumentRangeError,
+    ArgumentTypeError,
+    BackendUnavailableError,
+    CallbackError,
+    DeviceLostError,
+    ForkedError,
+    HandleTypeError,
+    InternalError,
+    InvalidAddressError,
+    InvalidArgumentError,
+    InvalidHandleError,
+    InvalidImageError,
+    InvalidOperationError,
+    LaunchFailedError,
+    NotFoundError,
+    NotReadyError,
+    NotRecordedError,
+    NotSupportedError,
+    ObjectClosedError,
+    OutOfMemoryError,
+    PoolExhaustedError,
+    QdError,
+    QdOverflowError,
+    Status,
+    TimingDisabledError,
+    WrongContextError,
+)
+from ._lib import HostKernelFn, HostKernelInfo, LibraryNotFoundError
+
+#: The version of this binding.
+__version__ = "0.1.0"
+
+#: The ctypes library object, with every function of qd.h declared (argtypes and restype).
+lib = _lib.lib
+#: The path libqd was loaded from.
+library_path: str = _lib.library_path
+
+
+def status_name(status: int) -> str:
+    """``qd_status_name``: e.g. ``status_name(-2) == "QD_ERROR_INVALID_HANDLE"``."""
+    return _lib.status_name(status)
+
+
+for _name in ("Backend", "Context", "ContextStatistics", "DeviceBuffer", "DeviceProperties",
+              "Event", "HostBuffer", "Kernel", "Launcher", "Module", "Stream", "StreamKind",
+              "Task", "QdError", "Status", "LibraryNotFoundError", "HostKernelInfo"):
+    globals()[_name].__module__ = __name__  # shown (and pickled) as qd.X
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and issubclass(_cls, (QdError, CallbackError)):
+        _cls.__module__ = __name__
+del _name, _cls
+
+__all__ = [
+    "ArgumentRangeError", "ArgumentTypeError", "Backend", "BackendUnavailableError",
+    "CallbackError", "Context", "ContextStatistics", "DeviceBuffer", "DeviceLostError",
+    "DeviceProperties", "Event", "ForkedError", "HandleTypeError", "HostBuffer",
+    "HostKernelFn", "HostKernelInfo", "InternalError", "InvalidAddressError",
+    "InvalidArgumentError", "InvalidHandleError", "InvalidImageError", "InvalidOperationError",
+    "Kernel", "LaunchFailedError", "Launcher", "LibraryNotFoundError", "Module",
+    "NotFoundError", "NotReadyError", "NotRecordedError", "NotSupportedError",
+    "ObjectClosedError", "OutOfMemoryError", "PoolExhaustedError", "QdError",
+    "QdOverflowError", "Status", "Stream", "StreamKind", "Task", "TimingDisabledError",
+    "WrongContextError", "alloc", "device_count", "device_properties", "free", "kernel_arg",
+    "launch_host_fn", "launch_parallel", "lib", "library_path", "memcpy", "memset",
+    "status_name", "version",
+]

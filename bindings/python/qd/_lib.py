@@ -1,0 +1,383 @@
+"""The C boundary: find and load libqd, mirror its structs, declare every function.
+
+Nothing here knows anything but ``include/qd/qd.h``. The rest of the package calls the
+functions declared in :data:`FUNCTIONS` (with ``argtypes`` and ``restype``) through :data:`lib`,
+or, on hot paths, through :func:`raw` copies of the same symbols that have no ``argtypes``:
+those are called only with arguments that are already ctypes instances of the exact C type, which
+skips ctypes' per-argument conversion (about half the cost of a call).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import os
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_char,
+    c_char_p,
+    c_float,
+    c_int32,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+    sizeof,
+)
+from typing import Dict, List, Optional, Sequence, Tuple
+
+__all__ = [
+    "ABI_MAJOR",
+    "ABI_MINOR",
+    "Arg",
+    "ContextDesc",
+    "ContextStats",
+    "DeviceInfo",
+    "FUNCTIONS",
+    "HostFn",
+    "HostKernelFn",
+    "HostKernelInfo",
+    "LaunchConfig",
+    "LibraryNotFoundError",
+    "STRUCTS",
+    "StreamDesc",
+    "Task",
+    "library_path",
+    "lib",
+    "raw",
+]
+
+#: The release of the header this binding mirrors (qd.h, QD_VERSION_MAJOR / _MINOR).
+ABI_MAJOR = 0
+ABI_MINOR = 1
+
+# ----------------------------------------------------------------------------------------------
+# Struct mirrors. Field for field as in qd.h; tests/test_header.py compiles a C program that
+# prints sizeof and offsetof of every field and compares.
+# ----------------------------------------------------------------------------------------------
+
+
+class _Described(Structure):
+    """A qd descriptor: ``struct_size`` is set to this struct's size on construction."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.struct_size:
+            self.struct_size = sizeof(self)
+
+
+class ContextDesc(_Described):
+    """``qd_context_desc``: parameters of ``qd_context_create``."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("backend", c_uint32),
+        ("device", c_uint32),
+        ("stream_pool_size", c_uint32),
+        ("event_pool_size", c_uint32),
+        ("cpu_worker_threads", c_uint32),
+        ("flags", c_uint32),
+        ("reserved", c_uint32),
+    ]
+
+
+class StreamDesc(_Described):
+    """``qd_stream_desc``: parameters of ``qd_stream_create``."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("flags", c_uint32),
+        ("priority", c_int32),
+        ("reserved", c_uint32),
+    ]
+
+
+class LaunchConfig(_Described):
+    """``qd_launch_config``: grid, block and shared memory of a launch."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("grid", c_uint32 * 3),
+        ("block", c_uint32 * 3),
+        ("shared_mem_bytes", c_uint32),
+    ]
+
+
+class Arg(Structure):
+    """``qd_arg``: one kernel argument, ``size`` bytes read from ``data``."""
+
+    _fields_ = [("data", c_void_p), ("size", c_uint64)]
+
+
+class Task(_Described):
+    """``qd_task``: one task of ``qd_launch_parallel``."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("group", c_uint32),
+        ("kernel", c_uint64),
+        ("config", LaunchConfig),
+        ("args", POINTER(Arg)),
+        ("num_args", c_uint32),
+        ("reserved", c_uint32),
+    ]
+
+
+class HostKernelInfo(Structure):
+    """``qd_host_kernel_info``: what a CPU host kernel receives for one block."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("block_idx", c_uint32 * 3),
+        ("grid_dim", c_uint32 * 3),
+        ("block_dim", c_uint32 * 3),
+        ("shared_mem_bytes", c_uint32),
+        ("shared_mem", c_void_p),
+    ]
+
+
+class ContextStats(_Described):
+    """``qd_context_stats``: statistics of one context."""
+
+    _fields_ = [("struct_size", c_uint32), ("reserved", c_uint32)] + [
+        (name, c_uint64)
+        for name in (
+            "live_streams",
+            "live_events",
+            "live_modules",
+            "live_kernels",
+            "stream_pool_capacity",
+            "stream_pool_created",
+            "stream_pool_leased",
+            "stream_pool_hits",
+            "stream_pool_misses",
+            "event_pool_created",
+            "event_pool_hits",
+            "event_pool_misses",
+            "live_allocations",
+            "bytes_allocated",
+            "host_bytes_allocated",
+        )
+    ]
+
+
+class DeviceInfo(_Described):
+    """``qd_device_info``: what ``qd_device_get_info`` reports."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("backend", c_uint32),
+        ("device", c_uint32),
+        ("driver_version", c_uint32),
+        ("compute_major", c_uint32),
+        ("compute_minor", c_uint32),
+        ("multiprocessors", c_uint32),
+        ("reserved", c_uint32),
+        ("total_memory", c_uint64),
+        ("name", c_char * 128),
+    ]
+
+
+#: C struct name -> its ctypes mirror (every public struct of qd.h).
+STRUCTS: Dict[str, type] = {
+    "qd_context_desc": ContextDesc,
+    "qd_stream_desc": StreamDesc,
+    "qd_launch_config": LaunchConfig,
+    "qd_arg": Arg,
+    "qd_task": Task,
+    "qd_host_kernel_info": HostKernelInfo,
+    "qd_context_stats": ContextStats,
+    "qd_device_info": DeviceInfo,
+}
+
+#: ``qd_host_kernel_fn``: int32_t (*)(const qd_host_kernel_info *info, void *const *args).
+HostKernelFn = CFUNCTYPE(c_int32, POINTER(HostKernelInfo), POINTER(c_void_p))
+#: ``qd_host_fn``: void (*)(void *user_data).
+HostFn = CFUNCTYPE(None, c_void_p)
+HostKernelFn.__doc__ = (
+    "qd_host_kernel_fn: int32_t (*)(const qd_host_kernel_info *info, void *const *args). "
+    "Wrap a Python function with it (as a decorator) to make a raw ctypes host kernel.")
+HostFn.__doc__ = "qd_host_fn: void (*)(void *user_data), a host callback."
+
+# ----------------------------------------------------------------------------------------------
+# Every function of qd.h: name -> (restype, argtypes). Handles are c_uint64, qd_status c_int32.
+# tests/test_header.py fails when qd.h has a function that is missing here or whose argument
+# count or types differ.
+# ----------------------------------------------------------------------------------------------
+
+_status = c_int32
+_handle = c_uint64
+_out_handle = POINTER(c_uint64)
+_backend = c_int32  # enum qd_backend (int-sized)
+
+FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
+    # status, errors, version
+    "qd_status_name": (c_char_p, [_status]),
+    "qd_last_error_message": (c_char_p, []),
+    "qd_version": (c_uint32, []),
+    # devices
+    "qd_device_count": (_status, [_backend, POINTER(c_uint32)]),
+    "qd_device_get_info": (_status, [_backend, c_uint32, POINTER(DeviceInfo)]),
+    # contexts
+    "qd_context_create": (_status, [POINTER(ContextDesc), _out_handle]),
+    "qd_context_destroy": (_status, [_handle]),
+    "qd_context_synchronize": (_status, [_handle]),
+    "qd_context_default_stream": (_status, [_handle, _out_handle]),
+    "qd_context_get_stats": (_status, [_handle, POINTER(ContextStats)]),
+    # streams
+    "qd_stream_create": (_status, [_handle, POINTER(StreamDesc), _out_handle]),
+    "qd_stream_destroy": (_status, [_handle]),
+    "qd_stream_synchronize": (_status, [_handle]),
+    "qd_stream_query": (_status, [_handle]),
+    "qd_stream_wait_event": (_status, [_handle, _handle]),
+    "qd_stream_acquire": (_status, [_handle, _out_handle]),
+    "qd_stream_release": (_status, [_handle]),
+    "qd_stream_fork": (_status, [_handle, c_uint32, _out_handle]),
+    "qd_stream_join": (_status, [_handle, _out_handle, c_uint32]),
+    "qd_stream_set_active": (_status, [_handle, _handle, _out_handle]),
+    "qd_stream_get_active": (_status, [_handle, _out_handle]),
+    "qd_stream_get_context": (_status, [_handle, _out_handle]),
+    "qd_stream_get_priority": (_status, [_handle, POINTER(c_int32)]),
+    "qd_stream_priority_range": (_status, [_handle, POINTER(c_int32), POINTER(c_int32)]),
+    "qd_stream_native_handle": (_status, [_handle, POINTER(c_uint64)]),
+    "qd_stream_import": (_status, [_handle, c_uint64, _out_handle]),
+    # events
+    "qd_event_create": (_status, [_handle, c_uint32, _out_handle]),
+    "qd_event_destroy": (_status, [_handle]),
+    "qd_event_record": (_status, [_handle, _handle]),
+    "qd_event_query": (_status, [_handle]),
+    "qd_event_synchronize": (_status, [_handle]),
+    "qd_event_elapsed_ms": (_status, [_handle, _handle, POINTER(c_float)]),
+    # modules and kernels
+    "qd_module_load": (_status, [_handle, c_void_p, c_uint64, _out_handle]),
+    "qd_module_unload": (_status, [_handle]),
+    "qd_kernel_get": (_status, [_handle, c_char_p, _out_handle]),
+    "qd_kernel_from_host_fn": (_status, [_handle, HostKernelFn, c_char_p, _out_handle]),
+    "qd_kernel_destroy": (_status, [_handle]),
+    # launch
+    "qd_launch": (_status, [_handle, _handle, POINTER(LaunchConfig), POINTER(Arg), c_uint32]),
+    "qd_launch_parallel": (_status, [_handle, POINTER(Task), c_uint32]),
+    "qd_launch_host_fn": (_status, [_handle, HostFn, c_void_p]),
+    # memory
+    "qd_mem_alloc_async": (_status, [_handle, c_uint64, POINTER(c_uint64)]),
+    "qd_mem_free_async": (_status, [_handle, c_uint64]),
+    "qd_memcpy_async": (_status, [_handle, c_uint64, c_uint64, c_uint64]),
+    "qd_memset_async": (_status, [_handle, c_uint64, c_uint8, c_uint64]),
+    "qd_host_alloc": (_status, [_handle, c_uint64, POINTER(c_void_p)]),
+    "qd_host_free": (_status, [_handle, c_void_p]),
+}
+
+# ----------------------------------------------------------------------------------------------
+# Finding and loading libqd.
+# ----------------------------------------------------------------------------------------------
+
+
+class LibraryNotFoundError(ImportError):
+    """libqd could not be found or loaded. ``tried`` lists every place that was looked at."""
+
+    def __init__(self, message: str, tried: Sequence[str]) -> None:
+        super().__init__(message)
+        self.tried = list(tried)
+
+
+def _package_candidates() -> List[str]:
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = glob.glob(os.path.join(here, "libqd.so*"))
+    # libqd.so.0 (the soname) first, then libqd.so, then anything more specific.
+    return sorted(found, key=lambda p: (os.path.basename(p) != "libqd.so.0",
+                                        os.path.basename(p) != "libqd.so", p))
+
+
+def _load() -> Tuple[ctypes.CDLL, str]:
+    """Load libqd: $QD_LIBRARY, else next to this package, else the system loader."""
+    tried: List[str] = []
+    env = os.environ.get("QD_LIBRARY", "")
+    if env:
+        # An explicit choice is never second-guessed: if it fails, say so rather than load
+        # some other libqd from elsewhere.
+        try:
+            return ctypes.CDLL(env), env
+        except OSError as exc:
+            raise LibraryNotFoundError(
+                f"cannot load libqd from QD_LIBRARY={env!r}: {exc}. (Nothing else was tried: "
+                "unset QD_LIBRARY to search next to the qd package and the system loader.)",
+                [f"QD_LIBRARY={env}: {exc}"],
+            ) from None
+    tried.append("QD_LIBRARY: not set")
+    pkg = _package_candidates()
+    if not pkg:
+        tried.append(f"next to the package: no {os.path.dirname(os.path.abspath(__file__))}"
+                     f"{os.sep}libqd.so*")
+    for path in pkg:
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as exc:
+            tried.append(f"{path}: {exc}")
+    names: List[str] = []
+    found = ctypes.util.find_library("qd")
+    if found:
+        names.append(found)
+    else:
+        tried.append("ctypes.util.find_library('qd'): not found")
+    names += [n for n in ("libqd.so.0", "libqd.so") if n not in names]
+    for name in names:
+        try:
+            return ctypes.CDLL(name), name
+        except OSError as exc:
+            tried.append(f"system loader {name!r}: {exc}")
+    raise LibraryNotFoundError(
+        "cannot find libqd. Looked at:\n  - " + "\n  - ".join(tried) +
+        "\nSet QD_LIBRARY to the full path of libqd.so (e.g. build/src/libqd.so), copy "
+        "libqd.so.0 next to the qd package, or install it where the system loader finds it.",
+        tried,
+    )
+
+
+def _declare(cdll: ctypes.CDLL) -> None:
+    for name, (restype, argtypes) in FUNCTIONS.items():
+        try:
+            fn = getattr(cdll, name)
+        except AttributeError:
+            raise LibraryNotFoundError(
+                f"{library_path} does not export {name}: it is older than the qd.h this "
+                f"binding mirrors ({ABI_MAJOR}.{ABI_MINOR})", [library_path]) from None
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+lib, library_path = _load()
+_declare(lib)
+
+_version = lib.qd_version()
+if (_version >> 16) != ABI_MAJOR or ((_version >> 8) & 0xFF) < ABI_MINOR:
+    raise LibraryNotFoundError(
+        f"{library_path} is qd {_version >> 16}.{(_version >> 8) & 0xFF}.{_version & 0xFF}; "
+        f"this binding needs {ABI_MAJOR}.{ABI_MINOR} or a later {ABI_MAJOR}.x",
+        [library_path],
+    )
+
+
+def raw(name: str) -> "ctypes._CFuncPtr":
+    """A second function object for ``name`` without ``argtypes`` (restype still set).
+
+    Call it only with ctypes instances of the exact C parameter types (``c_uint64`` for
+    handles, ``byref(...)`` for pointers): ctypes then passes them without conversion.
+    """
+    restype, _ = FUNCTIONS[name]
+    fn = lib[name]
+    fn.restype = restype
+    return fn
+
+
+def status_name(status: int) -> str:
+    """``qd_status_name``: the name of a status, e.g. ``"QD_ERROR_INVALID_HANDLE"``."""
+    return lib.qd_status_name(status).decode("ascii", "replace")
+
+
+def last_error_message() -> str:
+    """``qd_last_error_message``: this thread's description of its last failed qd call."""
+    msg: Optional[bytes] = lib.qd_last_error_message()
+    return msg.decode("utf-8", "replace") if msg else ""

@@ -1,0 +1,63 @@
+"""RELIABILITY.md row 12: programs that exit with live contexts, pending work and reference
+cycles. 100 runs in all (QD_SHUTDOWN_RUNS overrides), spread over the scenarios of
+shutdown_scenarios.py, each in its own process: every one must exit 0 with no "Exception
+ignored", no traceback and no signal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import subprocess_env
+
+SCRIPT = Path(__file__).resolve().parent / "shutdown_scenarios.py"
+RUNS = int(os.environ.get("QD_SHUTDOWN_RUNS", "100"))
+BAD_WORDS = ("Exception ignored", "Traceback", "Fatal Python error", "Segmentation fault",
+             "terminate called", "Aborted", "core dumped", "Error")
+
+
+def _scenarios():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import importlib
+        import shutdown_scenarios  # noqa: F401  (only the names; qd is already importable)
+        return sorted(importlib.import_module("shutdown_scenarios").SCENARIOS)
+    finally:
+        sys.path.pop(0)
+
+
+SCENARIO_NAMES = _scenarios()
+
+
+def _run(name: str, module_path: str):
+    proc = subprocess.run([sys.executable, str(SCRIPT), name, module_path],
+                          env=subprocess_env(), capture_output=True, text=True, timeout=60,
+                          cwd=str(SCRIPT.parent))
+    return name, proc
+
+
+def test_exit_with_live_objects_is_clean_every_time(cpu_module_path: str) -> None:
+    names = [SCENARIO_NAMES[i % len(SCENARIO_NAMES)] for i in range(RUNS)]
+    failures = []
+    with ThreadPoolExecutor(max_workers=max(2, min(8, (os.cpu_count() or 2) * 2))) as pool:
+        for name, proc in pool.map(lambda n: _run(n, cpu_module_path), names):
+            problems = []
+            if proc.returncode != 0:
+                problems.append(f"exit status {proc.returncode}")
+            if f"ok {name}" not in proc.stdout:
+                problems.append("did not reach the end of the scenario")
+            problems += [f"stderr has {w!r}" for w in BAD_WORDS if w in proc.stderr]
+            if problems:
+                failures.append(f"{name}: {', '.join(problems)}\n{proc.stderr[-2000:]}")
+    assert not failures, f"{len(failures)} of {RUNS} runs failed:\n" + "\n".join(failures[:5])
+
+
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_each_scenario_is_exercised(name: str) -> None:
+    """Every scenario is part of the 100 runs (the runs cycle through all of them)."""
+    assert RUNS >= len(SCENARIO_NAMES)

@@ -1,0 +1,110 @@
+#include "backends/cpu/cpu_context.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <system_error>
+#include <thread>
+
+#include "backends/cpu/cpu_event.h"
+#include "backends/cpu/cpu_module.h"
+#include "backends/cpu/cpu_stream.h"
+#include "backends/cpu/host_memory.h"
+#include "backends/cpu/task.h"
+#include "common/error.h"
+
+namespace qd::backend::cpu {
+
+namespace {
+
+constexpr uint32_t kMaxWorkerThreads = 256;
+
+qd_status fail_destroyed() { return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed"); }
+
+}  // namespace
+
+qd_status CpuContext::create(uint32_t worker_threads, std::unique_ptr<Context> *out) {
+    uint32_t threads = worker_threads;
+    if (threads == 0) threads = std::max(2u, std::thread::hardware_concurrency());
+    threads = std::min(threads, kMaxWorkerThreads);
+    std::unique_ptr<CpuContext> context(new CpuContext());
+    try {
+        context->scheduler_ = Scheduler::start(threads, &context->lost_state());
+    } catch (const std::system_error &e) {
+        return fail(QD_ERROR_OUT_OF_MEMORY, "cannot start %u CPU worker threads: %s", threads,
+                    e.what());
+    }
+    *out = std::move(context);
+    return QD_SUCCESS;
+}
+
+CpuContext::~CpuContext() {
+    // The core calls shutdown() itself; this covers a context dropped without it, so no worker
+    // outlives the LostState it reports to.
+    if (scheduler_) scheduler_->shutdown();
+}
+
+qd_status CpuContext::create_stream(uint32_t, int32_t priority, std::shared_ptr<Stream> *out) {
+    // Flags (QD_STREAM_NON_BLOCKING) have no meaning without a legacy stream: accepted, ignored.
+    if (scheduler_->stopping()) return fail_destroyed();
+    const int32_t applied = std::clamp(priority, kGreatestPriority, kLeastPriority);
+    *out = std::make_shared<CpuStream>(scheduler_, applied);
+    return QD_SUCCESS;
+}
+
+qd_status CpuContext::create_event(bool timing, std::shared_ptr<Event> *out) {
+    *out = std::make_shared<CpuEvent>(timing);
+    return QD_SUCCESS;
+}
+
+qd_status CpuContext::load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) {
+    return load_cpu_module(image, size, out);
+}
+
+qd_status CpuContext::kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,
+                                          std::shared_ptr<Kernel> *out) {
+    return make_host_fn_kernel(fn, name, out);
+}
+
+qd_status CpuContext::synchronize() {
+    // Stream by stream: each wait covers what was queued on that stream before it started,
+    // so enqueues racing with this call cannot keep it waiting forever.
+    for (const std::shared_ptr<CpuStream> &stream : scheduler_->live_streams()) stream->synchronize();
+    return QD_SUCCESS;
+}
+
+qd_status CpuContext::elapsed_ms(Event &start, Event &end, float *ms) {
+    const std::shared_ptr<Marker> first = static_cast<CpuEvent &>(start).latest();
+    const std::shared_ptr<Marker> last = static_cast<CpuEvent &>(end).latest();
+    if (!first || !last) return fail(QD_ERROR_NOT_RECORDED, "an event was never recorded");
+    if (!first->complete() || !last->complete()) return QD_NOT_READY;
+    *ms = std::chrono::duration<float, std::milli>(last->time() - first->time()).count();
+    return QD_SUCCESS;
+}
+
+void CpuContext::priority_range(int32_t *least, int32_t *greatest) const {
+    *least = kLeastPriority;
+    *greatest = kGreatestPriority;
+}
+
+qd_status CpuContext::host_alloc(uint64_t bytes, void **out) {
+    void *block = aligned_host_alloc(bytes);
+    if (!block)
+        return fail(QD_ERROR_OUT_OF_MEMORY, "cannot allocate %llu bytes of host memory",
+                    static_cast<unsigned long long>(bytes));
+    *out = block;
+    return QD_SUCCESS;
+}
+
+void CpuContext::host_free(void *ptr) { std::free(ptr); }
+
+void CpuContext::mem_free_now(uint64_t address) {
+    std::free(reinterpret_cast<void *>(static_cast<uintptr_t>(address)));
+}
+
+bool CpuContext::in_callback() const { return in_callback_of(scheduler_.get()); }
+
+void CpuContext::shutdown() { scheduler_->shutdown(); }
+
+}  // namespace qd::backend::cpu

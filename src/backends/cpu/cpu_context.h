@@ -1,0 +1,38 @@
+// A CPU context: one scheduler (worker pool) and the streams, events and modules made on it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/cpu/scheduler.h"
+
+namespace qd::backend::cpu {
+
+class CpuContext final : public Context {
+  public:
+    // worker_threads: 0 = max(2, hardware threads); capped at 256.
+    static qd_status create(uint32_t worker_threads, std::unique_ptr<Context> *out);
+    ~CpuContext() override;
+
+    qd_status create_stream(uint32_t flags, int32_t priority, std::shared_ptr<Stream> *out) override;
+    qd_status create_event(bool timing, std::shared_ptr<Event> *out) override;
+    qd_status load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) override;
+    qd_status kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,
+                                  std::shared_ptr<Kernel> *out) override;
+    qd_status synchronize() override;
+    qd_status elapsed_ms(Event &start, Event &end, float *ms) override;
+    void priority_range(int32_t *least, int32_t *greatest) const override;
+    qd_status host_alloc(uint64_t bytes, void **out) override;
+    void host_free(void *ptr) override;
+    void mem_free_now(uint64_t address) override;
+    bool in_callback() const override;
+    void shutdown() override;
+
+  private:
+    CpuContext() = default;
+
+    std::shared_ptr<Scheduler> scheduler_;
+};
+
+}  // namespace qd::backend::cpu

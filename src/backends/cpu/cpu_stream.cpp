@@ -1,0 +1,261 @@
+#include "backends/cpu/cpu_stream.h"
+
+#include <algorithm>
+#include <new>
+
+#include "backends/cpu/cpu_event.h"
+#include "backends/cpu/cpu_module.h"
+#include "backends/cpu/host_memory.h"
+#include "backends/cpu/marker.h"
+#include "backends/cpu/spin.h"
+#include "common/error.h"
+
+namespace qd::backend::cpu {
+
+namespace {
+
+// Tasks a worker runs from one stream before it yields to other ready streams.
+constexpr int kFairnessBudget = 32;
+
+// Shared memory per block beyond which a launch is refused up front instead of failing on the
+// worker, where the only way to report it would be to lose the context.
+constexpr uint32_t kMaxSharedMemBytes = 256u << 20;
+
+qd_status fail_destroyed() { return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed"); }
+
+void *to_pointer(uint64_t address) noexcept { return reinterpret_cast<void *>(static_cast<uintptr_t>(address)); }
+
+}  // namespace
+
+CpuStream::CpuStream(std::shared_ptr<Scheduler> scheduler, int32_t priority)
+    : scheduler_(std::move(scheduler)), priority_(priority), queue_(scheduler_->chunk_pool()) {
+    registry_entry_ = scheduler_->register_stream(this);
+}
+
+CpuStream::~CpuStream() {
+    scheduler_->unregister_stream(registry_entry_);
+    // Only a context shut down under queued work can leave tasks here (otherwise the scheduler
+    // would still hold the stream); dispose of them as the shutdown would.
+    StreamList woken;
+    abandon_all(woken);
+}
+
+// --- Enqueue ---------------------------------------------------------------------------------
+
+// The one enqueue path: one uncontended lock, the task built in place, and the scheduler
+// involved only when the stream goes from idle to having work.
+template <class Build>
+qd_status CpuStream::enqueue(uint32_t bytes, Build &&build) {
+    std::unique_lock<SpinLock> lock(lock_);
+    if (scheduler_->stopping()) return fail_destroyed();
+    build(queue_.push_back(bytes));
+    enqueued_.store(enqueued_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (scheduled_) return QD_SUCCESS;
+    scheduled_ = true;
+    lock.unlock();
+    scheduler_->make_ready(shared_from_this());
+    return QD_SUCCESS;
+}
+
+qd_status CpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
+                            uint32_t num_args) {
+    auto &cpu_kernel = static_cast<CpuKernel &>(kernel);
+    if (dims.shared_mem_bytes > kMaxSharedMemBytes)
+        return fail(QD_ERROR_LAUNCH_FAILED,
+                    "kernel '%s': %u bytes of shared memory per block exceed the CPU backend's "
+                    "limit of %u",
+                    cpu_kernel.name(), dims.shared_mem_bytes, kMaxSharedMemBytes);
+    const uint32_t bytes = launch_record_bytes(args, num_args);
+    std::shared_ptr<void> ref = cpu_kernel.shared_from_this();
+    return enqueue(bytes, [&](void *slot) {
+        Task *task = new (slot) Task(TaskKind::kLaunch, bytes, std::move(ref));
+        for (int i = 0; i < 3; ++i) {
+            task->u.launch.grid[i] = dims.grid[i];
+            task->u.launch.block[i] = dims.block[i];
+        }
+        task->extra = dims.shared_mem_bytes;
+        if (num_args != 0) pack_launch_args(*task, args, num_args);
+    });
+}
+
+qd_status CpuStream::record(Event &event) {
+    auto marker = std::make_shared<Marker>();
+    {
+        std::lock_guard<SpinLock> lock(lock_);
+        if (scheduler_->stopping()) return fail_destroyed();
+        if (completed_.load(std::memory_order_relaxed) == enqueued_.load(std::memory_order_relaxed)) {
+            // Nothing queued or running: everything before this record is done, so the marker
+            // completes now. This is what makes fork (record on an idle parent) free.
+            marker->complete_unpublished(Marker::Clock::now());
+        } else {
+            // Work is pending, so the stream is already scheduled: no hand-over needed.
+            new (queue_.push_back(sizeof(Task))) Task(TaskKind::kRecord, sizeof(Task), marker);
+            enqueued_.store(enqueued_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+        }
+    }
+    static_cast<CpuEvent &>(event).publish(std::move(marker));
+    return QD_SUCCESS;
+}
+
+qd_status CpuStream::wait(Event &event) {
+    std::shared_ptr<Marker> marker = static_cast<CpuEvent &>(event).latest();
+    std::unique_lock<SpinLock> lock(lock_);
+    if (scheduler_->stopping()) return fail_destroyed();
+    if (!marker || marker->complete()) return QD_SUCCESS;  // nothing to wait for
+    new (queue_.push_back(sizeof(Task))) Task(TaskKind::kWait, sizeof(Task), marker);
+    enqueued_.store(enqueued_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (scheduled_) return QD_SUCCESS;
+    // An idle stream whose first task is this wait parks on the marker right here, rather than
+    // waking a worker only to have it park the stream.
+    scheduled_ = true;
+    lock.unlock();
+    std::shared_ptr<CpuStream> self = shared_from_this();
+    if (!marker->park(self)) scheduler_->make_ready(std::move(self));
+    return QD_SUCCESS;
+}
+
+qd_status CpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
+    if (scheduler_->stopping()) return fail_destroyed();
+    void *block = aligned_host_alloc(bytes);
+    if (!block)
+        return fail(QD_ERROR_OUT_OF_MEMORY, "cannot allocate %llu bytes of CPU device memory",
+                    static_cast<unsigned long long>(bytes));
+    *address = reinterpret_cast<uintptr_t>(block);
+    return QD_SUCCESS;
+}
+
+qd_status CpuStream::mem_free(uint64_t address) {
+    return enqueue(sizeof(Task), [&](void *slot) {
+        new (slot) Task(TaskKind::kFree, sizeof(Task));
+        static_cast<Task *>(slot)->u.free_ptr = to_pointer(address);
+    });
+}
+
+qd_status CpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
+    return enqueue(sizeof(Task), [&](void *slot) {
+        Task *task = new (slot) Task(TaskKind::kMemcpy, sizeof(Task));
+        task->u.copy.dst = to_pointer(dst);
+        task->u.copy.src = to_pointer(src);
+        task->u.copy.bytes = bytes;
+    });
+}
+
+qd_status CpuStream::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
+    return enqueue(sizeof(Task), [&](void *slot) {
+        Task *task = new (slot) Task(TaskKind::kMemset, sizeof(Task));
+        task->u.set.dst = to_pointer(dst);
+        task->u.set.bytes = bytes;
+        task->extra = value;
+    });
+}
+
+qd_status CpuStream::host_fn(qd_host_fn fn, void *user_data) {
+    return enqueue(sizeof(Task), [&](void *slot) {
+        Task *task = new (slot) Task(TaskKind::kHostFn, sizeof(Task));
+        task->u.host.fn = fn;
+        task->u.host.user_data = user_data;
+    });
+}
+
+// --- Host waits ------------------------------------------------------------------------------
+
+qd_status CpuStream::synchronize() {
+    const uint64_t target = enqueued_.load(std::memory_order_acquire);
+    const auto reached = [&] { return completed_.load(std::memory_order_seq_cst) >= target; };
+    if (spin_until(reached, kHostSpin)) return QD_SUCCESS;
+    std::unique_lock<std::mutex> lock(wait_mutex_);
+    for (;;) {
+        // Re-armed on every wake-up: the worker resets it, and another waiter may have needed
+        // a smaller target.
+        if (target < wake_at_.load(std::memory_order_relaxed))
+            wake_at_.store(target, std::memory_order_seq_cst);
+        if (reached()) return QD_SUCCESS;
+        idle_cv_.wait(lock);
+    }
+}
+
+qd_status CpuStream::query() {
+    const uint64_t enqueued = enqueued_.load(std::memory_order_acquire);
+    return completed_.load(std::memory_order_acquire) >= enqueued ? QD_SUCCESS : QD_NOT_READY;
+}
+
+// --- Worker side -----------------------------------------------------------------------------
+
+CpuStream::RunResult CpuStream::run(const std::shared_ptr<CpuStream> &self,
+                                    WorkerState &worker) noexcept {
+    std::unique_lock<SpinLock> lock(lock_);
+    int budget = kFairnessBudget;
+    for (;;) {
+        Task *task = queue_.front();
+        if (!task) {
+            scheduled_ = false;
+            return RunResult::kIdle;
+        }
+        // Work still queued when the context shuts down was queued after its final synchronize:
+        // leave it to the shutdown to drop rather than hold up the join.
+        if (scheduler_->stopping()) return RunResult::kYield;
+        const uint32_t bytes = task->record_bytes;
+        bool wake_hosts;
+        if (task->kind == TaskKind::kWait) {
+            // The stream parks, the worker does not: it goes on with other streams.
+            if (static_cast<Marker *>(task->ref.get())->park(self)) return RunResult::kParked;
+            task->~Task();
+            queue_.pop_front(bytes);
+            wake_hosts = count_completion_locked();
+        } else {
+            // The head record stays put while enqueuers append behind it, so the task runs
+            // without the lock.
+            lock.unlock();
+            if (task->kind != TaskKind::kRecord && task->kind != TaskKind::kFree &&
+                !worker.woken.empty()) {
+                // This task may take long: let other workers have the streams woken so far.
+                worker.scheduler->make_ready(worker.woken);
+            }
+            execute(*task, worker);
+            task->~Task();
+            lock.lock();
+            queue_.pop_front(bytes);
+            wake_hosts = count_completion_locked();
+        }
+        if (wake_hosts) {
+            lock.unlock();  // never block on a mutex while holding the spin lock
+            wake_host_waiters();
+            lock.lock();
+        }
+        if (--budget == 0) {
+            if (worker.scheduler->has_ready()) return RunResult::kYield;
+            budget = kFairnessBudget;
+        }
+    }
+}
+
+bool CpuStream::count_completion_locked() noexcept {
+    const uint64_t done = completed_.load(std::memory_order_relaxed) + 1;
+    completed_.store(done, std::memory_order_seq_cst);
+    return done >= wake_at_.load(std::memory_order_seq_cst);
+}
+
+void CpuStream::wake_host_waiters() noexcept {
+    {
+        std::lock_guard<std::mutex> lock(wait_mutex_);
+        wake_at_.store(UINT64_MAX, std::memory_order_relaxed);
+    }
+    idle_cv_.notify_all();
+}
+
+void CpuStream::abandon_all(StreamList &woken) noexcept {
+    {
+        std::lock_guard<SpinLock> lock(lock_);
+        while (Task *task = queue_.front()) {
+            const uint32_t bytes = task->record_bytes;
+            abandon(*task, woken);
+            task->~Task();
+            queue_.pop_front(bytes);
+        }
+        completed_.store(enqueued_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+        scheduled_ = false;
+    }
+    wake_host_waiters();
+}
+
+}  // namespace qd::backend::cpu

@@ -1,0 +1,221 @@
+#include "backends/cpu/scheduler.h"
+
+#include <cstdlib>
+
+#include "backends/cpu/cpu_affinity.h"
+#include "backends/cpu/cpu_stream.h"
+#include "backends/cpu/host_memory.h"
+#include "backends/cpu/spin.h"
+
+namespace qd::backend::cpu {
+
+std::shared_ptr<Scheduler> Scheduler::start(uint32_t threads, LostState *lost) {
+    std::shared_ptr<Scheduler> scheduler(new Scheduler(threads, lost));
+    const std::vector<int> cpus = worker_cpus(threads);
+    scheduler->workers_.reserve(threads);
+    try {
+        for (uint32_t i = 0; i < threads; ++i) {
+            const int cpu = cpus.empty() ? -1 : cpus[i];
+            // Each worker holds the scheduler, so its state outlives every worker even if the
+            // context's reference goes first.
+            scheduler->workers_.emplace_back([self = scheduler, cpu] { self->worker_main(cpu); });
+        }
+    } catch (...) {
+        scheduler->shutdown();
+        throw;
+    }
+    return scheduler;
+}
+
+Scheduler::Scheduler(uint32_t threads, LostState *lost)
+    : thread_count_(threads), lost_(lost), searching_(static_cast<int>(threads)) {}
+
+Scheduler::~Scheduler() {
+    // Normally shutdown() already ran. The last reference can be a worker's own (a worker
+    // exiting after shutdown): shutdown() never joins the calling thread.
+    shutdown();
+}
+
+// --- Readiness -------------------------------------------------------------------------------
+
+void Scheduler::make_ready(std::shared_ptr<CpuStream> stream) noexcept {
+    if (push_ready(stream)) wake_if_needed();
+    // A stream refused during shutdown is released here, outside every lock: its destructor
+    // takes the registry lock.
+}
+
+void Scheduler::make_ready(StreamList &streams) noexcept {
+    bool pushed = false;
+    {
+        std::lock_guard<SpinLock> lock(ready_lock_);
+        if (!stopping_.load(std::memory_order_relaxed)) {
+            while (std::shared_ptr<CpuStream> stream = streams.pop_front()) {
+                const int level = stream->level();
+                ready_[level].push_back(std::move(stream));
+                ready_count_.fetch_add(1, std::memory_order_seq_cst);
+                pushed = true;
+            }
+        }
+    }
+    streams.clear();  // only non-empty when stopping
+    if (pushed) wake_if_needed();
+}
+
+bool Scheduler::push_ready(std::shared_ptr<CpuStream> &stream) noexcept {
+    std::lock_guard<SpinLock> lock(ready_lock_);
+    if (stopping_.load(std::memory_order_relaxed)) return false;
+    const int level = stream->level();
+    ready_[level].push_back(std::move(stream));
+    ready_count_.fetch_add(1, std::memory_order_seq_cst);
+    return true;
+}
+
+std::shared_ptr<CpuStream> Scheduler::pop_ready() noexcept {
+    if (ready_count_.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard<SpinLock> lock(ready_lock_);
+    for (int level = kPriorityLevels - 1; level >= 0; --level) {
+        if (std::shared_ptr<CpuStream> stream = ready_[level].pop_front()) {
+            ready_count_.fetch_sub(1, std::memory_order_relaxed);
+            return stream;
+        }
+    }
+    return nullptr;
+}
+
+// A thread wake-up costs microseconds, so a sleeping worker is woken only for a ready stream
+// that no awake worker will take: awake searching workers (spinning ones included) take them.
+void Scheduler::wake_if_needed() noexcept {
+    while (ready_count_.load(std::memory_order_seq_cst) > searching_.load(std::memory_order_seq_cst) &&
+           sleepers_.load(std::memory_order_seq_cst) > 0) {
+        {
+            std::lock_guard<std::mutex> lock(sleep_mutex_);
+            if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+            // The woken worker counts as searching from now, so the next producer does not
+            // wake a second worker for the same stream.
+            sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+            searching_.fetch_add(1, std::memory_order_seq_cst);
+            ++wakeups_;
+        }
+        sleep_cv_.notify_one();
+    }
+}
+
+// --- Workers ---------------------------------------------------------------------------------
+
+void Scheduler::worker_main(int cpu) {
+    if (cpu >= 0) pin_current_thread(cpu);
+    WorkerState worker(this, lost_);
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        std::shared_ptr<CpuStream> stream = pop_ready();
+        if (!stream) {
+            idle();
+            continue;
+        }
+        searching_.fetch_sub(1, std::memory_order_seq_cst);
+        wake_if_needed();  // chain: more ready streams than searchers left
+
+        const CpuStream::RunResult result = stream->run(stream, worker);
+        if (result != CpuStream::RunResult::kYield) stream.reset();
+
+        searching_.fetch_add(1, std::memory_order_seq_cst);
+        // Streams this worker woke go first. It is searching again, so it takes the first of
+        // them itself, with no thread wake-up; others are woken only for the rest.
+        if (stream) worker.woken.push_back(std::move(stream));
+        if (!worker.woken.empty()) make_ready(worker.woken);
+    }
+    worker.woken.clear();
+}
+
+void Scheduler::idle() {
+    const auto work_or_stop = [this] {
+        return ready_count_.load(std::memory_order_relaxed) > 0 ||
+               stopping_.load(std::memory_order_relaxed);
+    };
+    if (spin_until(work_or_stop, kWorkerSpin)) return;
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    searching_.fetch_sub(1, std::memory_order_seq_cst);
+    // Re-check after announcing the sleep: see the comment on ready_count_.
+    if (ready_count_.load(std::memory_order_seq_cst) > 0 || stopping_.load(std::memory_order_seq_cst)) {
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+        searching_.fetch_add(1, std::memory_order_seq_cst);
+        return;
+    }
+    sleep_cv_.wait(lock, [this] { return wakeups_ > 0 || stopping_.load(std::memory_order_relaxed); });
+    if (wakeups_ > 0) {
+        --wakeups_;  // the waker already moved one sleeper to searching
+    } else {
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+        searching_.fetch_add(1, std::memory_order_seq_cst);
+    }
+}
+
+void *WorkerState::scratch(uint32_t bytes) noexcept {
+    if (bytes > scratch_bytes_) {
+        scratch_.reset(aligned_host_alloc(bytes));
+        scratch_bytes_ = scratch_ ? bytes : 0;
+    }
+    return scratch_.get();
+}
+
+void WorkerState::FreeDeleter::operator()(void *p) const noexcept { std::free(p); }
+
+// --- Registry and shutdown -------------------------------------------------------------------
+
+std::list<CpuStream *>::iterator Scheduler::register_stream(CpuStream *stream) {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    return registry_.insert(registry_.end(), stream);
+}
+
+void Scheduler::unregister_stream(std::list<CpuStream *>::iterator it) noexcept {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    registry_.erase(it);
+}
+
+std::vector<std::shared_ptr<CpuStream>> Scheduler::live_streams() {
+    std::vector<std::shared_ptr<CpuStream>> streams;
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    streams.reserve(registry_.size());
+    for (CpuStream *stream : registry_) {
+        // A registered stream's memory is valid while we hold the lock (its destructor
+        // unregisters under it); lock() fails for one whose destruction has begun, and such a
+        // stream has no pending work, or the scheduler would still hold it.
+        if (std::shared_ptr<CpuStream> live = stream->weak_from_this().lock())
+            streams.push_back(std::move(live));
+    }
+    return streams;
+}
+
+void Scheduler::shutdown() {
+    {
+        std::lock_guard<SpinLock> lock(ready_lock_);  // orders the flag with make_ready
+        stopping_.store(true, std::memory_order_seq_cst);
+    }
+    {
+        std::lock_guard<std::mutex> lock(sleep_mutex_);  // a sleeper checks it under this lock
+    }
+    sleep_cv_.notify_all();
+    const std::thread::id self = std::this_thread::get_id();
+    for (std::thread &worker : workers_) {
+        if (!worker.joinable()) continue;
+        // A worker never joins itself (it may run the last reference's destructor).
+        if (worker.get_id() == self) {
+            worker.detach();
+        } else {
+            worker.join();
+        }
+    }
+    // No worker runs now. Work that raced with the stop is dropped, but its markers complete,
+    // so no host waiter hangs, and every reference the scheduler held (ready queues, parked
+    // streams) is released, so no stream <-> scheduler cycle outlives the context.
+    StreamList dropped;
+    for (const std::shared_ptr<CpuStream> &stream : live_streams()) stream->abandon_all(dropped);
+    {
+        std::lock_guard<SpinLock> lock(ready_lock_);
+        for (StreamList &level : ready_) dropped.splice_back(level);
+        ready_count_.store(0, std::memory_order_relaxed);
+    }
+    // `dropped` releases its streams here, outside every lock.
+}
+
+}  // namespace qd::backend::cpu

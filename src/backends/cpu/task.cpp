@@ -1,0 +1,198 @@
+#include "backends/cpu/task.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/cpu_module.h"
+#include "backends/cpu/marker.h"
+#include "backends/cpu/scheduler.h"
+
+namespace qd::backend::cpu {
+
+namespace {
+
+// The scheduler whose host kernel or callback this thread is running, for in_callback().
+thread_local const Scheduler *t_callback_owner = nullptr;
+
+class CallbackScope {
+  public:
+    explicit CallbackScope(const Scheduler *owner) noexcept : previous_(t_callback_owner) {
+        t_callback_owner = owner;
+    }
+    ~CallbackScope() { t_callback_owner = previous_; }
+    CallbackScope(const CallbackScope &) = delete;
+    CallbackScope &operator=(const CallbackScope &) = delete;
+
+  private:
+    const Scheduler *previous_;
+};
+
+constexpr uint64_t round_up16(uint64_t n) noexcept { return (n + 15u) & ~uint64_t{15}; }
+
+uint64_t arg_alignment(uint64_t size) noexcept {
+    const uint64_t lowest_bit = size & (~size + 1);
+    return lowest_bit < 16 ? lowest_bit : 16;
+}
+
+uint16_t *arg_sizes(Task &task) noexcept { return reinterpret_cast<uint16_t *>(&task + 1); }
+
+uint64_t first_arg_offset(uint32_t num_args) noexcept {
+    return sizeof(Task) + round_up16(uint64_t{num_args} * sizeof(uint16_t));
+}
+
+// Copies one argument; the common scalar sizes get a fixed-size copy the compiler inlines.
+void copy_arg(void *dst, const void *src, uint64_t size) noexcept {
+    switch (size) {
+    case 4:
+        std::memcpy(dst, src, 4);
+        break;
+    case 8:
+        std::memcpy(dst, src, 8);
+        break;
+    case 16:
+        std::memcpy(dst, src, 16);
+        break;
+    default:
+        std::memcpy(dst, src, size);
+    }
+}
+
+void mark_lost(LostState &lost, const char *fmt, const char *name, long long value) noexcept {
+    char message[400];
+    std::snprintf(message, sizeof message, fmt, name, value);
+    try {
+        lost.mark_lost(message);
+    } catch (const std::bad_alloc &) {
+        lost.mark_lost("device fault");  // fits std::string's inline buffer: no allocation
+    }
+}
+
+void run_launch(Task &task, WorkerState &worker) noexcept {
+    LostState &lost = *worker.lost;
+    const auto *kernel = static_cast<const CpuKernel *>(task.ref.get());
+    const auto &dims = task.u.launch;
+    const uint32_t shared_bytes = task.extra;
+    qd_host_kernel_info info{};
+    info.struct_size = sizeof info;
+    for (int i = 0; i < 3; ++i) {
+        info.grid_dim[i] = dims.grid[i];
+        info.block_dim[i] = dims.block[i];
+    }
+    info.shared_mem_bytes = shared_bytes;
+    if (shared_bytes != 0) {
+        info.shared_mem = worker.scratch(shared_bytes);
+        if (info.shared_mem == nullptr) {
+            mark_lost(lost, "kernel '%s': %lld bytes of shared memory could not be allocated",
+                      kernel->name(), static_cast<long long>(shared_bytes));
+            return;
+        }
+    }
+    // The pointer array is built here rather than stored: two bytes per argument in the record
+    // instead of eight.
+    void *argv[QD_MAX_ARGS];
+    const uint16_t *sizes = arg_sizes(task);
+    auto *base = reinterpret_cast<unsigned char *>(&task);
+    uint64_t offset = first_arg_offset(task.num_args);
+    for (uint32_t i = 0; i < task.num_args; ++i) {
+        const uint64_t align = arg_alignment(sizes[i]);
+        offset = (offset + align - 1) & ~(align - 1);
+        argv[i] = base + offset;
+        offset += sizes[i];
+    }
+    const qd_host_kernel_fn fn = kernel->fn();
+    CallbackScope scope(worker.scheduler);
+    for (uint32_t z = 0; z < dims.grid[2]; ++z) {
+        for (uint32_t y = 0; y < dims.grid[1]; ++y) {
+            for (uint32_t x = 0; x < dims.grid[0]; ++x) {
+                // A fault on another stream also ends this launch: the context is unusable.
+                if (lost.lost()) return;
+                info.block_idx[0] = x;
+                info.block_idx[1] = y;
+                info.block_idx[2] = z;
+                if (info.shared_mem != nullptr) std::memset(info.shared_mem, 0, shared_bytes);
+                const int32_t rc = fn(&info, task.num_args != 0 ? argv : nullptr);
+                if (rc != 0) {
+                    mark_lost(lost,
+                              "kernel '%s' returned %lld (device fault) on a stream of this CPU "
+                              "context",
+                              kernel->name(), static_cast<long long>(rc));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+uint32_t launch_record_bytes(const qd_arg *args, uint32_t num_args) noexcept {
+    uint64_t offset = first_arg_offset(num_args);
+    for (uint32_t i = 0; i < num_args; ++i) {
+        const uint64_t align = arg_alignment(args[i].size);
+        offset = (offset + align - 1) & ~(align - 1);
+        offset += args[i].size;
+    }
+    return static_cast<uint32_t>(round_up16(offset));
+}
+
+void pack_launch_args(Task &task, const qd_arg *args, uint32_t num_args) noexcept {
+    task.num_args = static_cast<uint8_t>(num_args);
+    uint16_t *sizes = arg_sizes(task);
+    auto *base = reinterpret_cast<unsigned char *>(&task);
+    uint64_t offset = first_arg_offset(num_args);
+    for (uint32_t i = 0; i < num_args; ++i) {
+        const uint64_t size = args[i].size;
+        const uint64_t align = arg_alignment(size);
+        offset = (offset + align - 1) & ~(align - 1);
+        sizes[i] = static_cast<uint16_t>(size);
+        copy_arg(base + offset, args[i].data, size);
+        offset += size;
+    }
+}
+
+void execute(Task &task, WorkerState &worker) noexcept {
+    // After a fault the context is unusable: skip user work, but keep completing markers so
+    // every host and stream waiter still drains.
+    switch (task.kind) {
+    case TaskKind::kLaunch:
+        if (!worker.lost->lost()) run_launch(task, worker);
+        break;
+    case TaskKind::kHostFn:
+        if (!worker.lost->lost()) {
+            CallbackScope scope(worker.scheduler);
+            task.u.host.fn(task.u.host.user_data);
+        }
+        break;
+    case TaskKind::kMemcpy:
+        // memmove: nothing checks that the ranges are disjoint, and memcpy would be undefined.
+        if (!worker.lost->lost()) std::memmove(task.u.copy.dst, task.u.copy.src, task.u.copy.bytes);
+        break;
+    case TaskKind::kMemset:
+        if (!worker.lost->lost()) std::memset(task.u.set.dst, static_cast<int>(task.extra), task.u.set.bytes);
+        break;
+    case TaskKind::kFree:
+        std::free(task.u.free_ptr);
+        break;
+    case TaskKind::kRecord:
+        static_cast<Marker *>(task.ref.get())->complete(Marker::Clock::now(), worker.woken);
+        break;
+    case TaskKind::kWait:
+        break;
+    }
+}
+
+void abandon(Task &task, StreamList &woken) noexcept {
+    if (task.kind == TaskKind::kFree) {
+        std::free(task.u.free_ptr);
+    } else if (task.kind == TaskKind::kRecord) {
+        static_cast<Marker *>(task.ref.get())->complete(Marker::Clock::now(), woken);
+    }
+}
+
+bool in_callback_of(const Scheduler *scheduler) noexcept {
+    return scheduler != nullptr && t_callback_owner == scheduler;
+}
+
+}  // namespace qd::backend::cpu

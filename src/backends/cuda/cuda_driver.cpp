@@ -1,0 +1,280 @@
+// Fills the GPU driver table from libcuda.so.1.
+//
+// The few CUDA constants qd needs are written out below from the driver API's documented
+// values (they are part of its stable ABI); no CUDA header is included, so libqd builds on a
+// machine without the CUDA toolkit and loads on one without a driver.
+//
+// Symbols are resolved by their versioned ABI names (cuStreamDestroy_v2, cuMemFree_v2, ...),
+// the names cuda.h maps its functions to. The unsuffixed names of stream functions
+// (cuLaunchKernel, cuMemcpyAsync, ...) are the legacy-default-stream flavours; qd never passes
+// the NULL stream, so they behave exactly like the _ptsz ones.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/gpu/driver_table.h"
+#include "backends/gpu/gpu_backend.h"
+#include "backends/gpu/library.h"
+#include "common/error.h"
+
+namespace qd::backend {
+
+namespace {
+
+using gpu::Fn;
+
+// CUresult values (cuda.h, enum cudaError_enum).
+enum : int {
+    kSuccess = 0,
+    kInvalidValue = 1,
+    kOutOfMemory = 2,
+    kNotInitialized = 3,
+    kDeinitialized = 4,
+    kStubLibrary = 34,
+    kCallRequiresNewerDriver = 36,
+    kDeviceUnavailable = 46,
+    kNoDevice = 100,
+    kInvalidDevice = 101,
+    kDeviceNotLicensed = 102,
+    kInvalidImage = 200,
+    kInvalidContext = 201,
+    kNoBinaryForGpu = 209,
+    kEccUncorrectable = 214,
+    kInvalidPtx = 218,
+    kNvlinkUncorrectable = 220,
+    kJitCompilerNotFound = 221,
+    kUnsupportedPtxVersion = 222,
+    kJitCompilationDisabled = 223,
+    kContained = 226,
+    kInvalidSource = 300,
+    kFileNotFound = 301,
+    kSharedObjectSymbolNotFound = 302,
+    kSharedObjectInitFailed = 303,
+    kInvalidHandle = 400,
+    kNotFound = 500,
+    kNotReady = 600,
+    kIllegalAddress = 700,
+    kLaunchOutOfResources = 701,
+    kLaunchTimeout = 702,
+    kContextIsDestroyed = 709,
+    kAssert = 710,
+    kHardwareStackError = 714,
+    kIllegalInstruction = 715,
+    kMisalignedAddress = 716,
+    kInvalidAddressSpace = 717,
+    kInvalidPc = 718,
+    kLaunchFailed = 719,
+    kCooperativeLaunchTooLarge = 720,
+    kTensorMemoryLeak = 721,
+    kNotPermitted = 800,
+    kNotSupported = 801,
+    kSystemNotReady = 802,
+    kSystemDriverMismatch = 803,
+    kCompatNotSupportedOnDevice = 804,
+    kStreamCaptureUnsupported = 900,
+    kStreamCaptureInvalidated = 901,
+    kStreamCaptureImplicit = 906,
+    kCapturedEvent = 907,
+    kStreamCaptureWrongThread = 908,
+    kInvalidClusterSize = 912,
+    kUnknown = 999,
+};
+
+// How CUDA results map to qd statuses. Sticky codes are the asynchronous faults after which
+// the CUDA context is unusable (the CUDA documentation: "the process must terminate"); the
+// context is marked lost. Codes not listed take each call's own fallback status.
+constexpr gpu::ErrorRule kErrorRules[] = {
+    {kOutOfMemory, QD_ERROR_OUT_OF_MEMORY, false},
+    {kNotInitialized, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    {kDeinitialized, QD_ERROR_BACKEND_UNAVAILABLE, false},  // at process exit
+    {kStubLibrary, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    {kCallRequiresNewerDriver, QD_ERROR_NOT_SUPPORTED, false},
+    {kDeviceUnavailable, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    {kNoDevice, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    {kInvalidDevice, QD_ERROR_INVALID_ARGUMENT, false},
+    {kDeviceNotLicensed, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    {kInvalidImage, QD_ERROR_INVALID_IMAGE, false},
+    {kInvalidContext, QD_ERROR_INTERNAL, false},
+    {kNoBinaryForGpu, QD_ERROR_INVALID_IMAGE, false},
+    {kInvalidPtx, QD_ERROR_INVALID_IMAGE, false},
+    {kJitCompilerNotFound, QD_ERROR_INVALID_IMAGE, false},
+    {kUnsupportedPtxVersion, QD_ERROR_INVALID_IMAGE, false},
+    {kJitCompilationDisabled, QD_ERROR_INVALID_IMAGE, false},
+    {kInvalidSource, QD_ERROR_INVALID_IMAGE, false},
+    {kFileNotFound, QD_ERROR_NOT_FOUND, false},
+    {kSharedObjectSymbolNotFound, QD_ERROR_INVALID_IMAGE, false},
+    {kSharedObjectInitFailed, QD_ERROR_INVALID_IMAGE, false},
+    {kNotFound, QD_ERROR_NOT_FOUND, false},
+    {kLaunchOutOfResources, QD_ERROR_LAUNCH_FAILED, false},
+    {kCooperativeLaunchTooLarge, QD_ERROR_LAUNCH_FAILED, false},
+    {kInvalidClusterSize, QD_ERROR_LAUNCH_FAILED, false},
+    {kContextIsDestroyed, QD_ERROR_INTERNAL, false},
+    {kNotPermitted, QD_ERROR_INVALID_OPERATION, false},
+    {kNotSupported, QD_ERROR_NOT_SUPPORTED, false},
+    {kSystemNotReady, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    {kSystemDriverMismatch, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    {kCompatNotSupportedOnDevice, QD_ERROR_BACKEND_UNAVAILABLE, false},
+    // An imported stream may be capturing a graph; qd's calls then are not allowed on it.
+    {kStreamCaptureUnsupported, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureInvalidated, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureImplicit, QD_ERROR_INVALID_OPERATION, false},
+    {kCapturedEvent, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureWrongThread, QD_ERROR_INVALID_OPERATION, false},
+    // Sticky faults.
+    {kEccUncorrectable, QD_ERROR_DEVICE_LOST, true},
+    {kNvlinkUncorrectable, QD_ERROR_DEVICE_LOST, true},
+    {kContained, QD_ERROR_DEVICE_LOST, true},
+    {kIllegalAddress, QD_ERROR_DEVICE_LOST, true},
+    {kLaunchTimeout, QD_ERROR_DEVICE_LOST, true},
+    {kAssert, QD_ERROR_DEVICE_LOST, true},
+    {kHardwareStackError, QD_ERROR_DEVICE_LOST, true},
+    {kIllegalInstruction, QD_ERROR_DEVICE_LOST, true},
+    {kMisalignedAddress, QD_ERROR_DEVICE_LOST, true},
+    {kInvalidAddressSpace, QD_ERROR_DEVICE_LOST, true},
+    {kInvalidPc, QD_ERROR_DEVICE_LOST, true},
+    {kLaunchFailed, QD_ERROR_DEVICE_LOST, true},
+    {kTensorMemoryLeak, QD_ERROR_DEVICE_LOST, true},
+    {kUnknown, QD_ERROR_INTERNAL, false},
+};
+
+// Each table entry and the libcuda symbols that provide it, preferred first.
+struct Binding {
+    Fn fn;
+    const char *names[2];
+};
+
+constexpr Binding kBindings[] = {
+    {Fn::init, {"cuInit"}},
+    {Fn::driver_get_version, {"cuDriverGetVersion"}},
+    {Fn::get_error_name, {"cuGetErrorName"}},
+    {Fn::get_error_string, {"cuGetErrorString"}},
+    {Fn::device_get_count, {"cuDeviceGetCount"}},
+    {Fn::device_get, {"cuDeviceGet"}},
+    {Fn::device_get_name, {"cuDeviceGetName"}},
+    {Fn::device_get_attribute, {"cuDeviceGetAttribute"}},
+    {Fn::device_total_mem, {"cuDeviceTotalMem_v2"}},
+    {Fn::device_primary_ctx_retain, {"cuDevicePrimaryCtxRetain"}},
+    {Fn::device_primary_ctx_release, {"cuDevicePrimaryCtxRelease_v2"}},
+    {Fn::ctx_get_current, {"cuCtxGetCurrent"}},
+    {Fn::ctx_set_current, {"cuCtxSetCurrent"}},
+    {Fn::ctx_push_current, {"cuCtxPushCurrent_v2"}},
+    {Fn::ctx_pop_current, {"cuCtxPopCurrent_v2"}},
+    {Fn::ctx_get_stream_priority_range, {"cuCtxGetStreamPriorityRange"}},
+    {Fn::stream_create, {"cuStreamCreateWithPriority"}},
+    {Fn::stream_destroy, {"cuStreamDestroy_v2"}},
+    {Fn::stream_query, {"cuStreamQuery"}},
+    {Fn::stream_synchronize, {"cuStreamSynchronize"}},
+    {Fn::stream_wait_event, {"cuStreamWaitEvent"}},
+    {Fn::stream_get_priority, {"cuStreamGetPriority"}},
+    {Fn::stream_get_ctx, {"cuStreamGetCtx"}},
+    {Fn::event_create, {"cuEventCreate"}},
+    {Fn::event_destroy, {"cuEventDestroy_v2"}},
+    {Fn::event_record, {"cuEventRecord"}},
+    {Fn::event_query, {"cuEventQuery"}},
+    {Fn::event_synchronize, {"cuEventSynchronize"}},
+    {Fn::event_elapsed_time, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
+    {Fn::module_load_data, {"cuModuleLoadDataEx"}},
+    {Fn::module_get_function, {"cuModuleGetFunction"}},
+    {Fn::module_unload, {"cuModuleUnload"}},
+    {Fn::func_get_param_info, {"cuFuncGetParamInfo"}},
+    {Fn::launch_kernel, {"cuLaunchKernel"}},
+    {Fn::launch_host_func, {"cuLaunchHostFunc"}},
+    {Fn::mem_alloc_async, {"cuMemAllocAsync"}},
+    {Fn::mem_free_async, {"cuMemFreeAsync"}},
+    {Fn::mem_free, {"cuMemFree_v2"}},
+    {Fn::memcpy_async, {"cuMemcpyAsync"}},
+    {Fn::memset_d8_async, {"cuMemsetD8Async"}},
+    {Fn::host_alloc, {"cuMemHostAlloc"}},
+    {Fn::host_free, {"cuMemFreeHost"}},
+};
+
+// A CUDA fat binary starts with {uint32 magic 0xBA55ED50, uint16 version, uint16 header size,
+// uint64 payload size}; the image is header size + payload size bytes.
+uint64_t cuda_fat_binary_size(const void *image, uint64_t available) {
+    const auto *p = static_cast<const unsigned char *>(image);
+    if (available < 16) return 0;
+    uint32_t magic = 0;
+    std::memcpy(&magic, p, 4);
+    if (magic != 0xBA55ED50u) return 0;
+    uint16_t header = 0;
+    uint64_t payload = 0;
+    std::memcpy(&header, p + 6, 2);
+    std::memcpy(&payload, p + 8, 8);
+    uint64_t total = 0;
+    if (add_overflows(header, payload, &total)) return UINT64_MAX;
+    return total;
+}
+
+gpu::DriverTable cuda_constants() {
+    gpu::DriverTable t;
+    t.kind = QD_BACKEND_CUDA;
+    t.api_name = "CUDA";
+    t.success = kSuccess;
+    t.not_ready = kNotReady;
+    t.invalid_value = kInvalidValue;
+    t.error_rules = kErrorRules;
+    t.num_error_rules = sizeof kErrorRules / sizeof kErrorRules[0];
+    t.stream_default_flags = 0x0;      // CU_STREAM_DEFAULT
+    t.stream_non_blocking_flag = 0x1;  // CU_STREAM_NON_BLOCKING
+    t.event_default_flags = 0x0;       // CU_EVENT_DEFAULT
+    t.event_disable_timing_flag = 0x2; // CU_EVENT_DISABLE_TIMING
+    t.host_alloc_flags = 0x1;          // CU_MEMHOSTALLOC_PORTABLE
+    t.attr_compute_major = 75;         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+    t.attr_compute_minor = 76;         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+    t.attr_multiprocessors = 16;       // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    t.jit_error_log_buffer = 5;        // CU_JIT_ERROR_LOG_BUFFER
+    t.jit_error_log_buffer_bytes = 6;  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+    t.pseudo_streams[0] = 0x1;         // CU_STREAM_LEGACY
+    t.pseudo_streams[1] = 0x2;         // CU_STREAM_PER_THREAD
+    t.fat_binary_size = cuda_fat_binary_size;
+    return t;
+}
+
+}  // namespace
+
+qd_status make_cuda_driver(std::unique_ptr<Driver> *out) {
+    // By soname only: the system loader's search path, never a path of ours and never the
+    // current directory. No environment variable changes what is loaded.
+    dlerror();
+    gpu::Library library(dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL));
+    if (!library) {
+        const char *why = dlerror();
+        return fail(QD_ERROR_BACKEND_UNAVAILABLE, "cannot load the CUDA driver: %s",
+                    why ? why : "libcuda.so.1: unknown dlopen error");
+    }
+
+    gpu::DriverTable table = cuda_constants();
+    for (const Binding &b : kBindings) {
+        for (const char *name : b.names) {
+            if (name == nullptr) break;
+            if (void *address = library.symbol(name)) {
+                gpu::set_entry(table, b.fn, address);
+                table.symbol[static_cast<size_t>(b.fn)] = name;
+                break;
+            }
+        }
+        // A missing entry keeps its first name, so the "lacks" message names the symbol.
+        if (!gpu::has_entry(table, b.fn)) table.symbol[static_cast<size_t>(b.fn)] = b.names[0];
+    }
+    Fn missing = gpu::first_missing(table);
+    if (missing != Fn::count)
+        return fail(QD_ERROR_BACKEND_UNAVAILABLE,
+                    "libcuda.so.1 has no %s; the NVIDIA driver is too old for qd",
+                    gpu::symbol_name(table, missing));
+
+    gpu::Result r = table.init(0);
+    if (r == kStubLibrary)
+        return fail(QD_ERROR_BACKEND_UNAVAILABLE,
+                    "cuInit failed: CUDA_ERROR_STUB_LIBRARY: the libcuda.so.1 found is the CUDA "
+                    "toolkit's link stub, not the NVIDIA driver (check the library search path)");
+    if (r != kSuccess) {
+        char what[256];
+        return fail(QD_ERROR_BACKEND_UNAVAILABLE, "cuInit failed: %s",
+                    gpu::describe_result(table, r, what, sizeof what));
+    }
+    return gpu::make_gpu_driver(table, std::move(library), out);
+}
+
+}  // namespace qd::backend

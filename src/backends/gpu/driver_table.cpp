@@ -1,0 +1,54 @@
+// Generic accessors over the driver-table list, so a vendor loader can fill the table from a
+// list of (entry, symbol) pairs without naming each member.
+#include "backends/gpu/driver_table.h"
+
+namespace qd::backend::gpu {
+
+void set_entry(DriverTable &table, Fn fn, void *address) {
+    switch (fn) {
+#define QD_GPU_SET_(name, required, params)                                                     \
+    case Fn::name:                                                                             \
+        table.name = reinterpret_cast<decltype(table.name)>(address);                          \
+        return;
+        QD_GPU_DRIVER_TABLE(QD_GPU_SET_)
+#undef QD_GPU_SET_
+    case Fn::count:
+        return;
+    }
+}
+
+bool has_entry(const DriverTable &table, Fn fn) {
+    switch (fn) {
+#define QD_GPU_HAS_(name, required, params)                                                     \
+    case Fn::name:                                                                             \
+        return table.name != nullptr;
+        QD_GPU_DRIVER_TABLE(QD_GPU_HAS_)
+#undef QD_GPU_HAS_
+    case Fn::count:
+        return false;
+    }
+    return false;
+}
+
+Fn first_missing(const DriverTable &table) {
+#define QD_GPU_CHECK_(name, required, params)                                                   \
+    if ((required) && table.name == nullptr) return Fn::name;
+    QD_GPU_DRIVER_TABLE(QD_GPU_CHECK_)
+#undef QD_GPU_CHECK_
+    return Fn::count;
+}
+
+const char *entry_name(Fn fn) {
+    switch (fn) {
+#define QD_GPU_NAME_(name, required, params)                                                    \
+    case Fn::name:                                                                             \
+        return #name;
+        QD_GPU_DRIVER_TABLE(QD_GPU_NAME_)
+#undef QD_GPU_NAME_
+    case Fn::count:
+        break;
+    }
+    return "?";
+}
+
+}  // namespace qd::backend::gpu

@@ -1,0 +1,166 @@
+// The driver table: every native function and constant the GPU backend uses, in neutral names.
+//
+// The GPU logic (contexts, streams, events, modules, launches, memory, error mapping) is written
+// once over this table. A vendor folder only fills it: cuda/ with symbols from libcuda.so.1,
+// hip/ with symbols (or small adapters) from libamdhip64.so. Nothing here names a vendor.
+//
+// Signatures follow the CUDA driver ABI, because most vendor functions match it as they are:
+// handles are opaque pointers, device addresses are 64-bit integers, results and enums are ints.
+// A vendor whose function differs (HIP's memcpy takes a direction, its device pointers are
+// void*) fills the entry with a small adapter that converts.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qd::backend::gpu {
+
+// Opaque native handles. Distinct types so a stream can never be passed where an event goes.
+struct NativeContextTag;
+struct NativeStreamTag;
+struct NativeEventTag;
+struct NativeModuleTag;
+struct NativeFunctionTag;
+using NativeContext = NativeContextTag *;    // CUcontext
+using NativeStream = NativeStreamTag *;      // CUstream / hipStream_t
+using NativeEvent = NativeEventTag *;        // CUevent / hipEvent_t
+using NativeModule = NativeModuleTag *;      // CUmodule / hipModule_t
+using NativeFunction = NativeFunctionTag *;  // CUfunction / hipFunction_t
+using NativeDevice = int;                    // CUdevice / hipDevice_t
+using DevicePtr = uint64_t;                  // CUdeviceptr
+using Result = int;                          // CUresult / hipError_t
+using HostFn = void (*)(void *user_data);    // CUhostFn / hipHostFn_t
+
+// The driver-table list: X(name, required, parameters). Every entry returns a Result.
+// "required = false" entries may be left null; the backend then does without them (the
+// comment says how).
+#define QD_GPU_DRIVER_TABLE(X)                                                                  \
+    X(init, true, (unsigned flags))                                                            \
+    X(driver_get_version, true, (int *version))                                                \
+    X(get_error_name, true, (Result error, const char **name))                                 \
+    X(get_error_string, true, (Result error, const char **text))                               \
+    X(device_get_count, true, (int *count))                                                    \
+    X(device_get, true, (NativeDevice * device, int ordinal))                                  \
+    X(device_get_name, true, (char *name, int length, NativeDevice device))                    \
+    X(device_get_attribute, true, (int *value, int attribute, NativeDevice device))            \
+    X(device_total_mem, true, (size_t * bytes, NativeDevice device))                           \
+    X(device_primary_ctx_retain, true, (NativeContext * ctx, NativeDevice device))             \
+    X(device_primary_ctx_release, true, (NativeDevice device))                                 \
+    X(ctx_get_current, true, (NativeContext * ctx))                                            \
+    X(ctx_set_current, true, (NativeContext ctx))                                              \
+    X(ctx_push_current, true, (NativeContext ctx))                                             \
+    X(ctx_pop_current, true, (NativeContext * ctx))                                            \
+    X(ctx_get_stream_priority_range, true, (int *least, int *greatest))                        \
+    X(stream_create, true, (NativeStream * stream, unsigned flags, int priority))              \
+    X(stream_destroy, true, (NativeStream stream))                                             \
+    X(stream_query, true, (NativeStream stream))                                               \
+    X(stream_synchronize, true, (NativeStream stream))                                         \
+    X(stream_wait_event, true, (NativeStream stream, NativeEvent event, unsigned flags))       \
+    X(stream_get_priority, true, (NativeStream stream, int *priority))                         \
+    /* optional: without it an imported stream's context is not checked */                     \
+    X(stream_get_ctx, false, (NativeStream stream, NativeContext * ctx))                       \
+    X(event_create, true, (NativeEvent * event, unsigned flags))                               \
+    X(event_destroy, true, (NativeEvent event))                                                \
+    X(event_record, true, (NativeEvent event, NativeStream stream))                            \
+    X(event_query, true, (NativeEvent event))                                                  \
+    X(event_synchronize, true, (NativeEvent event))                                            \
+    X(event_elapsed_time, true, (float *ms, NativeEvent start, NativeEvent end))               \
+    X(module_load_data, true,                                                                  \
+      (NativeModule * module, const void *image, unsigned num_options, int *options,           \
+       void **option_values))                                                                  \
+    X(module_get_function, true, (NativeFunction * function, NativeModule module,              \
+                                  const char *name))                                           \
+    X(module_unload, true, (NativeModule module))                                              \
+    /* optional: without it launch arguments are not checked against the kernel's parameters */ \
+    X(func_get_param_info, false, (NativeFunction function, size_t index, size_t *offset,      \
+                                   size_t *size))                                              \
+    X(launch_kernel, true,                                                                     \
+      (NativeFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,             \
+       unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_mem_bytes,        \
+       NativeStream stream, void **params, void **extra))                                      \
+    X(launch_host_func, true, (NativeStream stream, HostFn fn, void *user_data))               \
+    X(mem_alloc_async, true, (DevicePtr * address, size_t bytes, NativeStream stream))         \
+    X(mem_free_async, true, (DevicePtr address, NativeStream stream))                          \
+    X(mem_free, true, (DevicePtr address))                                                     \
+    X(memcpy_async, true, (DevicePtr dst, DevicePtr src, size_t bytes, NativeStream stream))   \
+    X(memset_d8_async, true,                                                                   \
+      (DevicePtr dst, unsigned char value, size_t bytes, NativeStream stream))                 \
+    X(host_alloc, true, (void **ptr, size_t bytes, unsigned flags))                            \
+    X(host_free, true, (void *ptr))
+
+// One value per entry, in list order.
+enum class Fn : uint32_t {
+#define QD_GPU_FN_ENUM_(name, required, params) name,
+    QD_GPU_DRIVER_TABLE(QD_GPU_FN_ENUM_)
+#undef QD_GPU_FN_ENUM_
+        count
+};
+constexpr size_t kFnCount = static_cast<size_t>(Fn::count);
+
+// How one native result code maps to a qd status. sticky: the code means the context is
+// corrupted (an asynchronous fault); the backend marks the context lost.
+struct ErrorRule {
+    Result code;
+    qd_status status;
+    bool sticky;
+};
+
+struct DriverTable {
+    // --- functions (filled by the vendor loader) ---
+#define QD_GPU_FN_MEMBER_(name, required, params) Result(*name) params = nullptr;
+    QD_GPU_DRIVER_TABLE(QD_GPU_FN_MEMBER_)
+#undef QD_GPU_FN_MEMBER_
+
+    // The vendor's name of each entry ("cuLaunchKernel"), used in messages. Filled by the
+    // loader; entries it leaves null read as the neutral name.
+    const char *symbol[kFnCount] = {};
+
+    // --- identity ---
+    qd_backend kind = QD_BACKEND_DEFAULT;
+    const char *api_name = "";  // "CUDA", "HIP": the prefix of messages
+
+    // --- result codes ---
+    Result success = 0;
+    Result not_ready = 0;
+    Result invalid_value = 0;  // what func_get_param_info returns past the last parameter
+    const ErrorRule *error_rules = nullptr;  // codes not listed map to the call's fallback
+    size_t num_error_rules = 0;
+
+    // --- flag and enum values ---
+    unsigned stream_default_flags = 0;     // a stream that syncs with the legacy stream
+    unsigned stream_non_blocking_flag = 0; // a stream that does not
+    unsigned event_default_flags = 0;      // with timing
+    unsigned event_disable_timing_flag = 0;
+    unsigned host_alloc_flags = 0;         // pinned, usable from every context
+    int attr_compute_major = 0;
+    int attr_compute_minor = 0;
+    int attr_multiprocessors = 0;
+    int jit_error_log_buffer = 0;          // module_load_data options: where the JIT writes
+    int jit_error_log_buffer_bytes = 0;    // its error log, and the buffer's size
+
+    // Pseudo stream handles that name "the legacy stream" or "the per-thread stream" rather
+    // than a stream (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). qd refuses to import them.
+    uintptr_t pseudo_streams[2] = {0, 0};
+
+    // The size of a vendor fat-binary image whose header starts at image, or 0 when the bytes
+    // are not one (the backend then treats them as ELF or text). May be null.
+    uint64_t (*fat_binary_size)(const void *image, uint64_t available) = nullptr;
+};
+
+// Stores a symbol's address in the entry `fn` (the vendor loader's dlsym results).
+void set_entry(DriverTable &table, Fn fn, void *address);
+// True when the entry is filled.
+bool has_entry(const DriverTable &table, Fn fn);
+// The first required entry left null, or Fn::count when the table is complete.
+Fn first_missing(const DriverTable &table);
+// The neutral name of an entry ("launch_kernel").
+const char *entry_name(Fn fn);
+// The vendor name of an entry if the loader gave one, else the neutral name.
+inline const char *symbol_name(const DriverTable &table, Fn fn) {
+    const char *name = table.symbol[static_cast<size_t>(fn)];
+    return name ? name : entry_name(fn);
+}
+
+}  // namespace qd::backend::gpu

@@ -1,0 +1,42 @@
+// The entry point vendor loaders (cuda/, hip/) call once they have filled a DriverTable, and
+// the few introspection hooks white-box tests use.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/gpu/driver_table.h"
+#include "backends/gpu/library.h"
+
+namespace qd::backend::gpu {
+
+// Native objects qd made or released, per driver (process-wide). Tests read them to prove, for
+// example, that a borrowed stream is never destroyed: streams_destroyed counts only streams qd
+// created, streams_forgotten counts imported ones qd let go of without destroying them.
+struct NativeCounters {
+    std::atomic<uint64_t> streams_created{0};
+    std::atomic<uint64_t> streams_destroyed{0};
+    std::atomic<uint64_t> streams_imported{0};
+    std::atomic<uint64_t> streams_forgotten{0};
+    std::atomic<uint64_t> events_created{0};
+    std::atomic<uint64_t> events_destroyed{0};
+    std::atomic<uint64_t> modules_loaded{0};
+    std::atomic<uint64_t> modules_unloaded{0};
+};
+
+// Builds the GPU driver over a complete table (first_missing(table) == Fn::count) whose init
+// entry has already succeeded. library keeps the vendor library loaded for the process.
+// QD_ERROR_BACKEND_UNAVAILABLE when the driver reports no device.
+qd_status make_gpu_driver(const DriverTable &table, Library library,
+                          std::unique_ptr<Driver> *out);
+
+// The counters of a GPU driver; null when driver is not one.
+const NativeCounters *native_counters(const Driver *driver);
+
+// A readable "NAME (description)" of a native result, e.g.
+// "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)". Writes into buf.
+const char *describe_result(const DriverTable &table, Result result, char *buf, size_t size);
+
+}  // namespace qd::backend::gpu

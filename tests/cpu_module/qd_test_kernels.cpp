@@ -1,0 +1,20 @@
+// The CPU test module: a shared library whose exported C functions are qd host kernels, loaded
+// with qd_module_load(ctx, path). It exports the kernels of QDT_KERNEL_LIST
+// (tests/support/test_kernels.h) under the same names a GPU image uses.
+#include <qd/qd.h>
+
+#include "cpu_kernel_impl.h"
+
+#define QDT_EXPORT extern "C" __attribute__((visibility("default")))
+
+QDT_EXPORT int32_t qd_test_noop(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::noop(i, a); }
+QDT_EXPORT int32_t qd_test_add_one(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::add_one(i, a); }
+QDT_EXPORT int32_t qd_test_write_value(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::write_value(i, a); }
+QDT_EXPORT int32_t qd_test_spin(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::spin(i, a); }
+QDT_EXPORT int32_t qd_test_spin_write(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::spin_write(i, a); }
+QDT_EXPORT int32_t qd_test_add_value(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::add_value(i, a); }
+QDT_EXPORT int32_t qd_test_append_log(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::append_log(i, a); }
+QDT_EXPORT int32_t qd_test_count_mismatches(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::count_mismatches(i, a); }
+QDT_EXPORT int32_t qd_test_check_blob(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::check_blob(i, a); }
+QDT_EXPORT int32_t qd_test_fault(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::fault(i, a); }
+

@@ -1,0 +1,318 @@
+// Forged-handle fuzz (RELIABILITY.md row 1): every entry point that takes a handle, called with
+// 0, ~0, handles of the wrong type, destroyed handles, handles of a destroyed context, valid
+// handles with bits or bytes changed (this covers the type-tag byte wherever the encoding puts
+// it), and QD_TEST_SCALE x 1e5 random uint64 values per entry point and handle position.
+// Every call must return an error (QD_ERROR_INVALID_HANDLE) and nothing may crash; the live
+// objects must be untouched afterwards.
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+
+#include "qd_test.h"
+
+using namespace qdt;
+
+namespace {
+
+enum Kind { kContext, kStream, kEvent, kModule, kKernel, kKinds };
+const char *kind_name(int k) {
+    static const char *names[] = {"context", "stream", "event", "module", "kernel"};
+    return names[k];
+}
+
+int32_t ok_kernel(const qd_host_kernel_info *, void *const *) { return 0; }
+std::atomic<int> g_host_fn_calls{0};
+void count_host_fn(void *) { g_host_fn_calls.fetch_add(1); }
+
+struct Entry {
+    std::string name;
+    Kind kind;
+    std::function<qd_status(uint64_t)> call;
+};
+
+uint64_t seed() {
+    const char *env = getenv("QD_TEST_SEED");
+    return env && *env ? strtoull(env, nullptr, 0) : 0x9d5eedull;
+}
+
+class InvalidHandleFuzz : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        qd_context_desc desc = make_desc(QD_BACKEND_CPU, 8, 2);
+        ASSERT_QD_OK(qd_context_create(&desc, &F));
+        ASSERT_QD_OK(qd_context_create(&desc, &G));
+        ASSERT_QD_OK(qd_context_default_stream(F, &D));
+        ASSERT_QD_OK(qd_stream_create(F, nullptr, &S));
+        ASSERT_QD_OK(qd_stream_acquire(F, &L));
+        ASSERT_QD_OK(qd_event_create(F, QD_EVENT_TIMING, &E));
+        ASSERT_QD_OK(qd_event_create(F, 0, &E2));
+        ASSERT_QD_OK(qd_event_record(S, E));
+        path = cpu_module_path();
+        ASSERT_QD_OK(qd_module_load(F, path.data(), path.size(), &M));
+        ASSERT_QD_OK(qd_kernel_get(M, "qd_test_noop", &KM));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(F, &ok_kernel, "ok", &K));
+        ASSERT_QD_OK(qd_mem_alloc_async(S, 64, &A));
+        ASSERT_QD_OK(qd_host_alloc(F, 64, &H));
+        ASSERT_QD_OK(qd_stream_synchronize(S));
+        // Objects of a second live context (valid handles, but never of F).
+        ASSERT_QD_OK(qd_context_default_stream(G, &GD));
+        ASSERT_QD_OK(qd_stream_create(G, nullptr, &GS));
+        ASSERT_QD_OK(qd_event_create(G, 0, &GE));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(G, &ok_kernel, "g", &GK));
+        ASSERT_QD_OK(qd_module_load(G, path.data(), path.size(), &GM));
+        // Destroyed objects of F, and objects of a destroyed context.
+        qd_stream ds = 0;
+        qd_event de = 0;
+        qd_kernel dk = 0;
+        qd_module dm = 0;
+        ASSERT_QD_OK(qd_stream_create(F, nullptr, &ds));
+        ASSERT_QD_OK(qd_stream_destroy(ds));
+        ASSERT_QD_OK(qd_event_create(F, 0, &de));
+        ASSERT_QD_OK(qd_event_destroy(de));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(F, &ok_kernel, "d", &dk));
+        ASSERT_QD_OK(qd_kernel_destroy(dk));
+        ASSERT_QD_OK(qd_module_load(F, path.data(), path.size(), &dm));
+        ASSERT_QD_OK(qd_module_unload(dm));
+        qd_stream released = 0;
+        ASSERT_QD_OK(qd_stream_acquire(F, &released));
+        ASSERT_QD_OK(qd_stream_release(released));
+        dead[kStream] = {ds, released};
+        dead[kEvent] = {de};
+        dead[kKernel] = {dk};
+        dead[kModule] = {dm};
+        qd_context X = 0;
+        ASSERT_QD_OK(qd_context_create(&desc, &X));
+        qd_stream xs = 0, xd = 0;
+        qd_event xe = 0;
+        qd_kernel xk = 0;
+        qd_module xm = 0;
+        ASSERT_QD_OK(qd_context_default_stream(X, &xd));
+        ASSERT_QD_OK(qd_stream_create(X, nullptr, &xs));
+        ASSERT_QD_OK(qd_event_create(X, 0, &xe));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(X, &ok_kernel, "x", &xk));
+        ASSERT_QD_OK(qd_module_load(X, path.data(), path.size(), &xm));
+        ASSERT_QD_OK(qd_context_destroy(X));
+        dead[kContext] = {X};
+        dead[kStream].insert(dead[kStream].end(), {xs, xd});
+        dead[kEvent].push_back(xe);
+        dead[kKernel].push_back(xk);
+        dead[kModule].push_back(xm);
+
+        valid[kContext] = {F, G};
+        valid[kStream] = {D, S, L, GD, GS};
+        valid[kEvent] = {E, E2, GE};
+        valid[kModule] = {M, GM};
+        valid[kKernel] = {K, KM, GK};
+        for (int k = 0; k < kKinds; ++k) live[k].insert(valid[k].begin(), valid[k].end());
+        baseline = get_stats(F);
+        build_entries();
+    }
+
+    void TearDown() override {
+        if (G) { EXPECT_QD_OK(qd_context_destroy(G)); }
+        if (F) { EXPECT_QD_OK(qd_context_destroy(F)); }
+    }
+
+    void build_entries() {
+        uint8_t *hb = static_cast<uint8_t *>(H);
+        auto add = [&](const char *name, Kind kind, std::function<qd_status(uint64_t)> call) {
+            entries.push_back({name, kind, std::move(call)});
+        };
+        // Context position.
+        add("qd_context_destroy", kContext, [](uint64_t h) { return qd_context_destroy(h); });
+        add("qd_context_synchronize", kContext, [](uint64_t h) { return qd_context_synchronize(h); });
+        add("qd_context_default_stream", kContext, [](uint64_t h) { qd_stream o; return qd_context_default_stream(h, &o); });
+        add("qd_context_get_stats", kContext, [](uint64_t h) { qd_context_stats s = QD_CONTEXT_STATS_INIT; return qd_context_get_stats(h, &s); });
+        add("qd_stream_create", kContext, [](uint64_t h) { qd_stream o; return qd_stream_create(h, nullptr, &o); });
+        add("qd_stream_acquire", kContext, [](uint64_t h) { qd_stream o; return qd_stream_acquire(h, &o); });
+        add("qd_stream_set_active(ctx)", kContext, [this](uint64_t h) { qd_stream p; return qd_stream_set_active(h, S, &p); });
+        add("qd_stream_get_active", kContext, [](uint64_t h) { qd_stream o; return qd_stream_get_active(h, &o); });
+        add("qd_stream_priority_range", kContext, [](uint64_t h) { int32_t a, b; return qd_stream_priority_range(h, &a, &b); });
+        add("qd_stream_import", kContext, [](uint64_t h) { qd_stream o; return qd_stream_import(h, 0x1000, &o); });
+        add("qd_event_create", kContext, [](uint64_t h) { qd_event o; return qd_event_create(h, 0, &o); });
+        add("qd_module_load", kContext, [this](uint64_t h) { qd_module o; return qd_module_load(h, path.data(), path.size(), &o); });
+        add("qd_kernel_from_host_fn", kContext, [](uint64_t h) { qd_kernel o; return qd_kernel_from_host_fn(h, &ok_kernel, "f", &o); });
+        add("qd_host_alloc", kContext, [](uint64_t h) { void *p; return qd_host_alloc(h, 16, &p); });
+        add("qd_host_free", kContext, [this](uint64_t h) { return qd_host_free(h, H); });
+        // Stream position.
+        add("qd_stream_destroy", kStream, [](uint64_t h) { return qd_stream_destroy(h); });
+        add("qd_stream_synchronize", kStream, [](uint64_t h) { return qd_stream_synchronize(h); });
+        add("qd_stream_query", kStream, [](uint64_t h) { return qd_stream_query(h); });
+        add("qd_stream_wait_event(stream)", kStream, [this](uint64_t h) { return qd_stream_wait_event(h, E); });
+        add("qd_stream_release", kStream, [](uint64_t h) { return qd_stream_release(h); });
+        add("qd_stream_fork", kStream, [](uint64_t h) { qd_stream k[2]; return qd_stream_fork(h, 2, k); });
+        add("qd_stream_join(parent)", kStream, [this](uint64_t h) { return qd_stream_join(h, &L, 1); });
+        add("qd_stream_join(child)", kStream, [this](uint64_t h) { return qd_stream_join(D, &h, 1); });
+        add("qd_stream_set_active(stream)", kStream, [this](uint64_t h) { qd_stream p; return qd_stream_set_active(F, h, &p); });
+        add("qd_stream_get_context", kStream, [](uint64_t h) { qd_context c; return qd_stream_get_context(h, &c); });
+        add("qd_stream_get_priority", kStream, [](uint64_t h) { int32_t p; return qd_stream_get_priority(h, &p); });
+        add("qd_stream_native_handle", kStream, [](uint64_t h) { uint64_t n; return qd_stream_native_handle(h, &n); });
+        add("qd_event_record(stream)", kStream, [this](uint64_t h) { return qd_event_record(h, E2); });
+        add("qd_launch(stream)", kStream, [this](uint64_t h) { return qd_launch(h, K, nullptr, nullptr, 0); });
+        add("qd_launch_parallel(stream)", kStream, [this](uint64_t h) {
+            qd_task t = QD_TASK_INIT;
+            t.kernel = K;
+            return qd_launch_parallel(h, &t, 1);
+        });
+        add("qd_launch_host_fn", kStream, [](uint64_t h) { return qd_launch_host_fn(h, &count_host_fn, nullptr); });
+        add("qd_mem_alloc_async", kStream, [](uint64_t h) { uint64_t a; return qd_mem_alloc_async(h, 16, &a); });
+        add("qd_mem_free_async", kStream, [this](uint64_t h) { return qd_mem_free_async(h, A); });
+        add("qd_memcpy_async", kStream, [hb](uint64_t h) { return qd_memcpy_async(h, (uint64_t)(uintptr_t)hb, (uint64_t)(uintptr_t)(hb + 32), 16); });
+        add("qd_memset_async", kStream, [hb](uint64_t h) { return qd_memset_async(h, (uint64_t)(uintptr_t)hb, 0, 16); });
+        // Event position.
+        add("qd_event_destroy", kEvent, [](uint64_t h) { return qd_event_destroy(h); });
+        add("qd_event_record(event)", kEvent, [this](uint64_t h) { return qd_event_record(S, h); });
+        add("qd_event_query", kEvent, [](uint64_t h) { return qd_event_query(h); });
+        add("qd_event_synchronize", kEvent, [](uint64_t h) { return qd_event_synchronize(h); });
+        add("qd_event_elapsed_ms(start)", kEvent, [this](uint64_t h) { float ms; return qd_event_elapsed_ms(h, E, &ms); });
+        add("qd_event_elapsed_ms(end)", kEvent, [this](uint64_t h) { float ms; return qd_event_elapsed_ms(E, h, &ms); });
+        add("qd_stream_wait_event(event)", kEvent, [this](uint64_t h) { return qd_stream_wait_event(S, h); });
+        // Module position.
+        add("qd_module_unload", kModule, [](uint64_t h) { return qd_module_unload(h); });
+        add("qd_kernel_get", kModule, [](uint64_t h) { qd_kernel k; return qd_kernel_get(h, "qd_test_noop", &k); });
+        // Kernel position.
+        add("qd_kernel_destroy", kKernel, [](uint64_t h) { return qd_kernel_destroy(h); });
+        add("qd_launch(kernel)", kKernel, [this](uint64_t h) { return qd_launch(S, h, nullptr, nullptr, 0); });
+        add("qd_launch_parallel(kernel)", kKernel, [this](uint64_t h) {
+            qd_task t = QD_TASK_INIT;
+            t.kernel = h;
+            return qd_launch_parallel(S, &t, 1);
+        });
+    }
+
+    // Runs one input through one entry; records failures (first few in detail).
+    void check(const Entry &e, uint64_t h, const char *input_kind) {
+        if (live[e.kind].count(h)) return;  // a real handle of the right type: not a forgery
+        ++calls;
+        qd_status st = e.call(h);
+        if (st >= 0) {
+            ++non_errors;
+            if (details.size() < 20)
+                details.push_back(e.name + "(" + input_kind + " 0x" + hex(h) + ") returned " + qd_status_name(st));
+        } else if (st != QD_ERROR_INVALID_HANDLE) {
+            ++other_errors;
+            if (other_details.size() < 20)
+                other_details.push_back(e.name + "(" + input_kind + " 0x" + hex(h) + ") returned " +
+                                        qd_status_name(st) + ": " + qd_last_error_message());
+        } else if ((calls & 1023) == 0 && qd_last_error_message()[0] == '\0') {
+            ++empty_messages;
+        }
+    }
+
+    static std::string hex(uint64_t v) {
+        char b[32];
+        snprintf(b, sizeof b, "%llx", (unsigned long long)v);
+        return b;
+    }
+
+    qd_context F = 0, G = 0;
+    qd_stream D = 0, S = 0, L = 0, GD = 0, GS = 0;
+    qd_event E = 0, E2 = 0, GE = 0;
+    qd_module M = 0, GM = 0;
+    qd_kernel K = 0, KM = 0, GK = 0;
+    uint64_t A = 0;
+    void *H = nullptr;
+    std::string path;
+    std::vector<uint64_t> valid[kKinds], dead[kKinds];
+    std::set<uint64_t> live[kKinds];
+    qd_context_stats baseline;
+    std::vector<Entry> entries;
+    uint64_t calls = 0, non_errors = 0, other_errors = 0, empty_messages = 0;
+    std::vector<std::string> details, other_details;
+};
+
+}  // namespace
+
+TEST_F(InvalidHandleFuzz, EveryEntryPoint_ForgedHandles_ReturnAnErrorAndNeverCrash) {
+    const uint64_t random_per_entry = scaled(100000, 1000);
+    std::mt19937_64 rng(seed());
+    std::printf("[ info ] %zu entry points/positions, %llu random inputs each, seed 0x%llx\n",
+                entries.size(), (unsigned long long)random_per_entry, (unsigned long long)seed());
+    for (const Entry &e : entries) {
+        // Fixed inputs.
+        check(e, 0, "zero");
+        check(e, ~0ull, "all-ones");
+        for (int k = 0; k < kKinds; ++k) {
+            for (uint64_t h : dead[k]) check(e, h, k == e.kind ? "destroyed" : "destroyed-other-type");
+            if (k != e.kind)
+                for (uint64_t h : valid[k]) check(e, h, "wrong-type");
+        }
+        // Valid handles of the right type with each byte changed (the type tag among them) and
+        // each single bit flipped.
+        for (uint64_t h : valid[e.kind]) {
+            for (int byte = 0; byte < 8; ++byte)
+                for (uint64_t mask : {0x01ull, 0x80ull, 0xffull, 0x5aull})
+                    check(e, h ^ (mask << (8 * byte)), "byte-changed");
+            for (int bit = 0; bit < 64; ++bit) check(e, h ^ (1ull << bit), "bit-flipped");
+        }
+        // Random inputs: fully random, and near-valid (a valid handle with random bits changed).
+        for (uint64_t i = 0; i < random_per_entry; ++i) {
+            uint64_t r = rng();
+            if (i % 4 == 3) {
+                const std::vector<uint64_t> &pool = valid[(i / 4) % 8 < 5 ? (uint64_t)e.kind : (i / 4) % kKinds];
+                r = pool[r % pool.size()] ^ (rng() & rng() & rng());
+            }
+            check(e, r, "random");
+        }
+    }
+    std::printf("[ info ] %llu calls\n", (unsigned long long)calls);
+    EXPECT_EQ(non_errors, 0u) << "calls with a forged handle that did not fail";
+    for (const std::string &d : details) ADD_FAILURE() << d;
+    EXPECT_EQ(other_errors, 0u) << "calls that failed with another status than INVALID_HANDLE";
+    for (const std::string &d : other_details) ADD_FAILURE() << d;
+    EXPECT_EQ(empty_messages, 0u) << "failures without a message";
+
+    // Nothing real was touched.
+    qd_context_stats now = get_stats(F);
+    EXPECT_EQ(now.live_streams, baseline.live_streams);
+    EXPECT_EQ(now.live_events, baseline.live_events);
+    EXPECT_EQ(now.live_modules, baseline.live_modules);
+    EXPECT_EQ(now.live_kernels, baseline.live_kernels);
+    EXPECT_EQ(now.stream_pool_leased, baseline.stream_pool_leased);
+    EXPECT_EQ(now.live_allocations, baseline.live_allocations);
+    EXPECT_EQ(now.host_bytes_allocated, baseline.host_bytes_allocated);
+    EXPECT_EQ(g_host_fn_calls.load(), 0);
+    qd_stream active = 0;
+    EXPECT_QD_OK(qd_stream_get_active(F, &active));
+    EXPECT_EQ(active, D) << "a forged set_active changed the active stream";
+    for (int k = 0; k < kKinds; ++k)
+        for (uint64_t h : valid[k]) {
+            SCOPED_TRACE(kind_name(k));
+            switch (k) {
+            case kContext: EXPECT_QD_OK(qd_context_synchronize(h)); break;
+            case kStream: EXPECT_QD_OK(qd_stream_synchronize(h)); break;
+            case kEvent: EXPECT_QD_OK(qd_event_synchronize(h)); break;
+            case kModule: {
+                qd_kernel k2 = 0;
+                EXPECT_QD_OK(qd_kernel_get(h, "qd_test_noop", &k2));
+                EXPECT_QD_OK(qd_kernel_destroy(k2));
+                break;
+            }
+            case kKernel: break;
+            }
+        }
+    EXPECT_QD_OK(qd_launch(S, K, nullptr, nullptr, 0));
+    EXPECT_QD_OK(qd_launch(S, KM, nullptr, nullptr, 0));
+    EXPECT_QD_OK(qd_stream_synchronize(S));
+}
+
+TEST_F(InvalidHandleFuzz, RandomAddresses_AreInvalidAddressAndNeverCrash) {
+    const uint64_t n = scaled(100000, 1000);
+    std::mt19937_64 rng(seed() + 1);
+    uint64_t bad_free = 0, bad_host_free = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        uint64_t r = rng();
+        if (i % 3 == 1) r = A + (rng() % 128) - 64;  // around a live block
+        if (i % 3 == 2) r = (uint64_t)(uintptr_t)H + (rng() % 128) - 64;
+        if (r != A && qd_mem_free_async(S, r) != QD_ERROR_INVALID_ADDRESS) ++bad_free;
+        if (r != (uint64_t)(uintptr_t)H && r != 0 &&
+            qd_host_free(F, reinterpret_cast<void *>((uintptr_t)r)) != QD_ERROR_INVALID_ADDRESS)
+            ++bad_host_free;
+    }
+    EXPECT_EQ(bad_free, 0u);
+    EXPECT_EQ(bad_host_free, 0u);
+    EXPECT_EQ(get_stats(F).live_allocations, baseline.live_allocations);
+    EXPECT_EQ(get_stats(F).host_bytes_allocated, baseline.host_bytes_allocated);
+}

@@ -1,0 +1,158 @@
+// The raw CUDA driver, for the GPU tests and benchmarks: what they compare qd against (the
+// anchor) or use from "outside" qd (a stream another library created). Loaded with its own
+// dlopen, like any other library in the process would; no CUDA header is needed to build.
+//
+// Declarations follow the CUDA driver ABI (cuda.h); only what the tests and benchmarks call.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace rawcuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+struct CUctx_st;
+struct CUstream_st;
+struct CUevent_st;
+struct CUmod_st;
+struct CUfunc_st;
+using CUcontext = CUctx_st *;
+using CUstream = CUstream_st *;
+using CUevent = CUevent_st *;
+using CUmodule = CUmod_st *;
+using CUfunction = CUfunc_st *;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
+constexpr unsigned CU_EVENT_DEFAULT = 0x0;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
+
+struct Driver {
+    void *lib = nullptr;
+    std::string error;
+
+    CUresult (*cuInit)(unsigned) = nullptr;
+    CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
+    CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+    CUresult (*cuCtxGetCurrent)(CUcontext *) = nullptr;
+    // Optional: creating a non-primary context (what some other library might do).
+    CUresult (*cuCtxCreate_v4)(CUcontext *, void *params, unsigned, CUdevice) = nullptr;
+    CUresult (*cuCtxCreate_v2)(CUcontext *, unsigned, CUdevice) = nullptr;
+    CUresult (*cuCtxDestroy)(CUcontext) = nullptr;
+    CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
+    CUresult (*cuCtxPopCurrent)(CUcontext *) = nullptr;
+    CUresult (*cuStreamCreate)(CUstream *, unsigned) = nullptr;
+    CUresult (*cuStreamCreateWithPriority)(CUstream *, unsigned, int) = nullptr;
+    CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+    CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+    CUresult (*cuStreamQuery)(CUstream) = nullptr;
+    CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+    CUresult (*cuStreamGetPriority)(CUstream, int *) = nullptr;
+    CUresult (*cuStreamGetFlags)(CUstream, unsigned *) = nullptr;
+    CUresult (*cuEventCreate)(CUevent *, unsigned) = nullptr;
+    CUresult (*cuEventDestroy)(CUevent) = nullptr;
+    CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+    CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent) = nullptr;
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *) = nullptr;
+    CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *) = nullptr;
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **, void **) = nullptr;
+    CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream) = nullptr;
+    CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
+    CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+    CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
+
+    // Loads libcuda.so.1 and calls cuInit(0). False (error says why) when there is no driver.
+    bool load() {
+        lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char *e = dlerror();
+            error = e ? e : "dlopen(libcuda.so.1) failed";
+            return false;
+        }
+        bool ok = true;
+        auto bind = [&](auto &slot, const char *name) {
+            slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(lib, name));
+            if (!slot) {
+                ok = false;
+                error += std::string(error.empty() ? "" : ", ") + "no " + name;
+            }
+        };
+        bind(cuInit, "cuInit");
+        bind(cuDeviceGet, "cuDeviceGet");
+        bind(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+        bind(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+        bind(cuCtxSetCurrent, "cuCtxSetCurrent");
+        bind(cuCtxGetCurrent, "cuCtxGetCurrent");
+        cuCtxCreate_v4 = reinterpret_cast<decltype(cuCtxCreate_v4)>(dlsym(lib, "cuCtxCreate_v4"));
+        cuCtxCreate_v2 = reinterpret_cast<decltype(cuCtxCreate_v2)>(dlsym(lib, "cuCtxCreate_v2"));
+        bind(cuCtxDestroy, "cuCtxDestroy_v2");
+        bind(cuCtxPushCurrent, "cuCtxPushCurrent_v2");
+        bind(cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+        bind(cuStreamCreate, "cuStreamCreate");
+        bind(cuStreamCreateWithPriority, "cuStreamCreateWithPriority");
+        bind(cuStreamDestroy, "cuStreamDestroy_v2");
+        bind(cuStreamSynchronize, "cuStreamSynchronize");
+        bind(cuStreamQuery, "cuStreamQuery");
+        bind(cuStreamWaitEvent, "cuStreamWaitEvent");
+        bind(cuStreamGetPriority, "cuStreamGetPriority");
+        bind(cuStreamGetFlags, "cuStreamGetFlags");
+        bind(cuEventCreate, "cuEventCreate");
+        bind(cuEventDestroy, "cuEventDestroy_v2");
+        bind(cuEventRecord, "cuEventRecord");
+        bind(cuEventSynchronize, "cuEventSynchronize");
+        bind(cuEventElapsedTime, "cuEventElapsedTime_v2");
+        bind(cuModuleLoadData, "cuModuleLoadData");
+        bind(cuModuleUnload, "cuModuleUnload");
+        bind(cuModuleGetFunction, "cuModuleGetFunction");
+        bind(cuLaunchKernel, "cuLaunchKernel");
+        bind(cuMemAllocAsync, "cuMemAllocAsync");
+        bind(cuMemFreeAsync, "cuMemFreeAsync");
+        bind(cuMemcpyAsync, "cuMemcpyAsync");
+        bind(cuGetErrorName, "cuGetErrorName");
+        if (!ok) return false;
+        CUresult r = cuInit(0);
+        if (r != CUDA_SUCCESS) {
+            error = "cuInit failed: " + name(r);
+            return false;
+        }
+        return true;
+    }
+
+    std::string name(CUresult r) const {
+        const char *n = nullptr;
+        if (cuGetErrorName && cuGetErrorName(r, &n) == CUDA_SUCCESS && n) return n;
+        return "CUresult " + std::to_string(r);
+    }
+
+    // A new (non-primary) context on device `ordinal`, pushed current on this thread.
+    CUresult cuCtxCreate(CUcontext *out, unsigned flags, int ordinal) {
+        CUdevice dev = 0;
+        CUresult r = cuDeviceGet(&dev, ordinal);
+        if (r != CUDA_SUCCESS) return r;
+        if (cuCtxCreate_v4) return cuCtxCreate_v4(out, nullptr, flags, dev);
+        if (cuCtxCreate_v2) return cuCtxCreate_v2(out, flags, dev);
+        return 999;
+    }
+
+    // The primary context of device 0, retained and made current on this thread.
+    bool use_primary(int ordinal, CUcontext *out) {
+        CUdevice dev = 0;
+        if (cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) return false;
+        if (cuDevicePrimaryCtxRetain(out, dev) != CUDA_SUCCESS) return false;
+        return cuCtxSetCurrent(*out) == CUDA_SUCCESS;
+    }
+};
+
+}  // namespace rawcuda

@@ -1,0 +1,347 @@
+// Lost contexts (a CPU kernel returning non-zero makes every later call DEVICE_LOST, naming the
+// kernel; destroy/release/unload still succeed) and blocking calls from inside host callbacks
+// and host kernels (INVALID_OPERATION instead of a deadlock).
+#include <thread>
+
+#include "qd_test.h"
+
+using namespace qdt;
+
+namespace {
+
+class LostTest : public BackendTest {};
+class CallbackTest : public BackendTest {};
+
+int32_t named_fault(const qd_host_kernel_info *, void *const *) { return 3; }
+int32_t ok_kernel(const qd_host_kernel_info *, void *const *) { return 0; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// DEVICE_LOST
+// ---------------------------------------------------------------------------------------------
+
+TEST_P(LostTest, FaultingCpuKernel_EveryLaterCallIsDeviceLostNamingTheKernel) {
+    QDT_REQUIRE_CPU();
+    const char *kName = "qd_test_named_fault_kernel";
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 4, 2);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    // Objects made before the fault.
+    qd_stream def = 0, s = 0, other = 0, lease = 0;
+    ASSERT_QD_OK(qd_context_default_stream(c, &def));
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &other));
+    ASSERT_QD_OK(qd_stream_acquire(c, &lease));
+    qd_stream kids[1] = {0};
+    ASSERT_QD_OK(qd_stream_fork(def, 1, kids));
+    qd_event e = 0, t0 = 0, t1 = 0;
+    ASSERT_QD_OK(qd_event_create(c, 0, &e));
+    ASSERT_QD_OK(qd_event_create(c, QD_EVENT_TIMING, &t0));
+    ASSERT_QD_OK(qd_event_create(c, QD_EVENT_TIMING, &t1));
+    ASSERT_QD_OK(qd_event_record(other, t0));
+    ASSERT_QD_OK(qd_event_record(other, t1));
+    ASSERT_QD_OK(qd_stream_synchronize(other));
+    std::string path = cpu_module_path();
+    qd_module m = 0;
+    ASSERT_QD_OK(qd_module_load(c, path.data(), path.size(), &m));
+    qd_kernel km = 0, ok = 0, fault = 0;
+    ASSERT_QD_OK(qd_kernel_get(m, "qd_test_noop", &km));
+    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &ok_kernel, "ok_kernel", &ok));
+    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &named_fault, kName, &fault));
+    uint64_t a = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 256, &a));
+    void *h = nullptr;
+    ASSERT_QD_OK(qd_host_alloc(c, 64, &h));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    const qd_context_stats before = get_stats(c);
+
+    // The fault.
+    ASSERT_QD_OK(launch0(s, fault));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_synchronize(s));
+
+    // Every later call that names the context or one of its objects.
+    uint8_t buf[64];
+    uint64_t hostaddr = (uint64_t)(uintptr_t)buf;
+    qd_stream out_s = 0x5555;
+    qd_event out_e = 0x5555;
+    qd_module out_m = 0x5555;
+    qd_kernel out_k = 0x5555;
+    uint64_t out_a = 0x5555;
+    void *out_h = nullptr;
+    float ms = 1.0f;
+    qd_task task = QD_TASK_INIT;
+    task.kernel = ok;
+    qd_stream two[1];
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_context_synchronize(c));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_context_default_stream(c, &out_s));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_create(c, nullptr, &out_s));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_synchronize(other));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_synchronize(def));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_query(s));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_query(lease));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_wait_event(other, e));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_acquire(c, &out_s));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_fork(def, 1, two));
+    {
+        // Both NOT_SUPPORTED (CPU) and DEVICE_LOST describe this call; either is fine.
+        qd_status st = qd_stream_import(c, 0x1000, &out_s);
+        EXPECT_TRUE(st == QD_ERROR_DEVICE_LOST || st == QD_ERROR_NOT_SUPPORTED) << qd_status_name(st);
+    }
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_event_create(c, 0, &out_e));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_event_record(other, e));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_event_query(e));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_event_synchronize(e));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_event_elapsed_ms(t0, t1, &ms));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_module_load(c, path.data(), path.size(), &out_m));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_kernel_get(m, "qd_test_noop", &out_k));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_kernel_from_host_fn(c, &ok_kernel, "x", &out_k));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, launch0(other, ok));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, launch0(other, km));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_launch_parallel(other, &task, 1));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_launch_host_fn(other, &qdt::noop_host_fn, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_mem_alloc_async(other, 16, &out_a));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_memcpy_async(other, hostaddr, a, 64));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_memset_async(other, a, 0, 64));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_host_alloc(c, 16, &out_h));
+    // qd_mem_free_async lists DEVICE_LOST itself (it is not a destroy/release/unload); the block
+    // is then freed by qd_context_destroy.
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_mem_free_async(s, a));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_stream_join(def, kids, 1));
+    EXPECT_EQ(out_s, 0x5555u);
+    EXPECT_EQ(out_e, 0x5555u);
+    EXPECT_EQ(out_m, 0x5555u);
+    EXPECT_EQ(out_k, 0x5555u);
+    EXPECT_EQ(out_a, 0x5555u);
+    EXPECT_EQ(out_h, nullptr);
+    EXPECT_EQ(ms, 1.0f);
+
+    // The message is written per failing call, so another thread sees it too.
+    std::string other_thread_msg;
+    qd_status other_thread_status = 0;
+    std::thread([&] {
+        other_thread_status = qd_stream_query(s);
+        other_thread_msg = qd_last_error_message();
+    }).join();
+    EXPECT_EQ(other_thread_status, QD_ERROR_DEVICE_LOST);
+    EXPECT_NE(other_thread_msg.find(kName), std::string::npos) << other_thread_msg;
+
+    // Statistics stay readable.
+    qd_context_stats after = QD_CONTEXT_STATS_INIT;
+    EXPECT_QD_OK(qd_context_get_stats(c, &after));
+    EXPECT_EQ(after.live_streams, before.live_streams);
+
+    // Cleanup always works.
+    EXPECT_QD_OK(qd_kernel_destroy(fault));
+    EXPECT_QD_OK(qd_kernel_destroy(ok));
+    EXPECT_QD_OK(qd_module_unload(m));
+    EXPECT_QD_OK(qd_event_destroy(e));
+    EXPECT_QD_OK(qd_event_destroy(t0));
+    EXPECT_QD_OK(qd_event_destroy(t1));
+    EXPECT_QD_OK(qd_stream_release(lease));
+    EXPECT_QD_OK(qd_stream_release(kids[0]));
+    EXPECT_QD_OK(qd_stream_destroy(s));
+    EXPECT_QD_OK(qd_stream_destroy(other));
+    EXPECT_QD_OK(qd_context_destroy(c));
+    (void)h;  // freed by context destroy
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(def));
+}
+
+TEST_P(LostTest, AccessorsWithoutDeviceLostInTheirList_StillAnswerOrReportLost) {
+    // qd_stream_get_context, qd_stream_get_priority, qd_stream_priority_range, the active
+    // stream pair and qd_host_free do not list DEVICE_LOST. Either they still answer (SUCCESS)
+    // or the Conventions' "every later call" applies (DEVICE_LOST); nothing else is acceptable.
+    QDT_REQUIRE_CPU();
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    qd_kernel fault = 0;
+    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &named_fault, "fault", &fault));
+    void *h = nullptr;
+    ASSERT_QD_OK(qd_host_alloc(c, 64, &h));
+    ASSERT_QD_OK(launch0(s, fault));
+    EXPECT_QD(QD_ERROR_DEVICE_LOST, qd_stream_synchronize(s));
+    qd_context owner = 0;
+    int32_t prio = 0, least = 0, greatest = 0;
+    qd_stream active = 0;
+    const std::pair<const char *, qd_status> results[] = {
+        {"qd_stream_get_context", qd_stream_get_context(s, &owner)},
+        {"qd_stream_get_priority", qd_stream_get_priority(s, &prio)},
+        {"qd_stream_priority_range", qd_stream_priority_range(c, &least, &greatest)},
+        {"qd_stream_set_active", qd_stream_set_active(c, s, nullptr)},
+        {"qd_stream_get_active", qd_stream_get_active(c, &active)},
+        {"qd_host_free", qd_host_free(c, h)},
+    };
+    for (const auto &r : results) {
+        EXPECT_TRUE(r.second == QD_SUCCESS || r.second == QD_ERROR_DEVICE_LOST)
+            << r.first << " returned " << qd_status_name(r.second);
+        std::printf("[ info ] on a lost context %s returns %s\n", r.first, qd_status_name(r.second));
+    }
+    EXPECT_QD_OK(qd_kernel_destroy(fault));
+    EXPECT_QD_OK(qd_stream_destroy(s));
+    EXPECT_QD_OK(qd_context_destroy(c));
+}
+
+TEST_P(LostTest, FaultInOneContext_LeavesOthersWorking) {
+    QDT_REQUIRE_CPU();
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_context_default_stream(c, &s));
+    qd_kernel fault = 0;
+    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &named_fault, "fault", &fault));
+    ASSERT_QD_OK(launch0(s, fault));
+    EXPECT_QD(QD_ERROR_DEVICE_LOST, qd_context_synchronize(c));
+    // The fixture context is unaffected.
+    Flag f;
+    ASSERT_QD_OK(f.enqueue(default_stream_));
+    EXPECT_QD_OK(qd_stream_synchronize(default_stream_));
+    EXPECT_TRUE(f.is_set());
+    EXPECT_QD_OK(launch0(default_stream_, kernels_->noop()));
+    EXPECT_QD_OK(qd_context_synchronize(ctx_));
+    EXPECT_QD_OK(qd_context_destroy(c));
+}
+
+TEST_P(LostTest, FaultFromModuleKernel_MessageNamesTheSymbol) {
+    QDT_REQUIRE_CPU();
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    std::string path = cpu_module_path();
+    std::string why;
+    auto mk = make_module_kernels(c, path.data(), path.size(), &why);
+    ASSERT_TRUE(mk) << why;
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    ASSERT_QD_OK(launch0(s, mk->fault()));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, mk->fault_name().c_str(), qd_stream_synchronize(s));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, mk->fault_name().c_str(), qd_context_synchronize(c));
+    mk.reset();  // kernel destroy + module unload must succeed on a lost context
+    EXPECT_QD_OK(qd_stream_destroy(s));
+    EXPECT_QD_OK(qd_context_destroy(c));
+}
+
+TEST_P(LostTest, ContextDestroy_WithPendingWorkAfterAFault_DoesNotHang) {
+    QDT_REQUIRE_CPU();
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 2);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    qd_stream s = 0, t = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &t));
+    qd_kernel fault = 0;
+    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &named_fault, "fault", &fault));
+    ASSERT_QD_OK(launch0(s, fault));
+    for (int i = 0; i < 10; ++i) {
+        ASSERT_QD_OK(enqueue_sleep_us(s, 1000));
+        ASSERT_QD_OK(enqueue_sleep_us(t, 1000));
+    }
+    EXPECT_QD_OK(qd_context_destroy(c));
+}
+
+QDT_INSTANTIATE_BACKENDS(LostTest);
+
+// ---------------------------------------------------------------------------------------------
+// Blocking calls from inside callbacks and host kernels
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+struct InsideResults {
+    bool gpu = false;  // CUDA/HIP forbid driver calls inside a host function: test only refusals
+    qd_context ctx = 0, other_ctx = 0;
+    qd_stream stream = 0, other_stream = 0, other_ctx_stream = 0;
+    qd_event event = 0;
+    std::atomic<int> ran{0};
+    qd_status stream_sync = 1, other_stream_sync = 1, event_sync = 1, ctx_sync = 1, ctx_destroy = 1,
+              other_ctx_sync = 1, query = 1, launch_host_fn = 1;
+    std::string stream_sync_msg;
+};
+InsideResults *g_inside;
+
+void call_blocking(InsideResults *r) {
+    r->stream_sync = qd_stream_synchronize(r->stream);
+    r->stream_sync_msg = qd_last_error_message();
+    r->other_stream_sync = qd_stream_synchronize(r->other_stream);
+    r->event_sync = qd_event_synchronize(r->event);
+    r->ctx_sync = qd_context_synchronize(r->ctx);
+    r->ctx_destroy = qd_context_destroy(r->ctx);
+    if (!r->gpu) {
+        r->other_ctx_sync = qd_stream_synchronize(r->other_ctx_stream);
+        r->query = qd_stream_query(r->other_stream);
+        r->launch_host_fn = qd_launch_host_fn(r->other_stream, &qdt::noop_host_fn, nullptr);
+    }
+    r->ran.store(1);
+}
+
+void blocking_callback(void *user) { call_blocking(static_cast<InsideResults *>(user)); }
+
+int32_t blocking_kernel(const qd_host_kernel_info *, void *const *) {
+    call_blocking(g_inside);
+    return 0;
+}
+
+void check_inside(const InsideResults &r) {
+    ASSERT_EQ(r.ran.load(), 1);
+    EXPECT_EQ(r.stream_sync, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.stream_sync);
+    EXPECT_FALSE(r.stream_sync_msg.empty());
+    EXPECT_EQ(r.other_stream_sync, QD_ERROR_INVALID_OPERATION) << "another stream of the same context";
+    EXPECT_EQ(r.event_sync, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.event_sync);
+    EXPECT_EQ(r.ctx_sync, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.ctx_sync);
+    EXPECT_EQ(r.ctx_destroy, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.ctx_destroy);
+    if (r.gpu) return;
+    EXPECT_EQ(r.other_ctx_sync, QD_SUCCESS) << "a different context may be synchronised: "
+                                            << qd_status_name(r.other_ctx_sync);
+    EXPECT_TRUE(r.query == QD_SUCCESS || r.query == QD_NOT_READY) << "non-blocking calls are allowed";
+    EXPECT_EQ(r.launch_host_fn, QD_SUCCESS) << "enqueueing is allowed";
+}
+}  // namespace
+
+TEST_P(CallbackTest, BlockingCallsFromAHostCallback_AreInvalidOperation) {
+    InsideResults r;
+    r.gpu = !is_cpu();
+    r.ctx = ctx_;
+    r.stream = new_stream();
+    r.other_stream = new_stream();
+    r.event = new_event();
+    qd_context c2 = other_context();
+    ASSERT_QD_OK(qd_context_default_stream(c2, &r.other_ctx_stream));
+    // The event's record has completed, so a real wait would not even block: the refusal does
+    // not depend on whether the wait would deadlock.
+    ASSERT_QD_OK(qd_event_record(r.other_stream, r.event));
+    ASSERT_QD_OK(qd_stream_synchronize(r.other_stream));
+    ASSERT_QD_OK(qd_launch_host_fn(r.stream, &blocking_callback, &r));
+    EXPECT_QD_OK(qd_stream_synchronize(r.stream));
+    check_inside(r);
+    EXPECT_QD_OK(qd_stream_query(r.stream)) << "the context survived the refused destroy";
+    EXPECT_QD_OK(qd_event_destroy(r.event));
+    EXPECT_QD_OK(qd_stream_destroy(r.stream));
+    EXPECT_QD_OK(qd_stream_synchronize(r.other_stream));
+    EXPECT_QD_OK(qd_stream_destroy(r.other_stream));
+}
+
+TEST_P(CallbackTest, BlockingCallsFromACpuHostKernel_AreInvalidOperation) {
+    QDT_REQUIRE_CPU();
+    InsideResults r;
+    g_inside = &r;
+    r.ctx = ctx_;
+    r.stream = new_stream();
+    r.other_stream = new_stream();
+    r.event = new_event();
+    qd_context c2 = other_context();
+    ASSERT_QD_OK(qd_context_default_stream(c2, &r.other_ctx_stream));
+    qd_kernel k = 0;
+    ASSERT_QD_OK(qd_kernel_from_host_fn(ctx_, &blocking_kernel, "blocking_kernel", &k));
+    ASSERT_QD_OK(launch0(r.stream, k));
+    EXPECT_QD_OK(qd_stream_synchronize(r.stream));
+    check_inside(r);
+    EXPECT_QD_OK(qd_kernel_destroy(k));
+    EXPECT_QD_OK(qd_event_destroy(r.event));
+    EXPECT_QD_OK(qd_stream_destroy(r.stream));
+    EXPECT_QD_OK(qd_stream_synchronize(r.other_stream));
+    EXPECT_QD_OK(qd_stream_destroy(r.other_stream));
+}
+
+QDT_INSTANTIATE_BACKENDS(CallbackTest);

@@ -1,0 +1,254 @@
+// Threads (RELIABILITY.md row 6; CI also runs this under ThreadSanitizer): >= 8 threads create,
+// destroy, launch, record, wait, lease and allocate at once on one shared context, racing on
+// shared handles. Every call must return a status its documentation allows for that race
+// (success, or INVALID_HANDLE for an object destroyed by another thread, POOL_EXHAUSTED for a
+// full pool, NOT_READY for a query), private work must compute the right result, and the live
+// counters must be back to their baseline afterwards.
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "qd_test.h"
+
+using namespace qdt;
+
+namespace {
+
+const int kThreads = 10;
+const int kSlots = 16;
+
+struct Tally {
+    std::mutex mutex;
+    std::map<std::string, uint64_t> unexpected;  // "op -> status" counts
+    void bad(const char *op, qd_status st) {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++unexpected[std::string(op) + " -> " + qd_status_name(st)];
+    }
+};
+
+bool one_of(qd_status st, std::initializer_list<qd_status> allowed) {
+    for (qd_status a : allowed)
+        if (st == a) return true;
+    return false;
+}
+
+void count_cb(void *user) { static_cast<std::atomic<uint64_t> *>(user)->fetch_add(1); }
+std::atomic<uint64_t> g_sink{0};
+
+}  // namespace
+
+TEST(Threads, ManyThreadsOnOneContext_CreateDestroyLaunchRecord_CountersBackToBaseline) {
+    qd_context ctx = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 16, 4);
+    ASSERT_QD_OK(qd_context_create(&desc, &ctx));
+    std::unique_ptr<TestKernels> k = make_cpu_host_fn_kernels(ctx);
+    ASSERT_TRUE(k);
+    qd_stream def = 0;
+    ASSERT_QD_OK(qd_context_default_stream(ctx, &def));
+    const qd_context_stats base = get_stats(ctx);
+    std::atomic<uint64_t> streams[kSlots], events[kSlots];
+    for (int i = 0; i < kSlots; ++i) {
+        streams[i] = 0;
+        events[i] = 0;
+    }
+    Tally tally;
+    std::atomic<uint64_t> callbacks{0}, callbacks_queued{0};
+    const int iterations = (int)scaled(3000, 100);
+    std::vector<int32_t> private_results(kThreads, -1);
+    std::vector<int32_t> private_expected(kThreads, 0);
+    std::vector<std::thread> threads;
+    Barrier start(kThreads);
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            std::mt19937 rng(1234 + t);
+            qd_stream own = 0;
+            if (qd_stream_create(ctx, nullptr, &own) != QD_SUCCESS) tally.bad("create own", -999);
+            uint64_t counter = 0;
+            if (qd_mem_alloc_async(own, 4, &counter) != QD_SUCCESS) tally.bad("alloc own", -999);
+            if (qd_memset_async(own, counter, 0, 4) != QD_SUCCESS) tally.bad("memset own", -999);
+            int32_t adds = 0;
+            start.arrive_and_wait();
+            for (int i = 0; i < iterations; ++i) {
+                int slot = (int)(rng() % kSlots);
+                switch (rng() % 15) {
+                case 0: {  // create a stream into a slot, destroy the one it replaces
+                    qd_stream s = 0;
+                    qd_status st = qd_stream_create(ctx, nullptr, &s);
+                    if (st != QD_SUCCESS) { tally.bad("stream_create", st); break; }
+                    uint64_t old = streams[slot].exchange(s);
+                    if (old && (st = qd_stream_destroy(old)) != QD_SUCCESS) tally.bad("stream_destroy(replaced)", st);
+                    break;
+                }
+                case 1: {
+                    uint64_t old = streams[slot].exchange(0);
+                    qd_status st;
+                    if (old && (st = qd_stream_destroy(old)) != QD_SUCCESS) tally.bad("stream_destroy", st);
+                    break;
+                }
+                case 2: {
+                    qd_status st = launch_spin(streams[slot].load(), k->spin(), rng() % 20);
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("launch(shared)", st);
+                    break;
+                }
+                case 3: {
+                    qd_status st = qd_event_record(streams[slot].load(), events[rng() % kSlots].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("event_record", st);
+                    break;
+                }
+                case 4: {
+                    qd_status st = qd_stream_wait_event(streams[slot].load(), events[rng() % kSlots].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("wait_event", st);
+                    break;
+                }
+                case 5: {
+                    qd_event e = 0;
+                    qd_status st = qd_event_create(ctx, rng() % 2 ? QD_EVENT_TIMING : 0, &e);
+                    if (st != QD_SUCCESS) { tally.bad("event_create", st); break; }
+                    uint64_t old = events[slot].exchange(e);
+                    if (old && (st = qd_event_destroy(old)) != QD_SUCCESS) tally.bad("event_destroy", st);
+                    break;
+                }
+                case 6: {
+                    qd_status st = qd_stream_query(streams[slot].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE})) tally.bad("stream_query", st);
+                    st = qd_event_query(events[slot].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE})) tally.bad("event_query", st);
+                    break;
+                }
+                case 7: {
+                    qd_stream l = 0;
+                    qd_status st = qd_stream_acquire(ctx, &l);
+                    if (st == QD_ERROR_POOL_EXHAUSTED) break;
+                    if (st != QD_SUCCESS) { tally.bad("acquire", st); break; }
+                    if ((st = launch_spin(l, k->spin(), 5)) != QD_SUCCESS) tally.bad("launch(lease)", st);
+                    if ((st = qd_stream_release(l)) != QD_SUCCESS) tally.bad("release", st);
+                    break;
+                }
+                case 8: {
+                    qd_stream kids[2];
+                    qd_status st = qd_stream_fork(own, 2, kids);
+                    if (st == QD_ERROR_POOL_EXHAUSTED) break;
+                    if (st != QD_SUCCESS) { tally.bad("fork", st); break; }
+                    if ((st = launch_add_one(kids[0], k->add_one(), counter, 1)) != QD_SUCCESS) tally.bad("launch(kid)", st);
+                    else ++adds;
+                    if ((st = qd_stream_join(own, kids, 2)) != QD_SUCCESS) tally.bad("join", st);
+                    break;
+                }
+                case 9: {
+                    uint64_t a = 0;
+                    qd_status st = qd_mem_alloc_async(own, 64 + rng() % 1000, &a);
+                    if (st != QD_SUCCESS) { tally.bad("mem_alloc", st); break; }
+                    if ((st = qd_memset_async(own, a, 1, 64)) != QD_SUCCESS) tally.bad("memset", st);
+                    if ((st = qd_mem_free_async(own, a)) != QD_SUCCESS) tally.bad("mem_free", st);
+                    break;
+                }
+                case 10: {
+                    qd_task tasks[3];
+                    TaskArgs storage[3];
+                    task_spin(&tasks[0], &storage[0], 0, k->spin(), 1);
+                    task_add_value(&tasks[1], &storage[1], 1, k->add_value(), counter, counter, 1);
+                    task_spin(&tasks[2], &storage[2], 2, k->spin(), 1);
+                    qd_status st = qd_launch_parallel(own, tasks, 3);
+                    if (st == QD_SUCCESS) ++adds;
+                    else if (st != QD_ERROR_POOL_EXHAUSTED) tally.bad("launch_parallel", st);
+                    break;
+                }
+                case 11: {
+                    qd_stream mine = rng() % 2 ? own : def, prev = 0, got = 0;
+                    qd_status st = qd_stream_set_active(ctx, mine, &prev);
+                    if (st != QD_SUCCESS) tally.bad("set_active", st);
+                    st = qd_stream_get_active(ctx, &got);
+                    if (st != QD_SUCCESS || got != mine) tally.bad("get_active(mismatch)", st);
+                    break;
+                }
+                case 12: {
+                    qd_status st = qd_launch_host_fn(streams[slot].load(), &count_cb, &callbacks);
+                    if (st == QD_SUCCESS) callbacks_queued.fetch_add(1);
+                    else if (st != QD_ERROR_INVALID_HANDLE) tally.bad("launch_host_fn", st);
+                    break;
+                }
+                case 13: {
+                    qd_status st = launch_add_one(own, k->add_one(), counter, 1);
+                    if (st == QD_SUCCESS) ++adds;
+                    else tally.bad("launch(own)", st);
+                    break;
+                }
+                case 14: {
+                    if (rng() % 8) break;  // synchronising is slow: do it rarely
+                    qd_status st = qd_stream_synchronize(streams[slot].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("stream_synchronize", st);
+                    st = qd_event_synchronize(events[slot].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("event_synchronize", st);
+                    break;
+                }
+                }
+            }
+            int32_t result = -1;
+            qd_status st = qd_memcpy_async(own, (uint64_t)(uintptr_t)&result, counter, 4);
+            if (st != QD_SUCCESS) tally.bad("memcpy own", st);
+            if ((st = qd_stream_synchronize(own)) != QD_SUCCESS) tally.bad("synchronize own", st);
+            private_results[t] = result;
+            private_expected[t] = adds;
+            if ((st = qd_mem_free_async(own, counter)) != QD_SUCCESS) tally.bad("free own", st);
+            if ((st = qd_stream_set_active(ctx, def, nullptr)) != QD_SUCCESS) tally.bad("restore active", st);
+            if ((st = qd_stream_destroy(own)) != QD_SUCCESS) tally.bad("destroy own", st);
+        });
+    }
+    for (std::thread &th : threads) th.join();
+    for (int i = 0; i < kSlots; ++i) {
+        if (uint64_t s = streams[i].exchange(0)) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+        if (uint64_t e = events[i].exchange(0)) { EXPECT_QD_OK(qd_event_destroy(e)); }
+    }
+    EXPECT_QD_OK(qd_context_synchronize(ctx));
+    for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    for (int t = 0; t < kThreads; ++t)
+        EXPECT_EQ(private_results[t], private_expected[t]) << "thread " << t << "'s private counter";
+    EXPECT_EQ(callbacks.load(), callbacks_queued.load()) << "queued callbacks that never ran";
+    const qd_context_stats end = get_stats(ctx);
+    EXPECT_EQ(end.live_streams, base.live_streams);
+    EXPECT_EQ(end.live_events, base.live_events);
+    EXPECT_EQ(end.live_kernels, base.live_kernels);
+    EXPECT_EQ(end.stream_pool_leased, 0u);
+    EXPECT_LE(end.stream_pool_created, 16u);
+    EXPECT_EQ(end.live_allocations, 0u);
+    EXPECT_EQ(end.bytes_allocated, 0u);
+    k.reset();
+    EXPECT_QD_OK(qd_context_destroy(ctx));
+}
+
+TEST(Threads, ManyThreadsCreatingAndDestroyingContexts_StaleHandlesFailCleanly) {
+    const int rounds = (int)scaled(30, 5);
+    std::atomic<uint64_t> last_stream{0}, last_ctx{0};
+    Tally tally;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            for (int r = 0; r < rounds; ++r) {
+                qd_context c = 0;
+                qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
+                qd_status st = qd_context_create(&desc, &c);
+                if (st != QD_SUCCESS) { tally.bad("context_create", st); continue; }
+                qd_stream s = 0;
+                if ((st = qd_stream_create(c, nullptr, &s)) != QD_SUCCESS) tally.bad("stream_create", st);
+                if ((st = enqueue_sleep_us(s, 100)) != QD_SUCCESS) tally.bad("host_fn", st);
+                last_stream.store(s);
+                last_ctx.store(c);
+                // Use another thread's (possibly destroyed) objects.
+                qd_stream other = last_stream.load();
+                st = qd_launch_host_fn(other, &count_cb, &g_sink);
+                if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("host_fn(other)", st);
+                st = qd_stream_query(other);
+                if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE})) tally.bad("query(other)", st);
+                qd_context_stats stats = QD_CONTEXT_STATS_INIT;
+                st = qd_context_get_stats(last_ctx.load(), &stats);
+                if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("get_stats(other)", st);
+                if (t % 2 && (st = qd_stream_destroy(s)) != QD_SUCCESS) tally.bad("stream_destroy", st);
+                if ((st = qd_context_destroy(c)) != QD_SUCCESS) tally.bad("context_destroy", st);
+                if ((st = qd_stream_query(s)) != QD_ERROR_INVALID_HANDLE) tally.bad("query(destroyed)", st);
+            }
+        });
+    }
+    for (std::thread &th : threads) th.join();
+    for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+}

@@ -1,0 +1,468 @@
+// qd: the command line tool of libqd.
+//
+//   qd info                     library version, and every backend with its devices
+//   qd demo [--backend B] ...   a stream-parallel workload on the best backend, checked and timed
+//   qd --help
+//
+// The tool uses only the public C API (include/qd/qd.h), like any other user of libqd.
+#include <qd/qd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *const kUsage =
+    "usage: qd <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  info                 print the library version and, for each backend (CPU, CUDA, HIP),\n"
+    "                       whether it is available and what its devices are\n"
+    "  demo [options]       run a stream-parallel workload on the best available backend\n"
+    "                       (CUDA, else HIP, else CPU), once serially and once with\n"
+    "                       qd_launch_parallel; check the results match bit for bit and print\n"
+    "                       the speedup\n"
+    "      --backend cpu|cuda|hip   use this backend instead of the best available one\n"
+    "      --groups N               independent groups of tasks (default 16)\n"
+    "      --tasks N                tasks per group, run in order (default 4)\n"
+    "      --task-ms MS             target time of one task (default 3)\n"
+    "\n"
+    "  -h, --help           print this help\n"
+    "\n"
+    "Exit status: 0 success, 1 a qd call failed or the results did not match, 2 usage error.\n";
+
+// A failed qd call. The message already carries the status name and qd_last_error_message().
+struct QdError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Throws QdError unless status is QD_SUCCESS. The last error message is read at once: it is
+// thread-local and the next failing call on this thread overwrites it.
+void check(qd_status status, const char *call) {
+    if (status == QD_SUCCESS) return;
+    throw QdError(std::string(call) + " failed: " + qd_status_name(status) + ": " +
+                  qd_last_error_message());
+}
+
+const char *backend_name(qd_backend backend) {
+    switch (backend) {
+    case QD_BACKEND_CPU: return "CPU";
+    case QD_BACKEND_CUDA: return "CUDA";
+    case QD_BACKEND_HIP: return "HIP";
+    default: return "default";
+    }
+}
+
+std::optional<qd_backend> parse_backend(const std::string &name) {
+    if (name == "cpu") return QD_BACKEND_CPU;
+    if (name == "cuda") return QD_BACKEND_CUDA;
+    if (name == "hip") return QD_BACKEND_HIP;
+    return std::nullopt;
+}
+
+// Devices of a backend, or the reason it has none (the loader's or driver's message).
+struct BackendProbe {
+    uint32_t devices = 0;
+    std::string unavailable_reason; // empty when the backend is available
+};
+
+BackendProbe probe(qd_backend backend) {
+    BackendProbe result;
+    qd_status status = qd_device_count(backend, &result.devices);
+    if (status != QD_SUCCESS) {
+        result.devices = 0;
+        result.unavailable_reason =
+            std::string(qd_status_name(status)) + ": " + qd_last_error_message();
+    }
+    return result;
+}
+
+// ------------------------------------------------------------------------------------------
+// qd info
+// ------------------------------------------------------------------------------------------
+
+std::string format_memory(uint64_t bytes) {
+    if (bytes == 0) return "unknown";
+    char text[64];
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
+    return text;
+}
+
+int run_info() {
+    uint32_t version = qd_version();
+    std::printf("qd %u.%u.%u (header %d.%d.%d)\n", version >> 16, (version >> 8) & 0xff,
+                version & 0xff, QD_VERSION_MAJOR, QD_VERSION_MINOR, QD_VERSION_PATCH);
+    if (version != static_cast<uint32_t>(QD_VERSION))
+        std::printf("warning: the library and the header this tool was built with differ\n");
+
+    int exit_status = 0;
+    for (qd_backend backend : {QD_BACKEND_CPU, QD_BACKEND_CUDA, QD_BACKEND_HIP}) {
+        BackendProbe found = probe(backend);
+        if (!found.unavailable_reason.empty()) {
+            std::printf("%s: unavailable (%s)\n", backend_name(backend),
+                        found.unavailable_reason.c_str());
+            // The CPU backend is always available; anything else is a broken library.
+            if (backend == QD_BACKEND_CPU) exit_status = 1;
+            continue;
+        }
+        std::printf("%s: available, %u device%s\n", backend_name(backend), found.devices,
+                    found.devices == 1 ? "" : "s");
+        for (uint32_t device = 0; device < found.devices; ++device) {
+            qd_device_info info = QD_DEVICE_INFO_INIT;
+            qd_status status = qd_device_get_info(backend, device, &info);
+            if (status != QD_SUCCESS) {
+                std::printf("  [%u] qd_device_get_info failed: %s: %s\n", device,
+                            qd_status_name(status), qd_last_error_message());
+                exit_status = 1;
+                continue;
+            }
+            std::printf("  [%u] %s\n", device, info.name);
+            if (backend == QD_BACKEND_CPU) {
+                std::printf("      hardware threads:   %u\n", info.multiprocessors);
+            } else {
+                std::printf("      driver version:     %u\n", info.driver_version);
+                std::printf("      compute capability: %u.%u\n", info.compute_major,
+                            info.compute_minor);
+                std::printf("      multiprocessors:    %u\n", info.multiprocessors);
+            }
+            std::printf("      memory:             %s\n", format_memory(info.total_memory).c_str());
+        }
+    }
+    return exit_status;
+}
+
+// ------------------------------------------------------------------------------------------
+// qd demo
+// ------------------------------------------------------------------------------------------
+
+struct DemoOptions {
+    std::optional<qd_backend> backend; // forced with --backend; otherwise the best available
+    uint32_t groups = 16;
+    uint32_t tasks_per_group = 4;
+    double task_ms = 3.0;
+};
+
+// Owns a context; destroying it releases every stream, event, kernel and allocation in it, so
+// an error anywhere in the demo cleans up by unwinding.
+class Context {
+  public:
+    explicit Context(qd_backend backend) {
+        qd_context_desc desc = QD_CONTEXT_DESC_INIT;
+        desc.backend = static_cast<uint32_t>(backend);
+        check(qd_context_create(&desc, &handle_), "qd_context_create");
+    }
+    ~Context() { qd_context_destroy(handle_); }
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+    qd_context get() const { return handle_; }
+
+  private:
+    qd_context handle_ = 0;
+};
+
+// The CPU workload. Each task owns a slice of the input: it runs a logistic map from every
+// element (seeded also by the previous task of its group, so tasks of one group depend on their
+// order) and writes one sum. Groups are independent, which is what qd_launch_parallel runs
+// concurrently.
+struct TaskArgs {
+    uint64_t input;      // address of the whole input (double[])
+    uint64_t output;     // address of the whole output (double[], one per task)
+    uint32_t first;      // index of this task's first input element
+    uint32_t count;      // elements in this task's slice
+    uint32_t task;       // this task's output index
+    uint32_t previous;   // output index of the previous task of the group, or kNoPrevious
+    uint32_t iterations; // logistic map steps per element
+};
+constexpr uint32_t kNoPrevious = UINT32_MAX;
+constexpr uint32_t kSliceElements = 256;
+
+double logistic_sum(const double *input, uint32_t count, double carry, uint32_t iterations) {
+    double sum = 0.0;
+    for (uint32_t i = 0; i < count; ++i) {
+        double x = std::fmod(input[i] + carry, 1.0) * 0.98 + 0.01; // keep x inside (0, 1)
+        for (uint32_t step = 0; step < iterations; ++step) x = 3.99 * x * (1.0 - x);
+        sum += x;
+    }
+    return sum;
+}
+
+extern "C" int32_t logistic_task(const qd_host_kernel_info *, void *const *args) {
+    TaskArgs task;
+    std::memcpy(&task, args[0], sizeof task);
+    const double *input = reinterpret_cast<const double *>(static_cast<uintptr_t>(task.input));
+    double *output = reinterpret_cast<double *>(static_cast<uintptr_t>(task.output));
+    double carry = task.previous == kNoPrevious ? 0.0 : output[task.previous] * 1e-3;
+    output[task.task] = logistic_sum(input + task.first, task.count, carry, task.iterations);
+    return 0;
+}
+
+// Logistic map steps per element so that one task takes about options.task_ms here, measured
+// by running one slice on this thread. Both runs use the same value, so results stay
+// comparable bit for bit whatever the machine's speed.
+uint32_t calibrate_iterations(const std::vector<double> &input, double task_ms) {
+    const uint32_t probe_iterations = 2000;
+    auto start = std::chrono::steady_clock::now();
+    volatile double sink = logistic_sum(input.data(), kSliceElements, 0.0, probe_iterations);
+    (void)sink;
+    double probe_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    double iterations = probe_iterations * task_ms / std::max(probe_ms, 1e-3);
+    return static_cast<uint32_t>(std::clamp(iterations, 10.0, 1e7));
+}
+
+struct RunResult {
+    double gpu_ms;  // between the timing events, on the device's clock
+    double host_ms; // around the launch and synchronize, on the host's steady clock
+};
+
+// Queues every task between two timing events on `stream` and waits for them: serially with
+// qd_launch (one stream, task after task) or with one qd_launch_parallel (a pooled stream per
+// group, forked from and joined back into `stream`).
+RunResult timed_run(qd_context ctx, qd_stream stream, qd_kernel kernel,
+                    const std::vector<TaskArgs> &tasks, const std::vector<uint32_t> &groups,
+                    bool parallel) {
+    qd_event start = 0, end = 0;
+    check(qd_event_create(ctx, QD_EVENT_TIMING, &start), "qd_event_create");
+    check(qd_event_create(ctx, QD_EVENT_TIMING, &end), "qd_event_create");
+
+    std::vector<qd_arg> args(tasks.size());
+    std::vector<qd_task> launches(tasks.size());
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        args[i] = qd_arg{&tasks[i], sizeof(TaskArgs)};
+        qd_task launch = QD_TASK_INIT;
+        launch.group = groups[i];
+        launch.kernel = kernel;
+        launch.args = &args[i];
+        launch.num_args = 1;
+        launches[i] = launch;
+    }
+
+    auto host_start = std::chrono::steady_clock::now();
+    check(qd_event_record(stream, start), "qd_event_record");
+    if (parallel) {
+        check(qd_launch_parallel(stream, launches.data(), static_cast<uint32_t>(launches.size())),
+              "qd_launch_parallel");
+    } else {
+        for (const qd_task &launch : launches)
+            check(qd_launch(stream, kernel, nullptr, launch.args, launch.num_args), "qd_launch");
+    }
+    check(qd_event_record(stream, end), "qd_event_record");
+    check(qd_stream_synchronize(stream), "qd_stream_synchronize");
+    auto host_end = std::chrono::steady_clock::now();
+
+    float gpu_ms = 0.0f;
+    check(qd_event_elapsed_ms(start, end, &gpu_ms), "qd_event_elapsed_ms");
+    check(qd_event_destroy(start), "qd_event_destroy");
+    check(qd_event_destroy(end), "qd_event_destroy");
+    return {gpu_ms, std::chrono::duration<double, std::milli>(host_end - host_start).count()};
+}
+
+int run_cpu_demo(const DemoOptions &options) {
+    const uint32_t task_count = options.groups * options.tasks_per_group;
+    const uint32_t elements = task_count * kSliceElements;
+
+    // Deterministic input in [0, 1).
+    std::vector<double> input(elements);
+    uint64_t state = 0x9e3779b97f4a7c15u;
+    for (double &value : input) {
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        value = static_cast<double>(state >> 11) * 0x1.0p-53;
+    }
+    const uint32_t iterations = calibrate_iterations(input, options.task_ms);
+
+    Context ctx(QD_BACKEND_CPU);
+    qd_stream stream = 0;
+    check(qd_stream_create(ctx.get(), nullptr, &stream), "qd_stream_create");
+    qd_kernel kernel = 0;
+    check(qd_kernel_from_host_fn(ctx.get(), logistic_task, "logistic_task", &kernel),
+          "qd_kernel_from_host_fn");
+
+    // Device buffers, allocated and filled in stream order.
+    const uint64_t input_bytes = uint64_t{elements} * sizeof(double);
+    const uint64_t output_bytes = uint64_t{task_count} * sizeof(double);
+    uint64_t device_input = 0, device_output = 0;
+    check(qd_mem_alloc_async(stream, input_bytes, &device_input), "qd_mem_alloc_async");
+    check(qd_mem_alloc_async(stream, output_bytes, &device_output), "qd_mem_alloc_async");
+    check(qd_memcpy_async(stream, device_input, reinterpret_cast<uintptr_t>(input.data()),
+                          input_bytes),
+          "qd_memcpy_async");
+
+    // Task t of group g works on slice g * tasks_per_group + t and follows task t - 1.
+    std::vector<TaskArgs> tasks;
+    std::vector<uint32_t> groups;
+    for (uint32_t g = 0; g < options.groups; ++g) {
+        for (uint32_t t = 0; t < options.tasks_per_group; ++t) {
+            uint32_t index = g * options.tasks_per_group + t;
+            tasks.push_back(TaskArgs{device_input, device_output, index * kSliceElements,
+                                     kSliceElements, index, t == 0 ? kNoPrevious : index - 1,
+                                     iterations});
+            groups.push_back(g);
+        }
+    }
+
+    auto run = [&](bool parallel, std::vector<double> &results) {
+        check(qd_memset_async(stream, device_output, 0, output_bytes), "qd_memset_async");
+        RunResult timing = timed_run(ctx.get(), stream, kernel, tasks, groups, parallel);
+        results.assign(task_count, 0.0);
+        check(qd_memcpy_async(stream, reinterpret_cast<uintptr_t>(results.data()), device_output,
+                              output_bytes),
+              "qd_memcpy_async");
+        check(qd_stream_synchronize(stream), "qd_stream_synchronize");
+        return timing;
+    };
+
+    qd_device_info info = QD_DEVICE_INFO_INIT;
+    check(qd_device_get_info(QD_BACKEND_CPU, 0, &info), "qd_device_get_info");
+    std::printf("qd demo on CPU (%s, %u hardware threads)\n", info.name, info.multiprocessors);
+    std::printf("  %u groups x %u tasks, %u elements x %u logistic steps per task (~%.1f ms)\n",
+                options.groups, options.tasks_per_group, kSliceElements, iterations,
+                options.task_ms);
+
+    std::vector<double> serial_results, parallel_results;
+    RunResult serial = run(false, serial_results);
+    RunResult parallel = run(true, parallel_results);
+
+    check(qd_mem_free_async(stream, device_input), "qd_mem_free_async");
+    check(qd_mem_free_async(stream, device_output), "qd_mem_free_async");
+    check(qd_stream_synchronize(stream), "qd_stream_synchronize");
+    check(qd_kernel_destroy(kernel), "qd_kernel_destroy");
+    check(qd_stream_destroy(stream), "qd_stream_destroy");
+
+    std::printf("  serial   (qd_launch, one stream):          %8.2f ms (host %8.2f ms)\n",
+                serial.gpu_ms, serial.host_ms);
+    std::printf("  parallel (qd_launch_parallel, %2u groups):  %8.2f ms (host %8.2f ms)\n",
+                options.groups, parallel.gpu_ms, parallel.host_ms);
+    std::printf("  speedup: %.2fx\n", serial.gpu_ms / std::max(parallel.gpu_ms, 1e-3));
+
+    size_t mismatches = 0;
+    for (uint32_t i = 0; i < task_count; ++i) {
+        if (std::memcmp(&serial_results[i], &parallel_results[i], sizeof(double)) == 0) continue;
+        if (mismatches++ < 5)
+            std::printf("  MISMATCH task %u: serial %.17g, parallel %.17g\n", i,
+                        serial_results[i], parallel_results[i]);
+    }
+    if (mismatches != 0) {
+        std::printf("FAIL: %zu of %u results differ between the serial and parallel runs\n",
+                    mismatches, task_count);
+        return 1;
+    }
+    std::printf("OK: all %u results are bit-identical between the serial and parallel runs\n",
+                task_count);
+    return 0;
+}
+
+// ---- GPU demo: to be filled in by the CUDA backend ----------------------------------------
+// The GPU path needs a device module (PTX built from the demo's kernel) loaded with
+// qd_module_load, the same two runs as run_cpu_demo (serial on one stream, then
+// qd_launch_parallel with one group per independent chain), the same bit-for-bit check, and the
+// same report. Return the exit status, or std::nullopt to fall back to the CPU demo.
+std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) {
+    (void)options;
+    std::printf("qd demo: the GPU demo needs the CUDA backend's demo module, which is not built "
+                "yet; %s is available but the demo falls back to the CPU\n",
+                backend_name(backend));
+    return std::nullopt;
+}
+// -------------------------------------------------------------------------------------------
+
+int run_demo(const DemoOptions &options) {
+    qd_backend backend = QD_BACKEND_CPU;
+    if (options.backend) {
+        backend = *options.backend;
+        BackendProbe found = probe(backend);
+        if (!found.unavailable_reason.empty() || found.devices == 0) {
+            std::fprintf(stderr, "qd demo: backend %s is not available: %s\n",
+                         backend_name(backend),
+                         found.unavailable_reason.empty() ? "no devices"
+                                                          : found.unavailable_reason.c_str());
+            return 1;
+        }
+    } else {
+        for (qd_backend candidate : {QD_BACKEND_CUDA, QD_BACKEND_HIP}) {
+            if (probe(candidate).devices > 0) {
+                backend = candidate;
+                break;
+            }
+        }
+    }
+    if (backend != QD_BACKEND_CPU) {
+        if (std::optional<int> status = run_gpu_demo(backend, options)) return *status;
+    }
+    return run_cpu_demo(options);
+}
+
+bool parse_count(const char *text, uint32_t low, uint32_t high, uint32_t *out) {
+    char *end = nullptr;
+    unsigned long value = std::strtoul(text, &end, 10);
+    if (end == text || *end != '\0' || value < low || value > high) return false;
+    *out = static_cast<uint32_t>(value);
+    return true;
+}
+
+int usage_error(const std::string &message) {
+    std::fprintf(stderr, "qd: %s\n\n%s", message.c_str(), kUsage);
+    return 2;
+}
+
+int demo_main(int argc, char **argv) {
+    DemoOptions options;
+    for (int i = 0; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) return usage_error("demo: unknown option or missing value: " + arg);
+        const char *value = argv[++i];
+        if (arg == "--backend") {
+            options.backend = parse_backend(value);
+            if (!options.backend) return usage_error(std::string("demo: unknown backend ") + value);
+        } else if (arg == "--groups") {
+            // The default stream pool has 32 streams; more groups share them round-robin.
+            if (!parse_count(value, 1, 4096, &options.groups))
+                return usage_error("demo: --groups takes 1..4096");
+        } else if (arg == "--tasks") {
+            if (!parse_count(value, 1, 1024, &options.tasks_per_group))
+                return usage_error("demo: --tasks takes 1..1024");
+        } else if (arg == "--task-ms") {
+            char *end = nullptr;
+            options.task_ms = std::strtod(value, &end);
+            if (end == value || *end != '\0' || !(options.task_ms > 0.0) || options.task_ms > 1000)
+                return usage_error("demo: --task-ms takes a number of milliseconds in (0, 1000]");
+        } else {
+            return usage_error("demo: unknown option " + arg);
+        }
+    }
+    return run_demo(options);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage_error("missing command");
+    std::string command = argv[1];
+    try {
+        if (command == "-h" || command == "--help" || command == "help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if (command == "info") return argc == 2 ? run_info() : usage_error("info takes no options");
+        if (command == "demo") return demo_main(argc - 2, argv + 2);
+    } catch (const QdError &error) {
+        std::fprintf(stderr, "qd %s: %s\n", command.c_str(), error.what());
+        return 1;
+    } catch (const std::exception &error) {
+        std::fprintf(stderr, "qd %s: %s\n", command.c_str(), error.what());
+        return 1;
+    }
+    return usage_error("unknown command " + command);
+}
