@@ -21,7 +21,7 @@ QD_API qd_status qd_context_destroy(qd_context ctx) {
 
 QD_API qd_status qd_context_synchronize(qd_context ctx) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st == QD_SUCCESS) st = c->may_block();
@@ -34,7 +34,7 @@ QD_API qd_status qd_context_synchronize(qd_context ctx) {
 QD_API qd_status qd_context_default_stream(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st == QD_SUCCESS) *out = c->default_stream();
@@ -50,7 +50,7 @@ QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out) {
                         "qd_context_stats.struct_size is %u; at least %zu is required (use "
                         "QD_CONTEXT_STATS_INIT)",
                         out->struct_size, sizeof(qd_context_stats));
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) c->fill_stats(out);
         return st;

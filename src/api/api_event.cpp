@@ -14,14 +14,14 @@ QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out) 
         if (!out) return api::null_argument("out");
         if (flags & ~uint32_t(QD_EVENT_TIMING))
             return fail(QD_ERROR_INVALID_ARGUMENT, "unknown event flags 0x%x", flags);
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
         std::shared_ptr<backend::Event> impl;
         st = c->impl().create_event((flags & QD_EVENT_TIMING) != 0, &impl);
         if (st != QD_SUCCESS) return st;
-        auto e = std::make_shared<Event>(c, std::move(impl));
+        auto e = std::make_shared<Event>(c->shared_from_this(), std::move(impl));
         st = core::HandleTable::instance().insert(core::Tag::Event, ctx, std::move(e), out);
         if (st == QD_SUCCESS) c->live_events.fetch_add(1, std::memory_order_relaxed);
         return st;
@@ -40,8 +40,8 @@ QD_API qd_status qd_event_destroy(qd_event event) {
 
 QD_API qd_status qd_event_record(qd_stream stream, qd_event event) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
-        std::shared_ptr<Event> e;
+        Stream *s = nullptr;
+        Event *e = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st == QD_SUCCESS) st = core::resolve(event, &e);
         if (st != QD_SUCCESS) return st;
@@ -55,7 +55,7 @@ QD_API qd_status qd_event_record(qd_stream stream, qd_event event) {
 
 QD_API qd_status qd_event_query(qd_event event) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Event> e;
+        Event *e = nullptr;
         qd_status st = core::resolve_usable(event, &e);
         if (st != QD_SUCCESS) return st;
         st = e->impl->query();
@@ -66,7 +66,7 @@ QD_API qd_status qd_event_query(qd_event event) {
 
 QD_API qd_status qd_event_synchronize(qd_event event) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Event> e;
+        Event *e = nullptr;
         qd_status st = core::resolve_usable(event, &e);
         if (st == QD_SUCCESS) st = e->ctx->may_block();
         if (st == QD_SUCCESS) st = e->impl->synchronize();
@@ -78,7 +78,7 @@ QD_API qd_status qd_event_synchronize(qd_event event) {
 QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms) {
     return api::guarded([&]() -> qd_status {
         if (!ms) return api::null_argument("ms");
-        std::shared_ptr<Event> a, b;
+        Event *a = nullptr, *b = nullptr;
         qd_status st = core::resolve_usable(start, &a);
         if (st == QD_SUCCESS) st = core::resolve(end, &b);
         if (st != QD_SUCCESS) return st;

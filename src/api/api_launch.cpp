@@ -13,8 +13,8 @@ extern "C" {
 QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_config *config,
                            const qd_arg *args, uint32_t num_args) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
-        std::shared_ptr<Kernel> k;
+        Stream *s = nullptr;
+        Kernel *k = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st == QD_SUCCESS) st = core::resolve(kernel, &k);
         if (st != QD_SUCCESS) return st;
@@ -37,7 +37,7 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
 QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data) {
     return api::guarded([&]() -> qd_status {
         if (!fn) return api::null_argument("fn");
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         return s->impl->host_fn(fn, user_data);

@@ -38,7 +38,7 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
         if (!address) return api::null_argument("address");
         qd_status st = check_alloc_size(bytes);
         if (st != QD_SUCCESS) return st;
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         uint64_t a = 0;
@@ -57,7 +57,7 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
 
 QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st == QD_SUCCESS) st = s->ctx->allocs().remove(AllocRegistry::Kind::Device, address);
         if (st != QD_SUCCESS) return st;
@@ -67,7 +67,7 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address) {
 
 QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         if (bytes == 0) return QD_SUCCESS;
@@ -82,7 +82,7 @@ QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, u
 
 QD_API qd_status qd_memset_async(qd_stream stream, uint64_t dst, uint8_t value, uint64_t bytes) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         if (bytes == 0) return QD_SUCCESS;
@@ -98,7 +98,7 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
         if (!out) return api::null_argument("out");
         qd_status st = check_alloc_size(bytes);
         if (st != QD_SUCCESS) return st;
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
@@ -119,7 +119,7 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
 QD_API qd_status qd_host_free(qd_context ctx, void *ptr) {
     return api::guarded([&]() -> qd_status {
         if (!ptr) return api::null_argument("ptr");
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS)
             st = c->allocs().remove(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(ptr));

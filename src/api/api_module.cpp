@@ -28,7 +28,7 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
         if (!image) return api::null_argument("image");
         if (!out) return api::null_argument("out");
         if (size == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "size is 0");
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
@@ -48,7 +48,7 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
         std::shared_ptr<backend::Module> impl;
         st = c->impl().load_module(image, size, &impl);
         if (st != QD_SUCCESS) return st;
-        auto m = std::make_shared<Module>(c, std::move(impl));
+        auto m = std::make_shared<Module>(c->shared_from_this(), std::move(impl));
         st = core::HandleTable::instance().insert(core::Tag::Module, ctx, std::move(m), out);
         if (st == QD_SUCCESS) c->live_modules.fetch_add(1, std::memory_order_relaxed);
         return st;
@@ -78,7 +78,7 @@ QD_API qd_status qd_kernel_get(qd_module module, const char *name, qd_kernel *ou
     return api::guarded([&]() -> qd_status {
         if (!name) return api::null_argument("name");
         if (!out) return api::null_argument("out");
-        std::shared_ptr<Module> m;
+        Module *m = nullptr;
         qd_status st = core::resolve_usable(module, &m);
         if (st != QD_SUCCESS) return st;
         std::shared_ptr<backend::Kernel> impl;
@@ -97,14 +97,14 @@ QD_API qd_status qd_kernel_from_host_fn(qd_context ctx, qd_host_kernel_fn fn, co
     return api::guarded([&]() -> qd_status {
         if (!fn) return api::null_argument("fn");
         if (!out) return api::null_argument("out");
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
         std::shared_ptr<backend::Kernel> impl;
         st = c->impl().kernel_from_host_fn(fn, name, &impl);
         if (st != QD_SUCCESS) return st;
-        return register_kernel(c, std::move(impl), out);
+        return register_kernel(c->shared_from_this(), std::move(impl), out);
     });
 }
 

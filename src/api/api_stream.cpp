@@ -42,20 +42,20 @@ QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd
                 return fail(QD_ERROR_INVALID_ARGUMENT, "qd_stream_desc.reserved must be 0");
             d = *desc;
         }
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
         std::shared_ptr<backend::Stream> impl;
         st = c->impl().create_stream(d.flags, d.priority, &impl);
         if (st != QD_SUCCESS) return st;
-        return core::register_stream(c, std::move(impl), StreamKind::Owned, out);
+        return core::register_stream(c->shared_from_this(), std::move(impl), StreamKind::Owned, out);
     });
 }
 
 QD_API qd_status qd_stream_destroy(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve(stream, &s);
         if (st != QD_SUCCESS) return st;
         if (s->kind == StreamKind::Default || s->kind == StreamKind::Leased)
@@ -72,7 +72,7 @@ QD_API qd_status qd_stream_destroy(qd_stream stream) {
 
 QD_API qd_status qd_stream_synchronize(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st == QD_SUCCESS) st = s->ctx->may_block();
         if (st == QD_SUCCESS) st = s->impl->synchronize();
@@ -83,7 +83,7 @@ QD_API qd_status qd_stream_synchronize(qd_stream stream) {
 
 QD_API qd_status qd_stream_query(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         st = s->impl->query();
@@ -94,8 +94,8 @@ QD_API qd_status qd_stream_query(qd_stream stream) {
 
 QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
-        std::shared_ptr<Event> e;
+        Stream *s = nullptr;
+        Event *e = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st == QD_SUCCESS) st = core::resolve(event, &e);
         if (st != QD_SUCCESS) return st;
@@ -110,7 +110,7 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
 QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
@@ -121,14 +121,14 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
 
 QD_API qd_status qd_stream_release(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve(stream, &s);
         if (st != QD_SUCCESS) return st;
         if (s->kind != StreamKind::Leased)
             return fail(QD_ERROR_INVALID_OPERATION,
                         "stream 0x%016llx is %s, not a pool lease; only leases are released",
                         (unsigned long long)stream, kind_name(s->kind));
-        return s->ctx->stream_pool().release(s, stream);
+        return s->ctx->stream_pool().release(*s, stream);
     });
 }
 
@@ -164,7 +164,7 @@ QD_API qd_status qd_stream_get_context(qd_stream stream, qd_context *out) {
 QD_API qd_status qd_stream_get_priority(qd_stream stream, int32_t *priority) {
     return api::guarded([&]() -> qd_status {
         if (!priority) return api::null_argument("priority");
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve(stream, &s);
         if (st == QD_SUCCESS) *priority = s->impl->priority();
         return st;
@@ -175,7 +175,7 @@ QD_API qd_status qd_stream_priority_range(qd_context ctx, int32_t *least, int32_
     return api::guarded([&]() -> qd_status {
         if (!least) return api::null_argument("least");
         if (!greatest) return api::null_argument("greatest");
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) c->impl().priority_range(least, greatest);
         return st;
@@ -185,7 +185,7 @@ QD_API qd_status qd_stream_priority_range(qd_context ctx, int32_t *least, int32_
 QD_API qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native) {
     return api::guarded([&]() -> qd_status {
         if (!native) return api::null_argument("native");
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         qd_status st = core::resolve(stream, &s);
         if (st != QD_SUCCESS) return st;
         const uint64_t h = s->impl->native_handle();
@@ -201,7 +201,7 @@ QD_API qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native) {
 QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
-        std::shared_ptr<Context> c;
+        Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
@@ -211,7 +211,7 @@ QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *ou
         std::shared_ptr<backend::Stream> impl;
         st = c->impl().import_stream(native, &impl);
         if (st != QD_SUCCESS) return st;
-        return core::register_stream(c, std::move(impl), StreamKind::Borrowed, out);
+        return core::register_stream(c->shared_from_this(), std::move(impl), StreamKind::Borrowed, out);
     });
 }
 

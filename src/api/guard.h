@@ -9,12 +9,14 @@
 #include <new>
 
 #include "common/error.h"
+#include "core/resolve_cache.h"
 
 namespace qd::api {
 
 template <class F>
 inline qd_status guarded(F &&body) noexcept {
     try {
+        core::ResolveCache::local().begin_call();
         return body();
     } catch (const std::bad_alloc &) {
         return fail(QD_ERROR_OUT_OF_MEMORY, "out of host memory");

@@ -41,7 +41,7 @@ bool context_alive(uint64_t ctx) {
 
 // First use of a context on this thread: its active stream starts as the default stream.
 qd_status add_entry(uint64_t ctx, Entry **out) {
-    std::shared_ptr<Context> c;
+    Context *c = nullptr;
     qd_status st = resolve(ctx, &c);
     if (st != QD_SUCCESS) return st;
     const Entry fresh{ctx, c->default_stream()};

@@ -17,6 +17,7 @@
 #include "core/alloc_registry.h"
 #include "core/event_pool.h"
 #include "core/handle_table.h"
+#include "core/resolve_cache.h"
 #include "core/stream_pool.h"
 
 namespace qd::core {
@@ -25,7 +26,7 @@ enum class StreamKind : uint8_t { Owned, Leased, Borrowed, Default };
 
 class Stream;
 
-class Context : public Object {
+class Context : public Object, public std::enable_shared_from_this<Context> {
   public:
     static constexpr Tag kTag = Tag::Context;
 
@@ -71,7 +72,7 @@ class Context : public Object {
     std::atomic<bool> torn_down_{false};
 };
 
-class Stream : public Object {
+class Stream : public Object, public std::enable_shared_from_this<Stream> {
   public:
     static constexpr Tag kTag = Tag::Stream;
 
@@ -121,15 +122,25 @@ class Kernel : public Object {
     std::shared_ptr<backend::Kernel> impl;
 };
 
-// Resolve a handle of type T (T::kTag). Writes the message on failure.
+// Resolve a handle of type T (T::kTag) to a borrowed pointer, valid until the current API call
+// returns (see resolve_cache.h). Writes the message on failure.
 template <class T>
-inline qd_status resolve(uint64_t handle, std::shared_ptr<T> *out) {
-    return HandleTable::instance().get(handle, T::kTag, out);
+inline qd_status resolve(uint64_t handle, T **out) {
+    ResolveCache &cache = ResolveCache::local();
+    if (Object *hit = cache.find(handle, T::kTag)) {
+        *out = static_cast<T *>(hit);
+        return QD_SUCCESS;
+    }
+    std::shared_ptr<Object> obj;
+    qd_status st = HandleTable::instance().get(handle, T::kTag, &obj);
+    if (st != QD_SUCCESS) return st;
+    *out = static_cast<T *>(cache.insert(handle, std::move(obj)));
+    return QD_SUCCESS;
 }
 
 // Resolve a handle and check that its context is usable (not lost, not forked).
 template <class T>
-inline qd_status resolve_usable(uint64_t handle, std::shared_ptr<T> *out) {
+inline qd_status resolve_usable(uint64_t handle, T **out) {
     qd_status st = resolve(handle, out);
     if (st != QD_SUCCESS) return st;
     return (*out)->ctx->usable();

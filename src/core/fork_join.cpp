@@ -11,7 +11,7 @@ namespace qd::core {
 qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
     if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
     if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; fork at least one stream");
-    std::shared_ptr<Stream> p;
+    Stream *p = nullptr;
     qd_status st = resolve_usable(parent, &p);
     if (st != QD_SUCCESS) return st;
     Context &ctx = *p->ctx;
@@ -24,7 +24,7 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
     handles.reserve(n);
     impls.reserve(n);
     auto undo = [&] {
-        for (size_t i = 0; i < leases.size(); ++i) pool.release(leases[i], handles[i]);
+        for (size_t i = 0; i < leases.size(); ++i) pool.release(*leases[i], handles[i]);
     };
     for (uint32_t i = 0; i < n; ++i) {
         std::shared_ptr<Stream> s;
@@ -52,13 +52,13 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
 qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
     if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
     if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; join at least one stream");
-    std::shared_ptr<Stream> p;
+    Stream *p = nullptr;
     qd_status st = resolve_usable(parent, &p);
     if (st != QD_SUCCESS) return st;
     Context &ctx = *p->ctx;
 
     // Validate everything before queuing anything, so an error changes nothing.
-    std::vector<std::shared_ptr<Stream>> kids(n);
+    std::vector<Stream *> kids(n);
     for (uint32_t i = 0; i < n; ++i) {
         if (children[i] == parent)
             return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] is the parent stream", i);
@@ -83,7 +83,7 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
     }
     for (uint32_t i = 0; i < n; ++i) {
         // A racing release of the same child makes this fail; the join itself is complete.
-        if (ctx.stream_pool().release(kids[i], children[i]) != QD_SUCCESS) st = QD_ERROR_INVALID_HANDLE;
+        if (ctx.stream_pool().release(*kids[i], children[i]) != QD_SUCCESS) st = QD_ERROR_INVALID_HANDLE;
     }
     return st == QD_SUCCESS ? QD_SUCCESS : fail(st, "a child was released by another thread during "
                                                     "the join");

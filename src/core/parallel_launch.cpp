@@ -19,7 +19,7 @@ struct Prepared {
 }  // namespace
 
 qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_tasks) {
-    std::shared_ptr<Stream> parent;
+    Stream *parent = nullptr;
     qd_status st = resolve_usable(stream, &parent);
     if (st != QD_SUCCESS) return st;
     if (num_tasks == 0) return QD_SUCCESS;
@@ -28,7 +28,7 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
 
     // Validate every task, and keep its kernel alive, before anything is queued.
     std::vector<Prepared> prepared(num_tasks);
-    std::vector<std::shared_ptr<Kernel>> kernels;  // distinct kernels, kept alive for the call
+    std::vector<Kernel *> kernels;  // borrowed for the call (resolve_cache.h)
     std::vector<uint32_t> groups;                  // distinct group ids, in order of appearance
     uint64_t last_kernel = 0;
     for (uint32_t i = 0; i < num_tasks; ++i) {
@@ -38,7 +38,7 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
                         "tasks[%u].struct_size is %u; at least %u is required (use QD_TASK_INIT)",
                         i, t.struct_size, kTaskV1Size);
         if (kernels.empty() || t.kernel != last_kernel) {
-            std::shared_ptr<Kernel> k;
+            Kernel *k = nullptr;
             st = resolve(t.kernel, &k);
             if (st != QD_SUCCESS) {
                 const std::string reason = last_error_message();
@@ -47,7 +47,7 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
             if (k->ctx.get() != &ctx)
                 return fail(QD_ERROR_WRONG_CONTEXT,
                             "tasks[%u].kernel belongs to another context than the stream", i);
-            kernels.push_back(std::move(k));
+            kernels.push_back(k);
             last_kernel = t.kernel;
         }
         prepared[i].kernel = kernels.back()->impl.get();

@@ -41,11 +41,11 @@ qd_status StreamPool::acquire_internal(uint32_t want, std::vector<std::shared_pt
                 capacity_);
 }
 
-qd_status StreamPool::release(const std::shared_ptr<Stream> &stream, uint64_t handle) {
+qd_status StreamPool::release(Stream &stream, uint64_t handle) {
     qd_status st = HandleTable::instance().disarm(handle, Tag::Stream);
     if (st != QD_SUCCESS) return st;
     ctx_.live_streams.fetch_sub(1, std::memory_order_relaxed);
-    put(stream);
+    put(stream.shared_from_this());
     return QD_SUCCESS;
 }
 
@@ -102,13 +102,8 @@ qd_status StreamPool::take(std::shared_ptr<Stream> *out) {
     if (st == QD_SUCCESS) {
         // The pooled stream must not keep its context alive through the pool's own reference
         // cycle beyond clear(); clear() breaks it.
-        std::shared_ptr<Context> ctx_ref;
-        HandleTable::instance().get(ctx_.handle(), Tag::Context, &ctx_ref);
-        if (!ctx_ref) st = fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
-        else {
-            s = std::make_shared<Stream>(std::move(ctx_ref), std::move(impl), StreamKind::Leased);
-            st = HandleTable::instance().reserve(Tag::Stream, ctx_.handle(), s, &s->pool_slot);
-        }
+        s = std::make_shared<Stream>(ctx_.shared_from_this(), std::move(impl), StreamKind::Leased);
+        st = HandleTable::instance().reserve(Tag::Stream, ctx_.handle(), s, &s->pool_slot);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (st != QD_SUCCESS || cleared_) {

@@ -31,7 +31,7 @@ class StreamPool {
     // pool has fewer free. QD_ERROR_POOL_EXHAUSTED when none is free.
     qd_status acquire_internal(uint32_t want, std::vector<std::shared_ptr<Stream>> *out);
     // Give back a lease that has a handle (disarms the handle).
-    qd_status release(const std::shared_ptr<Stream> &stream, uint64_t handle);
+    qd_status release(Stream &stream, uint64_t handle);
     // Give back handle-less leases.
     void release_internal(std::vector<std::shared_ptr<Stream>> &streams);
 

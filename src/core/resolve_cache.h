@@ -1,0 +1,70 @@
+// A per-thread cache of resolved handles, so the launch path does no atomic read-modify-write
+// to find its stream and kernel.
+//
+// A hit costs one lock-free HandleTable::check() (three loads): if the handle is still live,
+// the cached object is the object of that handle, because a handle value is never reissued.
+// The cache holds a strong reference, so the raw pointer it returns stays valid. Entries pushed
+// out by a miss go to a graveyard that is emptied when the next API call on this thread
+// begins, never in the middle of one, so every pointer a call obtained stays valid until that
+// call returns.
+//
+// Cost of the design: a destroyed object may live on (memory only; its handle is dead) until
+// this thread makes a few more qd calls or exits. Destroy calls already return before queued
+// work completes, so nothing observable depends on the exact moment memory is freed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/handle_table.h"
+
+namespace qd::core {
+
+class ResolveCache {
+  public:
+    static constexpr unsigned kWays = 8;
+
+    static ResolveCache &local() {
+        thread_local ResolveCache cache;
+        return cache;
+    }
+
+    // Called as each API call begins: frees what earlier calls pushed out.
+    void begin_call() {
+        if (!graveyard_.empty()) graveyard_.clear();
+    }
+
+    Object *find(uint64_t handle, Tag tag) {
+        for (unsigned i = 0; i < kWays; ++i) {
+            if (handles_[i] != handle) continue;
+            uint64_t owner;
+            if (HandleTable::instance().check(handle, tag, &owner, false) == QD_SUCCESS)
+                return objects_[i].get();
+            evict(i);  // the handle died: let its object go at the next call
+            return nullptr;
+        }
+        return nullptr;
+    }
+
+    Object *insert(uint64_t handle, std::shared_ptr<Object> obj) {
+        const unsigned i = next_++ % kWays;
+        evict(i);
+        handles_[i] = handle;
+        objects_[i] = std::move(obj);
+        return objects_[i].get();
+    }
+
+  private:
+    void evict(unsigned i) {
+        handles_[i] = 0;
+        if (objects_[i]) graveyard_.push_back(std::move(objects_[i]));
+    }
+
+    uint64_t handles_[kWays] = {};
+    std::shared_ptr<Object> objects_[kWays];
+    unsigned next_ = 0;
+    std::vector<std::shared_ptr<Object>> graveyard_;
+};
+
+}  // namespace qd::core
