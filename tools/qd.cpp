@@ -360,19 +360,7 @@ int run_cpu_demo(const DemoOptions &options) {
     return 0;
 }
 
-// ---- GPU demo: to be filled in by the CUDA backend ----------------------------------------
-// The GPU path needs a device module (PTX built from the demo's kernel) loaded with
-// qd_module_load, the same two runs as run_cpu_demo (serial on one stream, then
-// qd_launch_parallel with one group per independent chain), the same bit-for-bit check, and the
-// same report. Return the exit status, or std::nullopt to fall back to the CPU demo.
-std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) {
-    (void)options;
-    std::printf("qd demo: the GPU demo needs the CUDA backend's demo module, which is not built "
-                "yet; %s is available but the demo falls back to the CPU\n",
-                backend_name(backend));
-    return std::nullopt;
-}
-// -------------------------------------------------------------------------------------------
+#include "gpu_demo.inc"
 
 int run_demo(const DemoOptions &options) {
     qd_backend backend = QD_BACKEND_CPU;

@@ -512,18 +512,21 @@ TEST_F(Gpu, ForkJoin_ChildrenOverlap_EventTimestamps) {
 TEST_F(Gpu, StreamDestroy_WithPendingWork_ReturnsAtOnce_ContextSyncWaitsForIt) {
     qd_stream s = 0;
     QD_OK(qd_stream_create(ctx_, nullptr, &s));
+    // Everything that may synchronise the device implicitly (pinned host allocation does, in
+    // the driver) happens before the slow work is queued.
+    uint64_t *h = host<uint64_t>(1);
+    qd_stream probe = 0;
+    QD_OK(qd_stream_create(ctx_, nullptr, &probe));
     uint64_t d = alloc(8, s);
     QD_OK(qd_memset_async(s, d, 0, 8));
+    QD_OK(qd_stream_synchronize(s));
     uint32_t us = 200000;  // 200 ms
     uint64_t value = 99;
     QD_OK(launch(s, kernel("gpu_spin_us"), {{&us, 4}}));
     QD_OK(launch(s, kernel("gpu_write_value"), {{&d, 8}, {&value, 8}}));
     QD_OK(qd_stream_destroy(s));
     // The work is still running: destroy did not wait for it.
-    uint64_t *h = host<uint64_t>(1);
     h[0] = 1;
-    qd_stream probe = 0;
-    QD_OK(qd_stream_create(ctx_, nullptr, &probe));
     QD_OK(qd_memcpy_async(probe, addr(h), d, 8));
     QD_OK(qd_stream_synchronize(probe));
     EXPECT_EQ(h[0], 0u) << "stream destroy waited for its work";

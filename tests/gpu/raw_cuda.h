@@ -141,8 +141,15 @@ struct Driver {
         CUdevice dev = 0;
         CUresult r = cuDeviceGet(&dev, ordinal);
         if (r != CUDA_SUCCESS) return r;
-        if (cuCtxCreate_v4) return cuCtxCreate_v4(out, nullptr, flags, dev);
         if (cuCtxCreate_v2) return cuCtxCreate_v2(out, flags, dev);
+        if (cuCtxCreate_v4) {
+            struct {  // CUctxCreateParams, all defaults
+                void *exec_affinity_params;
+                int num_exec_affinity_params;
+                void *cig_params;
+            } params = {nullptr, 0, nullptr};
+            return cuCtxCreate_v4(out, &params, flags, dev);
+        }
         return 999;
     }
 
