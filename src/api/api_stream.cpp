@@ -114,21 +114,31 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         return c->stream_pool().acquire(&s, out);
     });
 }
 
 QD_API qd_status qd_stream_release(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
+        // Hot path (B3): the handle's owner is its context, whose pool disarms the lease; only
+        // an armed slot (a lease) can be disarmed. Other outcomes are explained below.
+        uint64_t owner = 0;
+        Context *c = nullptr;
         Stream *s = nullptr;
-        qd_status st = core::resolve(stream, &s);
+        if (core::HandleTable::instance().check(stream, core::Tag::Stream, &owner, false) !=
+            QD_SUCCESS)
+            return core::resolve(stream, &s);  // writes why the handle is not live
+        qd_status st = core::resolve(owner, &c);
         if (st != QD_SUCCESS) return st;
+        st = c->stream_pool().release(stream);
+        if (st == QD_SUCCESS) return st;
+        if (core::resolve(stream, &s) != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
         if (s->kind != StreamKind::Leased)
             return fail(QD_ERROR_INVALID_OPERATION,
                         "stream 0x%016llx is %s, not a pool lease; only leases are released",
                         (unsigned long long)stream, kind_name(s->kind));
-        return s->ctx->stream_pool().release(*s, stream);
+        return st;
     });
 }
 

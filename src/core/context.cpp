@@ -134,7 +134,7 @@ void Context::fill_stats(qd_context_stats *out) const {
         const int64_t v = c.load(std::memory_order_relaxed);
         return uint64_t(v < 0 ? 0 : v);
     };
-    s.live_streams = count(live_streams);
+    s.live_streams = count(live_streams) + stream_pool_->leased();
     s.live_events = count(live_events);
     s.live_modules = count(live_modules);
     s.live_kernels = count(live_kernels);

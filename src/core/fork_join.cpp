@@ -17,17 +17,17 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
     Context &ctx = *p->ctx;
     StreamPool &pool = ctx.stream_pool();
 
-    std::vector<std::shared_ptr<Stream>> leases;
+    std::vector<Stream *> leases;
     std::vector<uint64_t> handles;
     std::vector<backend::Stream *> impls;
     leases.reserve(n);
     handles.reserve(n);
     impls.reserve(n);
     auto undo = [&] {
-        for (size_t i = 0; i < leases.size(); ++i) pool.release(*leases[i], handles[i]);
+        for (uint64_t h : handles) pool.release(h);
     };
     for (uint32_t i = 0; i < n; ++i) {
-        std::shared_ptr<Stream> s;
+        Stream *s = nullptr;
         uint64_t h;
         st = pool.acquire(&s, &h);
         if (st != QD_SUCCESS) {
@@ -36,7 +36,7 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
             return fail(st, "fork of %u streams: %s", n, reason.c_str());
         }
         impls.push_back(s->impl.get());
-        leases.push_back(std::move(s));
+        leases.push_back(s);
         handles.push_back(h);
     }
     st = link_streams(ctx.event_pool(), *p->impl, impls.data(), n);
@@ -83,7 +83,7 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
     }
     for (uint32_t i = 0; i < n; ++i) {
         // A racing release of the same child makes this fail; the join itself is complete.
-        if (ctx.stream_pool().release(*kids[i], children[i]) != QD_SUCCESS) st = QD_ERROR_INVALID_HANDLE;
+        if (ctx.stream_pool().release(children[i]) != QD_SUCCESS) st = QD_ERROR_INVALID_HANDLE;
     }
     return st == QD_SUCCESS ? QD_SUCCESS : fail(st, "a child was released by another thread during "
                                                     "the join");

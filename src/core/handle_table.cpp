@@ -128,12 +128,13 @@ bool HandleTable::arm(uint32_t index, uint64_t *out) {
     return false;
 }
 
-qd_status HandleTable::disarm(uint64_t handle, Tag tag) {
+qd_status HandleTable::disarm(uint64_t handle, Tag tag, Object **obj) {
     if (tag_of(handle) == uint8_t(tag)) {
         if (Slot *slot = slot_at(index_of(handle))) {
             SlotLock lock(*slot);
             if (slot->live.load(std::memory_order_relaxed) == handle &&
                 slot->state == State::Armed) {
+                if (obj) *obj = slot->obj.get();
                 slot->live.store(0, std::memory_order_release);
                 if (slot->generation == kMaxGeneration) {
                     // The pool notices at the next arm() and reserves a fresh slot.

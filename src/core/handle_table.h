@@ -69,8 +69,9 @@ class HandleTable {
     // Make the reserved slot live under a new handle. False if its generations are exhausted
     // (the slot is then retired and the object dropped; the caller reserves a new slot).
     bool arm(uint32_t index, uint64_t *out);
-    // Live -> reserved. QD_ERROR_INVALID_HANDLE if the handle is not live.
-    qd_status disarm(uint64_t handle, Tag tag);
+    // Live -> reserved; *obj (optional) is the slot's object, which stays owned by the slot.
+    // QD_ERROR_INVALID_HANDLE if the handle is not a live armed (leased) handle.
+    qd_status disarm(uint64_t handle, Tag tag, Object **obj = nullptr);
     // Give a reserved slot back (dropping its object).
     void unreserve(uint32_t index);
 
