@@ -24,11 +24,19 @@ QD_API const char *qd_last_error_message(void) { return last_error_message(); }
 
 QD_API uint32_t qd_version(void) { return QD_VERSION; }
 
+// The backend arrives as the enum type, but callers may pass any 32-bit value; read its bytes
+// rather than loading an out-of-range enum value.
+static uint32_t raw_backend(const qd_backend &backend) {
+    uint32_t raw;
+    std::memcpy(&raw, &backend, sizeof raw);
+    return raw;
+}
+
 QD_API qd_status qd_device_count(qd_backend backend, uint32_t *count) {
     return api::guarded([&]() -> qd_status {
         if (!count) return api::null_argument("count");
         backend::Driver *driver;
-        qd_status st = backend::get_driver(backend, &driver);
+        qd_status st = backend::get_driver(raw_backend(backend), &driver);
         if (st != QD_SUCCESS) return st;
         return driver->device_count(count);
     });
@@ -43,7 +51,7 @@ QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_devi
                         "QD_DEVICE_INFO_INIT)",
                         out->struct_size, sizeof(qd_device_info));
         backend::Driver *driver;
-        qd_status st = backend::get_driver(backend, &driver);
+        qd_status st = backend::get_driver(raw_backend(backend), &driver);
         if (st != QD_SUCCESS) return st;
         uint32_t n = 0;
         st = driver->device_count(&n);

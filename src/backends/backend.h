@@ -184,6 +184,6 @@ class Driver {
 // The driver of a backend kind, loaded on first use. QD_ERROR_BACKEND_UNAVAILABLE (with the
 // loader's or driver's reason) when it was not built in or cannot be loaded. Implemented in
 // src/backends/registry.cpp, the one file that knows every backend.
-qd_status get_driver(qd_backend kind, Driver **out);
+qd_status get_driver(uint32_t kind, Driver **out);
 
 }  // namespace qd::backend

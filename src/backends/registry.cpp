@@ -60,12 +60,12 @@ void load(qd_backend kind, Slot &slot) {
 
 }  // namespace
 
-qd_status get_driver(qd_backend kind, Driver **out) {
+qd_status get_driver(uint32_t kind, Driver **out) {
     if (kind == QD_BACKEND_DEFAULT) kind = QD_BACKEND_CPU;
     if (kind < QD_BACKEND_CPU || kind > QD_BACKEND_HIP)
-        return fail(QD_ERROR_INVALID_ARGUMENT, "backend %d is not a qd_backend value", (int)kind);
+        return fail(QD_ERROR_INVALID_ARGUMENT, "backend %u is not a qd_backend value", kind);
     Slot &slot = g_slots[kind];
-    std::call_once(slot.once, [&] { load(kind, slot); });
+    std::call_once(slot.once, [&] { load(qd_backend(kind), slot); });
     if (slot.status != QD_SUCCESS) return fail(slot.status, "%s", slot.reason);
     *out = slot.driver;
     return QD_SUCCESS;

@@ -37,10 +37,8 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
         return fail(QD_ERROR_INVALID_ARGUMENT, "cpu_worker_threads %u is above the limit %u",
                     desc.cpu_worker_threads, kMaxWorkers);
 
-    const qd_backend kind =
-        desc.backend == QD_BACKEND_DEFAULT ? QD_BACKEND_CPU : qd_backend(desc.backend);
     backend::Driver *driver = nullptr;
-    qd_status st = backend::get_driver(kind, &driver);
+    qd_status st = backend::get_driver(desc.backend, &driver);
     if (st != QD_SUCCESS) return st;
     uint32_t devices = 0;
     st = driver->device_count(&devices);
@@ -57,7 +55,7 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
     if (st != QD_SUCCESS) return st;
 
     std::shared_ptr<Context> ctx(new Context());
-    ctx->kind_ = kind;
+    ctx->kind_ = driver->kind();
     ctx->fork_generation_ = fork_generation();
     ctx->impl_ = std::move(impl);
     ctx->stream_pool_ = std::make_unique<StreamPool>(

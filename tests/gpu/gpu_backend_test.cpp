@@ -192,6 +192,9 @@ Result f_stream_destroy(gpu::NativeStream s) {
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     if (!g_fake.streams.erase(fs(s))) return 400;  // destroying twice: the real one crashes
     ++g_fake.stream_destroys;
+    // Events recorded on this stream outlive it (as in the real driver): forget the stream.
+    for (auto *e : g_fake.events)
+        if (e->stream == fs(s)) e->stream = nullptr;
     delete fs(s);
     return kOk;
 }

@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_stream.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <new>
 
 #include "backends/cpu/cpu_event.h"
@@ -23,7 +24,9 @@ constexpr uint32_t kMaxSharedMemBytes = 256u << 20;
 
 qd_status fail_destroyed() { return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed"); }
 
-void *to_pointer(uint64_t address) noexcept { return reinterpret_cast<void *>(static_cast<uintptr_t>(address)); }
+void *to_pointer(uint64_t address) noexcept {
+    return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+}
 
 }  // namespace
 
@@ -42,8 +45,8 @@ CpuStream::~CpuStream() {
 
 // --- Enqueue ---------------------------------------------------------------------------------
 
-// The one enqueue path: one uncontended lock, the task built in place, and the scheduler
-// involved only when the stream goes from idle to having work.
+// The one enqueue path: one short spin-lock section, the task built in place, and the
+// scheduler involved only when the stream goes from idle to having work.
 template <class Build>
 qd_status CpuStream::enqueue(uint32_t bytes, Build &&build) {
     std::unique_lock<SpinLock> lock(lock_);
@@ -126,8 +129,8 @@ qd_status CpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
 
 qd_status CpuStream::mem_free(uint64_t address) {
     return enqueue(sizeof(Task), [&](void *slot) {
-        new (slot) Task(TaskKind::kFree, sizeof(Task));
-        static_cast<Task *>(slot)->u.free_ptr = to_pointer(address);
+        Task *task = new (slot) Task(TaskKind::kFree, sizeof(Task));
+        task->u.free_ptr = to_pointer(address);
     });
 }
 
@@ -160,23 +163,37 @@ qd_status CpuStream::host_fn(qd_host_fn fn, void *user_data) {
 // --- Host waits ------------------------------------------------------------------------------
 
 qd_status CpuStream::synchronize() {
-    const uint64_t target = enqueued_.load(std::memory_order_acquire);
+    wait_for(enqueued_.load(std::memory_order_acquire));
+    return QD_SUCCESS;
+}
+
+void CpuStream::drain() noexcept {
+    uint64_t target;
+    {
+        std::lock_guard<SpinLock> lock(lock_);
+        target = enqueued_.load(std::memory_order_relaxed);
+    }
+    wait_for(target);
+}
+
+qd_status CpuStream::query() {
+    const uint64_t enqueued = enqueued_.load(std::memory_order_acquire);
+    return completed_.load(std::memory_order_acquire) >= enqueued ? QD_SUCCESS : QD_NOT_READY;
+}
+
+// Spins, then blocks until `target` tasks have completed.
+void CpuStream::wait_for(uint64_t target) noexcept {
     const auto reached = [&] { return completed_.load(std::memory_order_seq_cst) >= target; };
-    if (spin_until(reached, kHostSpin)) return QD_SUCCESS;
+    if (spin_until(reached, kHostSpin)) return;
     std::unique_lock<std::mutex> lock(wait_mutex_);
     for (;;) {
         // Re-armed on every wake-up: the worker resets it, and another waiter may have needed
         // a smaller target.
         if (target < wake_at_.load(std::memory_order_relaxed))
             wake_at_.store(target, std::memory_order_seq_cst);
-        if (reached()) return QD_SUCCESS;
+        if (reached()) return;
         idle_cv_.wait(lock);
     }
-}
-
-qd_status CpuStream::query() {
-    const uint64_t enqueued = enqueued_.load(std::memory_order_acquire);
-    return completed_.load(std::memory_order_acquire) >= enqueued ? QD_SUCCESS : QD_NOT_READY;
 }
 
 // --- Worker side -----------------------------------------------------------------------------
@@ -191,9 +208,6 @@ CpuStream::RunResult CpuStream::run(const std::shared_ptr<CpuStream> &self,
             scheduled_ = false;
             return RunResult::kIdle;
         }
-        // Work still queued when the context shuts down was queued after its final synchronize:
-        // leave it to the shutdown to drop rather than hold up the join.
-        if (scheduler_->stopping()) return RunResult::kYield;
         const uint32_t bytes = task->record_bytes;
         bool wake_hosts;
         if (task->kind == TaskKind::kWait) {
@@ -244,16 +258,28 @@ void CpuStream::wake_host_waiters() noexcept {
 }
 
 void CpuStream::abandon_all(StreamList &woken) noexcept {
-    {
-        std::lock_guard<SpinLock> lock(lock_);
-        while (Task *task = queue_.front()) {
+    for (;;) {
+        // The task's reference is released, and a record's marker completed, after the lock
+        // is released: completing may take the marker's host mutex and the last reference to
+        // a kernel may dlclose its module, and nothing blocks under a spin lock.
+        std::shared_ptr<void> ref;
+        bool is_record;
+        {
+            std::lock_guard<SpinLock> lock(lock_);
+            Task *task = queue_.front();
+            if (!task) {
+                completed_.store(enqueued_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+                scheduled_ = false;
+                break;
+            }
             const uint32_t bytes = task->record_bytes;
-            abandon(*task, woken);
+            is_record = task->kind == TaskKind::kRecord;
+            if (!is_record) abandon(*task, woken);
+            ref = std::move(task->ref);
             task->~Task();
             queue_.pop_front(bytes);
         }
-        completed_.store(enqueued_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-        scheduled_ = false;
+        if (is_record) static_cast<Marker *>(ref.get())->complete(Marker::Clock::now(), woken);
     }
     wake_host_waiters();
 }

@@ -47,6 +47,9 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     };
     // Runs tasks from the head. `self` is the worker's reference to this stream.
     RunResult run(const std::shared_ptr<CpuStream> &self, WorkerState &worker) noexcept;
+    // Waits until every task accepted so far has run (shutdown: enqueues already fail, so
+    // this reads the count under the lock to include any enqueue that got in before the stop).
+    void drain() noexcept;
     // Disposes of every queued task without running it (the context shut down).
     void abandon_all(StreamList &woken) noexcept;
 
@@ -59,6 +62,7 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     // caller does with wake_host_waiters() after releasing lock_.
     bool count_completion_locked() noexcept;
     void wake_host_waiters() noexcept;
+    void wait_for(uint64_t target) noexcept;
 
     const std::shared_ptr<Scheduler> scheduler_;
     const int32_t priority_;

@@ -2,10 +2,11 @@
 
 #include <cstdlib>
 
-#include "backends/cpu/cpu_affinity.h"
 #include "backends/cpu/cpu_stream.h"
 #include "backends/cpu/host_memory.h"
 #include "backends/cpu/spin.h"
+#include "backends/cpu/task.h"
+#include "backends/cpu/worker_affinity.h"
 
 namespace qd::backend::cpu {
 
@@ -27,8 +28,9 @@ std::shared_ptr<Scheduler> Scheduler::start(uint32_t threads, LostState *lost) {
     return scheduler;
 }
 
-Scheduler::Scheduler(uint32_t threads, LostState *lost)
-    : thread_count_(threads), lost_(lost), searching_(static_cast<int>(threads)) {}
+Scheduler::Scheduler(uint32_t threads, LostState *lost) : lost_(lost) {
+    hot_.searching.store(static_cast<int>(threads), std::memory_order_relaxed);
+}
 
 Scheduler::~Scheduler() {
     // Normally shutdown() already ran. The last reference can be a worker's own (a worker
@@ -47,35 +49,35 @@ void Scheduler::make_ready(std::shared_ptr<CpuStream> stream) noexcept {
 void Scheduler::make_ready(StreamList &streams) noexcept {
     bool pushed = false;
     {
-        std::lock_guard<SpinLock> lock(ready_lock_);
-        if (!stopping_.load(std::memory_order_relaxed)) {
+        std::lock_guard<SpinLock> lock(hot_.ready_lock);
+        if (!hot_.exiting.load(std::memory_order_relaxed)) {
             while (std::shared_ptr<CpuStream> stream = streams.pop_front()) {
                 const int level = stream->level();
-                ready_[level].push_back(std::move(stream));
-                ready_count_.fetch_add(1, std::memory_order_seq_cst);
+                hot_.ready[level].push_back(std::move(stream));
+                hot_.ready_count.fetch_add(1, std::memory_order_seq_cst);
                 pushed = true;
             }
         }
     }
-    streams.clear();  // only non-empty when stopping
+    streams.clear();  // only non-empty once the workers exit
     if (pushed) wake_if_needed();
 }
 
 bool Scheduler::push_ready(std::shared_ptr<CpuStream> &stream) noexcept {
-    std::lock_guard<SpinLock> lock(ready_lock_);
-    if (stopping_.load(std::memory_order_relaxed)) return false;
+    std::lock_guard<SpinLock> lock(hot_.ready_lock);
+    if (hot_.exiting.load(std::memory_order_relaxed)) return false;
     const int level = stream->level();
-    ready_[level].push_back(std::move(stream));
-    ready_count_.fetch_add(1, std::memory_order_seq_cst);
+    hot_.ready[level].push_back(std::move(stream));
+    hot_.ready_count.fetch_add(1, std::memory_order_seq_cst);
     return true;
 }
 
 std::shared_ptr<CpuStream> Scheduler::pop_ready() noexcept {
-    if (ready_count_.load(std::memory_order_relaxed) == 0) return nullptr;
-    std::lock_guard<SpinLock> lock(ready_lock_);
+    if (hot_.ready_count.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard<SpinLock> lock(hot_.ready_lock);
     for (int level = kPriorityLevels - 1; level >= 0; --level) {
-        if (std::shared_ptr<CpuStream> stream = ready_[level].pop_front()) {
-            ready_count_.fetch_sub(1, std::memory_order_relaxed);
+        if (std::shared_ptr<CpuStream> stream = hot_.ready[level].pop_front()) {
+            hot_.ready_count.fetch_sub(1, std::memory_order_relaxed);
             return stream;
         }
     }
@@ -85,15 +87,15 @@ std::shared_ptr<CpuStream> Scheduler::pop_ready() noexcept {
 // A thread wake-up costs microseconds, so a sleeping worker is woken only for a ready stream
 // that no awake worker will take: awake searching workers (spinning ones included) take them.
 void Scheduler::wake_if_needed() noexcept {
-    while (ready_count_.load(std::memory_order_seq_cst) > searching_.load(std::memory_order_seq_cst) &&
-           sleepers_.load(std::memory_order_seq_cst) > 0) {
+    while (hot_.ready_count.load(std::memory_order_seq_cst) > hot_.searching.load(std::memory_order_seq_cst) &&
+           hot_.sleepers.load(std::memory_order_seq_cst) > 0) {
         {
             std::lock_guard<std::mutex> lock(sleep_mutex_);
-            if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+            if (hot_.sleepers.load(std::memory_order_relaxed) == 0) return;
             // The woken worker counts as searching from now, so the next producer does not
             // wake a second worker for the same stream.
-            sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-            searching_.fetch_add(1, std::memory_order_seq_cst);
+            hot_.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+            hot_.searching.fetch_add(1, std::memory_order_seq_cst);
             ++wakeups_;
         }
         sleep_cv_.notify_one();
@@ -105,19 +107,19 @@ void Scheduler::wake_if_needed() noexcept {
 void Scheduler::worker_main(int cpu) {
     if (cpu >= 0) pin_current_thread(cpu);
     WorkerState worker(this, lost_);
-    while (!stopping_.load(std::memory_order_relaxed)) {
+    while (!hot_.exiting.load(std::memory_order_relaxed)) {
         std::shared_ptr<CpuStream> stream = pop_ready();
         if (!stream) {
             idle();
             continue;
         }
-        searching_.fetch_sub(1, std::memory_order_seq_cst);
+        hot_.searching.fetch_sub(1, std::memory_order_seq_cst);
         wake_if_needed();  // chain: more ready streams than searchers left
 
         const CpuStream::RunResult result = stream->run(stream, worker);
         if (result != CpuStream::RunResult::kYield) stream.reset();
 
-        searching_.fetch_add(1, std::memory_order_seq_cst);
+        hot_.searching.fetch_add(1, std::memory_order_seq_cst);
         // Streams this worker woke go first. It is searching again, so it takes the first of
         // them itself, with no thread wake-up; others are woken only for the rest.
         if (stream) worker.woken.push_back(std::move(stream));
@@ -128,25 +130,25 @@ void Scheduler::worker_main(int cpu) {
 
 void Scheduler::idle() {
     const auto work_or_stop = [this] {
-        return ready_count_.load(std::memory_order_relaxed) > 0 ||
-               stopping_.load(std::memory_order_relaxed);
+        return hot_.ready_count.load(std::memory_order_relaxed) > 0 ||
+               hot_.exiting.load(std::memory_order_relaxed);
     };
     if (spin_until(work_or_stop, kWorkerSpin)) return;
     std::unique_lock<std::mutex> lock(sleep_mutex_);
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    searching_.fetch_sub(1, std::memory_order_seq_cst);
-    // Re-check after announcing the sleep: see the comment on ready_count_.
-    if (ready_count_.load(std::memory_order_seq_cst) > 0 || stopping_.load(std::memory_order_seq_cst)) {
-        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-        searching_.fetch_add(1, std::memory_order_seq_cst);
+    hot_.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    hot_.searching.fetch_sub(1, std::memory_order_seq_cst);
+    // Re-check after announcing the sleep: see the comment on Hot.
+    if (hot_.ready_count.load(std::memory_order_seq_cst) > 0 || hot_.exiting.load(std::memory_order_seq_cst)) {
+        hot_.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+        hot_.searching.fetch_add(1, std::memory_order_seq_cst);
         return;
     }
-    sleep_cv_.wait(lock, [this] { return wakeups_ > 0 || stopping_.load(std::memory_order_relaxed); });
+    sleep_cv_.wait(lock, [this] { return wakeups_ > 0 || hot_.exiting.load(std::memory_order_relaxed); });
     if (wakeups_ > 0) {
         --wakeups_;  // the waker already moved one sleeper to searching
     } else {
-        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-        searching_.fetch_add(1, std::memory_order_seq_cst);
+        hot_.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+        hot_.searching.fetch_add(1, std::memory_order_seq_cst);
     }
 }
 
@@ -187,9 +189,16 @@ std::vector<std::shared_ptr<CpuStream>> Scheduler::live_streams() {
 }
 
 void Scheduler::shutdown() {
+    hot_.stopping.store(true, std::memory_order_seq_cst);
+    // Drain: what was accepted before the stop runs to completion. Nothing new is accepted,
+    // and every wait refers to a record queued before it, so this ends once the tasks do.
+    // A worker cannot wait for the streams it would have to run itself.
+    if (!in_callback_of(this)) {
+        for (const std::shared_ptr<CpuStream> &stream : live_streams()) stream->drain();
+    }
     {
-        std::lock_guard<SpinLock> lock(ready_lock_);  // orders the flag with make_ready
-        stopping_.store(true, std::memory_order_seq_cst);
+        std::lock_guard<SpinLock> lock(hot_.ready_lock);  // orders the flag with push_ready
+        hot_.exiting.store(true, std::memory_order_seq_cst);
     }
     {
         std::lock_guard<std::mutex> lock(sleep_mutex_);  // a sleeper checks it under this lock
@@ -205,15 +214,15 @@ void Scheduler::shutdown() {
             worker.join();
         }
     }
-    // No worker runs now. Work that raced with the stop is dropped, but its markers complete,
-    // so no host waiter hangs, and every reference the scheduler held (ready queues, parked
-    // streams) is released, so no stream <-> scheduler cycle outlives the context.
+    // Normally nothing is left. After a shutdown from a callback, dispose of what is: its
+    // markers complete, so no host waiter hangs, and every reference the scheduler held (ready
+    // queues, parked streams) is released, so no stream <-> scheduler cycle outlives it.
     StreamList dropped;
     for (const std::shared_ptr<CpuStream> &stream : live_streams()) stream->abandon_all(dropped);
     {
-        std::lock_guard<SpinLock> lock(ready_lock_);
-        for (StreamList &level : ready_) dropped.splice_back(level);
-        ready_count_.store(0, std::memory_order_relaxed);
+        std::lock_guard<SpinLock> lock(hot_.ready_lock);
+        for (StreamList &level : hot_.ready) dropped.splice_back(level);
+        hot_.ready_count.store(0, std::memory_order_relaxed);
     }
     // `dropped` releases its streams here, outside every lock.
 }

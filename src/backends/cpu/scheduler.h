@@ -64,11 +64,11 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     void make_ready(StreamList &streams) noexcept;
     // Whether some stream waits for a worker; read by a running worker to decide whether to
     // yield at the end of its fairness budget.
-    bool has_ready() const noexcept { return ready_count_.load(std::memory_order_relaxed) > 0; }
+    bool has_ready() const noexcept { return hot_.ready_count.load(std::memory_order_relaxed) > 0; }
     // Where the task queues of this context's streams get their chunks.
     ChunkPool &chunk_pool() noexcept { return chunk_pool_; }
-    // Set once shutdown begins; enqueues check it under their stream's lock.
-    bool stopping() const noexcept { return stopping_.load(std::memory_order_relaxed); }
+    // Set once shutdown begins: enqueues check it under their stream's lock and fail.
+    bool stopping() const noexcept { return hot_.stopping.load(std::memory_order_relaxed); }
 
     // Streams register for their whole life so that live_streams() finds streams whose last
     // outside reference is gone but whose work is still pending.
@@ -77,34 +77,41 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     // Every live stream, with a reference each.
     std::vector<std::shared_ptr<CpuStream>> live_streams();
 
-    // Stops and joins the workers, then disposes of work that raced with the stop (completing
-    // its markers so no host waiter hangs). Idempotent. Not from a worker of this scheduler.
+    // Refuses new work, lets the workers finish every task accepted before that (so each
+    // enqueue that succeeded has run when this returns), then stops and joins the workers.
+    // Idempotent. Not from a worker of this scheduler (there it cannot drain: it only stops
+    // the others and disposes of what is left, completing markers so no waiter hangs).
     void shutdown();
 
   private:
     Scheduler(uint32_t threads, LostState *lost);
-    void worker_main(int cpu);
+    void worker_main(int cpu);  // cpu: where to pin the worker, -1 to let it float
     // Spins for work, then sleeps until woken or stopped.
     void idle();
-    // Pushes under ready_lock_; false (stream untouched) once stopping.
+    // Pushes under the ready lock; false (stream untouched) once the workers exit.
     bool push_ready(std::shared_ptr<CpuStream> &stream) noexcept;
     std::shared_ptr<CpuStream> pop_ready() noexcept;
     // Wakes sleeping workers for ready streams that no awake worker is going to take.
     void wake_if_needed() noexcept;
 
-    const uint32_t thread_count_;
     LostState *const lost_;  // the context's; used only by workers, which the context outlives
 
-    SpinLock ready_lock_;
-    StreamList ready_[kPriorityLevels];  // index = -priority: 2 is the most urgent
-    // The counts behind the wake-up decisions, read without locks. A producer increments
-    // ready_count_ and then reads searching_ and sleepers_; a worker about to sleep updates
-    // those two and then re-reads ready_count_. All sequentially consistent, so at least one
-    // side sees the other: either the worker finds the stream or the producer wakes a worker.
-    std::atomic<int> ready_count_{0};  // streams on ready_
-    std::atomic<int> searching_;       // workers awake and not running a stream (spinners too)
-    std::atomic<int> sleepers_{0};     // workers asleep (or committed to it), not yet woken
-    std::atomic<bool> stopping_{false};
+    // The fields that every hand-over of a stream touches (an enqueue onto an idle stream, a
+    // worker's pop), on one cache line, so that a hand-over between cores moves one line.
+    // The counts behind the wake-up decisions are read without the lock. A producer increments
+    // ready_count and then reads searching and sleepers; a worker about to sleep updates those
+    // two and then re-reads ready_count. All sequentially consistent, so at least one side sees
+    // the other: either the worker finds the stream or the producer wakes a worker.
+    struct alignas(64) Hot {
+        SpinLock ready_lock;  // guards ready
+        std::atomic<bool> stopping{false};  // no new work is accepted
+        std::atomic<bool> exiting{false};   // the drain is over: workers leave
+        std::atomic<int> ready_count{0};  // streams on ready
+        std::atomic<int> searching{0};    // workers awake and not running a stream (spinners too)
+        std::atomic<int> sleepers{0};     // workers asleep (or committed to it), not yet woken
+        StreamList ready[kPriorityLevels];  // index = -priority: 2 is the most urgent
+    } hot_;
+    static_assert(sizeof(Hot) == 64, "the hand-over fields should fill exactly one cache line");
 
     // Only for sleeping: never taken on a path that has work to do.
     std::mutex sleep_mutex_;

@@ -3,8 +3,8 @@
 // Intrusive, because the lists that hold streams (the scheduler's ready queues, a marker's
 // parked streams, a worker's batch of streams it just woke) change on the hot path and from
 // worker threads, where an allocation could fail with nowhere to report it. A stream is on at
-// most one list at a time (the scheduler's `scheduled` flag guarantees it), so one link per
-// stream is enough. The mutex of whichever object holds the list guards it.
+// most one list at a time (its `scheduled_` flag guarantees it), so one link per stream is
+// enough. The lock of whichever object holds the list guards it.
 #pragma once
 
 #include <memory>

@@ -77,7 +77,9 @@ void pack_launch_args(Task &task, const qd_arg *args, uint32_t num_args) noexcep
 // Runs one task on a worker. Wait tasks never get here (the stream handles them).
 void execute(Task &task, WorkerState &worker) noexcept;
 // Disposes of a task that will never run (its context shut down under it): frees stream-ordered
-// frees so nothing leaks and completes record markers so no waiter hangs.
+// frees so nothing leaks and completes record markers so no waiter hangs. Completing a marker
+// may briefly take its host mutex: not under a spin lock (CpuStream::abandon_all completes
+// records itself, outside its lock).
 void abandon(Task &task, StreamList &woken) noexcept;
 
 // True while the calling thread runs a host kernel or host callback for `scheduler`.

@@ -51,7 +51,7 @@ class ChunkPool {
     size_t cached_count_ = 0;
 };
 
-// Every method is called with the owning stream's mutex held.
+// Every method is called with the owning stream's lock held.
 class TaskQueue {
   public:
     explicit TaskQueue(ChunkPool &pool);  // takes the first chunk; throws std::bad_alloc

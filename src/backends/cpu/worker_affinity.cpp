@@ -1,4 +1,4 @@
-#include "backends/cpu/cpu_affinity.h"
+#include "backends/cpu/worker_affinity.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -9,7 +9,7 @@
 namespace qd::backend::cpu {
 
 std::vector<int> worker_cpus(uint32_t threads) {
-    // secure_getenv: a setuid program must not let its caller change its threads' placement.
+    // secure_getenv: in a setuid program the environment belongs to the caller.
     const char *setting = ::secure_getenv("QD_CPU_PIN_WORKERS");
     if (setting && std::strcmp(setting, "0") == 0) return {};
     cpu_set_t allowed;
