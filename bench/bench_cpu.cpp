@@ -6,17 +6,21 @@
 //   wake/*      cross-stream event hand-off, per hop, against a mutex + condition_variable
 //               ping-pong between two std::threads (bar <= 1.2x)
 //   forkjoin/8  fork 8 children, one empty task each, join, synchronize (bar <= 10 us);
-//               reference: 8 tasks on a 2-thread mutex+cv pool and a wait for them
+//               reference: 8 tasks on a mutex+cv thread pool (as many threads as the context
+//               has workers) and a wait for them
 //   fanout/8x1ms  8 tasks spinning 1 ms each, qd_launch_parallel (8 groups) against the same
 //               8 tasks serially on one stream, 2 worker threads (bar: speedup >= 1.8x)
-//   plus INFO figures that break the costs down (enqueue-only fork/join, launch+sync round
-//   trip, synchronize on an idle stream) to explain a miss.
+//   plus INFO figures and '#' lines that break the costs down (enqueue onto an idle stream,
+//   enqueue-only fork/join and its pieces, launch+sync round trip, synchronize on an idle
+//   stream, where the fan-out tasks ran) to explain a miss.
 //
 // Every figure is a median of >= 5 repeats after a warm-up, qd and anchor alternated.
 #include <qd/qd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +28,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #ifdef __linux__
 #include <pthread.h>
@@ -420,12 +425,16 @@ Switches context_switches() {
 }
 
 // Wait for a stream by polling qd_stream_query (the host never sleeps): separates the cost of
-// the work from the cost of waking a host thread blocked in qd_stream_synchronize.
+// the work from the cost of waking a host thread blocked in qd_stream_synchronize. After 256
+// polls it yields between polls: a pure spin can starve a worker pinned to the host's CPU for a
+// whole time slice when the other CPUs are busy (seen on a loaded 2-core machine: 1.5 ms per
+// round trip instead of 1.5 us).
 void poll_until_idle(qd_stream s) {
-    for (;;) {
+    for (uint32_t polls = 0;; ++polls) {
         const qd_status st = qd_stream_query(s);
         if (st == QD_SUCCESS) return;
         if (st != QD_NOT_READY) fail_call("qd_stream_query", st, __FILE__, __LINE__);
+        if (polls >= 256) std::this_thread::yield();
     }
 }
 

@@ -22,7 +22,7 @@ QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out) 
         st = c->impl().create_event((flags & QD_EVENT_TIMING) != 0, &impl);
         if (st != QD_SUCCESS) return st;
         auto e = std::make_shared<Event>(c->shared_from_this(), std::move(impl));
-        st = core::HandleTable::instance().insert(core::Tag::Event, ctx, std::move(e), out);
+        st = c->adopt(core::Tag::Event, std::move(e), out);
         if (st == QD_SUCCESS) c->live_events.fetch_add(1, std::memory_order_relaxed);
         return st;
     });

@@ -14,7 +14,7 @@ namespace {
 qd_status register_kernel(const std::shared_ptr<Context> &c, std::shared_ptr<backend::Kernel> impl,
                           qd_kernel *out) {
     auto k = std::make_shared<Kernel>(c, std::move(impl));
-    qd_status st = core::HandleTable::instance().insert(core::Tag::Kernel, c->handle(), std::move(k), out);
+    qd_status st = c->adopt(core::Tag::Kernel, std::move(k), out);
     if (st == QD_SUCCESS) c->live_kernels.fetch_add(1, std::memory_order_relaxed);
     return st;
 }
@@ -49,7 +49,7 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
         st = c->impl().load_module(image, size, &impl);
         if (st != QD_SUCCESS) return st;
         auto m = std::make_shared<Module>(c->shared_from_this(), std::move(impl));
-        st = core::HandleTable::instance().insert(core::Tag::Module, ctx, std::move(m), out);
+        st = c->adopt(core::Tag::Module, std::move(m), out);
         if (st == QD_SUCCESS) c->live_modules.fetch_add(1, std::memory_order_relaxed);
         return st;
     });

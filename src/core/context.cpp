@@ -151,10 +151,26 @@ void Context::fill_stats(qd_context_stats *out) const {
     std::memcpy(out, &s, n);
 }
 
+qd_status Context::adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out) {
+    HandleTable &table = HandleTable::instance();
+    qd_status st = table.insert(tag, handle_, std::move(obj), out);
+    if (st != QD_SUCCESS) return st;
+    // Pairs with the fence in tear_down(): either its scan sees this handle, or this load sees
+    // that the destroy began.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (torn_down_.load(std::memory_order_relaxed)) {
+        table.remove(*out, tag);
+        return fail(QD_ERROR_INVALID_HANDLE,
+                    "context 0x%016llx was destroyed while the %s was being created",
+                    (unsigned long long)handle_, tag_name(tag));
+    }
+    return QD_SUCCESS;
+}
+
 qd_status register_stream(const std::shared_ptr<Context> &ctx,
                           std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
     auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
-    qd_status st = HandleTable::instance().insert(Tag::Stream, ctx->handle(), std::move(stream), out);
+    qd_status st = ctx->adopt(Tag::Stream, std::move(stream), out);
     if (st == QD_SUCCESS) ctx->live_streams.fetch_add(1, std::memory_order_relaxed);
     return st;
 }
@@ -165,6 +181,7 @@ qd_status register_stream(const std::shared_ptr<Context> &ctx,
 
 void Context::tear_down() {
     if (torn_down_.exchange(true)) return;
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // see adopt()
     const bool forked = fork_generation_ != fork_generation();
     // Children first: from here on every child handle is stale, so no new work can be queued
     // through the API; calls already past their lookup finish against live objects.

@@ -45,6 +45,10 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
 
     void fill_stats(qd_context_stats *out) const;
 
+    // Registers a new child handle. A child created while the context is being destroyed is
+    // removed again and the call fails, so no handle outlives its context.
+    qd_status adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out);
+
     uint64_t handle() const { return handle_; }
     qd_backend kind() const { return kind_; }
     backend::Context &impl() { return *impl_; }

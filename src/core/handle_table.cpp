@@ -122,8 +122,10 @@ bool HandleTable::arm(uint32_t index, uint64_t *out) {
             *out = h;
             return true;
         }
-        // Generations exhausted at the last disarm: retire for good.
-        dropped = std::move(slot.obj);
+        // Generations exhausted at the last disarm: the slot is retired for good and lets go of
+        // the object. Any other state means the pool gave the slot back (context destroy) and
+        // it may already belong to someone else: leave it alone.
+        if (slot.state == State::Retired) dropped = std::move(slot.obj);
     }
     return false;
 }

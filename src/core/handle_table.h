@@ -67,7 +67,8 @@ class HandleTable {
     // with a fresh generation for each lease, so lease and release never touch the free list.
     qd_status reserve(Tag tag, uint64_t owner, std::shared_ptr<Object> obj, uint32_t *index);
     // Make the reserved slot live under a new handle. False if its generations are exhausted
-    // (the slot is then retired and the object dropped; the caller reserves a new slot).
+    // (the slot is then retired and the object dropped; the caller reserves a new slot) or the
+    // slot was given back with unreserve() meanwhile.
     bool arm(uint32_t index, uint64_t *out);
     // Live -> reserved; *obj (optional) is the slot's object, which stays owned by the slot.
     // QD_ERROR_INVALID_HANDLE if the handle is not a live armed (leased) handle.

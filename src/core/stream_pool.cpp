@@ -22,6 +22,15 @@ qd_status StreamPool::acquire(Stream **stream, uint64_t *handle) {
     if (st != QD_SUCCESS) return st;
     HandleTable &table = HandleTable::instance();
     while (!table.arm(s->pool_slot, handle)) {
+        bool cleared;
+        {
+            Guard g(lock_);
+            cleared = cleared_;
+        }
+        if (cleared) {
+            put(s);
+            return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
+        }
         // This stream's slot ran out of generations and was retired; give the stream a new one.
         st = table.reserve(Tag::Stream, ctx_.handle(), s->shared_from_this(), &s->pool_slot);
         if (st != QD_SUCCESS) {
@@ -61,16 +70,20 @@ void StreamPool::release_internal(std::vector<Stream *> &streams) {
 }
 
 void StreamPool::clear() {
-    std::vector<std::shared_ptr<Stream>> all;
+    std::vector<std::shared_ptr<Stream>> drop;
+    std::vector<uint32_t> slots;
     {
         Guard g(lock_);
         cleared_ = true;
         free_.clear();
-        all.swap(all_);
+        for (auto &s : all_) slots.push_back(s->pool_slot);
+        retired_.swap(all_);
+        if (outstanding_ == 0) drop.swap(retired_);
     }
     HandleTable &table = HandleTable::instance();
-    for (auto &s : all) table.unreserve(s->pool_slot);
-    // `all` drops the streams here; their backends finish queued work before releasing them.
+    for (uint32_t slot : slots) table.unreserve(slot);
+    // `drop` releases the streams here (or the last put() does); their backends finish queued
+    // work before releasing the native streams.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -111,10 +124,12 @@ qd_status StreamPool::take(Stream **out) {
         s = std::make_shared<Stream>(ctx_.shared_from_this(), std::move(impl), StreamKind::Leased);
         st = HandleTable::instance().reserve(Tag::Stream, ctx_.handle(), s, &s->pool_slot);
     }
+    std::vector<std::shared_ptr<Stream>> drop;  // destroyed after the guard below
     Guard g(lock_);
     if (st != QD_SUCCESS || cleared_) {
         --outstanding_;
         bump(leased_, -1);
+        if (cleared_ && outstanding_ == 0) drop.swap(retired_);
         if (st == QD_SUCCESS) {
             HandleTable::instance().unreserve(s->pool_slot);
             return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
@@ -128,10 +143,14 @@ qd_status StreamPool::take(Stream **out) {
 }
 
 void StreamPool::put(Stream *stream) {
+    std::vector<std::shared_ptr<Stream>> drop;
     Guard g(lock_);
-    if (cleared_) return;
     --outstanding_;
     bump(leased_, -1);
+    if (cleared_) {
+        if (outstanding_ == 0) drop.swap(retired_);
+        return;  // `drop` is destroyed after the guard releases the lock
+    }
     // LIFO reuse is safe: a stream's queue is in order, so the next holder's work runs after
     // the previous holder's and can never be overtaken by it.
     free_.push_back(stream);

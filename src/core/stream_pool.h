@@ -66,6 +66,9 @@ class StreamPool {
     std::atomic_flag lock_ = ATOMIC_FLAG_INIT;      // guards free_, all_, outstanding_, cleared_
     std::vector<Stream *> free_;
     std::vector<std::shared_ptr<Stream>> all_;      // every stream the pool created (owners)
+    // After clear(): the streams, kept until the last outstanding lease comes back, because
+    // fork and parallel launch use leases by pointer while a destroy may run on another thread.
+    std::vector<std::shared_ptr<Stream>> retired_;
     uint32_t outstanding_ = 0;                      // leases held now
     bool cleared_ = false;
     std::atomic<uint64_t> created_{0}, leased_{0}, hits_{0}, misses_{0};

@@ -536,7 +536,7 @@ TEST(CpuShutdown, EnqueueAfterShutdownFailsCleanly) {
     s.reset();
 }
 
-TEST(CpuShutdown, ShutdownRacingWithEnqueuesNeverHangs) {
+TEST(CpuShutdown, ShutdownRacingWithEnqueues_RunsEveryAcceptedTaskAndNeverHangs) {
     for (int round = 0; round < 20; ++round) {
         auto ctx = make_context(2);
         auto a = make_stream(*ctx);
@@ -544,10 +544,12 @@ TEST(CpuShutdown, ShutdownRacingWithEnqueuesNeverHangs) {
         auto ev = make_event(*ctx);
         std::atomic<bool> stop{false};
         std::atomic<int> executed{0};
+        std::atomic<int> accepted{0};
         std::thread producer([&] {
-            // Bounded, so the backlog the final synchronize drains stays small.
+            // Bounded, so the backlog the shutdown drains stays small.
             for (int i = 0; i < 20000 && !stop.load(); ++i) {
                 if (a->host_fn(increment_fn, &executed) != QD_SUCCESS) break;
+                accepted.fetch_add(1);
                 if (a->record(*ev) != QD_SUCCESS) break;
                 if (b->wait(*ev) != QD_SUCCESS) break;
                 if (b->host_fn(sleep_fn, nullptr) != QD_SUCCESS) break;
@@ -556,9 +558,12 @@ TEST(CpuShutdown, ShutdownRacingWithEnqueuesNeverHangs) {
         std::this_thread::sleep_for(std::chrono::microseconds(200 * (round % 5)));
         ASSERT_EQ(ctx->synchronize(), QD_SUCCESS);
         ctx->shutdown();
+        // Every enqueue that succeeded has run by the time shutdown returns.
+        const int ran_at_shutdown = executed.load();
         stop = true;
         producer.join();
-        // Whatever raced with the stop was dropped, but nothing waits forever.
+        EXPECT_EQ(ran_at_shutdown, accepted.load()) << "round " << round;
+        EXPECT_EQ(executed.load(), ran_at_shutdown) << "round " << round;
         EXPECT_EQ(a->synchronize(), QD_SUCCESS);
         EXPECT_EQ(b->synchronize(), QD_SUCCESS);
         EXPECT_EQ(ev->synchronize(), QD_SUCCESS);
@@ -804,6 +809,32 @@ TEST(CpuModule, LoadReportsMissingFilesBadImagesAndMissingKernels) {
     EXPECT_STREQ(kernel->name(), "abs");
     module.reset();  // the kernel keeps the library loaded
     kernel.reset();
+    destroy(ctx);
+}
+
+TEST(CpuModule, QueuedLaunchKeepsTheModuleLoaded) {
+    // The project's CPU test module (tests/cpu_module), whose path meson passes in.
+    const char *path = std::getenv("QD_TEST_CPU_MODULE");
+    if (!path || !*path) GTEST_SKIP() << "QD_TEST_CPU_MODULE is not set";
+    auto ctx = make_context();
+    auto s = make_stream(*ctx);
+    std::shared_ptr<Module> module;
+    ASSERT_EQ(ctx->load_module(path, std::strlen(path), &module), QD_SUCCESS) << last_error_message();
+    std::shared_ptr<Kernel> kernel;
+    ASSERT_EQ(module->get_kernel("qd_test_write_value", &kernel), QD_SUCCESS) << last_error_message();
+    Gate gate;
+    ASSERT_EQ(s->host_fn(Gate::hold, &gate), QD_SUCCESS);
+    uint32_t out = 0;
+    uint64_t dst = reinterpret_cast<uintptr_t>(&out);
+    uint32_t value = 0xC0FFEE;
+    qd_arg args[2] = {{&dst, sizeof dst}, {&value, sizeof value}};
+    ASSERT_EQ(s->launch(*kernel, kOneBlock, args, 2), QD_SUCCESS);
+    kernel.reset();  // the queued launch keeps the kernel, and the kernel keeps the library
+    module.reset();
+    gate.open = true;
+    ASSERT_EQ(s->synchronize(), QD_SUCCESS);
+    EXPECT_EQ(out, 0xC0FFEEu);
+    EXPECT_FALSE(ctx->lost_state().lost()) << ctx->lost_state().message();
     destroy(ctx);
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "c_shims.h"
 #include "qd_test.h"
 
 using namespace qdt;
@@ -79,7 +80,7 @@ TEST(DeviceCount, NullCount_IsInvalidArgument) {
 TEST(DeviceCount, UnknownBackend_IsInvalidArgument) {
     for (uint32_t b : {4u, 5u, 99u, 0x7fffffffu, 0xffffffffu}) {
         uint32_t count = 77;
-        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "backend", qd_device_count((qd_backend)b, &count));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "backend", qdt_device_count_raw(b, &count));
         EXPECT_EQ(count, 77u) << "count written on failure";
     }
 }
@@ -140,7 +141,8 @@ TEST(DeviceGetInfo, LargerStructSize_IsAcceptedAndTrailingBytesUntouched) {
 
 TEST(DeviceGetInfo, UnknownBackend_IsInvalidArgument) {
     qd_device_info info = QD_DEVICE_INFO_INIT;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "backend", qd_device_get_info((qd_backend)42, 0, &info));
+    for (uint32_t b : {4u, 42u, 0x7fffffffu, 0x80000000u, 0xffffffffu})
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "backend", qdt_device_get_info_raw(b, 0, &info));
 }
 
 TEST(DeviceGetInfo, DeviceOutOfRange_IsInvalidArgument) {

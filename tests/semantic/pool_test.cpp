@@ -70,19 +70,24 @@ TEST_P(PoolTest, Acquire_LeasesAreExclusiveUntilThePoolIsExhausted) {
 }
 
 TEST_P(PoolTest, Acquire_LeasesAreDistinctStreams_WorkOnOneDoesNotWaitForAnother) {
-    // Exclusive leases are different queues: a lease blocked in a gate does not block the work
-    // of any other lease (an aliased stream would).
+    // Exclusive leases are different queues: a lease blocked in a gate does not block the
+    // (device) work of any other lease, as an aliased stream would.
     const uint32_t N = 4;
     qd_context c = small_pool(N);
     std::vector<qd_stream> leases(N);
     for (qd_stream &l : leases) ASSERT_QD_OK(qd_stream_acquire(c, &l));
+    std::vector<uint64_t> bufs(N);
+    for (uint32_t i = 1; i < N; ++i) {
+        ASSERT_QD_OK(qd_mem_alloc_async(leases[i], 64, &bufs[i]));
+        ASSERT_QD_OK(qd_stream_synchronize(leases[i]));
+    }
     Gate gate;
     ASSERT_QD_OK(gate.enqueue(leases[0]));
-    std::vector<Flag> flags(N);
-    for (uint32_t i = 1; i < N; ++i) ASSERT_QD_OK(flags[i].enqueue(leases[i]));
+    for (uint32_t i = 1; i < N; ++i) ASSERT_QD_OK(qd_memset_async(leases[i], bufs[i], 7, 64));
     for (uint32_t i = 1; i < N; ++i)
-        EXPECT_TRUE(flags[i].wait(std::chrono::milliseconds(5000))) << "lease " << i << " shares a stream with lease 0";
+        EXPECT_TRUE(wait_idle(leases[i], std::chrono::milliseconds(5000))) << "lease " << i << " shares a stream with lease 0";
     gate.open();
+    for (uint32_t i = 1; i < N; ++i) EXPECT_QD_OK(qd_mem_free_async(leases[i], bufs[i]));
     for (qd_stream l : leases) EXPECT_QD_OK(qd_stream_release(l));
 }
 

@@ -119,7 +119,7 @@ TEST_F(DoubleDestroy, EveryDestroyTwice_SecondIsAnError) {
 }
 
 TEST_F(DoubleDestroy, StreamDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("stream", scaled(2000, 50),
+    race("stream", scaled(10000, 50),
          [&] {
              qd_stream s = 0;
              EXPECT_EQ(qd_stream_create(ctx, nullptr, &s), QD_SUCCESS);
@@ -143,7 +143,7 @@ TEST_F(DoubleDestroy, StreamWithPendingWorkDestroyFromTwoThreads_ExactlyOneSucce
 }
 
 TEST_F(DoubleDestroy, EventDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("event", scaled(2000, 50),
+    race("event", scaled(10000, 50),
          [&] {
              qd_event e = 0;
              EXPECT_EQ(qd_event_create(ctx, 0, &e), QD_SUCCESS);
@@ -155,7 +155,7 @@ TEST_F(DoubleDestroy, EventDestroyFromTwoThreads_ExactlyOneSucceeds) {
 }
 
 TEST_F(DoubleDestroy, ReleaseFromTwoThreads_ExactlyOneSucceeds) {
-    race("lease", scaled(2000, 50),
+    race("lease", scaled(10000, 50),
          [&] {
              qd_stream l = 0;
              EXPECT_EQ(qd_stream_acquire(ctx, &l), QD_SUCCESS);
@@ -166,7 +166,7 @@ TEST_F(DoubleDestroy, ReleaseFromTwoThreads_ExactlyOneSucceeds) {
 }
 
 TEST_F(DoubleDestroy, KernelDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("kernel", scaled(2000, 50),
+    race("kernel", scaled(10000, 50),
          [&] {
              qd_kernel k = 0;
              EXPECT_EQ(qd_kernel_from_host_fn(ctx, &ok_kernel, "k", &k), QD_SUCCESS);

@@ -54,7 +54,7 @@ TEST(Threads, ManyThreadsOnOneContext_CreateDestroyLaunchRecord_CountersBackToBa
     }
     Tally tally;
     std::atomic<uint64_t> callbacks{0}, callbacks_queued{0};
-    const int iterations = (int)scaled(3000, 100);
+    const int iterations = (int)scaled(10000, 100);
     std::vector<int32_t> private_results(kThreads, -1);
     std::vector<int32_t> private_expected(kThreads, 0);
     std::vector<std::thread> threads;
@@ -251,4 +251,220 @@ TEST(Threads, ManyThreadsCreatingAndDestroyingContexts_StaleHandlesFailCleanly) 
     }
     for (std::thread &th : threads) th.join();
     for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+}
+
+// A call racing with the destruction of an object it names either completes as if it came
+// first, or returns INVALID_HANDLE: so every host callback whose qd_launch_host_fn succeeded
+// must have run by the time qd_context_destroy (which drains) returns.
+TEST(Threads, LaunchesRacingContextDestroy_EveryAcceptedCallbackRunsBeforeDestroyReturns) {
+    const int rounds = (int)scaled(40, 5);
+    for (int r = 0; r < rounds; ++r) {
+        qd_context c = 0;
+        qd_context_desc desc = make_desc(QD_BACKEND_CPU, 4, 2);
+        ASSERT_QD_OK(qd_context_create(&desc, &c));
+        qd_stream s = 0, def = 0;
+        ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+        ASSERT_QD_OK(qd_context_default_stream(c, &def));
+        std::atomic<uint64_t> ran{0}, accepted{0};
+        std::atomic<bool> stop{false};
+        Tally tally;
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t) {
+            threads.emplace_back([&, t] {
+                while (!stop.load()) {
+                    qd_stream target = t % 2 ? s : def;
+                    qd_status st = qd_launch_host_fn(target, &count_cb, &ran);
+                    if (st == QD_SUCCESS) accepted.fetch_add(1);
+                    else if (st != QD_ERROR_INVALID_HANDLE) tally.bad("launch_host_fn", st);
+                    if (st == QD_ERROR_INVALID_HANDLE) break;
+                }
+            });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2 + r % 5));
+        ASSERT_QD_OK(qd_context_destroy(c));
+        const uint64_t ran_at_destroy = ran.load();
+        stop.store(true);
+        for (std::thread &th : threads) th.join();
+        EXPECT_EQ(ran.load(), accepted.load()) << "round " << r << ": accepted callbacks that never ran";
+        EXPECT_EQ(ran_at_destroy, ran.load()) << "round " << r << ": callbacks ran after qd_context_destroy returned";
+        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    }
+}
+
+TEST(Threads, LaunchesRacingStreamDestroyAndRelease_EveryAcceptedCallbackRuns) {
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 4, 2);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    const int rounds = (int)scaled(200, 20);
+    std::atomic<uint64_t> ran{0}, accepted{0};
+    Tally tally;
+    for (int r = 0; r < rounds; ++r) {
+        qd_stream s = 0;
+        const bool lease = r % 2;
+        if (lease) {
+            ASSERT_QD_OK(qd_stream_acquire(c, &s));
+        } else {
+            ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+        }
+        std::atomic<bool> go{false};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 3; ++t) {
+            threads.emplace_back([&] {
+                while (!go.load()) std::this_thread::yield();
+                for (int i = 0; i < 200; ++i) {
+                    qd_status st = qd_launch_host_fn(s, &count_cb, &ran);
+                    if (st == QD_SUCCESS) accepted.fetch_add(1);
+                    else if (st == QD_ERROR_INVALID_HANDLE) break;
+                    else tally.bad("launch_host_fn", st);
+                }
+            });
+        }
+        go.store(true);
+        std::this_thread::yield();
+        qd_status st = lease ? qd_stream_release(s) : qd_stream_destroy(s);
+        if (st != QD_SUCCESS) tally.bad(lease ? "release" : "stream_destroy", st);
+        for (std::thread &th : threads) th.join();
+    }
+    EXPECT_QD_OK(qd_context_synchronize(c));
+    EXPECT_EQ(ran.load(), accepted.load()) << "accepted callbacks that never ran";
+    for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    EXPECT_EQ(get_stats(c).stream_pool_leased, 0u);
+    EXPECT_QD_OK(qd_context_destroy(c));
+}
+
+TEST(Threads, SynchronizeRacingContextDestroy_BothReturn) {
+    const int rounds = (int)scaled(20, 3);
+    for (int r = 0; r < rounds; ++r) {
+        qd_context c = 0;
+        qd_context_desc desc = make_desc(QD_BACKEND_CPU, 4, 2);
+        ASSERT_QD_OK(qd_context_create(&desc, &c));
+        qd_stream s = 0;
+        qd_event e = 0;
+        ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+        ASSERT_QD_OK(qd_event_create(c, 0, &e));
+        ASSERT_QD_OK(enqueue_sleep_us(s, 3000));
+        ASSERT_QD_OK(qd_event_record(s, e));
+        ASSERT_QD_OK(enqueue_sleep_us(s, 3000));
+        qd_status sync_stream = 1, sync_event = 1, sync_ctx = 1;
+        std::thread a([&] { sync_stream = qd_stream_synchronize(s); });
+        std::thread b([&] { sync_event = qd_event_synchronize(e); });
+        std::thread d([&] { sync_ctx = qd_context_synchronize(c); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        EXPECT_QD_OK(qd_context_destroy(c));
+        a.join();
+        b.join();
+        d.join();
+        for (qd_status st : {sync_stream, sync_event, sync_ctx})
+            EXPECT_TRUE(st == QD_SUCCESS || st == QD_ERROR_INVALID_HANDLE) << qd_status_name(st);
+    }
+}
+
+// Allocations racing qd_context_destroy: each either fails with INVALID_HANDLE or is registered
+// before destroy frees every registered block. A block that slipped in after that would leak;
+// LeakSanitizer (CI's ASan build) reports it.
+TEST(Threads, AllocationsRacingContextDestroy_NothingLeaks) {
+    const int rounds = (int)scaled(40, 5);
+    for (int r = 0; r < rounds; ++r) {
+        qd_context c = 0;
+        qd_context_desc desc = make_desc(QD_BACKEND_CPU, 4, 2);
+        ASSERT_QD_OK(qd_context_create(&desc, &c));
+        qd_stream s = 0;
+        ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+        Tally tally;
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t) {
+            threads.emplace_back([&, t] {
+                while (!stop.load()) {
+                    qd_status st;
+                    if (t % 2) {
+                        uint64_t a = 0;
+                        st = qd_mem_alloc_async(s, 4096, &a);
+                    } else {
+                        void *p = nullptr;
+                        st = qd_host_alloc(c, 4096, &p);
+                    }
+                    if (st == QD_ERROR_INVALID_HANDLE) break;
+                    if (st != QD_SUCCESS) tally.bad("alloc", st);
+                }
+            });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1 + r % 3));
+        ASSERT_QD_OK(qd_context_destroy(c));
+        stop.store(true);
+        for (std::thread &th : threads) th.join();
+        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    }
+}
+
+// Creations racing qd_context_destroy: each either fails with INVALID_HANDLE or makes a child
+// that destroy then invalidates ("every child handle then gives QD_ERROR_INVALID_HANDLE"). A
+// child registered after destroy's sweep would stay valid (and leak).
+TEST(Threads, CreationsRacingContextDestroy_EveryChildHandleIsInvalidAfterwards) {
+    const int rounds = (int)scaled(40, 5);
+    const std::string path = cpu_module_path();
+    for (int r = 0; r < rounds; ++r) {
+        qd_context c = 0;
+        qd_context_desc desc = make_desc(QD_BACKEND_CPU, 64, 2);
+        ASSERT_QD_OK(qd_context_create(&desc, &c));
+        qd_stream parent = 0;
+        ASSERT_QD_OK(qd_stream_create(c, nullptr, &parent));
+        Tally tally;
+        std::mutex made_mutex;
+        std::vector<std::pair<int, uint64_t>> made;  // (kind, handle)
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 6; ++t) {
+            threads.emplace_back([&, t] {
+                int i = 0;
+                while (!stop.load()) {
+                    uint64_t h = 0;
+                    qd_stream kid = 0;
+                    qd_status st;
+                    int kind = (t + i++) % 6;
+                    switch (kind) {
+                    case 0: st = qd_stream_create(c, nullptr, &h); break;
+                    case 1: st = qd_event_create(c, 0, &h); break;
+                    case 2: st = qd_stream_acquire(c, &h); break;
+                    case 3: st = qd_kernel_from_host_fn(c, [](const qd_host_kernel_info *, void *const *) { return 0; }, "k", &h); break;
+                    case 4: st = qd_stream_fork(parent, 1, &kid); h = kid; break;
+                    default: st = qd_module_load(c, path.data(), path.size(), &h); break;
+                    }
+                    if (st == QD_SUCCESS) {
+                        std::lock_guard<std::mutex> lock(made_mutex);
+                        made.emplace_back(kind, h);
+                    } else if (st == QD_ERROR_INVALID_HANDLE) {
+                        break;
+                    } else if (st != QD_ERROR_POOL_EXHAUSTED) {
+                        tally.bad("create", st);
+                    }
+                }
+            });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1 + r % 3));
+        ASSERT_QD_OK(qd_context_destroy(c));
+        stop.store(true);
+        for (std::thread &th : threads) th.join();
+        int still_valid = 0;
+        std::string first;
+        std::map<std::string, int> by_kind;
+        static const char *kind_names[] = {"qd_stream_create", "qd_event_create", "qd_stream_acquire",
+                                           "qd_kernel_from_host_fn", "qd_stream_fork", "qd_module_load"};
+        for (const auto &m : made) {
+            qd_status st;
+            switch (m.first) {
+            case 1: st = qd_event_query(m.second); break;
+            case 3: st = qd_kernel_destroy(m.second); break;
+            case 5: st = qd_module_unload(m.second); break;
+            default: st = qd_stream_query(m.second); break;
+            }
+            if (st != QD_ERROR_INVALID_HANDLE) {
+                ++still_valid;
+                ++by_kind[std::string(kind_names[m.first]) + " -> " + qd_status_name(st)];
+            }
+        }
+        for (const auto &k : by_kind) first += " [" + k.first + " x" + std::to_string(k.second) + "]";
+        EXPECT_EQ(still_valid, 0) << "round " << r << ": children of a destroyed context still valid:" << first;
+        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    }
 }

@@ -171,6 +171,16 @@ bool Flag::wait(std::chrono::milliseconds limit) const {
     return true;
 }
 
+bool wait_idle(qd_stream stream, std::chrono::milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        qd_status st = qd_stream_query(stream);
+        if (st == QD_SUCCESS) return true;
+        if (st != QD_NOT_READY || std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+}
+
 static void sleep_cb(void *user) {
     std::this_thread::sleep_for(std::chrono::microseconds((uintptr_t)user));
 }

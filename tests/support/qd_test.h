@@ -120,6 +120,11 @@ struct Flag {
     bool wait(std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) const;
 };
 
+// Polls qd_stream_query until the stream is idle (bounded); true if it became idle. Unlike a
+// Flag, this needs no host callback, so it also works while another stream's callback blocks
+// (CUDA runs the host functions of all streams on one thread).
+bool wait_idle(qd_stream stream, std::chrono::milliseconds limit = std::chrono::milliseconds(20000));
+
 // A host callback that does nothing (safe to pass with any user_data).
 inline void noop_host_fn(void *) {}
 

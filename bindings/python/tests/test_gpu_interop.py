@@ -3,7 +3,8 @@
 Each test skips, with the reason, when what it needs is missing: a CUDA device and driver (the
 qd CUDA backend), PyTorch with CUDA, cuda.core, or a PTX image of the test kernels. The image
 is found through $QD_TEST_PTX, else $QD_TEST_CUDA_KERNELS, else
-$QD_BUILD_DIR/tests/gpu/*.ptx; it must export qd_test_add_one(u64 int32_t *data, u32 n) and
+$QD_BUILD_DIR/tests/gpu/*.ptx, else it is compiled from tests/kernels/gpu_kernels.cu with
+nvcc -ptx when nvcc is available; it must export qd_test_add_one(u64 int32_t *data, u32 n) and
 qd_test_spin(u64 microseconds), the layout of tests/support/test_kernels.h.
 """
 
@@ -45,11 +46,28 @@ def _ptx_path() -> str:
     return ""
 
 
+def _nvcc_ptx(tmp: Path) -> str:
+    import shutil
+    import subprocess
+    nvcc = shutil.which("nvcc") or (
+        "/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if not nvcc:
+        return ""
+    out = tmp / "qd_py_gpu_kernels.ptx"
+    src = Path(__file__).resolve().parent / "kernels" / "gpu_kernels.cu"
+    done = subprocess.run([nvcc, "-ptx", "-arch=compute_75", str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    return str(out) if done.returncode == 0 else ""
+
+
 @pytest.fixture(scope="module")
-def ptx() -> str:
+def ptx(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = _ptx_path()
+    if not path and not CUDA_REASON:
+        path = _nvcc_ptx(tmp_path_factory.mktemp("ptx"))
     if not path:
-        pytest.skip("no PTX test image: set QD_TEST_PTX (or build tests/gpu with nvcc)")
+        pytest.skip("no PTX test image: set QD_TEST_PTX (or build tests/gpu, or put nvcc on "
+                    "the PATH)")
     if not Path(path).is_file():
         pytest.skip(f"QD_TEST_PTX={path} does not exist")
     return path

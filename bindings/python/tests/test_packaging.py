@@ -29,8 +29,15 @@ def test_pip_install_in_fresh_venv(tmp_path: Path) -> None:
     if made.returncode != 0:
         pytest.skip(f"cannot create a venv with {sys.executable}: {made.stderr.strip()[-300:]}")
     py = venv / "bin" / "python"
-    if _run([str(py), "-c", "import setuptools"]).returncode != 0:
-        pytest.skip("setuptools is not available to the venv (needed without build isolation)")
+    # Without build isolation the venv must already have the build backend: pip, setuptools,
+    # and (setuptools < 70.1) wheel. On Debian: python3-venv python3-setuptools python3-wheel.
+    probe = _run([str(py), "-c",
+                  "import setuptools, pip\n"
+                  "v = tuple(int(x) for x in setuptools.__version__.split('.')[:2])\n"
+                  "if v < (70, 1): import wheel\n"])
+    if probe.returncode != 0:
+        pytest.skip("the venv lacks pip/setuptools/wheel for --no-build-isolation: "
+                    + probe.stderr.strip().splitlines()[-1])
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env["PIP_NO_INDEX"] = "1"  # never reach for a package index
