@@ -132,8 +132,9 @@ typedef enum qd_backend {
 
 /** Stream creation flags (qd_stream_desc.flags). */
 enum qd_stream_flags {
-    /** The stream does not synchronise with the native legacy default stream (GPU). Accepted
-     *  and recorded on the CPU backend, which has no legacy stream. */
+    /** The stream does not synchronise with the native legacy default stream (GPU). Every qd
+     *  stream already behaves so (GPU streams are always created non-blocking, as in cuda.core),
+     *  so the flag only states it; the CPU backend has no legacy stream. */
     QD_STREAM_NON_BLOCKING = 1u << 0
 };
 

@@ -32,6 +32,7 @@ QD_API qd_status qd_event_destroy(qd_event event) {
     return api::guarded([&]() -> qd_status {
         std::shared_ptr<core::Object> removed;
         qd_status st = core::HandleTable::instance().remove(event, core::Tag::Event, &removed);
+        core::ResolveCache::local().forget(event);
         if (st == QD_SUCCESS)
             static_cast<Event &>(*removed).ctx->live_events.fetch_sub(1, std::memory_order_relaxed);
         return st;

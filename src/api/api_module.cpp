@@ -60,6 +60,7 @@ QD_API qd_status qd_module_unload(qd_module module) {
         std::shared_ptr<core::Object> removed;
         qd_status st = core::HandleTable::instance().remove(module, core::Tag::Module, &removed);
         if (st != QD_SUCCESS) return st;
+        core::ResolveCache::local().forget(module);
         auto &m = static_cast<Module &>(*removed);
         m.ctx->live_modules.fetch_sub(1, std::memory_order_relaxed);
         std::vector<uint64_t> kernels;
@@ -112,6 +113,7 @@ QD_API qd_status qd_kernel_destroy(qd_kernel kernel) {
     return api::guarded([&]() -> qd_status {
         std::shared_ptr<core::Object> removed;
         qd_status st = core::HandleTable::instance().remove(kernel, core::Tag::Kernel, &removed);
+        core::ResolveCache::local().forget(kernel);
         if (st == QD_SUCCESS)
             static_cast<Kernel &>(*removed).ctx->live_kernels.fetch_sub(1, std::memory_order_relaxed);
         return st;

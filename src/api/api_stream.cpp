@@ -64,7 +64,10 @@ QD_API qd_status qd_stream_destroy(qd_stream stream) {
                         s->kind == StreamKind::Leased ? "give it back with qd_stream_release"
                                                       : "it lives as long as its context");
         st = core::HandleTable::instance().remove(stream, core::Tag::Stream);
-        if (st == QD_SUCCESS) s->ctx->live_streams.fetch_sub(1, std::memory_order_relaxed);
+        if (st != QD_SUCCESS) return st;
+        s->ctx->live_streams.fetch_sub(1, std::memory_order_relaxed);
+        if (s->kind == StreamKind::Borrowed) s->impl->forget();
+        core::ResolveCache::local().forget(stream);
         // Dropping `s` returns at once; the backend keeps the native stream until its work ends.
         return st;
     });

@@ -95,6 +95,11 @@ class Stream {
     virtual int32_t priority() const = 0;
     // The native stream (CUstream / hipStream_t); 0 when the backend has none.
     virtual uint64_t native_handle() const { return 0; }
+    // Called when the handle of a borrowed (imported) stream is destroyed, directly or by its
+    // context's destroy. Its owner may destroy the native stream at once, so from here on the
+    // backend must never touch it again (no synchronize, query or destroy), even while this
+    // object is still referenced.
+    virtual void forget() {}
 };
 
 class Event {

@@ -98,6 +98,7 @@ qd_status Context::destroy(uint64_t handle) {
     // this thread or a racing one, fails here.
     st = table.remove(handle, Tag::Context);
     if (st != QD_SUCCESS) return st;
+    ResolveCache::local().forget(handle);
     ctx->tear_down();
     return QD_SUCCESS;
 }
@@ -185,7 +186,12 @@ void Context::tear_down() {
     const bool forked = fork_generation_ != fork_generation();
     // Children first: from here on every child handle is stale, so no new work can be queued
     // through the API; calls already past their lookup finish against live objects.
-    if (handle_) HandleTable::instance().remove_all_owned_by(handle_);
+    if (handle_) {
+        for (auto &obj : HandleTable::instance().remove_all_owned_by(handle_)) {
+            auto *s = dynamic_cast<Stream *>(obj.get());
+            if (s && s->kind == StreamKind::Borrowed) s->impl->forget();
+        }
+    }
     default_stream_.reset();
     if (forked) {
         // The parent's worker threads and driver state do not exist in this process; touching

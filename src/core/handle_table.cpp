@@ -163,7 +163,7 @@ void HandleTable::unreserve(uint32_t index) {
     release_slot_locked(slot, index);
 }
 
-void HandleTable::remove_all_owned_by(uint64_t owner) {
+std::vector<std::shared_ptr<Object>> HandleTable::remove_all_owned_by(uint64_t owner) {
     const uint32_t n = high_water_.load(std::memory_order_acquire);
     std::vector<std::shared_ptr<Object>> dropped;
     for (uint32_t i = 0; i < n; ++i) {
@@ -186,7 +186,7 @@ void HandleTable::remove_all_owned_by(uint64_t owner) {
             }
         }
     }
-    // `dropped` destroys the objects here, outside every slot lock.
+    return dropped;  // destroyed by the caller, outside every slot lock
 }
 
 void HandleTable::debug_set_generation(uint64_t handle, uint32_t generation) {

@@ -77,8 +77,8 @@ class HandleTable {
     void unreserve(uint32_t index);
 
     // Invalidate every live, non-reserved handle owned by `owner`, and disarm its reserved
-    // ones. Used by context destroy; the objects are destroyed before this returns.
-    void remove_all_owned_by(uint64_t owner);
+    // ones. Used by context destroy; the removed objects are handed back to the caller.
+    std::vector<std::shared_ptr<Object>> remove_all_owned_by(uint64_t owner);
 
     // --- Test hooks (not exported from libqd; white-box tests link the internal library).
     void debug_set_generation(uint64_t handle, uint32_t generation);

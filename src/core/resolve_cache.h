@@ -47,6 +47,13 @@ class ResolveCache {
         return nullptr;
     }
 
+    // Drop this thread's entry for a handle that was just destroyed, so the object goes at the
+    // next call rather than when the entry would age out.
+    void forget(uint64_t handle) {
+        for (unsigned i = 0; i < kWays; ++i)
+            if (handles_[i] == handle) evict(i);
+    }
+
     Object *insert(uint64_t handle, std::shared_ptr<Object> obj) {
         const unsigned i = next_++ % kWays;
         evict(i);

@@ -61,6 +61,7 @@ struct Fake {
     std::map<uint64_t, size_t> device_blocks;
     uint64_t next_address = 0x7000'0000'0000;
     int stream_destroys = 0;
+    int dead_stream_calls = 0;  // query/synchronize on a stream already destroyed
     std::vector<FakeLaunch> launches;
     std::string last_image;  // what module_load_data read (up to the NUL)
     int work_per_launch = 0;  // 1: launches leave the stream busy until synchronized
@@ -201,11 +202,13 @@ Result f_stream_destroy(gpu::NativeStream s) {
 Result f_stream_query(gpu::NativeStream s) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.streams.count(fs(s))) return ++g_fake.dead_stream_calls, 400;  // real: SIGSEGV
     return fs(s)->pending ? kNotReady : kOk;
 }
 Result f_stream_synchronize(gpu::NativeStream s) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.streams.count(fs(s))) return ++g_fake.dead_stream_calls, 400;  // real: SIGSEGV
     fs(s)->pending = 0;
     for (auto *e : g_fake.events)
         if (e->stream == fs(s)) e->pending = false;
@@ -529,13 +532,13 @@ TEST_F(GpuBackend, DeviceInfo_FromTheTable) {
     EXPECT_EQ(driver_->device_info(2, &info), QD_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(GpuBackend, Streams_FlagsAndClampedPriorities) {
+TEST_F(GpuBackend, Streams_AlwaysNonBlockingWithClampedPriorities) {
     auto nb = stream(QD_STREAM_NON_BLOCKING, 0);
-    auto blocking = stream(0, 0);
+    auto plain = stream(0, 0);  // no flag: still non-blocking (never tied to the legacy stream)
     auto urgent = stream(QD_STREAM_NON_BLOCKING, -9);
     auto lazy = stream(QD_STREAM_NON_BLOCKING, 3);
     EXPECT_EQ(fs(reinterpret_cast<gpu::NativeStream>(nb->native_handle()))->flags, 1u);
-    EXPECT_EQ(fs(reinterpret_cast<gpu::NativeStream>(blocking->native_handle()))->flags, 0u);
+    EXPECT_EQ(fs(reinterpret_cast<gpu::NativeStream>(plain->native_handle()))->flags, 1u);
     EXPECT_EQ(urgent->priority(), -5);
     EXPECT_EQ(lazy->priority(), 0);
     int32_t least = 1, greatest = 1;
@@ -567,6 +570,24 @@ TEST_F(GpuBackend, ImportedStream_IsForgottenNeverDestroyed) {
     }
     EXPECT_EQ(g_fake.stream_destroys, destroys + 1) << "an owned stream must be destroyed";
     EXPECT_EQ(f_stream_destroy(raw), kOk);  // the owner's job
+}
+
+// The bug this catches: a borrowed stream whose qd handle was destroyed stayed in the
+// context's synchronize list while something still referenced it, and context destroy called
+// cuStreamSynchronize on a native stream its owner (PyTorch) had already destroyed: SIGSEGV.
+TEST_F(GpuBackend, ForgottenImportedStream_IsNeverTouchedAfterItsOwnerDestroysIt) {
+    gpu::NativeStream raw = nullptr;
+    t_current = g_fake.primary;
+    ASSERT_EQ(f_stream_create(&raw, 1, 0), kOk);
+    std::shared_ptr<Stream> s;
+    ASSERT_EQ(ctx_->import_stream(reinterpret_cast<uintptr_t>(raw), &s), QD_SUCCESS);
+    s->forget();                             // the core does this when the handle is destroyed
+    ASSERT_EQ(f_stream_destroy(raw), kOk);   // the owner destroys it at once
+    const int dead_before = g_fake.dead_stream_calls;
+    EXPECT_EQ(ctx_->synchronize(), QD_SUCCESS) << qd::last_error_message();
+    s.reset();                               // the last reference goes later
+    EXPECT_EQ(ctx_->synchronize(), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(g_fake.dead_stream_calls, dead_before) << "qd touched a forgotten native stream";
 }
 
 TEST_F(GpuBackend, Import_PseudoStreamsAndForeignContexts_InvalidArgument) {

@@ -14,17 +14,19 @@ GpuContext::GpuContext(std::shared_ptr<DeviceContext> dc) : dc_(std::move(dc)) {
 
 GpuContext::~GpuContext() { dc_->attach_lost_state(nullptr); }
 
-// Streams honour QD_STREAM_NON_BLOCKING: with it the native stream does not synchronise with
-// the legacy NULL stream (the core asks for it for the default stream and the pool; see
-// README.md). The priority is clamped to the device's range and the applied one is read back.
+// Every qd stream is non-blocking: it never synchronises implicitly with the legacy NULL stream,
+// so work another library puts there cannot stall qd's streams, and qd orders work only
+// through what the caller asked for (events, fork/join). QD_STREAM_NON_BLOCKING is accepted and
+// changes nothing. The priority is clamped to the device's range and the applied one is read
+// back.
 qd_status GpuContext::create_stream(uint32_t flags, int32_t priority,
                                     std::shared_ptr<Stream> *out) {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
     dc_->run_deferred();
     const DriverTable &t = dc_->t;
     const int clamped = std::clamp<int>(priority, dc_->greatest_priority, dc_->least_priority);
-    const unsigned native_flags = (flags & QD_STREAM_NON_BLOCKING) ? t.stream_non_blocking_flag
-                                                                   : t.stream_default_flags;
+    (void)flags;
+    const unsigned native_flags = t.stream_non_blocking_flag;
     ScopedCurrent current(*dc_);
     if (!current.ok())
         return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),

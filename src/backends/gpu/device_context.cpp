@@ -157,7 +157,7 @@ std::vector<std::shared_ptr<GpuStream>> DeviceContext::live_streams() {
     std::lock_guard<std::mutex> lock(streams_mutex_);
     out.reserve(streams_.size());
     for (const auto &w : streams_)
-        if (auto s = w.lock()) out.push_back(std::move(s));
+        if (auto s = w.lock(); s && !s->forgotten()) out.push_back(std::move(s));
     return out;
 }
 
@@ -186,20 +186,19 @@ void DeviceContext::release(Kind kind, void *handle) {
     }
     ScopedCurrent current(*this);
     switch (kind) {
-    case Kind::owned_stream:
-    case Kind::borrowed_stream: {
+    case Kind::owned_stream: {
         auto stream = static_cast<NativeStream>(handle);
         // The driver defers the native release until the stream's work is done, but
         // Context::synchronize can no longer name this stream: leave an event behind for it.
         if (t.stream_query(stream) == t.not_ready) add_tail(stream);
-        if (kind == Kind::owned_stream) {
-            t.stream_destroy(stream);
-            counters.streams_destroyed.fetch_add(1, std::memory_order_relaxed);
-        } else {
-            counters.streams_forgotten.fetch_add(1, std::memory_order_relaxed);
-        }
+        t.stream_destroy(stream);
+        counters.streams_destroyed.fetch_add(1, std::memory_order_relaxed);
         break;
     }
+    case Kind::borrowed_stream:
+        // Never touched again: its owner may already have destroyed it (see Stream::forget).
+        counters.streams_forgotten.fetch_add(1, std::memory_order_relaxed);
+        break;
     case Kind::event:
         t.event_destroy(static_cast<NativeEvent>(handle));
         counters.events_destroyed.fetch_add(1, std::memory_order_relaxed);

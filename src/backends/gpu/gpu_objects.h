@@ -202,6 +202,9 @@ class GpuStream final : public Stream {
     int32_t priority() const override { return priority_; }
     uint64_t native_handle() const override { return reinterpret_cast<uintptr_t>(stream_); }
 
+    void forget() override { forgotten_.store(true, std::memory_order_release); }
+    bool forgotten() const { return forgotten_.load(std::memory_order_acquire); }
+
     NativeStream native() const { return stream_; }
     bool owned() const { return owned_; }
     const char *last_kernel() const { return last_kernel_.load(std::memory_order_relaxed); }
@@ -218,6 +221,7 @@ class GpuStream final : public Stream {
     const int32_t priority_;
     // Set on every launch (one relaxed store); points into DeviceContext's interned names.
     std::atomic<const char *> last_kernel_{nullptr};
+    std::atomic<bool> forgotten_{false};  // a borrowed stream whose handle is gone
 };
 
 class GpuEvent final : public Event {
