@@ -626,7 +626,12 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
 
 /** Queue a host callback: fn(user_data) runs on a host thread after all earlier work on stream,
  *  and later work waits for it. The callback must not call blocking qd functions on the same
- *  context (they return QD_ERROR_INVALID_OPERATION). If this call fails, fn is never called.
+ *  context (they return QD_ERROR_INVALID_OPERATION); on GPUs it must make no qd call that
+ *  reaches the driver (those return QD_ERROR_INVALID_OPERATION too). If this call fails, fn is
+ *  never called.
+ *  GPU: CUDA runs the callbacks of all streams on one driver thread, and an event record queued
+ *  behind a callback that has not returned yet is invisible until it does (queries report the
+ *  previous state, waits do not wait for it). Do not block in a callback to delay device work.
  *  - QD_ERROR_INVALID_ARGUMENT: fn is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */

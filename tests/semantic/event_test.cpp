@@ -72,6 +72,10 @@ TEST_P(EventTest, QueryAndSynchronize_BadHandles_AreInvalidHandle) {
 }
 
 TEST_P(EventTest, Query_PendingRecord_IsNotReadyThenSuccess) {
+    if (!is_cpu())
+        GTEST_SKIP() << "GPU: CUDA defers an event record queued behind a host function that has "
+                        "not returned, so this host-function gate cannot hold the record back; "
+                        "gpu_test checks the same ordering with device-side delays";
     qd_stream s = new_stream();
     qd_event e = new_event();
     Gate gate;

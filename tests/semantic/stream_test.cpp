@@ -354,6 +354,10 @@ TEST_P(StreamTest, WaitEvent_DelayedProducer_ConsumerSeesTheProducedData) {
 }
 
 TEST_P(StreamTest, WaitEvent_ReRecordedLater_DoesNotAffectTheEarlierWait) {
+    if (!is_cpu())
+        GTEST_SKIP() << "GPU: CUDA defers an event record queued behind a host function that has "
+                        "not returned, so this host-function gate cannot hold the record back; "
+                        "gpu_test checks the same ordering with device-side delays";
     qd_stream a = new_stream(), b = new_stream(), idle = new_stream();
     qd_event e = new_event();
     Gate gate;
