@@ -99,13 +99,8 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
     return api::guarded([&]() -> qd_status {
         Stream *s = nullptr;
         Event *e = nullptr;
-        qd_status st = core::resolve_usable(stream, &s);
-        if (st == QD_SUCCESS) st = core::resolve(event, &e);
+        qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
-        if (e->ctx != s->ctx)
-            return fail(QD_ERROR_WRONG_CONTEXT,
-                        "event 0x%016llx and stream 0x%016llx belong to different contexts",
-                        (unsigned long long)event, (unsigned long long)stream);
         return s->impl->wait(*e->impl);
     });
 }
