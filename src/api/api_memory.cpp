@@ -45,13 +45,13 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
         st = s->impl->mem_alloc(bytes, &a);
         if (st != QD_SUCCESS) return st;
         try {
-            s->ctx->allocs().insert(AllocRegistry::Kind::Device, a, bytes);
+            st = s->ctx->register_allocation(AllocRegistry::Kind::Device, a, bytes);
         } catch (...) {
-            s->impl->mem_free(a);
+            s->ctx->impl().mem_free_now(a);
             throw;
         }
-        *address = a;
-        return QD_SUCCESS;
+        if (st == QD_SUCCESS) *address = a;
+        return st;
     });
 }
 
@@ -106,13 +106,14 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
         st = c->impl().host_alloc(bytes, &p);
         if (st != QD_SUCCESS) return st;
         try {
-            c->allocs().insert(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(p), bytes);
+            st = c->register_allocation(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(p),
+                                        bytes);
         } catch (...) {
             c->impl().host_free(p);
             throw;
         }
-        *out = p;
-        return QD_SUCCESS;
+        if (st == QD_SUCCESS) *out = p;
+        return st;
     });
 }
 

@@ -112,8 +112,7 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
-        Stream *s = nullptr;
-        return c->stream_pool().acquire(&s, out);
+        return c->stream_pool().acquire(out);
     });
 }
 

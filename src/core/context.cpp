@@ -168,6 +168,20 @@ qd_status Context::adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out) {
     return QD_SUCCESS;
 }
 
+qd_status Context::register_allocation(AllocRegistry::Kind kind, uint64_t address,
+                                       uint64_t bytes) {
+    allocs_.insert(kind, address, bytes);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with tear_down(), as adopt()
+    if (!torn_down_.load(std::memory_order_relaxed)) return QD_SUCCESS;
+    if (allocs_.remove(kind, address) == QD_SUCCESS) {
+        if (kind == AllocRegistry::Kind::Device) impl_->mem_free_now(address);
+        else impl_->host_free(reinterpret_cast<void *>(address));
+    }
+    return fail(QD_ERROR_INVALID_HANDLE,
+                "context 0x%016llx was destroyed while the allocation was being made",
+                (unsigned long long)handle_);
+}
+
 qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, Event **e) {
     qd_status st = resolve_usable(stream, s);
     if (st == QD_SUCCESS) st = resolve(event, e);

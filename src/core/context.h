@@ -48,6 +48,10 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     // Registers a new child handle. A child created while the context is being destroyed is
     // removed again and the call fails, so no handle outlives its context.
     qd_status adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out);
+    // Registers an allocation the backend just made. If the context is being destroyed, the
+    // block is taken back out and freed (unless the destroy's sweep already took it, which then
+    // frees it) and the call fails, so nothing allocated during a destroy leaks.
+    qd_status register_allocation(AllocRegistry::Kind kind, uint64_t address, uint64_t bytes);
 
     uint64_t handle() const { return handle_; }
     qd_backend kind() const { return kind_; }

@@ -17,7 +17,7 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
     Context &ctx = *p->ctx;
     StreamPool &pool = ctx.stream_pool();
 
-    std::vector<Stream *> leases;
+    std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
     std::vector<uint64_t> handles;
     std::vector<backend::Stream *> impls;
     leases.reserve(n);
@@ -27,16 +27,16 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
         for (uint64_t h : handles) pool.release(h);
     };
     for (uint32_t i = 0; i < n; ++i) {
-        Stream *s = nullptr;
+        std::shared_ptr<Stream> s;
         uint64_t h;
-        st = pool.acquire(&s, &h);
+        st = pool.acquire(&h, &s);
         if (st != QD_SUCCESS) {
             const std::string reason = last_error_message();
             undo();
             return fail(st, "fork of %u streams: %s", n, reason.c_str());
         }
         impls.push_back(s->impl.get());
-        leases.push_back(s);
+        leases.push_back(std::move(s));
         handles.push_back(h);
     }
     st = link_streams(ctx.event_pool(), *p->impl, impls.data(), n);

@@ -63,7 +63,7 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
         prepared[i].stream_index = g;
     }
 
-    std::vector<Stream *> leases;
+    std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
     st = ctx.stream_pool().acquire_internal(uint32_t(groups.size()), &leases);
     if (st != QD_SUCCESS) return st;
     const uint32_t k = uint32_t(leases.size());

@@ -16,38 +16,38 @@ namespace qd::core {
 // Entry points
 // ---------------------------------------------------------------------------------------------
 
-qd_status StreamPool::acquire(Stream **stream, uint64_t *handle) {
-    Stream *s = nullptr;
-    qd_status st = take(&s);
-    if (st != QD_SUCCESS) return st;
+qd_status StreamPool::acquire(uint64_t *handle, std::shared_ptr<Stream> *keep) {
     HandleTable &table = HandleTable::instance();
+    Guard g(lock_);
+    // The lock is held until the handle is armed, so clear() cannot free the stream between
+    // taking it and arming its slot (lock order: pool, then slot).
+    Stream *s = nullptr;
+    qd_status st = take_locked(&s);
+    if (st != QD_SUCCESS) return st;
     while (!table.arm(s->pool_slot, handle)) {
-        bool cleared;
-        {
-            Guard g(lock_);
-            cleared = cleared_;
-        }
-        if (cleared) {
-            put(s);
-            return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
-        }
         // This stream's slot ran out of generations and was retired; give the stream a new one.
         st = table.reserve(Tag::Stream, ctx_.handle(), s->shared_from_this(), &s->pool_slot);
         if (st != QD_SUCCESS) {
-            put(s);
+            --outstanding_;
+            bump(leased_, -1);
+            free_.push_back(s);
             return st;
         }
     }
-    *stream = s;
+    if (keep) *keep = s->shared_from_this();
     return QD_SUCCESS;
 }
 
-qd_status StreamPool::acquire_internal(uint32_t want, std::vector<Stream *> *out) {
+qd_status StreamPool::acquire_internal(uint32_t want,
+                                       std::vector<std::shared_ptr<Stream>> *out) {
     out->clear();
-    for (uint32_t i = 0; i < want; ++i) {
-        Stream *s = nullptr;
-        if (take(&s) != QD_SUCCESS) break;
-        out->push_back(s);
+    {
+        Guard g(lock_);
+        for (uint32_t i = 0; i < want; ++i) {
+            Stream *s = nullptr;
+            if (take_locked(&s) != QD_SUCCESS) break;
+            out->push_back(s->shared_from_this());
+        }
     }
     if (!out->empty()) return QD_SUCCESS;
     return fail(QD_ERROR_POOL_EXHAUSTED,
@@ -64,26 +64,23 @@ qd_status StreamPool::release(uint64_t handle) {
     return QD_SUCCESS;
 }
 
-void StreamPool::release_internal(std::vector<Stream *> &streams) {
-    for (Stream *s : streams) put(s);
-    streams.clear();
+void StreamPool::release_internal(std::vector<std::shared_ptr<Stream>> &streams) {
+    for (auto &s : streams) put(s.get());
+    streams.clear();  // the caller's references go after put(): put never outlives them
 }
 
 void StreamPool::clear() {
-    std::vector<std::shared_ptr<Stream>> drop;
-    std::vector<uint32_t> slots;
+    std::vector<std::shared_ptr<Stream>> all;
     {
         Guard g(lock_);
         cleared_ = true;
         free_.clear();
-        for (auto &s : all_) slots.push_back(s->pool_slot);
-        retired_.swap(all_);
-        if (outstanding_ == 0) drop.swap(retired_);
+        all.swap(all_);
     }
     HandleTable &table = HandleTable::instance();
-    for (uint32_t slot : slots) table.unreserve(slot);
-    // `drop` releases the streams here (or the last put() does); their backends finish queued
-    // work before releasing the native streams.
+    for (auto &s : all) table.unreserve(s->pool_slot);
+    // `all` drops the pool's references here. Callers still using a lease (fork, parallel
+    // launch) hold their own; the backends finish queued work before releasing native streams.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -96,61 +93,44 @@ StreamPool::Guard::Guard(std::atomic_flag &f) : flag(f) {
 
 StreamPool::Guard::~Guard() { flag.clear(std::memory_order_release); }
 
-qd_status StreamPool::take(Stream **out) {
-    {
-        Guard g(lock_);
-        if (cleared_) return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
-        if (outstanding_ >= capacity_)
-            return fail(QD_ERROR_POOL_EXHAUSTED,
-                        "all %u streams of the pool are leased; release leases or raise "
-                        "qd_context_desc.stream_pool_size",
-                        capacity_);
+qd_status StreamPool::take_locked(Stream **out) {
+    if (cleared_) return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
+    if (outstanding_ >= capacity_)
+        return fail(QD_ERROR_POOL_EXHAUSTED,
+                    "all %u streams of the pool are leased; release leases or raise "
+                    "qd_context_desc.stream_pool_size",
+                    capacity_);
+    if (!free_.empty()) {
+        *out = free_.back();
+        free_.pop_back();
         ++outstanding_;
         bump(leased_, 1);
-        if (!free_.empty()) {
-            *out = free_.back();
-            free_.pop_back();
-            bump(hits_, 1);
-            return QD_SUCCESS;
-        }
-        bump(misses_, 1);
+        bump(hits_, 1);
+        return QD_SUCCESS;
     }
-    // Miss: create outside the lock (native stream creation takes microseconds).
+    // Miss: a native stream. Created under the pool lock: misses happen only until the pool
+    // has grown to its working size, and creating outside the lock would let clear() race it.
     std::shared_ptr<backend::Stream> impl;
     qd_status st = ctx_.impl().create_stream(QD_STREAM_NON_BLOCKING, 0, &impl);
-    std::shared_ptr<Stream> s;
-    if (st == QD_SUCCESS) {
-        // The stream holds its context; clear() breaks that cycle at context destroy.
-        s = std::make_shared<Stream>(ctx_.shared_from_this(), std::move(impl), StreamKind::Leased);
-        st = HandleTable::instance().reserve(Tag::Stream, ctx_.handle(), s, &s->pool_slot);
-    }
-    std::vector<std::shared_ptr<Stream>> drop;  // destroyed after the guard below
-    Guard g(lock_);
-    if (st != QD_SUCCESS || cleared_) {
-        --outstanding_;
-        bump(leased_, -1);
-        if (cleared_ && outstanding_ == 0) drop.swap(retired_);
-        if (st == QD_SUCCESS) {
-            HandleTable::instance().unreserve(s->pool_slot);
-            return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
-        }
-        return st;
-    }
+    if (st != QD_SUCCESS) return st;
+    // The stream holds its context; clear() breaks that cycle at context destroy.
+    auto s = std::make_shared<Stream>(ctx_.shared_from_this(), std::move(impl), StreamKind::Leased);
+    st = HandleTable::instance().reserve(Tag::Stream, ctx_.handle(), s, &s->pool_slot);
+    if (st != QD_SUCCESS) return st;
+    ++outstanding_;
+    bump(leased_, 1);
+    bump(misses_, 1);
+    bump(created_, 1);
     *out = s.get();
     all_.push_back(std::move(s));
-    bump(created_, 1);
     return QD_SUCCESS;
 }
 
 void StreamPool::put(Stream *stream) {
-    std::vector<std::shared_ptr<Stream>> drop;
     Guard g(lock_);
     --outstanding_;
     bump(leased_, -1);
-    if (cleared_) {
-        if (outstanding_ == 0) drop.swap(retired_);
-        return;  // `drop` is destroyed after the guard releases the lock
-    }
+    if (cleared_) return;  // the stream is gone from the pool; never touch it
     // LIFO reuse is safe: a stream's queue is in order, so the next holder's work runs after
     // the previous holder's and can never be overtaken by it.
     free_.push_back(stream);

@@ -28,16 +28,18 @@ class StreamPool {
   public:
     StreamPool(Context &ctx, uint32_t capacity) : ctx_(ctx), capacity_(capacity) {}
 
-    // One lease with a live handle (qd_stream_acquire, qd_stream_fork).
-    qd_status acquire(Stream **stream, uint64_t *handle);
+    // One lease with a live handle (qd_stream_acquire, qd_stream_fork). `keep` (optional)
+    // receives a reference for a caller that goes on using the stream, since a context destroy
+    // on another thread may clear the pool at any moment.
+    qd_status acquire(uint64_t *handle, std::shared_ptr<Stream> *keep = nullptr);
     // Leases without handles, for qd_launch_parallel: up to `want`, at least 1, fewer when the
     // pool has fewer free. QD_ERROR_POOL_EXHAUSTED when none is free.
-    qd_status acquire_internal(uint32_t want, std::vector<Stream *> *out);
+    qd_status acquire_internal(uint32_t want, std::vector<std::shared_ptr<Stream>> *out);
     // Give back a lease by handle (disarms it). QD_ERROR_INVALID_HANDLE when the handle is not
     // a live lease of this pool's context.
     qd_status release(uint64_t handle);
     // Give back handle-less leases.
-    void release_internal(std::vector<Stream *> &streams);
+    void release_internal(std::vector<std::shared_ptr<Stream>> &streams);
 
     // Drop every pooled stream (context destroy). Leases still held become stale handles.
     void clear();
@@ -54,7 +56,9 @@ class StreamPool {
         ~Guard();
         std::atomic_flag &flag;
     };
-    qd_status take(Stream **out);  // one free stream, or a new one
+    // One free stream, or a new one; called with lock_ held, which it may drop and retake
+    // around creating a native stream.
+    qd_status take_locked(Stream **out);
     void put(Stream *stream);
     // Written only under lock_; read by stats without it.
     static void bump(std::atomic<uint64_t> &c, int64_t d) {
@@ -66,9 +70,6 @@ class StreamPool {
     std::atomic_flag lock_ = ATOMIC_FLAG_INIT;      // guards free_, all_, outstanding_, cleared_
     std::vector<Stream *> free_;
     std::vector<std::shared_ptr<Stream>> all_;      // every stream the pool created (owners)
-    // After clear(): the streams, kept until the last outstanding lease comes back, because
-    // fork and parallel launch use leases by pointer while a destroy may run on another thread.
-    std::vector<std::shared_ptr<Stream>> retired_;
     uint32_t outstanding_ = 0;                      // leases held now
     bool cleared_ = false;
     std::atomic<uint64_t> created_{0}, leased_{0}, hits_{0}, misses_{0};
