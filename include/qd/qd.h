@@ -37,10 +37,15 @@
  *           this library does not know are ignored.
  *
  * Lost contexts. After a device fault (on the CPU backend: a host kernel returning non-zero),
- *           the context is lost: every later call that names it or one of its objects returns
- *           QD_ERROR_DEVICE_LOST, and the message names the kernel that faulted. Destroy,
- *           release and unload calls still release the object and return QD_SUCCESS, so
- *           cleanup always works.
+ *           the context is lost: every later call that names it or one of its objects and
+ *           would touch the device returns QD_ERROR_DEVICE_LOST, and the message names the
+ *           kernel that faulted. Two groups keep working, so programs can report and clean up:
+ *           queries of qd's own bookkeeping (qd_context_get_stats, qd_stream_get_context,
+ *           qd_stream_get_priority, qd_stream_priority_range, qd_stream_get_active,
+ *           qd_stream_set_active), and cleanup (every *_destroy, qd_stream_release,
+ *           qd_module_unload, qd_host_free), which releases the object and returns
+ *           QD_SUCCESS. qd_mem_free_async does touch the device and returns
+ *           QD_ERROR_DEVICE_LOST; context destroy frees such blocks.
  *
  * Fork.     A context created before fork() returns QD_ERROR_FORKED from every call in the
  *           child (destroy calls only forget it there). Contexts created in the child work.
