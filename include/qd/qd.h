@@ -160,7 +160,11 @@ typedef struct qd_context_desc {
     uint32_t device;             /**< device ordinal; must be 0 on the CPU backend */
     uint32_t stream_pool_size;   /**< most streams leased at once; 0 = 32; at most 4096 */
     uint32_t event_pool_size;    /**< fork/join events kept for reuse; 0 = 256 */
-    uint32_t cpu_worker_threads; /**< CPU backend worker threads; 0 = max(2, cores); at most 256 */
+    uint32_t cpu_worker_threads; /**< CPU backend worker threads; 0 = max(2, CPUs this process
+                                      may use); at most 256. With one worker per usable CPU the
+                                      workers are pinned one per CPU; the environment variable
+                                      QD_CPU_PIN_WORKERS=0 (read with secure_getenv) turns that
+                                      off, e.g. for a host thread that polls in a tight loop. */
     uint32_t flags;              /**< reserved, must be 0 */
     uint32_t reserved;           /**< must be 0 */
 } qd_context_desc;

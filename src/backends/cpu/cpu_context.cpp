@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_context.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -22,11 +24,23 @@ constexpr uint32_t kMaxWorkerThreads = 256;
 
 qd_status fail_destroyed() { return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed"); }
 
+// The CPUs this process may run on (taskset, cpusets), not the machine's: more workers than
+// usable CPUs only float and contend, and worker pinning applies only when the counts match.
+uint32_t usable_cpus() {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+        const int n = CPU_COUNT(&allowed);
+        if (n > 0) return uint32_t(n);
+    }
+    return std::thread::hardware_concurrency();
+}
+
 }  // namespace
 
 qd_status CpuContext::create(uint32_t worker_threads, std::unique_ptr<Context> *out) {
     uint32_t threads = worker_threads;
-    if (threads == 0) threads = std::max(2u, std::thread::hardware_concurrency());
+    if (threads == 0) threads = std::max(2u, usable_cpus());
     threads = std::min(threads, kMaxWorkerThreads);
     std::unique_ptr<CpuContext> context(new CpuContext());
     try {
