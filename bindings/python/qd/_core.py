@@ -779,6 +779,27 @@ class _ActiveStreamScope:
 # ----------------------------------------------------------------------------------------------
 
 
+class _ContextChild:
+    """What every object a context owns (Stream, Event, Module, Kernel) answers alike."""
+
+    __slots__ = ()
+
+    @property
+    def handle(self) -> int:
+        """The qd handle (0 once closed)."""
+        return self._h  # type: ignore[attr-defined]
+
+    @property
+    def context(self) -> "Context":
+        """The context the object belongs to."""
+        return self._ctx  # type: ignore[attr-defined]
+
+    @property
+    def closed(self) -> bool:
+        """Whether the object was closed (destroyed, released, unloaded, or its context closed)."""
+        return not self._h  # type: ignore[attr-defined]
+
+
 class StreamKind(enum.Enum):
     """What a Stream wrapper owns, which decides what ``close()`` does."""
 
@@ -792,7 +813,7 @@ class StreamKind(enum.Enum):
 _OWNED, _LEASED, _BORROWED = StreamKind.OWNED, StreamKind.LEASED, StreamKind.BORROWED
 
 
-class Stream:
+class Stream(_ContextChild):
     """A qd stream: an in-order queue of work; different streams run concurrently.
 
     Make one with ``Context.create_stream`` (owned), ``Context.acquire_stream`` (a pool lease),
@@ -814,24 +835,9 @@ class Stream:
     # -- identity ---------------------------------------------------------------------------
 
     @property
-    def handle(self) -> int:
-        """The qd_stream handle (0 once closed)."""
-        return self._h
-
-    @property
-    def context(self) -> Context:
-        """The context the stream belongs to."""
-        return self._ctx
-
-    @property
     def kind(self) -> StreamKind:
         """What this wrapper owns (StreamKind), which decides what ``close()`` does."""
         return self._kind
-
-    @property
-    def closed(self) -> bool:
-        """Whether the stream was closed (destroyed, released, joined or forgotten)."""
-        return not self._h
 
     def __repr__(self) -> str:
         state = "closed" if not self._h else f"{self._h:#x}"
@@ -1089,7 +1095,7 @@ def _new_stream(ctx: Context, handle: int, kind: StreamKind, owner: Any = None,
 # ----------------------------------------------------------------------------------------------
 
 
-class Event:
+class Event(_ContextChild):
     """A qd event: a completion marker recorded on a stream (``Context.create_event``).
 
     ``end - start`` (two timing events) is ``start.elapsed_ms(end)``.
@@ -1101,24 +1107,9 @@ class Event:
         raise TypeError("make events with Context.create_event()")
 
     @property
-    def handle(self) -> int:
-        """The qd_event handle (0 once closed)."""
-        return self._h
-
-    @property
-    def context(self) -> Context:
-        """The context the event belongs to."""
-        return self._ctx
-
-    @property
     def timing(self) -> bool:
         """Whether the event records timestamps (created with ``timing=True``)."""
         return self._timing
-
-    @property
-    def closed(self) -> bool:
-        """Whether the event was closed."""
-        return not self._h
 
     def __repr__(self) -> str:
         state = "closed" if not self._h else f"{self._h:#x}"
@@ -1220,7 +1211,7 @@ class Event:
 # ----------------------------------------------------------------------------------------------
 
 
-class Module:
+class Module(_ContextChild):
     """A loaded module (``Context.load_module``). ``close()`` unloads it, which closes every
     Kernel taken from it; queued work keeps the code alive until it completes."""
 
@@ -1228,21 +1219,6 @@ class Module:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("load modules with Context.load_module()")
-
-    @property
-    def handle(self) -> int:
-        """The qd_module handle (0 once unloaded)."""
-        return self._h
-
-    @property
-    def context(self) -> Context:
-        """The context the module belongs to."""
-        return self._ctx
-
-    @property
-    def closed(self) -> bool:
-        """Whether the module was unloaded."""
-        return not self._h
 
     def __repr__(self) -> str:
         return f"<qd.Module {'closed' if not self._h else hex(self._h)}>"
@@ -1318,7 +1294,7 @@ def kernel_arg(args: Any, index: int, ctype: Any = c_uint64) -> Any:
     return ctype.from_address(args[index]).value
 
 
-class Kernel:
+class Kernel(_ContextChild):
     """A kernel: from ``Module.get_kernel`` or ``Kernel.from_host_fn`` (CPU only).
 
     Launch it with ``kernel.launch(*args, grid=, block=, stream=)``, or pre-pack a launch with
@@ -1391,24 +1367,9 @@ class Kernel:
         return _new_kernel(ctx, out, name or "", None)
 
     @property
-    def handle(self) -> int:
-        """The qd_kernel handle (0 once closed)."""
-        return self._h
-
-    @property
     def name(self) -> str:
         """The kernel name (the symbol, or the host function's name)."""
         return self._name
-
-    @property
-    def context(self) -> Context:
-        """The context the kernel belongs to."""
-        return self._ctx
-
-    @property
-    def closed(self) -> bool:
-        """Whether the kernel (or its module) was closed."""
-        return not self._h
 
     def __repr__(self) -> str:
         return f"<qd.Kernel {self._name!r} {'closed' if not self._h else hex(self._h)}>"
