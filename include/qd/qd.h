@@ -579,9 +579,14 @@ QD_API qd_status qd_module_unload(qd_module module);
 /** Find a kernel in a module by name (CPU: the exported symbol; CUDA: the function name).
  *  Each call returns a new handle; destroy it with qd_kernel_destroy or let qd_module_unload do
  *  it.
+ *  GPU: the kernel's code is loaded onto the device here, not at its first launch, so qd_launch
+ *  never waits for a code load. Under the driver's lazy module loading (CUDA's default) that
+ *  load may wait for work already in flight in the context, so get kernels before queueing
+ *  work that waits on the host (e.g. a kernel polling a host flag).
  *  - QD_ERROR_INVALID_ARGUMENT: name or out is NULL.
  *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or unloaded.
  *  - QD_ERROR_NOT_FOUND: the module has no kernel of that name.
+ *  - QD_ERROR_INVALID_IMAGE: (GPU) the driver could not load the kernel's code on this device.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_kernel_get(qd_module module, const char *name, qd_kernel *out);
 

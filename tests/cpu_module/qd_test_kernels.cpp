@@ -16,5 +16,6 @@ QDT_EXPORT int32_t qd_test_add_value(const qd_host_kernel_info *i, void *const *
 QDT_EXPORT int32_t qd_test_append_log(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::append_log(i, a); }
 QDT_EXPORT int32_t qd_test_count_mismatches(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::count_mismatches(i, a); }
 QDT_EXPORT int32_t qd_test_check_blob(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::check_blob(i, a); }
+QDT_EXPORT int32_t qd_test_wait_flag(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::wait_flag(i, a); }
 QDT_EXPORT int32_t qd_test_fault(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::fault(i, a); }
 

@@ -47,6 +47,7 @@ struct FakeEvent {
 struct FakeLaunch {
     std::vector<void *> params;
     std::string kernel;
+    bool code_loaded = false;  // func_load had loaded the kernel before this launch
 };
 
 struct Fake {
@@ -63,6 +64,7 @@ struct Fake {
     int stream_destroys = 0;
     int dead_stream_calls = 0;  // query/synchronize on a stream already destroyed
     std::vector<FakeLaunch> launches;
+    std::set<std::string> loaded_functions;  // by func_load
     std::string last_image;  // what module_load_data read (up to the NUL)
     int work_per_launch = 0;  // 1: launches leave the stream busy until synchronized
 
@@ -87,6 +89,7 @@ struct Fake {
         retains = 0;
         stream_destroys = 0;
         launches.clear();
+        loaded_functions.clear();
         last_image.clear();
         work_per_launch = 0;
         calls = 0;
@@ -292,6 +295,12 @@ Result f_module_get_function(gpu::NativeFunction *f, gpu::NativeModule, const ch
         }
     return kNotFound;
 }
+Result f_func_load(gpu::NativeFunction f) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.loaded_functions.insert(reinterpret_cast<const Param2 *>(f)->name);
+    return kOk;
+}
 Result f_module_unload(gpu::NativeModule m) {
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     if (!g_fake.modules.erase(reinterpret_cast<std::string *>(m))) return 400;
@@ -312,6 +321,7 @@ Result f_launch(gpu::NativeFunction f, unsigned, unsigned, unsigned, unsigned, u
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     FakeLaunch l;
     l.kernel = p->name;
+    l.code_loaded = g_fake.loaded_functions.count(p->name) != 0;
     for (size_t i = 0; i < p->sizes.size(); ++i) l.params.push_back(params[i]);
     g_fake.launches.push_back(l);
     fs(s)->pending += g_fake.work_per_launch;
@@ -426,6 +436,7 @@ gpu::DriverTable fake_table() {
     t.module_get_function = f_module_get_function;
     t.module_unload = f_module_unload;
     t.func_get_param_info = f_param_info;
+    t.func_load = f_func_load;
     t.launch_kernel = f_launch;
     t.launch_host_func = f_launch_host_func;
     t.mem_alloc_async = f_mem_alloc_async;
@@ -510,6 +521,7 @@ TEST(GpuDriverTable, MissingRequiredEntry_BackendUnavailableNamingIt) {
     t = fake_table();
     t.func_get_param_info = nullptr;
     t.stream_get_ctx = nullptr;
+    t.func_load = nullptr;
     EXPECT_EQ(gpu::first_missing(t), gpu::Fn::count);
 }
 
@@ -613,6 +625,36 @@ TEST_F(GpuBackend, Launch_ParamsPointAtTheCallersData_NoCopy) {
     ASSERT_EQ(g_fake.launches.size(), 1u);
     EXPECT_EQ(g_fake.launches[0].params[0], &a);
     EXPECT_EQ(g_fake.launches[0].params[1], &b);
+}
+
+// Under lazy module loading a kernel's first launch would load its code, and that load may wait
+// for the whole context: the launch would block, or deadlock behind a kernel that waits on the
+// host. get_kernel loads the code, so no launch ever does.
+TEST_F(GpuBackend, KernelGet_LoadsTheCode_SoNoLaunchHasTo) {
+    auto s = stream();
+    auto k = kernel("k0");
+    EXPECT_EQ(g_fake.loaded_functions.count("k0"), 1u) << "get_kernel left the code unloaded";
+    ASSERT_EQ(s->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS) << qd::last_error_message();
+    ASSERT_EQ(g_fake.launches.size(), 1u);
+    EXPECT_TRUE(g_fake.launches[0].code_loaded);
+}
+
+TEST_F(GpuBackend, KernelGet_CodeLoadFails_ErrorNamesTheDriverCall_NoKernel) {
+    std::shared_ptr<Module> m;
+    const char ptx[] = "// fake ptx";
+    ASSERT_EQ(ctx_->load_module(ptx, sizeof ptx, &m), QD_SUCCESS) << qd::last_error_message();
+    // get_kernel makes two counted calls: find the function, then load it. Fail the load.
+    g_fake.fail_at = g_fake.calls + 2;
+    g_fake.fail_code = kOutOfMemory;
+    std::shared_ptr<Kernel> k;
+    EXPECT_EQ(m->get_kernel("k0", &k), QD_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(k, nullptr);
+    EXPECT_NE(std::string(qd::last_error_message()).find("func_load"), std::string::npos)
+        << qd::last_error_message();
+    g_fake.fail_at = g_fake.calls + 2;
+    g_fake.fail_code = 12345;  // no rule: the call's fallback
+    EXPECT_EQ(m->get_kernel("k0", &k), QD_ERROR_INVALID_IMAGE);
+    EXPECT_FALSE(ctx_->lost_state().lost());
 }
 
 TEST_F(GpuBackend, Launch_ArgumentsNotMatchingTheParameters_RefusedBeforeTheDriver) {

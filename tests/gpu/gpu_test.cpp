@@ -256,6 +256,42 @@ TEST_F(Gpu, Launch_EmptyKernelsWith0_1_8_16Parameters) {
 // Modules
 // ---------------------------------------------------------------------------------------------
 
+// Under CUDA's lazy module loading a kernel's code is loaded by its first launch unless someone
+// loads it earlier, and that load may wait for the whole context. qd_kernel_get loads it, so
+// a first launch runs while another stream holds a kernel that waits on the host. Before the
+// fix, the launch blocked until the waiting kernel gave up (timed_out).
+TEST_F(Gpu, KernelFirstLaunch_WhileAKernelWaitsOnTheHost_NeitherBlocksNorWaits) {
+    // A module of its own, so none of its kernels has been launched in this process.
+    qd_module fresh = 0;
+    QD_OK(qd_module_load(ctx_, cubin_.data(), cubin_.size(), &fresh));
+    qd_kernel write = 0, wait_flag = 0;
+    QD_OK(qd_kernel_get(fresh, "gpu_write_value", &write));
+    QD_OK(qd_kernel_get(module_, "qd_test_wait_flag", &wait_flag));
+    uint32_t *words = host<uint32_t>(2);
+    uint64_t *out = host<uint64_t>(1);
+    words[0] = words[1] = 0;
+    out[0] = 0;
+    qd_stream gated = 0, other = 0;
+    QD_OK(qd_stream_create(ctx_, nullptr, &gated));
+    QD_OK(qd_stream_create(ctx_, nullptr, &other));
+    uint64_t words_addr = addr(words), timeout_us = 5000000;  // gives up after 5 s
+    QD_OK(launch(gated, wait_flag, {{&words_addr, 8}, {&timeout_us, 8}}));
+    uint64_t value = 99, out_addr = addr(out);
+    Clock::time_point start = Clock::now();
+    QD_OK(launch(other, write, {{&out_addr, 8}, {&value, 8}}));
+    QD_OK(qd_stream_synchronize(other));
+    double waited_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    EXPECT_EQ(out[0], 99u);
+    EXPECT_EQ(__atomic_load_n(&words[1], __ATOMIC_ACQUIRE), 0u)
+        << "the first launch waited " << waited_ms << " ms, until the gated kernel gave up";
+    __atomic_store_n(&words[0], 1u, __ATOMIC_RELEASE);
+    QD_OK(qd_stream_synchronize(gated));
+    EXPECT_EQ(__atomic_load_n(&words[1], __ATOMIC_ACQUIRE), 1u) << "the gate timed out";
+    QD_OK(qd_stream_destroy(gated));
+    QD_OK(qd_stream_destroy(other));
+    QD_OK(qd_module_unload(fresh));
+}
+
 TEST_F(Gpu, ModuleLoad_PtxCubinAndFatbinAllLoadAndRun) {
     std::vector<char> ptx = read_file(ptx_path());
     std::vector<char> fatbin = read_file(fatbin_path());

@@ -110,6 +110,21 @@ __global__ void qd_test_fault() {
     if (first_thread_of_grid()) *reinterpret_cast<volatile uint32_t *>(uintptr_t{0x10}) = 1;
 }
 
+// (u64 uint32_t* words, u64 timeout_us): wait until the host sets words[0] (pinned host memory,
+// read through the system), or the timeout passes; then words[1] = 1 (opened) or 2 (timed out).
+__global__ void qd_test_wait_flag(uint64_t words, uint64_t timeout_us) {
+    if (!first_thread_of_grid()) return;
+    volatile uint32_t *w = reinterpret_cast<volatile uint32_t *>(words);
+    const uint64_t start = global_ns(), limit = timeout_us * 1000;
+    bool opened = false;
+    while (!(opened = w[0] != 0) && global_ns() - start < limit) {
+        __nanosleep(1000);
+    }
+    __threadfence_system();
+    w[1] = opened ? 1u : 2u;
+    __threadfence_system();
+}
+
 // ---- GPU suite and benchmarks --------------------------------------------------------------
 
 // (u64 uint64_t* data, u32 n): data[i] += 1 (grid-stride over x).

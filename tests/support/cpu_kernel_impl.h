@@ -121,6 +121,22 @@ inline int32_t check_blob(const qd_host_kernel_info *info, void *const *args) {
     return 0;
 }
 
+// (u64 uint32_t* words, u64 timeout_us): wait until the host sets words[0], or the timeout
+// passes; then words[1] = 1 (opened by the host) or 2 (timed out). The words are shared with
+// the host thread, so they are read and written atomically.
+inline int32_t wait_flag(const qd_host_kernel_info *info, void *const *args) {
+    if (!first_thread_of_grid(info)) return 0;
+    uint32_t *words = ptr<uint32_t>(args, 0);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(arg<uint64_t>(args, 1));
+    bool opened = false;
+    while (!(opened = __atomic_load_n(&words[0], __ATOMIC_ACQUIRE) != 0) &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    __atomic_store_n(&words[1], opened ? 1u : 2u, __ATOMIC_RELEASE);
+    return 0;
+}
+
 // () a device fault: a CPU kernel that returns non-zero.
 inline int32_t fault(const qd_host_kernel_info *, void *const *) { return 7; }
 

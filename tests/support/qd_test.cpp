@@ -162,6 +162,53 @@ bool Gate::wait_entered(std::chrono::milliseconds limit) const {
     return poll_until(state_->entered, limit);
 }
 
+DeviceGate::DeviceGate(qd_context ctx, qd_kernel wait_flag, std::chrono::milliseconds auto_open)
+    : ctx_(ctx), kernel_(wait_flag), auto_open_(auto_open) {
+    void *p = nullptr;
+    qd_status st = qd_host_alloc(ctx_, 2 * sizeof(uint32_t), &p);
+    EXPECT_EQ(st, QD_SUCCESS) << qd_last_error_message();
+    if (st != QD_SUCCESS) return;
+    words_ = static_cast<uint32_t *>(p);
+    __atomic_store_n(&words_[0], 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&words_[1], 0u, __ATOMIC_RELEASE);
+}
+
+DeviceGate::~DeviceGate() {
+    if (!words_) return;
+    open();
+    if (enqueued_) {
+        auto deadline = std::chrono::steady_clock::now() + auto_open_ + std::chrono::seconds(20);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                ADD_FAILURE() << "a device gate kernel never finished; leaking its memory";
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+    }
+    (void)qd_host_free(ctx_, words_);
+}
+
+qd_status DeviceGate::enqueue(qd_stream stream) {
+    if (!words_) return QD_ERROR_OUT_OF_MEMORY;
+    uint64_t timeout_us = static_cast<uint64_t>(auto_open_.count()) * 1000;
+    qd_status st = launch_wait_flag(stream, kernel_, (uint64_t)(uintptr_t)words_, timeout_us);
+    if (st == QD_SUCCESS) enqueued_ = true;
+    return st;
+}
+
+void DeviceGate::open() {
+    if (words_) __atomic_store_n(&words_[0], 1u, __ATOMIC_RELEASE);
+}
+
+bool DeviceGate::done() const {
+    return words_ && __atomic_load_n(&words_[1], __ATOMIC_ACQUIRE) != 0;
+}
+
+bool DeviceGate::timed_out() const {
+    return words_ && __atomic_load_n(&words_[1], __ATOMIC_ACQUIRE) == 2;
+}
+
 bool Flag::wait(std::chrono::milliseconds limit) const {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (!is_set()) {

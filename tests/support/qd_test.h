@@ -110,6 +110,37 @@ class Gate {
     bool enqueued_ = false;
 };
 
+// A gate made of device work: the wait_flag test kernel polls a word of pinned host memory until
+// the test calls open(). Unlike Gate it needs no host callback, so it holds a stream back the same
+// way on every backend: on CUDA an event record queued behind a host function that has not
+// returned is deferred by the driver, but one queued behind a running kernel is not. If the test
+// never opens it, the kernel gives up after `auto_open` and says so (timed_out()), so a broken
+// library fails the test instead of hanging it.
+//
+// Get every kernel a test needs before enqueueing the gate (qd.h, qd_kernel_get: a GPU code load
+// may wait for work in flight).
+class DeviceGate {
+  public:
+    DeviceGate(qd_context ctx, qd_kernel wait_flag,
+               std::chrono::milliseconds auto_open = std::chrono::milliseconds(10000));
+    // Opens the gate and waits (bounded) for the kernel to finish before freeing the words.
+    ~DeviceGate();
+    DeviceGate(const DeviceGate &) = delete;
+    DeviceGate &operator=(const DeviceGate &) = delete;
+
+    qd_status enqueue(qd_stream stream);
+    void open();
+    bool done() const;       // the kernel finished
+    bool timed_out() const;  // it finished because nobody opened it
+
+  private:
+    qd_context ctx_;
+    qd_kernel kernel_;
+    std::chrono::milliseconds auto_open_;
+    uint32_t *words_ = nullptr;  // [0] open flag (host writes), [1] verdict (kernel writes)
+    bool enqueued_ = false;
+};
+
 // A flag a host callback sets: proves that everything queued before it on a stream has run.
 struct Flag {
     std::atomic<int> value{0};

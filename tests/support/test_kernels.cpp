@@ -129,6 +129,11 @@ qd_status launch_add_value(qd_stream s, qd_kernel k, uint64_t dst, uint64_t src,
     return qd_launch(s, k, nullptr, args, 3);
 }
 
+qd_status launch_wait_flag(qd_stream s, qd_kernel k, uint64_t words, uint64_t timeout_us) {
+    qd_arg args[2] = {{&words, sizeof words}, {&timeout_us, sizeof timeout_us}};
+    return qd_launch(s, k, nullptr, args, 2);
+}
+
 qd_status launch_append_log(qd_stream s, qd_kernel k, uint64_t log, uint32_t value) {
     qd_arg args[2] = {{&log, sizeof log}, {&value, sizeof value}};
     return qd_launch(s, k, nullptr, args, 2);

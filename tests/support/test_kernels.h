@@ -29,7 +29,8 @@ namespace qdt {
     X(append_log, "qd_test_append_log")       /* (u64 u32* log, u32 value)                 */ \
     X(count_mismatches, "qd_test_count_mismatches") /* (u64 u32* v, u32 n, u32 base, u64 u32* out) */ \
     X(check_blob, "qd_test_check_blob")       /* (u64 u64* out, u32 index, blob)           */ \
-    X(fault, "qd_test_fault")                 /* () device fault                           */
+    X(fault, "qd_test_fault")                 /* () device fault                           */ \
+    X(wait_flag, "qd_test_wait_flag")         /* (u64 u32* words, u64 timeout_us)          */
 
 // The checksum qd_test_check_blob stores: FNV-1a 64 over the blob, xor index.
 uint64_t blob_checksum(const uint8_t *blob, uint32_t index);
@@ -76,6 +77,8 @@ qd_status launch_spin_write(qd_stream s, qd_kernel k, uint64_t dst, uint32_t val
                             uint64_t microseconds);
 qd_status launch_add_value(qd_stream s, qd_kernel k, uint64_t dst, uint64_t src, uint32_t add);
 qd_status launch_append_log(qd_stream s, qd_kernel k, uint64_t log, uint32_t value);
+// (words[0]: the host's "open" flag, words[1]: the kernel's verdict, 1 opened / 2 timed out)
+qd_status launch_wait_flag(qd_stream s, qd_kernel k, uint64_t words, uint64_t timeout_us);
 qd_status launch_count_mismatches(qd_stream s, qd_kernel k, uint64_t vals, uint32_t n,
                                   uint32_t base, uint64_t out);
 

@@ -179,6 +179,7 @@ constexpr Binding kBindings[] = {
     {Fn::module_get_function, {"cuModuleGetFunction"}},
     {Fn::module_unload, {"cuModuleUnload"}},
     {Fn::func_get_param_info, {"cuFuncGetParamInfo"}},
+    {Fn::func_load, {"cuFuncLoad"}},
     {Fn::launch_kernel, {"cuLaunchKernel"}},
     {Fn::launch_host_func, {"cuLaunchHostFunc"}},
     {Fn::mem_alloc_async, {"cuMemAllocAsync"}},

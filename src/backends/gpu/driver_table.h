@@ -76,6 +76,9 @@ using HostFn = void (*)(void *user_data);    // CUhostFn / hipHostFn_t
     /* optional: without it launch arguments are not checked against the kernel's parameters */ \
     X(func_get_param_info, false, (NativeFunction function, size_t index, size_t *offset,      \
                                    size_t *size))                                              \
+    /* optional: without it a kernel's code is loaded by its first launch, which under the */  \
+    /* driver's lazy loading may wait for work in flight (see GpuModule::get_kernel) */         \
+    X(func_load, false, (NativeFunction function))                                             \
     X(launch_kernel, true,                                                                     \
       (NativeFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,             \
        unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_mem_bytes,        \

@@ -161,6 +161,17 @@ qd_status GpuModule::get_kernel(const char *name, std::shared_ptr<Kernel> *out) 
         return st;
     }
 
+    // Load the kernel's code now. Under the driver's lazy loading (the default since CUDA 12.3)
+    // the code is otherwise loaded by the kernel's first launch, and that load may wait for
+    // every piece of work in flight in the context: a launch that silently synchronises, or
+    // deadlocks against a kernel waiting on the host. qd_launch must never block, so the wait,
+    // if any, happens here, where qd.h documents it.
+    if (t.func_load) {
+        Result lr = t.func_load(function);
+        if (lr != t.success)
+            return dc_->fail_call(lr, QD_ERROR_INVALID_IMAGE, Fn::func_load, nullptr);
+    }
+
     // Describe the parameters once, so every launch can check its arguments cheaply. A driver
     // that cannot (no entry, or an error other than "index past the end") leaves them unknown.
     std::vector<uint32_t> sizes;
