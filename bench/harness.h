@@ -148,6 +148,21 @@ Samples alternate(const Options &opt, QdFn &&qd_fn, AnchorFn &&anchor_fn) {
     return s;
 }
 
+// Paired statistics of alternated samples: the two sides of one round ran back to back, so
+// their difference and ratio cancel the slow drift of a shared machine (and of a driver's queue
+// state) that the medians of each side keep. Used where the bar is a small margin over the
+// anchor (B1: +100 ns on a 3.5 us launch; B6: 1.1x).
+inline double median_paired_difference(const Samples &s) {
+    std::vector<double> d;
+    for (size_t i = 0; i < s.qd.size() && i < s.anchor.size(); ++i) d.push_back(s.qd[i] - s.anchor[i]);
+    return median(d);
+}
+inline double median_paired_ratio(const Samples &s) {
+    std::vector<double> r;
+    for (size_t i = 0; i < s.qd.size() && i < s.anchor.size(); ++i) r.push_back(s.qd[i] / s.anchor[i]);
+    return median(r);
+}
+
 // Same without an anchor.
 template <class Fn>
 std::vector<double> repeat(const Options &opt, Fn &&fn) {

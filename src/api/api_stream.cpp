@@ -147,15 +147,29 @@ QD_API qd_status qd_stream_join(qd_stream parent, const qd_stream *children, uin
     return api::guarded([&]() -> qd_status { return core::join_streams(parent, children, n); });
 }
 
-QD_API qd_status qd_stream_set_active(qd_context ctx, qd_stream stream, qd_stream *previous) {
+// Both run their common case inline (no allocation, nothing that throws), and fall back to the
+// full path, kept out of line so the fast path needs no stack frame (core/active_stream.h).
+namespace {
+__attribute__((noinline)) qd_status set_active_full(qd_context ctx, qd_stream stream,
+                                                    qd_stream *previous) {
     return api::guarded([&]() -> qd_status { return core::set_active_stream(ctx, stream, previous); });
 }
-
-QD_API qd_status qd_stream_get_active(qd_context ctx, qd_stream *out) {
+__attribute__((noinline)) qd_status get_active_full(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
         return core::get_active_stream(ctx, out);
     });
+}
+}  // namespace
+
+QD_API qd_status qd_stream_set_active(qd_context ctx, qd_stream stream, qd_stream *previous) {
+    if (core::try_set_active_stream(ctx, stream, previous)) return QD_SUCCESS;
+    return set_active_full(ctx, stream, previous);
+}
+
+QD_API qd_status qd_stream_get_active(qd_context ctx, qd_stream *out) {
+    if (out && core::try_get_active_stream(ctx, out)) return QD_SUCCESS;
+    return get_active_full(ctx, out);
 }
 
 QD_API qd_status qd_stream_get_context(qd_stream stream, qd_context *out) {

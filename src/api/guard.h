@@ -16,7 +16,7 @@ namespace qd::api {
 template <class F>
 inline qd_status guarded(F &&body) noexcept {
     try {
-        core::ResolveCache::local().begin_call();
+        core::ResolveCache::begin_call();
         return body();
     } catch (const std::bad_alloc &) {
         return fail(QD_ERROR_OUT_OF_MEMORY, "out of host memory");

@@ -7,23 +7,20 @@
 
 namespace qd::core {
 
+namespace active_detail {
+__thread Entry t_inline[kInline] __attribute__((tls_model("initial-exec")));
+__thread uint32_t t_count __attribute__((tls_model("initial-exec")));
+}  // namespace active_detail
+
 namespace {
 
-struct Entry {
-    uint64_t ctx;
-    uint64_t stream;
-};
+using active_detail::Entry;
+using active_detail::kInline;
+using active_detail::t_count;
+using active_detail::t_inline;
 
-// Plain-old-data thread-locals in the initial-exec model: no guard variable, no thread-exit
-// destructor and no __tls_get_addr call, which keeps get+set within a few nanoseconds. The
-// footprint (16 x 16 bytes) is far below the static TLS surplus glibc reserves for libraries
-// loaded later with dlopen (as Python does). More than 16 live contexts on one thread spill
-// into a vector on the slow path.
-constexpr uint32_t kInline = 16;
-#define QD_TLS_IE __attribute__((tls_model("initial-exec")))
-thread_local Entry t_inline[kInline] QD_TLS_IE;
-thread_local uint32_t t_count QD_TLS_IE;
-thread_local std::vector<Entry> *t_spill QD_TLS_IE;  // leaked per thread only if ever used
+// Entries past the 16 inline ones; leaked per thread only if ever used.
+__thread std::vector<Entry> *t_spill __attribute__((tls_model("initial-exec")));
 
 Entry *find(uint64_t ctx) {
     for (uint32_t i = 0; i < t_count; ++i)

@@ -2,21 +2,47 @@
 
 #include "common/error.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define QD_REGISTRY_RELAX() _mm_pause()
+#else
+#define QD_REGISTRY_RELAX() ((void)0)
+#endif
+
 namespace qd::core {
 
-void AllocRegistry::insert(Kind kind, uint64_t address, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    map_of(kind).emplace(address, bytes);
-    if (kind == Kind::Device) {
-        device_count_.fetch_add(1, std::memory_order_relaxed);
-        device_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+AllocRegistry::Guard::Guard(std::atomic_flag &f) : flag(f) {
+    while (flag.test_and_set(std::memory_order_acquire)) QD_REGISTRY_RELAX();
+}
+
+AllocRegistry::Guard::~Guard() { flag.clear(std::memory_order_release); }
+
+bool AllocRegistry::insert(Kind kind, uint64_t address, uint64_t bytes,
+                           const std::atomic<bool> &closed) {
+    Map::node_type node;
+    Guard g(lock_);
+    if (closed.load(std::memory_order_relaxed)) return false;
+    if (!spare_.empty()) {
+        node = std::move(spare_.back());
+        spare_.pop_back();
+        node.key() = address;
+        node.mapped() = bytes;
+        map_of(kind).insert(std::move(node));
     } else {
-        host_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+        map_of(kind).emplace(address, bytes);  // may throw bad_alloc: nothing changed then
     }
+    if (kind == Kind::Device) {
+        bump(device_count_, 1);
+        bump(device_bytes_, int64_t(bytes));
+    } else {
+        bump(host_bytes_, int64_t(bytes));
+    }
+    return true;
 }
 
 qd_status AllocRegistry::remove(Kind kind, uint64_t address) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Map::node_type dropped;  // freed after the lock, when the spare list is full
+    Guard g(lock_);
     auto &map = map_of(kind);
     auto it = map.find(address);
     if (it == map.end())
@@ -26,18 +52,22 @@ qd_status AllocRegistry::remove(Kind kind, uint64_t address) {
                     (unsigned long long)address,
                     kind == Kind::Device ? "qd_mem_alloc_async" : "qd_host_alloc");
     const uint64_t bytes = it->second;
-    map.erase(it);
+    if (spare_.capacity() == 0) spare_.reserve(kSpareNodes);  // may throw: nothing changed yet
+    if (spare_.size() < kSpareNodes)
+        spare_.push_back(map.extract(it));  // no allocation: capacity is reserved
+    else
+        dropped = map.extract(it);
     if (kind == Kind::Device) {
-        device_count_.fetch_sub(1, std::memory_order_relaxed);
-        device_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+        bump(device_count_, -1);
+        bump(device_bytes_, -int64_t(bytes));
     } else {
-        host_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+        bump(host_bytes_, -int64_t(bytes));
     }
     return QD_SUCCESS;
 }
 
 qd_status AllocRegistry::check_range(uint64_t address, uint64_t bytes, const char *what) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Guard g(lock_);
     for (auto *map : {&device_, &host_}) {
         auto it = map->upper_bound(address);
         if (it == map->begin()) continue;
@@ -54,7 +84,7 @@ qd_status AllocRegistry::check_range(uint64_t address, uint64_t bytes, const cha
 }
 
 std::vector<uint64_t> AllocRegistry::take_all(Kind kind) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Guard g(lock_);
     std::vector<uint64_t> out;
     for (auto &kv : map_of(kind)) out.push_back(kv.first);
     map_of(kind).clear();

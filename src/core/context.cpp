@@ -6,6 +6,24 @@
 
 namespace qd::core {
 
+// Deletes the thread's resolve cache when the thread exits. It is touched only on the thread's
+// first qd call, so the hot path never pays for its guard.
+struct ResolveCacheReaper {
+    ~ResolveCacheReaper() {
+        ResolveCache *c = ResolveCache::t_cache_;
+        ResolveCache::t_cache_ = nullptr;
+        delete c;
+    }
+};
+
+ResolveCache &ResolveCache::create() {
+    thread_local ResolveCacheReaper reaper;
+    (void)reaper;
+    auto *c = new ResolveCache();
+    t_cache_ = c;
+    return *c;
+}
+
 namespace {
 constexpr uint32_t kDefaultStreamPool = 32;
 constexpr uint32_t kMaxStreamPool = 4096;
@@ -105,7 +123,7 @@ qd_status Context::destroy(uint64_t handle) {
 
 Context::~Context() = default;
 
-qd_status Context::usable() const {
+qd_status Context::unusable() const {
     if (fork_generation_ != fork_generation())
         return fail(QD_ERROR_FORKED,
                     "context 0x%016llx was created before fork(); create a new context in this "
@@ -170,13 +188,11 @@ qd_status Context::adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out) {
 
 qd_status Context::register_allocation(AllocRegistry::Kind kind, uint64_t address,
                                        uint64_t bytes) {
-    allocs_.insert(kind, address, bytes);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with tear_down(), as adopt()
-    if (!torn_down_.load(std::memory_order_relaxed)) return QD_SUCCESS;
-    if (allocs_.remove(kind, address) == QD_SUCCESS) {
-        if (kind == AllocRegistry::Kind::Device) impl_->mem_free_now(address);
-        else impl_->host_free(reinterpret_cast<void *>(address));
-    }
+    // The registry reads torn_down_ under its lock, which tear_down() takes (take_all) after
+    // setting it: either the sweep sees this block, or the insert sees the destroy and refuses.
+    if (allocs_.insert(kind, address, bytes, torn_down_)) return QD_SUCCESS;
+    if (kind == AllocRegistry::Kind::Device) impl_->mem_free_now(address);
+    else impl_->host_free(reinterpret_cast<void *>(address));
     return fail(QD_ERROR_INVALID_HANDLE,
                 "context 0x%016llx was destroyed while the allocation was being made",
                 (unsigned long long)handle_);

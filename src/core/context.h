@@ -22,6 +22,10 @@
 
 namespace qd::core {
 
+// The process's fork generation: bumped in the child of every fork() (core/fork_guard.cpp).
+extern std::atomic<uint64_t> g_fork_generation;
+inline uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
+
 enum class StreamKind : uint8_t { Owned, Leased, Borrowed, Default };
 
 class Stream;
@@ -38,8 +42,13 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     ~Context() override;
 
     // QD_SUCCESS, or QD_ERROR_FORKED / QD_ERROR_DEVICE_LOST with the message written. Every call
-    // that does work on the context asks this first; it is two relaxed loads when healthy.
-    qd_status usable() const;
+    // that does work on the context asks this first; it is two loads when healthy (inline), and
+    // the out-of-line part writes the message.
+    qd_status usable() const {
+        if (fork_generation_ == fork_generation() && !impl_->lost_state().lost())
+            return QD_SUCCESS;
+        return unusable();
+    }
     // For blocking calls: refuses them from inside this context's host kernels and callbacks.
     qd_status may_block() const;
 
@@ -48,9 +57,9 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     // Registers a new child handle. A child created while the context is being destroyed is
     // removed again and the call fails, so no handle outlives its context.
     qd_status adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out);
-    // Registers an allocation the backend just made. If the context is being destroyed, the
-    // block is taken back out and freed (unless the destroy's sweep already took it, which then
-    // frees it) and the call fails, so nothing allocated during a destroy leaks.
+    // Registers an allocation the backend just made. If the context is being destroyed, either
+    // the destroy's sweep frees the block, or the registry refuses it and this call frees it and
+    // fails, so nothing allocated during a destroy leaks.
     qd_status register_allocation(AllocRegistry::Kind kind, uint64_t address, uint64_t bytes);
 
     uint64_t handle() const { return handle_; }
@@ -66,6 +75,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
 
   private:
     Context() = default;
+    qd_status unusable() const;  // the error half of usable()
     void tear_down();  // everything destroy() does after the handle is gone
 
     uint64_t handle_ = 0;
@@ -161,7 +171,6 @@ qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, 
 qd_status register_stream(const std::shared_ptr<Context> &ctx, std::shared_ptr<backend::Stream> impl,
                           StreamKind kind, uint64_t *out);
 
-// The process's fork generation: bumped in the child of every fork().
-uint64_t fork_generation();
+
 
 }  // namespace qd::core

@@ -10,23 +10,18 @@
 
 namespace qd::core {
 
-namespace {
-
 std::atomic<uint64_t> g_fork_generation{0};
+
+namespace {
 
 void on_fork_child() { g_fork_generation.fetch_add(1, std::memory_order_relaxed); }
 
 // Registered at load time so that a fork before any context exists is covered too.
-const bool g_registered = [] {
+[[maybe_unused]] const bool g_registered = [] {
     pthread_atfork(nullptr, nullptr, on_fork_child);
     return true;
 }();
 
 }  // namespace
-
-uint64_t fork_generation() {
-    (void)g_registered;
-    return g_fork_generation.load(std::memory_order_relaxed);
-}
 
 }  // namespace qd::core

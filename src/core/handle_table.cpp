@@ -24,10 +24,9 @@ const char *tag_name(Tag tag) {
     return "object";
 }
 
-HandleTable &HandleTable::instance() {
-    // Never destroyed: handles may be checked by other threads (or finalizers of bindings)
-    // while the process exits.
-    static HandleTable *table = new HandleTable();
+HandleTable &HandleTable::create_instance() {
+    static HandleTable *table = new HandleTable();  // thread-safe once
+    instance_.store(table, std::memory_order_release);
     return *table;
 }
 
@@ -63,21 +62,6 @@ qd_status HandleTable::get_object(uint64_t handle, Tag tag, std::shared_ptr<Obje
         }
     }
     return describe_failure(handle, tag);
-}
-
-qd_status HandleTable::check(uint64_t handle, Tag tag, uint64_t *owner, bool report) const {
-    if (tag_of(handle) == uint8_t(tag)) {
-        if (const Slot *slot = slot_at(index_of(handle))) {
-            if (slot->live.load(std::memory_order_acquire) == handle) {
-                const uint64_t o = slot->owner.load(std::memory_order_acquire);
-                if (slot->live.load(std::memory_order_acquire) == handle) {
-                    *owner = o;
-                    return QD_SUCCESS;
-                }
-            }
-        }
-    }
-    return report ? describe_failure(handle, tag) : QD_ERROR_INVALID_HANDLE;
 }
 
 qd_status HandleTable::remove(uint64_t handle, Tag tag, std::shared_ptr<Object> *removed) {
@@ -212,14 +196,6 @@ HandleTable::SlotLock::SlotLock(const Slot &s) : slot(s) {
 }
 
 HandleTable::SlotLock::~SlotLock() { slot.lock.clear(std::memory_order_release); }
-
-HandleTable::Slot *HandleTable::slot_at(uint32_t index) const {
-    const uint32_t chunk = index >> kChunkBits;
-    if (chunk >= kMaxChunks) return nullptr;
-    Slot *base = chunks_[chunk].load(std::memory_order_acquire);
-    if (!base || index >= high_water_.load(std::memory_order_acquire)) return nullptr;
-    return base + (index & (kChunkSize - 1));
-}
 
 qd_status HandleTable::describe_failure(uint64_t handle, Tag tag) const {
     const char *want = tag_name(tag);

@@ -40,7 +40,13 @@ class HandleTable {
     static constexpr uint32_t kGenerationBits = 24;
     static constexpr uint32_t kMaxGeneration = (1u << kGenerationBits) - 1;
 
-    static HandleTable &instance();
+    // Never destroyed: handles may be checked by other threads (or finalizers of bindings)
+    // while the process exits. Inline, with check() and slot_at(), because every qd call
+    // starts here.
+    static HandleTable &instance() {
+        HandleTable *t = instance_.load(std::memory_order_acquire);
+        return t ? *t : create_instance();
+    }
 
     // A new live handle for obj, owned by `owner` (the context handle; 0 for contexts).
     qd_status insert(Tag tag, uint64_t owner, std::shared_ptr<Object> obj, uint64_t *out);
@@ -57,7 +63,20 @@ class HandleTable {
 
     // Lock-free: is the handle live? On success *owner is its owner (0 for contexts).
     // Writes no error message on failure unless `report` is true.
-    qd_status check(uint64_t handle, Tag tag, uint64_t *owner, bool report = true) const;
+    qd_status check(uint64_t handle, Tag tag, uint64_t *owner, bool report = true) const {
+        if (tag_of(handle) == uint8_t(tag)) {
+            if (const Slot *slot = slot_at(index_of(handle))) {
+                if (slot->live.load(std::memory_order_acquire) == handle) {
+                    const uint64_t o = slot->owner.load(std::memory_order_acquire);
+                    if (slot->live.load(std::memory_order_acquire) == handle) {
+                        *owner = o;
+                        return QD_SUCCESS;
+                    }
+                }
+            }
+        }
+        return report ? describe_failure(handle, tag) : QD_ERROR_INVALID_HANDLE;
+    }
 
     // Make a handle dead. The object is handed back in *removed (if given), so its destructor
     // runs outside the slot lock.
@@ -113,7 +132,15 @@ class HandleTable {
     };
 
     HandleTable() = default;
-    Slot *slot_at(uint32_t index) const;
+    static HandleTable &create_instance();  // out of line: the first call's slow path
+    static inline std::atomic<HandleTable *> instance_{nullptr};
+    Slot *slot_at(uint32_t index) const {
+        const uint32_t chunk = index >> kChunkBits;
+        if (chunk >= kMaxChunks) return nullptr;
+        Slot *base = chunks_[chunk].load(std::memory_order_acquire);
+        if (!base || index >= high_water_.load(std::memory_order_acquire)) return nullptr;
+        return base + (index & (kChunkSize - 1));
+    }
     qd_status get_object(uint64_t handle, Tag tag, std::shared_ptr<Object> *out) const;
     qd_status describe_failure(uint64_t handle, Tag tag) const;
     qd_status allocate_slot(uint32_t *index);

@@ -11,6 +11,11 @@
 // Cost of the design: a destroyed object may live on (memory only; its handle is dead) until
 // this thread makes a few more qd calls or exits. Destroy calls already return before queued
 // work completes, so nothing observable depends on the exact moment memory is freed.
+//
+// The thread's cache is reached through a plain pointer in initial-exec TLS: one load from the
+// thread pointer, with no __tls_get_addr call and no guard, on every qd call. The cache itself
+// is made on the thread's first call (create()), which also registers its deletion at thread
+// exit.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +31,14 @@ class ResolveCache {
     static constexpr unsigned kWays = 8;
 
     static ResolveCache &local() {
-        thread_local ResolveCache cache;
-        return cache;
+        ResolveCache *c = t_cache_;
+        return c ? *c : create();
     }
 
     // Called as each API call begins: frees what earlier calls pushed out.
-    void begin_call() {
-        if (!graveyard_.empty()) graveyard_.clear();
+    static void begin_call() {
+        ResolveCache *c = t_cache_;
+        if (c && !c->graveyard_.empty()) c->bury();
     }
 
     Object *find(uint64_t handle, Tag tag) {
@@ -63,6 +69,15 @@ class ResolveCache {
     }
 
   private:
+    // First use on this thread: the cache, and its deletion at thread exit.
+    static ResolveCache &create();
+    static inline thread_local ResolveCache *t_cache_
+        __attribute__((tls_model("initial-exec"))) = nullptr;
+    friend struct ResolveCacheReaper;
+
+    // Out of line, so the clearing loop stays out of every entry point's prologue.
+    __attribute__((noinline)) void bury() { graveyard_.clear(); }
+
     void evict(unsigned i) {
         handles_[i] = 0;
         if (objects_[i]) graveyard_.push_back(std::move(objects_[i]));

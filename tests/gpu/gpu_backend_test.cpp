@@ -162,7 +162,12 @@ Result f_primary_release(gpu::NativeDevice) {
     --g_fake.retains;
     return kOk;
 }
-Result f_ctx_get_current(gpu::NativeContext *c) { *c = t_current; return kOk; }
+std::atomic<long> g_ctx_queries{0};  // ctx_get_current calls
+Result f_ctx_get_current(gpu::NativeContext *c) {
+    g_ctx_queries.fetch_add(1);
+    *c = t_current;
+    return kOk;
+}
 Result f_ctx_set_current(gpu::NativeContext c) { t_current = c; return kOk; }
 Result f_ctx_push(gpu::NativeContext c) {
     t_stack.push_back(t_current);
@@ -705,6 +710,47 @@ TEST_F(GpuBackend, NonStickyErrors_MapByRuleOrFallback_ContextNotLost) {
         << qd::last_error_message();
     EXPECT_EQ(s->mem_alloc(uint64_t{1} << 60, &addr), QD_ERROR_OVERFLOW);
     EXPECT_FALSE(ctx_->lost_state().lost());
+}
+
+// A driver that runs stream calls in the stream's own context: the enqueue path makes no
+// current-context call at all, and leaves another library's context current.
+TEST(GpuBackendStreamContext, StreamCallsUseTheStreamsContext_NoCurrentContextCalls) {
+    g_fake.reset();
+    t_current = g_fake.other;
+    gpu::DriverTable t = fake_table();
+    t.stream_calls_use_stream_context = true;
+    std::unique_ptr<Driver> driver;
+    ASSERT_EQ(gpu::make_gpu_driver(t, gpu::Library(), &driver), QD_SUCCESS) << qd::last_error_message();
+    std::unique_ptr<Context> ctx;
+    ASSERT_EQ(driver->create_context(qd::backend::ContextParams(), &ctx), QD_SUCCESS);
+    std::shared_ptr<Stream> s;
+    ASSERT_EQ(ctx->create_stream(QD_STREAM_NON_BLOCKING, 0, &s), QD_SUCCESS);
+    std::shared_ptr<Module> m;
+    const char ptx[] = "// fake ptx";
+    ASSERT_EQ(ctx->load_module(ptx, sizeof ptx, &m), QD_SUCCESS);
+    std::shared_ptr<Kernel> k;
+    ASSERT_EQ(m->get_kernel("k0", &k), QD_SUCCESS);
+    std::shared_ptr<Event> e;
+    ASSERT_EQ(ctx->create_event(0, &e), QD_SUCCESS);
+    uint64_t addr = 0;
+    const long before = g_ctx_queries.load();
+    EXPECT_EQ(s->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS);
+    EXPECT_EQ(s->record(*e), QD_SUCCESS);
+    EXPECT_EQ(s->wait(*e), QD_SUCCESS);
+    EXPECT_EQ(s->mem_alloc(64, &addr), QD_SUCCESS);
+    EXPECT_EQ(s->memset(addr, 0, 64), QD_SUCCESS);
+    EXPECT_EQ(s->mem_free(addr), QD_SUCCESS);
+    EXPECT_EQ(s->query(), QD_SUCCESS);
+    EXPECT_EQ(g_ctx_queries.load(), before) << "an enqueue checked the current context";
+    EXPECT_EQ(t_current, g_fake.other);
+    t_current = nullptr;
+    e.reset();
+    k.reset();
+    m.reset();
+    s.reset();
+    ctx->synchronize();
+    ctx->shutdown();
+    ctx.reset();
 }
 
 TEST_F(GpuBackend, CurrentContext_OtherLibrarysIsRestored_EmptyThreadGetsOurs) {

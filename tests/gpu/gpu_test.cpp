@@ -782,6 +782,69 @@ TEST_F(GpuRaw, OtherLibrarysCurrentContext_IsLeftUnchanged) {
     ASSERT_EQ(raw_.cuCtxSetCurrent(primary_), 0);
 }
 
+// Every call that names a stream runs in that stream's context, whatever the calling thread has
+// current: nothing, or another library's context. (The CUDA backend relies on this to keep the
+// current-context check off the enqueue path: DriverTable::stream_calls_use_stream_context.)
+TEST_F(GpuRaw, StreamCalls_WithNoOrAnotherContextCurrent_RunInTheStreamsContext) {
+    qd_kernel write = kernel("gpu_write_value");
+    qd_event e = 0;
+    QD_OK(qd_event_create(ctx_, 0, &e));
+    qd_stream waiter = 0;
+    QD_OK(qd_stream_create(ctx_, nullptr, &waiter));
+    uint64_t *h = host<uint64_t>(2);
+    auto run = [&](uint64_t value) -> std::string {
+        h[0] = h[1] = 0;
+        std::atomic<int> host_fn_ran{0};
+        uint64_t d = 0;
+        auto step = [](qd_status st, const char *what) {
+            return st == QD_SUCCESS ? std::string() : std::string(what) + ": " + status_text(st);
+        };
+        std::string err;
+        if (err.empty()) err = step(qd_mem_alloc_async(stream_, 16, &d), "mem_alloc_async");
+        if (err.empty()) err = step(qd_memset_async(stream_, d, 0, 16), "memset_async");
+        if (err.empty()) err = step(launch(stream_, write, {{&d, 8}, {&value, 8}}), "launch");
+        if (err.empty()) err = step(qd_event_record(stream_, e), "event_record");
+        if (err.empty()) err = step(qd_stream_wait_event(waiter, e), "stream_wait_event");
+        if (err.empty())
+            err = step(qd_launch_host_fn(
+                           waiter, [](void *p) { static_cast<std::atomic<int> *>(p)->store(1); },
+                           &host_fn_ran),
+                       "launch_host_fn");
+        if (err.empty()) err = step(qd_memcpy_async(waiter, addr(h), d, 16), "memcpy_async");
+        if (err.empty()) err = step(qd_mem_free_async(waiter, d), "mem_free_async");
+        if (err.empty()) {
+            qd_status q = qd_stream_query(waiter);
+            if (q != QD_SUCCESS && q != QD_NOT_READY) err = step(q, "stream_query");
+        }
+        if (err.empty()) err = step(qd_stream_synchronize(waiter), "stream_synchronize");
+        if (err.empty() && h[0] != value) err = "copied back " + std::to_string(h[0]);
+        if (err.empty() && host_fn_ran.load() != 1) err = "the host function did not run";
+        return err;
+    };
+    // No context current: a fresh thread.
+    std::string fresh;
+    rawcuda::CUcontext fresh_current = reinterpret_cast<rawcuda::CUcontext>(1);
+    std::thread([&] {
+        fresh = run(41);
+        raw_.cuCtxGetCurrent(&fresh_current);
+    }).join();
+    EXPECT_EQ(fresh, "") << "with no current context";
+    EXPECT_EQ(fresh_current, nullptr) << "qd left a context current on a fresh thread";
+    // Another library's context current.
+    rawcuda::CUcontext other = nullptr;
+    ASSERT_EQ(raw_.cuCtxCreate(&other, 0, 0), 0);
+    ASSERT_EQ(raw_.cuCtxSetCurrent(other), 0);
+    EXPECT_EQ(run(42), "") << "with another context current";
+    rawcuda::CUcontext now = nullptr;
+    ASSERT_EQ(raw_.cuCtxGetCurrent(&now), 0);
+    EXPECT_EQ(now, other) << "qd changed the thread's current context";
+    ASSERT_EQ(raw_.cuCtxSetCurrent(primary_), 0);
+    EXPECT_EQ(raw_.cuCtxDestroy(other), 0);
+    ASSERT_EQ(raw_.cuCtxSetCurrent(primary_), 0);
+    QD_OK(qd_stream_destroy(waiter));
+    QD_OK(qd_event_destroy(e));
+}
+
 // A fresh thread (no current context) works without any setup.
 TEST_F(Gpu, FreshThread_NeedsNoSetup) {
     uint64_t d = alloc(8);

@@ -16,7 +16,7 @@ namespace qd::backend::cpu {
 namespace {
 
 // The scheduler whose host kernel or callback this thread is running, for in_callback().
-thread_local const Scheduler *t_callback_owner = nullptr;
+thread_local const Scheduler *t_callback_owner __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Marks this thread as running a callback of `owner` for its lifetime.
 class CallbackScope {

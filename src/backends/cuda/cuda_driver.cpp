@@ -227,6 +227,10 @@ gpu::DriverTable cuda_constants() {
     t.attr_multiprocessors = 16;       // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
     t.jit_error_log_buffer = 5;        // CU_JIT_ERROR_LOG_BUFFER
     t.jit_error_log_buffer_bytes = 6;  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+    // The driver runs a call on an explicit stream in that stream's context, with no context or
+    // another one current (checked on every GPU run by
+    // Gpu.StreamCalls_WithNoOrAnotherContextCurrent_RunInTheStreamsContext).
+    t.stream_calls_use_stream_context = true;
     t.pseudo_streams[0] = 0x1;         // CU_STREAM_LEGACY
     t.pseudo_streams[1] = 0x2;         // CU_STREAM_PER_THREAD
     t.fat_binary_size = cuda_fat_binary_size;

@@ -143,6 +143,13 @@ struct DriverTable {
     int jit_error_log_buffer = 0;          // module_load_data options: where the JIT writes
     int jit_error_log_buffer_bytes = 0;    // its error log, and the buffer's size
 
+    // True when every call that takes a stream handle (launch, event record, stream wait,
+    // async copies, memset, stream-ordered alloc/free, host functions, stream synchronize and
+    // query) runs in that stream's context whatever context is current on the calling thread.
+    // The backend then skips its current-context check on those calls. False: it makes its
+    // context current around each of them (and restores the caller's).
+    bool stream_calls_use_stream_context = false;
+
     // Pseudo stream handles that name "the legacy stream" or "the per-thread stream" rather
     // than a stream (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). qd refuses to import them.
     uintptr_t pseudo_streams[2] = {0, 0};

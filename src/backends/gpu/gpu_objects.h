@@ -34,7 +34,7 @@ void install_fork_guard();
 // run host callbacks on threads of their own and forbid driver calls from them. A thread-local
 // beside the two STYLE.md names (active stream, last error) because nothing else can tell,
 // on a driver-owned thread, whose callback is running: in_callback() rests on it.
-inline thread_local const void *t_callback_owner = nullptr;
+inline thread_local const void *t_callback_owner __attribute__((tls_model("initial-exec"))) = nullptr;
 inline const void *callback_owner() noexcept { return t_callback_owner; }
 
 // The rule for a native result code, or null when the table has none.
@@ -148,7 +148,12 @@ class DeviceContext {
 // that library (PyTorch, CuPy, cuda.core) finds its own context unchanged afterwards.
 class ScopedCurrent {
   public:
-    explicit ScopedCurrent(const DeviceContext &dc) : t_(dc.t) {
+    // A call that names a stream of this context (launch, record, wait, copies, allocations,
+    // synchronize, query) passes stream_call = true: when the driver runs such calls in the
+    // stream's own context whatever is current (DriverTable::stream_calls_use_stream_context),
+    // nothing is checked or switched, which keeps a driver call off every enqueue.
+    explicit ScopedCurrent(const DeviceContext &dc, bool stream_call = false) : t_(dc.t) {
+        if (stream_call && t_.stream_calls_use_stream_context) return;
         NativeContext current = nullptr;
         Result r = t_.ctx_get_current(&current);
         if (r == t_.success && current == dc.native) return;

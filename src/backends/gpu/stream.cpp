@@ -50,7 +50,7 @@ qd_status GpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg
     void *params[QD_MAX_ARGS];
     for (uint32_t i = 0; i < num_args; ++i) params[i] = const_cast<void *>(args[i].data);
 
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.launch_kernel(k.function(), dims.grid[0], dims.grid[1], dims.grid[2],
                                 dims.block[0], dims.block[1], dims.block[2],
@@ -65,7 +65,7 @@ qd_status GpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg
 qd_status GpuStream::record(Event &event) {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
     auto &e = static_cast<GpuEvent &>(event);
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.event_record(e.native(), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::event_record);
@@ -77,7 +77,7 @@ qd_status GpuStream::record(Event &event) {
 qd_status GpuStream::wait(Event &event) {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
     auto &e = static_cast<GpuEvent &>(event);
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.stream_wait_event(stream_, e.native(), 0);
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::stream_wait_event);
@@ -87,7 +87,7 @@ qd_status GpuStream::wait(Event &event) {
 qd_status GpuStream::synchronize() {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
     dc_->run_deferred();
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.stream_synchronize(stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::stream_synchronize);
@@ -96,7 +96,7 @@ qd_status GpuStream::synchronize() {
 
 qd_status GpuStream::query() {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.stream_query(stream_);
     if (r == t_.success) return QD_SUCCESS;
@@ -111,7 +111,7 @@ qd_status GpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
                         static_cast<unsigned long long>(bytes),
                         static_cast<unsigned long long>(kMaxDeviceAllocation));
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     DevicePtr ptr = 0;
     Result r = t_.mem_alloc_async(&ptr, static_cast<size_t>(bytes), stream_);
@@ -122,7 +122,7 @@ qd_status GpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
 
 qd_status GpuStream::mem_free(uint64_t address) {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.mem_free_async(address, stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::mem_free_async);
@@ -134,7 +134,7 @@ qd_status GpuStream::mem_free(uint64_t address) {
 // it is done); pinned memory from qd_host_alloc gives fully asynchronous copies.
 qd_status GpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memcpy_async);
@@ -143,7 +143,7 @@ qd_status GpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
 
 qd_status GpuStream::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.memset_d8_async(dst, value, static_cast<size_t>(bytes), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memset_d8_async);
@@ -153,7 +153,7 @@ qd_status GpuStream::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
 qd_status GpuStream::host_fn(qd_host_fn fn, void *user_data) {
     if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
     auto call = std::make_unique<HostCall>(HostCall{fn, user_data, dc_.get()});
-    ScopedCurrent current(*dc_);
+    ScopedCurrent current(*dc_, true);
     if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.launch_host_func(stream_, host_trampoline, call.get());
     // On failure the driver never calls the trampoline, so fn is never called and the payload
