@@ -256,8 +256,9 @@ class Report {
         if (v.empty()) return;
         std::printf("#   %-6s n=%zu median %s min %s max %s :", side, v.size(), fmt(median(v)).c_str(),
                     fmt(min_of(v)).c_str(), fmt(max_of(v)).c_str());
-        for (double x : v) std::printf(" %s", fmt(x).c_str());
-        std::printf("\n");
+        const size_t shown = std::min<size_t>(v.size(), 40);
+        for (size_t i = 0; i < shown; ++i) std::printf(" %s", fmt(v[i]).c_str());
+        std::printf(shown < v.size() ? " ...\n" : "\n");
     }
     int count(Verdict v) const {
         int n = 0;

@@ -102,10 +102,11 @@ void bench_launch(const qdbench::Options &opt, qdbench::Report &report, Setup &s
     }
     // Many short rounds rather than a few long ones: the launch itself moves by hundreds of ns
     // between rounds on a shared host, and the bar is +100 ns, so the verdict uses paired
-    // (round by round) differences and ratios over 5x the usual repeats.
+    // (round by round) differences and ratios over 100x the usual repeats (700 rounds of 200
+    // launches per side by default: about 1 s per case).
     const int batch = 200;
     qdbench::Options many = opt;
-    many.repeats = opt.repeats * 5;
+    many.repeats = opt.repeats * 100;
     for (Case c : {Case{"gpu_empty0", 0}, Case{"gpu_empty1", 1}, Case{"gpu_empty8", 8},
                    Case{"gpu_empty16", 16}}) {
         const std::string name = "launch/" + std::to_string(c.args) + "args";
@@ -317,10 +318,10 @@ void bench_fanout(const qdbench::Options &opt, qdbench::Report &report, Setup &s
 // ---------------------------------------------------------------------------------------------
 
 void bench_events_memory(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
-    // As B1: short rounds, 5x the repeats, paired ratios (the bar is a 10% margin).
+    // As B1: short rounds, 100x the repeats, paired ratios (the bar is a 10% margin).
     const int n = 1000;
     qdbench::Options many = opt;
-    many.repeats = opt.repeats * 5;
+    many.repeats = opt.repeats * 100;
     if (opt.selected("B6 record+wait")) {
         qd_event e = 0;
         QD(qd_event_create(s.ctx, 0, &e));

@@ -49,9 +49,7 @@ inline Entry *find_inline(uint64_t ctx) {
 // False means "take the full path", never an error by itself.
 inline bool try_get_active_stream(uint64_t ctx, uint64_t *out) {
     active_detail::Entry *e = active_detail::find_inline(ctx);
-    uint64_t owner;
-    if (!e || HandleTable::instance().check(ctx, Tag::Context, &owner, false) != QD_SUCCESS)
-        return false;
+    if (!e || !HandleTable::instance().is_live(ctx, Tag::Context)) return false;
     *out = e->stream;
     return true;
 }
@@ -62,7 +60,7 @@ inline bool try_set_active_stream(uint64_t ctx, uint64_t stream, uint64_t *previ
     if (!e) return false;
     HandleTable &table = HandleTable::instance();
     uint64_t owner;
-    if (table.check(ctx, Tag::Context, &owner, false) != QD_SUCCESS) return false;
+    if (!table.is_live(ctx, Tag::Context)) return false;
     if (table.check(stream, Tag::Stream, &owner, false) != QD_SUCCESS || owner != ctx)
         return false;
     if (previous) *previous = e->stream;

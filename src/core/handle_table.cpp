@@ -210,7 +210,8 @@ qd_status HandleTable::describe_failure(uint64_t handle, Tag tag) const {
                     (unsigned long long)handle, want);
     }
     const Slot *slot = slot_at(index_of(handle));
-    if (!slot || generation_of(handle) == 0)
+    if (!slot || generation_of(handle) == 0 ||
+        index_of(handle) >= high_water_.load(std::memory_order_acquire))
         return fail(QD_ERROR_INVALID_HANDLE, "%s handle 0x%016llx was never issued by qd", want,
                     (unsigned long long)handle);
     bool stale;

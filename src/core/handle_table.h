@@ -78,6 +78,13 @@ class HandleTable {
         return report ? describe_failure(handle, tag) : QD_ERROR_INVALID_HANDLE;
     }
 
+    // Lock-free, and cheaper than check() when the owner is not needed: is the handle live?
+    bool is_live(uint64_t handle, Tag tag) const {
+        if (tag_of(handle) != uint8_t(tag)) return false;
+        const Slot *slot = slot_at(index_of(handle));
+        return slot && slot->live.load(std::memory_order_acquire) == handle;
+    }
+
     // Make a handle dead. The object is handed back in *removed (if given), so its destructor
     // runs outside the slot lock.
     qd_status remove(uint64_t handle, Tag tag, std::shared_ptr<Object> *removed = nullptr);
@@ -134,11 +141,13 @@ class HandleTable {
     HandleTable() = default;
     static HandleTable &create_instance();  // out of line: the first call's slow path
     static inline std::atomic<HandleTable *> instance_{nullptr};
+    // Chunks are constructed whole before they are published, so any slot of a published chunk
+    // may be read: one never handed out holds live == 0, which matches no handle.
     Slot *slot_at(uint32_t index) const {
         const uint32_t chunk = index >> kChunkBits;
         if (chunk >= kMaxChunks) return nullptr;
         Slot *base = chunks_[chunk].load(std::memory_order_acquire);
-        if (!base || index >= high_water_.load(std::memory_order_acquire)) return nullptr;
+        if (!base) return nullptr;
         return base + (index & (kChunkSize - 1));
     }
     qd_status get_object(uint64_t handle, Tag tag, std::shared_ptr<Object> *out) const;

@@ -44,9 +44,7 @@ class ResolveCache {
     Object *find(uint64_t handle, Tag tag) {
         for (unsigned i = 0; i < kWays; ++i) {
             if (handles_[i] != handle) continue;
-            uint64_t owner;
-            if (HandleTable::instance().check(handle, tag, &owner, false) == QD_SUCCESS)
-                return objects_[i].get();
+            if (HandleTable::instance().is_live(handle, tag)) return objects_[i].get();
             evict(i);  // the handle died: let its object go at the next call
             return nullptr;
         }
