@@ -558,8 +558,11 @@ TEST_F(Gpu, StreamDestroy_WithPendingWork_ReturnsAtOnce_ContextSyncWaitsForIt) {
     QD_OK(qd_stream_synchronize(s));
     uint32_t us = 200000;  // 200 ms
     uint64_t value = 99;
-    QD_OK(launch(s, kernel("gpu_spin_us"), {{&us, 4}}));
-    QD_OK(launch(s, kernel("gpu_write_value"), {{&d, 8}, {&value, 8}}));
+    // Both kernels are got first: getting one loads its code, which may wait for work in flight
+    // (qd.h, qd_kernel_get).
+    qd_kernel spin = kernel("gpu_spin_us"), write = kernel("gpu_write_value");
+    QD_OK(launch(s, spin, {{&us, 4}}));
+    QD_OK(launch(s, write, {{&d, 8}, {&value, 8}}));
     QD_OK(qd_stream_destroy(s));
     // The work is still running: destroy did not wait for it.
     h[0] = 1;
