@@ -141,7 +141,8 @@ class DeviceContext {
     std::atomic<bool> has_deferred_{false};
 };
 
-// Makes the DeviceContext's native context current on the calling thread for one scope.
+// Makes the DeviceContext's native context current on the calling thread for one scope (calls
+// on a stream skip it when the driver runs them in the stream's context; see the constructor).
 // The common case (already current) costs one driver call. A thread with no current context
 // gets ours and keeps it (cheap next time; nobody else was using the thread's slot). A thread
 // where another library made a different context current gets ours pushed and popped again, so
