@@ -225,6 +225,9 @@ void Context::tear_down() {
     if (torn_down_.exchange(true)) return;
     std::atomic_thread_fence(std::memory_order_seq_cst);  // see adopt()
     const bool forked = fork_generation_ != fork_generation();
+    // The pool arms and disarms its slots under its own lock only; close it before anything
+    // else writes them (remove_all_owned_by below, clear later).
+    stream_pool_->close();
     // Children first: from here on every child handle is stale, so no new work can be queued
     // through the API; calls already past their lookup finish against live objects.
     if (handle_) {

@@ -137,6 +137,39 @@ qd_status HandleTable::disarm(uint64_t handle, Tag tag, Object **obj) {
     return describe_failure(handle, tag);
 }
 
+bool HandleTable::arm_serialized(uint32_t index, uint64_t *out) {
+    Slot &slot = *slot_at(index);
+    if (slot.state == State::Reserved) {
+        const uint64_t h = make(index, slot.generation, slot.tag);
+        slot.state = State::Armed;
+        slot.live.store(h, std::memory_order_release);
+        *out = h;
+        return true;
+    }
+    return arm(index, out);  // retired (drops the object under the lock) or given back
+}
+
+qd_status HandleTable::disarm_serialized(uint64_t handle, Tag tag, Object **obj) {
+    if (tag_of(handle) == uint8_t(tag)) {
+        if (Slot *slot = slot_at(index_of(handle))) {
+            if (slot->live.load(std::memory_order_relaxed) == handle &&
+                slot->state == State::Armed) {
+                if (obj) *obj = slot->obj.get();
+                slot->live.store(0, std::memory_order_release);
+                if (slot->generation == kMaxGeneration) {
+                    slot->state = State::Retired;  // the next arm_serialized sees it
+                    retired_.fetch_add(1, std::memory_order_relaxed);
+                } else {
+                    slot->generation++;
+                    slot->state = State::Reserved;
+                }
+                return QD_SUCCESS;
+            }
+        }
+    }
+    return describe_failure(handle, tag);
+}
+
 void HandleTable::unreserve(uint32_t index) {
     Slot &slot = *slot_at(index);
     std::shared_ptr<Object> dropped;

@@ -102,6 +102,15 @@ class HandleTable {
     // Give a reserved slot back (dropping its object).
     void unreserve(uint32_t index);
 
+    // arm() and disarm() without the slot lock, for a caller that already serialises every
+    // arm and disarm of the slot (the stream pool, under its own lock) and guarantees that no
+    // other writer touches it meanwhile: the pool is closed (StreamPool::close) before context
+    // destroy disarms or unreserves its slots. One locked instruction per lease and release
+    // instead of two (B3). Readers stay lock-free: they look at `live` only, and the slot's
+    // object never changes while it is reserved (the retired case goes through the locked path).
+    bool arm_serialized(uint32_t index, uint64_t *out);
+    qd_status disarm_serialized(uint64_t handle, Tag tag, Object **obj);
+
     // Invalidate every live, non-reserved handle owned by `owner`, and disarm its reserved
     // ones. Used by context destroy; the removed objects are handed back to the caller.
     std::vector<std::shared_ptr<Object>> remove_all_owned_by(uint64_t owner);
@@ -122,12 +131,35 @@ class HandleTable {
   private:
     enum class State : uint8_t { Free, Live, Reserved, Armed, Retired };
 
+    // A field written by one writer at a time (under the slot lock, or by the pool's serialised
+    // arm/disarm) and read by others, e.g. describe_failure's wording: relaxed atomic accesses,
+    // which are plain moves on x86, keep those reads free of data races.
+    template <class T>
+    class Relaxed {
+      public:
+        Relaxed(T v) : v_(v) {}
+        operator T() const { return v_.load(std::memory_order_relaxed); }
+        Relaxed &operator=(T v) {
+            v_.store(v, std::memory_order_relaxed);
+            return *this;
+        }
+        // Single-writer increment: a load and a store, not a read-modify-write.
+        T operator++(int) {
+            const T old = *this;
+            *this = T(old + 1);
+            return old;
+        }
+
+      private:
+        std::atomic<T> v_;
+    };
+
     struct Slot {
         std::atomic<uint64_t> live{0};   // the live handle, 0 when none
         std::atomic<uint64_t> owner{0};
         mutable std::atomic_flag lock = ATOMIC_FLAG_INIT;
-        uint32_t generation = 1;          // generation the next handle gets
-        State state = State::Free;
+        Relaxed<uint32_t> generation{1};  // generation the next handle gets
+        Relaxed<State> state{State::Free};
         Tag tag = Tag::Context;
         std::shared_ptr<Object> obj;
     };

@@ -24,7 +24,8 @@ qd_status StreamPool::acquire(uint64_t *handle, std::shared_ptr<Stream> *keep) {
     Stream *s = nullptr;
     qd_status st = take_locked(&s);
     if (st != QD_SUCCESS) return st;
-    while (!table.arm(s->pool_slot, handle)) {
+    // The pool lock serialises every arm and disarm of its slots (HandleTable::arm_serialized).
+    while (!table.arm_serialized(s->pool_slot, handle)) {
         // This stream's slot ran out of generations and was retired; give the stream a new one.
         st = table.reserve(Tag::Stream, ctx_.handle(), s->shared_from_this(), &s->pool_slot);
         if (st != QD_SUCCESS) {
@@ -57,11 +58,24 @@ qd_status StreamPool::acquire_internal(uint32_t want,
 }
 
 qd_status StreamPool::release(uint64_t handle) {
+    Guard g(lock_);
+    if (cleared_)
+        return fail(QD_ERROR_INVALID_HANDLE,
+                    "stream 0x%016llx is stale: its context is being destroyed",
+                    (unsigned long long)handle);
+    // Disarm and return to the free list under the one lock (see acquire).
     Object *obj = nullptr;
-    qd_status st = HandleTable::instance().disarm(handle, Tag::Stream, &obj);
+    qd_status st = HandleTable::instance().disarm_serialized(handle, Tag::Stream, &obj);
     if (st != QD_SUCCESS) return st;
-    put(static_cast<Stream *>(obj));
+    --outstanding_;
+    bump(leased_, -1);
+    free_.push_back(static_cast<Stream *>(obj));  // capacity reserved: never allocates
     return QD_SUCCESS;
+}
+
+void StreamPool::close() {
+    Guard g(lock_);
+    cleared_ = true;
 }
 
 void StreamPool::release_internal(std::vector<std::shared_ptr<Stream>> &streams) {
@@ -115,6 +129,10 @@ qd_status StreamPool::take_locked(Stream **out) {
     if (st != QD_SUCCESS) return st;
     // The stream holds its context; clear() breaks that cycle at context destroy.
     auto s = std::make_shared<Stream>(ctx_.shared_from_this(), std::move(impl), StreamKind::Leased);
+    // Room first (may throw, while nothing has changed): one more owner in all_, and a free-list
+    // place for every stream, so that release's push_back never allocates under the lock.
+    all_.reserve(all_.size() + 1);
+    free_.reserve(all_.size() + 1);
     st = HandleTable::instance().reserve(Tag::Stream, ctx_.handle(), s, &s->pool_slot);
     if (st != QD_SUCCESS) return st;
     ++outstanding_;

@@ -41,7 +41,10 @@ class StreamPool {
     // Give back handle-less leases.
     void release_internal(std::vector<std::shared_ptr<Stream>> &streams);
 
-    // Drop every pooled stream (context destroy). Leases still held become stale handles.
+    // Stop every later acquire and release (context destroy, before it disarms the pool's
+    // slots: from then on nothing but the destroy writes them). Streams are kept.
+    void close();
+    // Close, and drop every pooled stream. Leases still held become stale handles.
     void clear();
 
     uint32_t capacity() const { return capacity_; }

@@ -397,6 +397,54 @@ TEST(Threads, AllocationsRacingContextDestroy_NothingLeaks) {
     }
 }
 
+// Pool leases taken and given back in a loop while the context is destroyed. The pool arms and
+// disarms its slots under its own lock only, so destroy must close the pool before it touches
+// them: every call returns SUCCESS or INVALID_HANDLE (or POOL_EXHAUSTED), every lease handle is
+// invalid afterwards, and the sanitizer builds see no race, use after free or leak.
+TEST(Threads, LeasesCyclingRacingContextDestroy_AllEndInvalid) {
+    const int rounds = (int)scaled(40, 5);
+    for (int r = 0; r < rounds; ++r) {
+        qd_context c = 0;
+        qd_context_desc desc = make_desc(QD_BACKEND_CPU, 4, 2);
+        ASSERT_QD_OK(qd_context_create(&desc, &c));
+        Tally tally;
+        std::mutex held_mutex;
+        std::vector<qd_stream> held;  // leases a thread still held when destroy began
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t) {
+            threads.emplace_back([&] {
+                while (!stop.load()) {
+                    qd_stream lease = 0;
+                    qd_status st = qd_stream_acquire(c, &lease);
+                    if (st == QD_ERROR_INVALID_HANDLE) break;
+                    if (st == QD_ERROR_POOL_EXHAUSTED) continue;
+                    if (st != QD_SUCCESS) {
+                        tally.bad("acquire", st);
+                        continue;
+                    }
+                    st = qd_stream_release(lease);
+                    if (st == QD_ERROR_INVALID_HANDLE) {
+                        std::lock_guard<std::mutex> lock(held_mutex);
+                        held.push_back(lease);
+                        break;
+                    }
+                    if (st != QD_SUCCESS) tally.bad("release", st);
+                }
+            });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1 + r % 3));
+        ASSERT_QD_OK(qd_context_destroy(c));
+        stop.store(true);
+        for (std::thread &th : threads) th.join();
+        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+        for (qd_stream lease : held) {
+            EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_release(lease));
+            EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(lease));
+        }
+    }
+}
+
 // Creations racing qd_context_destroy: each either fails with INVALID_HANDLE or makes a child
 // that destroy then invalidates ("every child handle then gives QD_ERROR_INVALID_HANDLE"). A
 // child registered after destroy's sweep would stay valid (and leak).
