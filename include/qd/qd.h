@@ -11,7 +11,9 @@
  * Status.   Every function returns a qd_status: 0 (QD_SUCCESS) is success, a positive value
  *           is a non-error status (QD_NOT_READY), a negative value is an error. On an error,
  *           qd_last_error_message() holds a thread-local sentence naming the cause; it is only
- *           written on failure. Output parameters are written only on QD_SUCCESS.
+ *           written on failure. Output parameters are written only on QD_SUCCESS. A NULL
+ *           output pointer is checked before anything else: it gives QD_ERROR_INVALID_ARGUMENT
+ *           even when a handle in the same call is also bad.
  *
  * Handles.  Objects are named by opaque 64-bit handles (slot, generation and type tag). 0 is
  *           never a valid handle. A handle that is 0, forged, of the wrong type, or names an

@@ -316,3 +316,34 @@ TEST_F(InvalidHandleFuzz, RandomAddresses_AreInvalidAddressAndNeverCrash) {
     EXPECT_EQ(get_stats(F).live_allocations, baseline.live_allocations);
     EXPECT_EQ(get_stats(F).host_bytes_allocated, baseline.host_bytes_allocated);
 }
+
+// A NULL output pointer is checked before anything else (qd.h, "Status"): with a forged or dead
+// handle in the same call it is still QD_ERROR_INVALID_ARGUMENT, so a caller can rely on one
+// answer for one mistake.
+TEST(NullOutputs, CheckedBeforeHandles_InvalidArgumentEvenWithBadHandles) {
+    const uint64_t bad[] = {0, kAllOnes, 0x0000000500000102ull /* never issued */};
+    for (uint64_t h : bad) {
+        SCOPED_TRACE(testing::Message() << "handle 0x" << std::hex << h);
+        int32_t i32 = 0;
+        const char img[] = "/nonexistent/qd_test_module.so";
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_context_default_stream(h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_context_get_stats(h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_create(h, nullptr, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_acquire(h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_fork(h, 1, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_get_active(h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_get_context(h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_get_priority(h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_priority_range(h, nullptr, &i32));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_priority_range(h, &i32, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_native_handle(h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_stream_import(h, 0x1234, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_event_create(h, 0, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_event_elapsed_ms(h, h, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_module_load(h, img, sizeof img - 1, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_kernel_get(h, "k", nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_kernel_from_host_fn(h, &ok_kernel, "k", nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_mem_alloc_async(h, 64, nullptr));
+        EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_host_alloc(h, 64, nullptr));
+    }
+}
