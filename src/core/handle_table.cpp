@@ -121,15 +121,7 @@ qd_status HandleTable::disarm(uint64_t handle, Tag tag, Object **obj) {
             if (slot->live.load(std::memory_order_relaxed) == handle &&
                 slot->state == State::Armed) {
                 if (obj) *obj = slot->obj.get();
-                slot->live.store(0, std::memory_order_release);
-                if (slot->generation == kMaxGeneration) {
-                    // The pool notices at the next arm() and reserves a fresh slot.
-                    slot->state = State::Retired;
-                    retired_.fetch_add(1, std::memory_order_relaxed);
-                } else {
-                    slot->generation++;
-                    slot->state = State::Reserved;
-                }
+                disarm_slot(*slot);
                 return QD_SUCCESS;
             }
         }
@@ -155,19 +147,26 @@ qd_status HandleTable::disarm_serialized(uint64_t handle, Tag tag, Object **obj)
             if (slot->live.load(std::memory_order_relaxed) == handle &&
                 slot->state == State::Armed) {
                 if (obj) *obj = slot->obj.get();
-                slot->live.store(0, std::memory_order_release);
-                if (slot->generation == kMaxGeneration) {
-                    slot->state = State::Retired;  // the next arm_serialized sees it
-                    retired_.fetch_add(1, std::memory_order_relaxed);
-                } else {
-                    slot->generation++;
-                    slot->state = State::Reserved;
-                }
+                disarm_slot(*slot);
                 return QD_SUCCESS;
             }
         }
     }
     return describe_failure(handle, tag);
+}
+
+// Armed -> reserved under a new generation, or retired when the generations are exhausted (the
+// pool notices at its next arm and reserves a fresh slot). The caller holds the slot lock or,
+// for the pool's serialised path, the pool lock.
+void HandleTable::disarm_slot(Slot &slot) {
+    slot.live.store(0, std::memory_order_release);
+    if (slot.generation == kMaxGeneration) {
+        slot.state = State::Retired;
+        retired_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        slot.generation++;
+        slot.state = State::Reserved;
+    }
 }
 
 void HandleTable::unreserve(uint32_t index) {
@@ -193,14 +192,7 @@ std::vector<std::shared_ptr<Object>> HandleTable::remove_all_owned_by(uint64_t o
             release_slot_locked(*slot, i);
         } else if (slot->state == State::Armed) {
             // A pool lease: its slot stays reserved for the pool, which unreserves it itself.
-            slot->live.store(0, std::memory_order_release);
-            if (slot->generation == kMaxGeneration) {
-                slot->state = State::Retired;
-                retired_.fetch_add(1, std::memory_order_relaxed);
-            } else {
-                slot->generation++;
-                slot->state = State::Reserved;
-            }
+            disarm_slot(*slot);
         }
     }
     return dropped;  // destroyed by the caller, outside every slot lock

@@ -186,6 +186,7 @@ class HandleTable {
     qd_status describe_failure(uint64_t handle, Tag tag) const;
     qd_status allocate_slot(uint32_t *index);
     void release_slot_locked(Slot &slot, uint32_t index);  // called with slot lock held
+    void disarm_slot(Slot &slot);
 
     std::atomic<Slot *> chunks_[kMaxChunks] = {};
     std::mutex alloc_mutex_;                 // guards free_, next_index_, chunk creation
