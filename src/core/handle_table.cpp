@@ -114,16 +114,21 @@ bool HandleTable::arm(uint32_t index, uint64_t *out) {
     return false;
 }
 
+// The disarm itself, shared by disarm() (under the slot lock) and disarm_serialized() (under the
+// pool lock): only a live armed handle is disarmed.
+bool HandleTable::disarm_if_armed(Slot &slot, uint64_t handle, Object **obj) {
+    if (slot.live.load(std::memory_order_relaxed) != handle || slot.state != State::Armed)
+        return false;
+    if (obj) *obj = slot.obj.get();
+    disarm_slot(slot);
+    return true;
+}
+
 qd_status HandleTable::disarm(uint64_t handle, Tag tag, Object **obj) {
     if (tag_of(handle) == uint8_t(tag)) {
         if (Slot *slot = slot_at(index_of(handle))) {
             SlotLock lock(*slot);
-            if (slot->live.load(std::memory_order_relaxed) == handle &&
-                slot->state == State::Armed) {
-                if (obj) *obj = slot->obj.get();
-                disarm_slot(*slot);
-                return QD_SUCCESS;
-            }
+            if (disarm_if_armed(*slot, handle, obj)) return QD_SUCCESS;
         }
     }
     return describe_failure(handle, tag);
@@ -143,14 +148,8 @@ bool HandleTable::arm_serialized(uint32_t index, uint64_t *out) {
 
 qd_status HandleTable::disarm_serialized(uint64_t handle, Tag tag, Object **obj) {
     if (tag_of(handle) == uint8_t(tag)) {
-        if (Slot *slot = slot_at(index_of(handle))) {
-            if (slot->live.load(std::memory_order_relaxed) == handle &&
-                slot->state == State::Armed) {
-                if (obj) *obj = slot->obj.get();
-                disarm_slot(*slot);
-                return QD_SUCCESS;
-            }
-        }
+        if (Slot *slot = slot_at(index_of(handle)); slot && disarm_if_armed(*slot, handle, obj))
+            return QD_SUCCESS;
     }
     return describe_failure(handle, tag);
 }

@@ -187,6 +187,7 @@ class HandleTable {
     qd_status allocate_slot(uint32_t *index);
     void release_slot_locked(Slot &slot, uint32_t index);  // called with slot lock held
     void disarm_slot(Slot &slot);
+    bool disarm_if_armed(Slot &slot, uint64_t handle, Object **obj);
 
     std::atomic<Slot *> chunks_[kMaxChunks] = {};
     std::mutex alloc_mutex_;                 // guards free_, next_index_, chunk creation
