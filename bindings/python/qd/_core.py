@@ -799,6 +799,38 @@ class _ContextChild:
         """Whether the object was closed (destroyed, released, unloaded, or its context closed)."""
         return not self._h  # type: ignore[attr-defined]
 
+    # Lifetime shared by Event, Module and Kernel (Stream has its own: what close() does depends
+    # on its kind). A subclass names its destroy call in _destroy and says what close() means in
+    # its own close() docstring.
+    _destroy: Any = None
+
+    def _after_close(self) -> None:
+        """Invalidate what dies with this object (a module's kernels)."""
+
+    def _close(self) -> None:
+        if not self._h:  # type: ignore[attr-defined]
+            return
+        status = type(self)._destroy(self._c)  # type: ignore[attr-defined]
+        self._h = 0
+        self._c = _C_ZERO
+        self._after_close()
+        if status and status != Status.ERROR_INVALID_HANDLE:
+            raise _err(status, self._ctx)  # type: ignore[attr-defined]
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+    def __del__(self) -> None:
+        try:
+            if self._h:  # type: ignore[attr-defined]
+                self._h = 0
+                type(self)._destroy(self._c)  # type: ignore[attr-defined]
+        except BaseException:
+            pass
+
 
 class StreamKind(enum.Enum):
     """What a Stream wrapper owns, which decides what ``close()`` does."""
@@ -1118,29 +1150,11 @@ class Event(_ContextChild):
     def _closed_error(self) -> ObjectClosedError:
         return ObjectClosedError(f"this qd.Event (handle {self._key:#x}) was closed")
 
+    _destroy = staticmethod(_f_event_destroy)
+
     def close(self) -> None:
         """Destroy the event; returns at once, even if a record is pending. Idempotent."""
-        if not self._h:
-            return
-        status = _f_event_destroy(self._c)
-        self._h = 0
-        self._c = _C_ZERO
-        if status and status != Status.ERROR_INVALID_HANDLE:
-            raise _err(status, self._ctx)
-
-    def __enter__(self) -> "Event":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h:
-                self._h = 0
-                _f_event_destroy(self._c)
-        except BaseException:
-            pass
+        self._close()
 
     def record(self, *, stream: Stream) -> "Event":
         """Record the event on ``stream`` (required): it completes when all work queued on
@@ -1248,34 +1262,18 @@ class Module(_ContextChild):
         self._kernels.add(k)
         return k
 
+    _destroy = staticmethod(_f_module_unload)
+
     def close(self) -> None:
         """Unload the module; its kernels become closed. Idempotent."""
-        if not self._h:
-            return
-        status = _f_module_unload(self._c)
-        self._h = 0
-        self._c = _C_ZERO
+        self._close()
+
+    def _after_close(self) -> None:
         for k in list(self._kernels):
             k._h = 0
             k._c = _C_ZERO
-        if status and status != Status.ERROR_INVALID_HANDLE:
-            raise _err(status, self._ctx)
 
     unload = close
-
-    def __enter__(self) -> "Module":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h:
-                self._h = 0
-                _f_module_unload(self._c)
-        except BaseException:
-            pass
 
 
 def _new_kernel(ctx: Context, c: c_uint64, name: str, module: Optional[Module]) -> "Kernel":
@@ -1379,29 +1377,11 @@ class Kernel(_ContextChild):
             f"this qd.Kernel {self._name!r} (handle {self._key:#x}) was closed or its module "
             "was unloaded")
 
+    _destroy = staticmethod(_f_kernel_destroy)
+
     def close(self) -> None:
         """Destroy the kernel handle; queued work with it still runs. Idempotent."""
-        if not self._h:
-            return
-        status = _f_kernel_destroy(self._c)
-        self._h = 0
-        self._c = _C_ZERO
-        if status and status != Status.ERROR_INVALID_HANDLE:
-            raise _err(status, self._ctx)
-
-    def __enter__(self) -> "Kernel":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h:
-                self._h = 0
-                _f_kernel_destroy(self._c)
-        except BaseException:
-            pass
+        self._close()
 
     def _config_ref(self, grid: Any, block: Any, shared_mem: Any) -> Any:
         """``byref`` of the launch config, cached per (grid, block, shared_mem)."""
