@@ -96,46 +96,6 @@ qd_status HandleTable::reserve(Tag tag, uint64_t owner, std::shared_ptr<Object> 
 
 bool HandleTable::arm(uint32_t index, uint64_t *out) {
     Slot &slot = *slot_at(index);
-    std::shared_ptr<Object> dropped;
-    {
-        SlotLock lock(slot);
-        if (slot.state == State::Reserved) {
-            const uint64_t h = make(index, slot.generation, slot.tag);
-            slot.state = State::Armed;
-            slot.live.store(h, std::memory_order_release);
-            *out = h;
-            return true;
-        }
-        // Generations exhausted at the last disarm: the slot is retired for good and lets go of
-        // the object. Any other state means the pool gave the slot back (context destroy) and
-        // it may already belong to someone else: leave it alone.
-        if (slot.state == State::Retired) dropped = std::move(slot.obj);
-    }
-    return false;
-}
-
-// The disarm itself, shared by disarm() (under the slot lock) and disarm_serialized() (under the
-// pool lock): only a live armed handle is disarmed.
-bool HandleTable::disarm_if_armed(Slot &slot, uint64_t handle, Object **obj) {
-    if (slot.live.load(std::memory_order_relaxed) != handle || slot.state != State::Armed)
-        return false;
-    if (obj) *obj = slot.obj.get();
-    disarm_slot(slot);
-    return true;
-}
-
-qd_status HandleTable::disarm(uint64_t handle, Tag tag, Object **obj) {
-    if (tag_of(handle) == uint8_t(tag)) {
-        if (Slot *slot = slot_at(index_of(handle))) {
-            SlotLock lock(*slot);
-            if (disarm_if_armed(*slot, handle, obj)) return QD_SUCCESS;
-        }
-    }
-    return describe_failure(handle, tag);
-}
-
-bool HandleTable::arm_serialized(uint32_t index, uint64_t *out) {
-    Slot &slot = *slot_at(index);
     if (slot.state == State::Reserved) {
         const uint64_t h = make(index, slot.generation, slot.tag);
         slot.state = State::Armed;
@@ -143,13 +103,24 @@ bool HandleTable::arm_serialized(uint32_t index, uint64_t *out) {
         *out = h;
         return true;
     }
-    return arm(index, out);  // retired (drops the object under the lock) or given back
+    // Generations exhausted at the last disarm: the slot is retired for good and lets go of the
+    // object, under the slot lock that get() copies it under. Any other state means the slot
+    // was given back (context destroy) and may already belong to someone else: leave it alone.
+    std::shared_ptr<Object> dropped;  // released after the lock
+    SlotLock lock(slot);
+    if (slot.state == State::Retired) dropped = std::move(slot.obj);
+    return false;
 }
 
-qd_status HandleTable::disarm_serialized(uint64_t handle, Tag tag, Object **obj) {
+qd_status HandleTable::disarm(uint64_t handle, Tag tag, Object **obj) {
     if (tag_of(handle) == uint8_t(tag)) {
-        if (Slot *slot = slot_at(index_of(handle)); slot && disarm_if_armed(*slot, handle, obj))
+        Slot *slot = slot_at(index_of(handle));
+        if (slot && slot->live.load(std::memory_order_relaxed) == handle &&
+            slot->state == State::Armed) {
+            if (obj) *obj = slot->obj.get();
+            disarm_slot(*slot);
             return QD_SUCCESS;
+        }
     }
     return describe_failure(handle, tag);
 }

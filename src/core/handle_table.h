@@ -91,6 +91,13 @@ class HandleTable {
 
     // --- Pool support: a reserved slot is bound to one object for its whole life and re-armed
     // with a fresh generation for each lease, so lease and release never touch the free list.
+    //
+    // arm() and disarm() take no slot lock: the caller serialises every arm and disarm of the
+    // slot (the stream pool, under its own lock) and keeps every other writer out meanwhile
+    // (the pool is closed, StreamPool::close, before context destroy disarms or unreserves its
+    // slots). One locked instruction per lease and per release instead of two (B3). Readers stay
+    // lock-free: they look at `live` only, and a reserved slot's object never changes (the
+    // retired case takes the slot lock to drop it).
     qd_status reserve(Tag tag, uint64_t owner, std::shared_ptr<Object> obj, uint32_t *index);
     // Make the reserved slot live under a new handle. False if its generations are exhausted
     // (the slot is then retired and the object dropped; the caller reserves a new slot) or the
@@ -101,15 +108,6 @@ class HandleTable {
     qd_status disarm(uint64_t handle, Tag tag, Object **obj = nullptr);
     // Give a reserved slot back (dropping its object).
     void unreserve(uint32_t index);
-
-    // arm() and disarm() without the slot lock, for a caller that already serialises every
-    // arm and disarm of the slot (the stream pool, under its own lock) and guarantees that no
-    // other writer touches it meanwhile: the pool is closed (StreamPool::close) before context
-    // destroy disarms or unreserves its slots. One locked instruction per lease and release
-    // instead of two (B3). Readers stay lock-free: they look at `live` only, and the slot's
-    // object never changes while it is reserved (the retired case goes through the locked path).
-    bool arm_serialized(uint32_t index, uint64_t *out);
-    qd_status disarm_serialized(uint64_t handle, Tag tag, Object **obj);
 
     // Invalidate every live, non-reserved handle owned by `owner`, and disarm its reserved
     // ones. Used by context destroy; the removed objects are handed back to the caller.
@@ -187,7 +185,6 @@ class HandleTable {
     qd_status allocate_slot(uint32_t *index);
     void release_slot_locked(Slot &slot, uint32_t index);  // called with slot lock held
     void disarm_slot(Slot &slot);
-    bool disarm_if_armed(Slot &slot, uint64_t handle, Object **obj);
 
     std::atomic<Slot *> chunks_[kMaxChunks] = {};
     std::mutex alloc_mutex_;                 // guards free_, next_index_, chunk creation

@@ -24,8 +24,8 @@ qd_status StreamPool::acquire(uint64_t *handle, std::shared_ptr<Stream> *keep) {
     Stream *s = nullptr;
     qd_status st = take_locked(&s);
     if (st != QD_SUCCESS) return st;
-    // The pool lock serialises every arm and disarm of its slots (HandleTable::arm_serialized).
-    while (!table.arm_serialized(s->pool_slot, handle)) {
+    // The pool lock serialises every arm and disarm of its slots (HandleTable::arm).
+    while (!table.arm(s->pool_slot, handle)) {
         // This stream's slot ran out of generations and was retired; give the stream a new one.
         st = table.reserve(Tag::Stream, ctx_.handle(), s->shared_from_this(), &s->pool_slot);
         if (st != QD_SUCCESS) {
@@ -65,11 +65,9 @@ qd_status StreamPool::release(uint64_t handle) {
                     (unsigned long long)handle);
     // Disarm and return to the free list under the one lock (see acquire).
     Object *obj = nullptr;
-    qd_status st = HandleTable::instance().disarm_serialized(handle, Tag::Stream, &obj);
+    qd_status st = HandleTable::instance().disarm(handle, Tag::Stream, &obj);
     if (st != QD_SUCCESS) return st;
-    --outstanding_;
-    bump(leased_, -1);
-    free_.push_back(static_cast<Stream *>(obj));  // capacity reserved: never allocates
+    put_locked(static_cast<Stream *>(obj));
     return QD_SUCCESS;
 }
 
@@ -146,11 +144,16 @@ qd_status StreamPool::take_locked(Stream **out) {
 
 void StreamPool::put(Stream *stream) {
     Guard g(lock_);
+    put_locked(stream);
+}
+
+void StreamPool::put_locked(Stream *stream) {
     --outstanding_;
     bump(leased_, -1);
     if (cleared_) return;  // the stream is gone from the pool; never touch it
     // LIFO reuse is safe: a stream's queue is in order, so the next holder's work runs after
-    // the previous holder's and can never be overtaken by it.
+    // the previous holder's and can never be overtaken by it. free_ has room for every stream
+    // (take_locked reserves it), so this never allocates under the lock.
     free_.push_back(stream);
 }
 

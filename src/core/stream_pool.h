@@ -63,6 +63,7 @@ class StreamPool {
     // around creating a native stream.
     qd_status take_locked(Stream **out);
     void put(Stream *stream);
+    void put_locked(Stream *stream);  // with lock_ held
     // Written only under lock_; read by stats without it.
     static void bump(std::atomic<uint64_t> &c, int64_t d) {
         c.store(c.load(std::memory_order_relaxed) + uint64_t(d), std::memory_order_relaxed);
