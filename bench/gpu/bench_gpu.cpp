@@ -317,6 +317,23 @@ void bench_fanout(const qdbench::Options &opt, qdbench::Report &report, Setup &s
 // B6: record+wait, async alloc+free
 // ---------------------------------------------------------------------------------------------
 
+// A B6 figure: medians of each side, and the verdict on the median paired ratio.
+Figure b6_figure(const char *name, const char *anchor_calls, const Samples &smp) {
+    Figure fig;
+    fig.bench = "B6";
+    fig.name = name;
+    fig.qd = median_of(smp.qd);
+    fig.unit = "ns";
+    fig.has_anchor = true;
+    fig.anchor = median_of(smp.anchor);
+    fig.anchor_unit = std::string("ns (") + anchor_calls + ")";
+    fig.has_ratio = true;
+    fig.ratio = qdbench::median_paired_ratio(smp);
+    fig.bar = "<= 1.1x (paired ratio; of medians " + qdbench::fmt(fig.qd / fig.anchor) + "x)";
+    fig.verdict = fig.ratio <= 1.1 ? Verdict::Pass : Verdict::Miss;
+    return fig;
+}
+
 void bench_events_memory(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
     // As B1: short rounds, 100x the repeats, paired ratios (the bar is a 10% margin).
     const int n = 1000;
@@ -348,19 +365,7 @@ void bench_events_memory(const qdbench::Options &opt, qdbench::Report &report, S
             return elapsed_ns(t0, t1) / n;
         };
         Samples smp = qdbench::alternate(many, qd_side, raw_side);
-        Figure fig;
-        fig.bench = "B6";
-        fig.name = "record+wait";
-        fig.qd = median_of(smp.qd);
-        fig.unit = "ns";
-        fig.has_anchor = true;
-        fig.anchor = median_of(smp.anchor);
-        fig.anchor_unit = "ns (cuEventRecord+cuStreamWaitEvent)";
-        fig.has_ratio = true;
-        fig.ratio = qdbench::median_paired_ratio(smp);
-        fig.bar = "<= 1.1x (paired ratio; of medians " + qdbench::fmt(fig.qd / fig.anchor) + "x)";
-        fig.verdict = fig.ratio <= 1.1 ? Verdict::Pass : Verdict::Miss;
-        report.add(fig, &smp);
+        report.add(b6_figure("record+wait", "cuEventRecord+cuStreamWaitEvent", smp), &smp);
         QD(qd_event_destroy(e));
         RAW(cuEventDestroy(re));
     }
@@ -388,19 +393,7 @@ void bench_events_memory(const qdbench::Options &opt, qdbench::Report &report, S
             return elapsed_ns(t0, t1) / n;
         };
         Samples smp = qdbench::alternate(many, qd_side, raw_side);
-        Figure fig;
-        fig.bench = "B6";
-        fig.name = "alloc+free-4KiB";
-        fig.qd = median_of(smp.qd);
-        fig.unit = "ns";
-        fig.has_anchor = true;
-        fig.anchor = median_of(smp.anchor);
-        fig.anchor_unit = "ns (cuMemAllocAsync+cuMemFreeAsync)";
-        fig.has_ratio = true;
-        fig.ratio = qdbench::median_paired_ratio(smp);
-        fig.bar = "<= 1.1x (paired ratio; of medians " + qdbench::fmt(fig.qd / fig.anchor) + "x)";
-        fig.verdict = fig.ratio <= 1.1 ? Verdict::Pass : Verdict::Miss;
-        report.add(fig, &smp);
+        report.add(b6_figure("alloc+free-4KiB", "cuMemAllocAsync+cuMemFreeAsync", smp), &smp);
     }
 }
 
