@@ -19,3 +19,7 @@ QDT_EXPORT int32_t qd_test_check_blob(const qd_host_kernel_info *i, void *const 
 QDT_EXPORT int32_t qd_test_wait_flag(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::wait_flag(i, a); }
 QDT_EXPORT int32_t qd_test_fault(const qd_host_kernel_info *i, void *const *a) { return qdt_cpu::fault(i, a); }
 
+
+// Not a kernel: exported data, which qd_kernel_get must refuse (NOT_FOUND), as it refuses the
+// functions of the libraries this module depends on (libc's free, sync, ...).
+QDT_EXPORT int32_t qd_test_exported_data = 7;

@@ -183,6 +183,30 @@ TEST_P(ModuleTest, UnloadAndKernelGet_Errors) {
     EXPECT_EQ(get_stats(ctx_).live_modules, 0u);
 }
 
+// A module's kernels are the functions it defines itself. dlsym also finds the functions of the
+// libraries the module depends on, and data; a launch of libc's free(info) aborted the process.
+TEST_P(ModuleTest, KernelGet_NameOnlyInADependencyOrData_NotFound_NothingLaunchable) {
+    QDT_REQUIRE_CPU();
+    std::string path = cpu_module_path();
+    qd_module m = 0;
+    ASSERT_QD_OK(qd_module_load(ctx_, path.data(), path.size(), &m));
+    const uint64_t kernels_before = get_stats(ctx_).live_kernels;
+    for (const char *name : {"free", "malloc", "abort", "printf", "sync", "pause", "time", "index",
+                             "dlopen", "qd_launch", "qd_context_destroy"}) {
+        qd_kernel k = 0x5555;
+        EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "no kernel", qd_kernel_get(m, name, &k)) << name;
+        EXPECT_EQ(k, 0x5555u) << name;
+    }
+    qd_kernel k = 0x5555;
+    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "not a function", qd_kernel_get(m, "qd_test_exported_data", &k));
+    EXPECT_EQ(k, 0x5555u);
+    EXPECT_EQ(get_stats(ctx_).live_kernels, kernels_before) << "no kernel handle was made";
+    ASSERT_QD_OK(qd_kernel_get(m, "qd_test_noop", &k)) << "the module's own kernels still resolve";
+    EXPECT_QD_OK(launch0(default_stream_, k));
+    EXPECT_QD_OK(qd_stream_synchronize(default_stream_));
+    EXPECT_QD_OK(qd_module_unload(m));
+}
+
 TEST_P(ModuleTest, Unload_WithQueuedWork_CodeStaysAliveUntilItRuns) {
     QDT_REQUIRE_CPU();
     std::string path = cpu_module_path();

@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_module.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -46,9 +47,27 @@ qd_status make_host_fn_kernel(qd_host_kernel_fn fn, const char *name, std::share
 }
 
 qd_status CpuModule::get_kernel(const char *name, std::shared_ptr<Kernel> *out) {
+    // dlsym on a library handle searches the library and then its dependencies, so "free" or a
+    // misspelt "sync" would come back as libc's. A kernel is a function the module itself
+    // defines: the object that holds the symbol (dladdr1) must be the module's own link map,
+    // and the symbol must be a function, not data.
     void *symbol = ::dlsym(handle_.get(), name);
-    if (!symbol)
-        return fail(QD_ERROR_NOT_FOUND, "module '%s' has no kernel '%s'", path_.c_str(), name);
+    struct link_map *own = nullptr, *holder = nullptr;
+    void *entry = nullptr;  // an ElfW(Sym) *
+    Dl_info where;
+    if (!symbol || ::dlinfo(handle_.get(), RTLD_DI_LINKMAP, &own) != 0 ||
+        ::dladdr1(symbol, &where, reinterpret_cast<void **>(&holder), RTLD_DL_LINKMAP) == 0 ||
+        holder != own)
+        return fail(QD_ERROR_NOT_FOUND, "module '%s' has no kernel '%s'%s", path_.c_str(), name,
+                    symbol ? " (the name resolves only in a library the module depends on)" : "");
+    if (::dladdr1(symbol, &where, &entry, RTLD_DL_SYMENT) != 0 &&
+        entry) {
+        const unsigned type = ELF64_ST_TYPE(static_cast<const ElfW(Sym) *>(entry)->st_info);
+        if (type != STT_FUNC && type != STT_GNU_IFUNC)
+            return fail(QD_ERROR_NOT_FOUND,
+                        "module '%s' exports '%s', but it is not a function, so not a kernel",
+                        path_.c_str(), name);
+    }
     // Object to function pointer: memcpy is the conversion that is defined on every compiler.
     qd_host_kernel_fn fn;
     static_assert(sizeof fn == sizeof symbol, "function and object pointers differ in size");
