@@ -681,11 +681,16 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
 
 /** Copy bytes from src to dst in stream order. Either side may be device memory from
  *  qd_mem_alloc_async, host memory from qd_host_alloc, or (unchecked) any host memory.
- *  A range that starts inside a registered allocation must end inside it.
+ *  Ranges are checked against every live allocation of the process, of any context: a range
+ *  that starts inside an allocation must end inside it, and a range may not start at an
+ *  allocation's end (one past its last byte) unless another allocation starts there. A range
+ *  inside an allocation of another context is allowed (unified addressing; on the CPU backend
+ *  all of it is host memory): order that context's streams with events, as for two streams.
  *  bytes 0 is a successful no-op.
  *  - QD_ERROR_INVALID_ARGUMENT: dst or src is 0 while bytes > 0.
  *  - QD_ERROR_OVERFLOW: dst + bytes or src + bytes wraps around.
- *  - QD_ERROR_INVALID_ADDRESS: a range runs past the end of the allocation it starts in.
+ *  - QD_ERROR_INVALID_ADDRESS: a range runs past the end of the allocation it starts in, or
+ *    starts exactly at an allocation's end.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes);

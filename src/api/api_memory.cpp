@@ -21,12 +21,12 @@ qd_status check_alloc_size(uint64_t bytes) {
     return QD_SUCCESS;
 }
 
-qd_status check_range(AllocRegistry &reg, uint64_t address, uint64_t bytes, const char *what) {
+qd_status check_range(uint64_t address, uint64_t bytes, const char *what) {
     uint64_t end;
     if (add_overflows(address, bytes, &end))
         return fail(QD_ERROR_OVERFLOW, "%s 0x%llx + %llu bytes wraps around the address space",
                     what, (unsigned long long)address, (unsigned long long)bytes);
-    return reg.check_range(address, bytes, what);
+    return AllocRegistry::check_range(address, bytes, what);
 }
 
 }  // namespace
@@ -73,8 +73,8 @@ QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, u
         if (bytes == 0) return QD_SUCCESS;
         if (!dst || !src)
             return fail(QD_ERROR_INVALID_ARGUMENT, "%s is 0", !dst ? "dst" : "src");
-        st = check_range(s->ctx->allocs(), dst, bytes, "dst");
-        if (st == QD_SUCCESS) st = check_range(s->ctx->allocs(), src, bytes, "src");
+        st = check_range(dst, bytes, "dst");
+        if (st == QD_SUCCESS) st = check_range(src, bytes, "src");
         if (st != QD_SUCCESS) return st;
         return s->impl->memcpy(dst, src, bytes);
     });
@@ -87,7 +87,7 @@ QD_API qd_status qd_memset_async(qd_stream stream, uint64_t dst, uint8_t value, 
         if (st != QD_SUCCESS) return st;
         if (bytes == 0) return QD_SUCCESS;
         if (!dst) return fail(QD_ERROR_INVALID_ARGUMENT, "dst is 0");
-        st = check_range(s->ctx->allocs(), dst, bytes, "dst");
+        st = check_range(dst, bytes, "dst");
         if (st != QD_SUCCESS) return st;
         return s->impl->memset(dst, value, bytes);
     });

@@ -1,5 +1,9 @@
 #include "core/alloc_registry.h"
 
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+
 #include "common/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -10,6 +14,31 @@
 #endif
 
 namespace qd::core {
+
+namespace {
+// Every registry of the process. Contexts are few and come and go rarely; check_range reads the
+// list under a shared lock. Never destroyed, so a context leaked at exit can still unlist itself.
+struct RegistryList {
+    std::shared_mutex mutex;
+    std::vector<AllocRegistry *> all;
+};
+RegistryList &registries() {
+    static RegistryList *list = new RegistryList();
+    return *list;
+}
+}  // namespace
+
+AllocRegistry::AllocRegistry() {
+    RegistryList &list = registries();
+    std::unique_lock<std::shared_mutex> lock(list.mutex);
+    list.all.push_back(this);
+}
+
+AllocRegistry::~AllocRegistry() {
+    RegistryList &list = registries();
+    std::unique_lock<std::shared_mutex> lock(list.mutex);
+    list.all.erase(std::find(list.all.begin(), list.all.end(), this));
+}
 
 AllocRegistry::Guard::Guard(std::atomic_flag &f) : flag(f) {
     while (flag.test_and_set(std::memory_order_acquire)) QD_REGISTRY_RELAX();
@@ -66,20 +95,47 @@ qd_status AllocRegistry::remove(Kind kind, uint64_t address) {
     return QD_SUCCESS;
 }
 
-qd_status AllocRegistry::check_range(uint64_t address, uint64_t bytes, const char *what) {
+bool AllocRegistry::find(uint64_t address, Block *inside, Block *ends_at) {
     Guard g(lock_);
     for (auto *map : {&device_, &host_}) {
         auto it = map->upper_bound(address);
         if (it == map->begin()) continue;
-        --it;
-        const uint64_t start = it->first, size = it->second;
-        if (address - start < size && bytes > size - (address - start))
-            return fail(QD_ERROR_INVALID_ADDRESS,
-                        "%s range [0x%llx, +%llu) runs past the end of the %llu-byte allocation "
-                        "at 0x%llx",
-                        what, (unsigned long long)address, (unsigned long long)bytes,
-                        (unsigned long long)size, (unsigned long long)start);
+        --it;  // the block with the largest start <= address
+        const uint64_t offset = address - it->first;
+        if (offset < it->second) {
+            *inside = Block{it->first, it->second};
+            return true;
+        }
+        if (offset == it->second) *ends_at = Block{it->first, it->second};
     }
+    return false;
+}
+
+qd_status AllocRegistry::check_range(uint64_t address, uint64_t bytes, const char *what) {
+    // Live blocks never overlap, so at most one registry holds one containing address; a block
+    // of another registry may still end where it starts (adjacent blocks of a shared pool).
+    Block inside, ends_at;
+    bool found = false;
+    {
+        RegistryList &list = registries();
+        std::shared_lock<std::shared_mutex> lock(list.mutex);
+        for (AllocRegistry *r : list.all)
+            if ((found = r->find(address, &inside, &ends_at))) break;
+    }
+    if (found) {
+        if (bytes <= inside.size - (address - inside.start)) return QD_SUCCESS;
+        return fail(QD_ERROR_INVALID_ADDRESS,
+                    "%s range [0x%llx, +%llu) runs past the end of the %llu-byte allocation at "
+                    "0x%llx",
+                    what, (unsigned long long)address, (unsigned long long)bytes,
+                    (unsigned long long)inside.size, (unsigned long long)inside.start);
+    }
+    if (ends_at.size != 0)
+        return fail(QD_ERROR_INVALID_ADDRESS,
+                    "%s 0x%llx is the end of the %llu-byte allocation at 0x%llx (one past its "
+                    "last byte), not memory of its own",
+                    what, (unsigned long long)address, (unsigned long long)ends_at.size,
+                    (unsigned long long)ends_at.start);
     return QD_SUCCESS;
 }
 

@@ -1,7 +1,9 @@
 // The allocation registry of one context: every live qd_mem_alloc_async and qd_host_alloc
 // block, keyed by start address. It turns a free of an unknown or already-freed address into
 // QD_ERROR_INVALID_ADDRESS instead of a double free, lets memcpy/memset check ranges that start
-// inside a block, and lets context destroy free what the user leaked.
+// inside a block (of any context: every registry of the process is listed, so a copy on one
+// context's stream into another context's block is checked against that block), and lets
+// context destroy free what the user leaked.
 //
 // Alloc+free is hot (B6 sets 1.1x the raw driver's pair), so the lock is a spin lock held for a
 // tree operation, the counters are written under it without read-modify-writes, and the nodes
@@ -22,15 +24,23 @@ class AllocRegistry {
   public:
     enum class Kind : uint8_t { Device, Host };
 
+    AllocRegistry();   // lists itself in the process's registries, for check_range
+    ~AllocRegistry();
+    AllocRegistry(const AllocRegistry &) = delete;
+    AllocRegistry &operator=(const AllocRegistry &) = delete;
+
     // Registers a block, unless `closed` is already true (context destroy sets it before its
     // sweep, take_all, takes the same lock): then nothing is registered and the call returns
     // false, so a block made during a destroy is either swept by it or refused here.
     bool insert(Kind kind, uint64_t address, uint64_t bytes, const std::atomic<bool> &closed);
     // QD_ERROR_INVALID_ADDRESS (with message) when address is not the start of a live block.
     qd_status remove(Kind kind, uint64_t address);
-    // QD_ERROR_INVALID_ADDRESS when [address, address+bytes) starts inside a registered block
-    // of either kind but runs past its end. Unregistered ranges are the caller's raw memory.
-    qd_status check_range(uint64_t address, uint64_t bytes, const char *what);
+    // Checks [address, address+bytes) against every registry of the process (every context's
+    // device and host blocks). QD_ERROR_INVALID_ADDRESS when the range starts inside a block
+    // but runs past its end, or starts exactly at a block's end (one past the last byte) where
+    // no other block starts. Ranges outside every block are the caller's raw memory.
+    // The caller has checked that address + bytes does not wrap.
+    static qd_status check_range(uint64_t address, uint64_t bytes, const char *what);
     // Empty the registry, returning what was still live.
     std::vector<uint64_t> take_all(Kind kind);
 
@@ -40,6 +50,12 @@ class AllocRegistry {
 
   private:
     using Map = std::map<uint64_t, uint64_t>;  // address -> bytes
+    struct Block {
+        uint64_t start = 0, size = 0;
+    };
+    // The live block that contains address (true), else the block that ends exactly at address
+    // (false, *ends_at set when there is one).
+    bool find(uint64_t address, Block *inside, Block *ends_at);
     static constexpr size_t kSpareNodes = 64;
 
     struct Guard {

@@ -171,6 +171,55 @@ TEST_P(MemoryTest, MemcpyMemset_Errors) {
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
+// A copy on one context's stream that starts inside another context's block was treated as raw
+// memory and not range-checked: a 4096-byte write into a 16-byte block (heap overflow).
+TEST_P(MemoryTest, MemcpyMemset_IntoAnotherContextsAllocation_CheckedAgainstThatAllocation) {
+    qd_stream s1 = new_stream();
+    qd_context c2 = other_context();
+    qd_stream s2 = new_stream(c2);
+    uint64_t a = alloc(s1, 16);
+    void *h = host_alloc(16);
+    std::vector<uint8_t> src(4096, 0x5A);
+    ASSERT_QD_OK(qd_memset_async(s1, a, 0, 16));
+    ASSERT_QD_OK(qd_stream_synchronize(s1));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memcpy_async(s2, a + 8, addr(src.data()), 4096));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memcpy_async(s2, addr(src.data()), a + 8, 4096));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memset_async(s2, a + 8, 1, 4096));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memcpy_async(s2, addr(h) + 8, addr(src.data()), 4096))
+        << "host blocks of another context too";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memset_async(s2, addr(h), 1, 17));
+    // A copy that stays inside the other context's block is allowed (unified addressing; the
+    // caller orders the two contexts' streams with events, as for two streams of one context).
+    EXPECT_QD_OK(qd_memcpy_async(s2, a + 8, addr(src.data()), 8));
+    EXPECT_QD_OK(qd_memset_async(s2, a, 0x11, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(s2));
+    std::vector<uint8_t> out(16, 0);
+    ASSERT_QD_OK(qd_memcpy_async(s1, addr(out.data()), a, 16));
+    ASSERT_QD_OK(qd_stream_synchronize(s1));
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], i < 4 ? 0x11 : i < 8 ? 0 : 0x5A) << i;
+    EXPECT_QD_OK(qd_mem_free_async(s1, a));
+}
+
+// A range that starts one past a block's last byte was unchecked raw memory, so a copy there
+// overflowed the heap silently. It is refused as the block's end, on any context's stream.
+TEST_P(MemoryTest, MemcpyMemset_StartingExactlyAtAnAllocationsEnd_InvalidAddress) {
+    qd_stream s = new_stream();
+    qd_stream s2 = new_stream(other_context());
+    uint64_t a = alloc(s, 64);
+    void *h = host_alloc(32);
+    std::vector<uint8_t> host(64);
+    for (qd_stream x : {s, s2}) {
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memcpy_async(x, a + 64, addr(host.data()), 1));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memcpy_async(x, addr(host.data()), a + 64, 8));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memset_async(x, a + 64, 0, 1));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memset_async(x, addr(h) + 32, 0, 1));
+    }
+    EXPECT_QD_OK(qd_memcpy_async(s, a + 63, addr(host.data()), 1)) << "the last byte is the block's";
+    EXPECT_QD_OK(qd_memset_async(s, a + 64, 0, 0)) << "0 bytes is a no-op anywhere";
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_QD_OK(qd_mem_free_async(s, a));
+}
+
 TEST_P(MemoryTest, MemcpyMemset_FreedAllocation_IsNoLongerRegistered) {
     // After a free, an address range that started in the block is just an unregistered address;
     // a copy that ran past the old end cannot be checked any more, so only check the registry
