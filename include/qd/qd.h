@@ -11,9 +11,25 @@
  * Status.   Every function returns a qd_status: 0 (QD_SUCCESS) is success, a positive value
  *           is a non-error status (QD_NOT_READY), a negative value is an error. On an error,
  *           qd_last_error_message() holds a thread-local sentence naming the cause; it is only
- *           written on failure. Output parameters are written only on QD_SUCCESS. A NULL
- *           output pointer is checked before anything else: it gives QD_ERROR_INVALID_ARGUMENT
- *           even when a handle in the same call is also bad.
+ *           written on failure. Output parameters are written only on QD_SUCCESS.
+ *
+ * Which error wins. When several arguments are wrong, the status is that of the first class of
+ *           check that fails, in this order; within a class, arguments are checked in the
+ *           order of the parameter list, and an array's elements in index order:
+ *           1. checks that need nothing but the arguments' own values: a NULL pointer the call
+ *              needs, input or output (descriptors, arrays with a non-zero count, callbacks,
+ *              names, outputs); counts; struct_size; flags; launch dimensions and argument
+ *              lists; duplicated elements; address arithmetic that wraps
+ *              (QD_ERROR_INVALID_ARGUMENT, QD_ERROR_OVERFLOW);
+ *           2. every handle argument, then every handle inside an array argument (a task's
+ *              kernel, a join's children): QD_ERROR_INVALID_HANDLE;
+ *           3. handles of different contexts: QD_ERROR_WRONG_CONTEXT;
+ *           4. the context's state: QD_ERROR_FORKED, QD_ERROR_DEVICE_LOST;
+ *           5. checks that need the objects or the backend (an object's kind, an address's
+ *              allocation, timing flags, pool capacity, ...), in the order the function lists.
+ *           So qd_host_free(bad_ctx, NULL) is QD_ERROR_INVALID_ARGUMENT, and a join of
+ *           {lease of another context, 0} is QD_ERROR_INVALID_HANDLE, as a launch of a bad
+ *           stream with a kernel of another context is.
  *
  * Handles.  Objects are named by opaque 64-bit handles (slot, generation and type tag). 0 is
  *           never a valid handle. A handle that is 0, forged, of the wrong type, or names an
@@ -37,6 +53,12 @@
  *           INIT macro. A struct_size smaller than the first released size of that struct gives
  *           QD_ERROR_INVALID_ARGUMENT. Larger sizes (a newer caller) are accepted and the fields
  *           this library does not know are ignored.
+ *
+ * Arrays of structs. An array of a struct that starts with struct_size (qd_task) is read at
+ *           the stride of its first element's struct_size, so a caller built against a newer,
+ *           larger struct is read correctly: every element must have the same struct_size,
+ *           a multiple of 8 and at most 1024 (else QD_ERROR_INVALID_ARGUMENT). A struct
+ *           without struct_size (qd_arg) never grows; new fields go into a new struct.
  *
  * Lost contexts. After a device fault (on the CPU backend: a host kernel returning non-zero),
  *           the context is lost: every later call that names it or one of its objects and
@@ -197,7 +219,8 @@ typedef struct qd_launch_config {
 } qd_launch_config;
 #define QD_LAUNCH_CONFIG_INIT { (uint32_t)sizeof(qd_launch_config), {1u, 1u, 1u}, {1u, 1u, 1u}, 0u }
 
-/** One kernel argument: size bytes read from data. qd copies them before qd_launch returns. */
+/** One kernel argument: size bytes read from data. qd copies them before qd_launch returns.
+ *  qd_arg never grows (it has no struct_size): arrays of it have the stride sizeof(qd_arg). */
 typedef struct qd_arg {
     const void *data;
     uint64_t size;
@@ -207,7 +230,8 @@ typedef struct qd_arg {
 #define QD_MAX_ARGS 64u
 #define QD_MAX_ARG_BYTES 4096u
 
-/** One task of qd_launch_parallel. */
+/** One task of qd_launch_parallel. An array of tasks is read at the stride of
+ *  tasks[0].struct_size (Conventions, "Arrays of structs"); fields may be added at the end. */
 typedef struct qd_task {
     uint32_t struct_size;
     uint32_t group;          /**< tasks of one group run in order; groups run concurrently */
@@ -633,8 +657,10 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
  *  Every task is validated before anything is queued; on an error nothing is queued, no lease
  *  is kept, and argument storage may be reused at once as for qd_launch.
  *  Threads: any.
- *  - QD_ERROR_INVALID_ARGUMENT: tasks is NULL with num_tasks > 0; a task is invalid as for
- *    qd_launch (struct_size, config, args). num_tasks 0 is a successful no-op.
+ *  - QD_ERROR_INVALID_ARGUMENT: tasks is NULL with num_tasks > 0; tasks[0].struct_size is
+ *    smaller than the first qd_task, larger than 1024 or not a multiple of 8; a task's
+ *    struct_size differs from tasks[0]'s; a task is invalid as for qd_launch (config, args).
+ *    num_tasks 0 is a successful no-op.
  *  - QD_ERROR_OVERFLOW, QD_ERROR_INVALID_HANDLE, QD_ERROR_WRONG_CONTEXT: as for qd_launch.
  *  - QD_ERROR_POOL_EXHAUSTED: no stream of the pool is free.
  *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */

@@ -75,11 +75,13 @@ QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms) {
     return api::guarded([&]() -> qd_status {
         if (!ms) return api::null_argument("ms");
         Event *a = nullptr, *b = nullptr;
-        qd_status st = core::resolve_usable(start, &a);
+        qd_status st = core::resolve(start, &a);
         if (st == QD_SUCCESS) st = core::resolve(end, &b);
         if (st != QD_SUCCESS) return st;
         if (a->ctx != b->ctx)
             return fail(QD_ERROR_WRONG_CONTEXT, "start and end events belong to different contexts");
+        st = a->ctx->usable();
+        if (st != QD_SUCCESS) return st;
         if (!a->impl->timing() || !b->impl->timing())
             return fail(QD_ERROR_TIMING_DISABLED,
                         "%s event was created without QD_EVENT_TIMING",

@@ -13,18 +13,21 @@ extern "C" {
 QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_config *config,
                            const qd_arg *args, uint32_t num_args) {
     return api::guarded([&]() -> qd_status {
+        // Order of checks: qd.h, Conventions, "Which error wins".
+        backend::LaunchDims dims;
+        qd_status st = core::validate_config(config, &dims);
+        if (st == QD_SUCCESS) st = core::validate_args(args, num_args);
+        if (st != QD_SUCCESS) return st;
         Stream *s = nullptr;
         Kernel *k = nullptr;
-        qd_status st = core::resolve_usable(stream, &s);
+        st = core::resolve(stream, &s);
         if (st == QD_SUCCESS) st = core::resolve(kernel, &k);
         if (st != QD_SUCCESS) return st;
         if (k->ctx != s->ctx)
             return fail(QD_ERROR_WRONG_CONTEXT,
                         "kernel 0x%016llx belongs to another context than stream 0x%016llx",
                         (unsigned long long)kernel, (unsigned long long)stream);
-        backend::LaunchDims dims;
-        st = core::validate_config(config, &dims);
-        if (st == QD_SUCCESS) st = core::validate_args(args, num_args);
+        st = s->ctx->usable();
         if (st != QD_SUCCESS) return st;
         return s->impl->launch(*k->impl, dims, args, num_args);
     });

@@ -21,12 +21,18 @@ qd_status check_alloc_size(uint64_t bytes) {
     return QD_SUCCESS;
 }
 
-qd_status check_range(uint64_t address, uint64_t bytes, const char *what) {
+// The checks of a copy's or set's own values, which need no handle: they come first (qd.h,
+// "Which error wins"). src is 1 for a memset, which has no source.
+qd_status check_sides(uint64_t dst, uint64_t src, uint64_t bytes) {
+    if (bytes == 0) return QD_SUCCESS;
+    if (!dst || !src) return fail(QD_ERROR_INVALID_ARGUMENT, "%s is 0", !dst ? "dst" : "src");
     uint64_t end;
-    if (add_overflows(address, bytes, &end))
-        return fail(QD_ERROR_OVERFLOW, "%s 0x%llx + %llu bytes wraps around the address space",
-                    what, (unsigned long long)address, (unsigned long long)bytes);
-    return AllocRegistry::check_range(address, bytes, what);
+    for (uint64_t a : {dst, src})
+        if (add_overflows(a, bytes, &end))
+            return fail(QD_ERROR_OVERFLOW, "%s 0x%llx + %llu bytes wraps around the address space",
+                        a == dst ? "dst" : "src", (unsigned long long)a,
+                        (unsigned long long)bytes);
+    return QD_SUCCESS;
 }
 
 }  // namespace
@@ -67,14 +73,14 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address) {
 
 QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes) {
     return api::guarded([&]() -> qd_status {
+        qd_status st = check_sides(dst, src, bytes);
+        if (st != QD_SUCCESS) return st;
         Stream *s = nullptr;
-        qd_status st = core::resolve_usable(stream, &s);
+        st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         if (bytes == 0) return QD_SUCCESS;
-        if (!dst || !src)
-            return fail(QD_ERROR_INVALID_ARGUMENT, "%s is 0", !dst ? "dst" : "src");
-        st = check_range(dst, bytes, "dst");
-        if (st == QD_SUCCESS) st = check_range(src, bytes, "src");
+        st = AllocRegistry::check_range(dst, bytes, "dst");
+        if (st == QD_SUCCESS) st = AllocRegistry::check_range(src, bytes, "src");
         if (st != QD_SUCCESS) return st;
         return s->impl->memcpy(dst, src, bytes);
     });
@@ -82,12 +88,13 @@ QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, u
 
 QD_API qd_status qd_memset_async(qd_stream stream, uint64_t dst, uint8_t value, uint64_t bytes) {
     return api::guarded([&]() -> qd_status {
+        qd_status st = check_sides(dst, 1, bytes);
+        if (st != QD_SUCCESS) return st;
         Stream *s = nullptr;
-        qd_status st = core::resolve_usable(stream, &s);
+        st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         if (bytes == 0) return QD_SUCCESS;
-        if (!dst) return fail(QD_ERROR_INVALID_ARGUMENT, "dst is 0");
-        st = check_range(dst, bytes, "dst");
+        st = AllocRegistry::check_range(dst, bytes, "dst");
         if (st != QD_SUCCESS) return st;
         return s->impl->memset(dst, value, bytes);
     });

@@ -222,13 +222,13 @@ QD_API qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native) {
 QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
+        if (native == 0)
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "native stream 0 (the legacy default stream) cannot be imported");
         Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
-        if (native == 0)
-            return fail(QD_ERROR_INVALID_ARGUMENT,
-                        "native stream 0 (the legacy default stream) cannot be imported");
         std::shared_ptr<backend::Stream> impl;
         st = c->impl().import_stream(native, &impl);
         if (st != QD_SUCCESS) return st;

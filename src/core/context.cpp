@@ -199,14 +199,14 @@ qd_status Context::register_allocation(AllocRegistry::Kind kind, uint64_t addres
 }
 
 qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, Event **e) {
-    qd_status st = resolve_usable(stream, s);
+    qd_status st = resolve(stream, s);
     if (st == QD_SUCCESS) st = resolve(event, e);
     if (st != QD_SUCCESS) return st;
     if ((*e)->ctx != (*s)->ctx)
         return fail(QD_ERROR_WRONG_CONTEXT,
                     "event 0x%016llx and stream 0x%016llx belong to different contexts",
                     (unsigned long long)event, (unsigned long long)stream);
-    return QD_SUCCESS;
+    return (*s)->ctx->usable();
 }
 
 qd_status register_stream(const std::shared_ptr<Context> &ctx,

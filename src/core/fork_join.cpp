@@ -52,13 +52,8 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
 qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
     if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
     if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; join at least one stream");
-    Stream *p = nullptr;
-    qd_status st = resolve_usable(parent, &p);
-    if (st != QD_SUCCESS) return st;
-    Context &ctx = *p->ctx;
-
-    // Validate everything before queuing anything, so an error changes nothing.
-    std::vector<Stream *> kids(n);
+    // Validate everything before queuing anything, so an error changes nothing; each class of
+    // check runs over every argument before the next (qd.h, "Which error wins").
     for (uint32_t i = 0; i < n; ++i) {
         if (children[i] == parent)
             return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] is the parent stream", i);
@@ -66,16 +61,30 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
             if (children[j] == children[i])
                 return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] and children[%u] are the same",
                             j, i);
+    }
+    Stream *p = nullptr;
+    qd_status st = resolve(parent, &p);
+    if (st != QD_SUCCESS) return st;
+    Context &ctx = *p->ctx;
+    std::vector<Stream *> kids(n);
+    for (uint32_t i = 0; i < n; ++i) {
         st = resolve(children[i], &kids[i]);
-        if (st != QD_SUCCESS) return st;
+        if (st != QD_SUCCESS) {
+            const std::string reason = last_error_message();
+            return fail(st, "children[%u]: %s", i, reason.c_str());
+        }
+    }
+    for (uint32_t i = 0; i < n; ++i)
         if (kids[i]->ctx.get() != &ctx)
             return fail(QD_ERROR_WRONG_CONTEXT, "children[%u] belongs to another context than the "
                         "parent", i);
+    st = ctx.usable();
+    if (st != QD_SUCCESS) return st;
+    for (uint32_t i = 0; i < n; ++i)
         if (kids[i]->kind != StreamKind::Leased)
             return fail(QD_ERROR_INVALID_OPERATION,
                         "children[%u] is not a pool lease (from qd_stream_fork or "
                         "qd_stream_acquire)", i);
-    }
     for (uint32_t i = 0; i < n; ++i) {
         backend::Stream *target = p->impl.get();
         st = link_streams(ctx.event_pool(), *kids[i]->impl, &target, 1);

@@ -10,8 +10,12 @@ namespace qd::core {
 
 namespace {
 constexpr uint32_t kTaskV1Size = 64;
+// The most a newer caller's qd_task can have grown to; a larger struct_size is garbage, and
+// stepping by it would read far past the caller's array.
+constexpr uint32_t kMaxTaskSize = 1024;
 
 struct Prepared {
+    const qd_task *task;
     backend::Kernel *kernel;
     backend::LaunchDims dims;
     uint32_t stream_index;  // group's position in order of first appearance
@@ -19,39 +23,31 @@ struct Prepared {
 }  // namespace
 
 qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_tasks) {
-    Stream *parent = nullptr;
-    qd_status st = resolve_usable(stream, &parent);
-    if (st != QD_SUCCESS) return st;
-    if (num_tasks == 0) return QD_SUCCESS;
-    if (!tasks) return fail(QD_ERROR_INVALID_ARGUMENT, "tasks is NULL but num_tasks is %u", num_tasks);
-    Context &ctx = *parent->ctx;
-
-    // Validate every task, and keep its kernel alive, before anything is queued.
+    // Each class of check runs over every task before the next class (qd.h, "Which error
+    // wins"): the tasks' own values, then the handles, then the contexts, then the state.
+    if (!tasks && num_tasks > 0)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "tasks is NULL but num_tasks is %u", num_tasks);
+    // The array's stride is tasks[0].struct_size, so a caller built against a newer, larger
+    // qd_task is read correctly; every element must have the same struct_size.
+    const uint32_t stride = num_tasks ? tasks[0].struct_size : 0;
+    if (num_tasks && (stride < kTaskV1Size || stride > kMaxTaskSize ||
+                      stride % alignof(qd_task) != 0))
+        return fail(QD_ERROR_INVALID_ARGUMENT,
+                    "tasks[0].struct_size is %u; it must be a multiple of %zu from %u to %u (use "
+                    "QD_TASK_INIT)",
+                    stride, alignof(qd_task), kTaskV1Size, kMaxTaskSize);
     std::vector<Prepared> prepared(num_tasks);
-    std::vector<Kernel *> kernels;  // borrowed for the call (resolve_cache.h)
-    std::vector<uint32_t> groups;                  // distinct group ids, in order of appearance
-    uint64_t last_kernel = 0;
+    std::vector<uint32_t> groups;  // distinct group ids, in order of appearance
     for (uint32_t i = 0; i < num_tasks; ++i) {
-        const qd_task &t = tasks[i];
-        if (t.struct_size < kTaskV1Size)
+        const qd_task &t = *reinterpret_cast<const qd_task *>(
+            reinterpret_cast<const char *>(tasks) + uint64_t(i) * stride);
+        if (t.struct_size != stride)
             return fail(QD_ERROR_INVALID_ARGUMENT,
-                        "tasks[%u].struct_size is %u; at least %u is required (use QD_TASK_INIT)",
-                        i, t.struct_size, kTaskV1Size);
-        if (kernels.empty() || t.kernel != last_kernel) {
-            Kernel *k = nullptr;
-            st = resolve(t.kernel, &k);
-            if (st != QD_SUCCESS) {
-                const std::string reason = last_error_message();
-                return fail(st, "tasks[%u]: %s", i, reason.c_str());
-            }
-            if (k->ctx.get() != &ctx)
-                return fail(QD_ERROR_WRONG_CONTEXT,
-                            "tasks[%u].kernel belongs to another context than the stream", i);
-            kernels.push_back(k);
-            last_kernel = t.kernel;
-        }
-        prepared[i].kernel = kernels.back()->impl.get();
-        st = validate_config(&t.config, &prepared[i].dims);
+                        "tasks[%u].struct_size is %u but tasks[0].struct_size is %u; every task "
+                        "of one array has the same struct_size (the array's stride)",
+                        i, t.struct_size, stride);
+        prepared[i].task = &t;
+        qd_status st = validate_config(&t.config, &prepared[i].dims);
         if (st == QD_SUCCESS) st = validate_args(t.args, t.num_args);
         if (st != QD_SUCCESS) {
             const std::string reason = last_error_message();
@@ -62,6 +58,33 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
         if (g == groups.size()) groups.push_back(t.group);
         prepared[i].stream_index = g;
     }
+
+    Stream *parent = nullptr;
+    qd_status st = resolve(stream, &parent);
+    if (st != QD_SUCCESS) return st;
+    // Resolve every kernel (borrowed for the call, resolve_cache.h) before comparing contexts.
+    std::vector<Kernel *> kernels(num_tasks);
+    for (uint32_t i = 0; i < num_tasks; ++i) {
+        const uint64_t handle = prepared[i].task->kernel;
+        if (i > 0 && handle == prepared[i - 1].task->kernel) {
+            kernels[i] = kernels[i - 1];
+            continue;
+        }
+        st = resolve(handle, &kernels[i]);
+        if (st != QD_SUCCESS) {
+            const std::string reason = last_error_message();
+            return fail(st, "tasks[%u]: %s", i, reason.c_str());
+        }
+    }
+    Context &ctx = *parent->ctx;
+    for (uint32_t i = 0; i < num_tasks; ++i) {
+        if (kernels[i]->ctx.get() != &ctx)
+            return fail(QD_ERROR_WRONG_CONTEXT,
+                        "tasks[%u].kernel belongs to another context than the stream", i);
+        prepared[i].kernel = kernels[i]->impl.get();
+    }
+    st = ctx.usable();
+    if (st != QD_SUCCESS || num_tasks == 0) return st;
 
     std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
     st = ctx.stream_pool().acquire_internal(uint32_t(groups.size()), &leases);
@@ -75,7 +98,7 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     // Groups share streams round-robin when the pool had fewer free than there are groups;
     // a group always maps to one stream, so its tasks stay in order.
     for (uint32_t i = 0; st == QD_SUCCESS && i < num_tasks; ++i) {
-        const qd_task &t = tasks[i];
+        const qd_task &t = *prepared[i].task;
         st = impls[prepared[i].stream_index % k]->launch(*prepared[i].kernel, prepared[i].dims,
                                                          t.args, t.num_args);
     }

@@ -317,7 +317,7 @@ TEST_F(InvalidHandleFuzz, RandomAddresses_AreInvalidAddressAndNeverCrash) {
     EXPECT_EQ(get_stats(F).host_bytes_allocated, baseline.host_bytes_allocated);
 }
 
-// A NULL output pointer is checked before anything else (qd.h, "Status"): with a forged or dead
+// A NULL output pointer is checked before any handle (qd.h, "Which error wins"): with a forged or dead
 // handle in the same call it is still QD_ERROR_INVALID_ARGUMENT, so a caller can rely on one
 // answer for one mistake.
 TEST(NullOutputs, CheckedBeforeHandles_InvalidArgumentEvenWithBadHandles) {
