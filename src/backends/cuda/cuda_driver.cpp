@@ -279,6 +279,7 @@ qd_status make_cuda_driver(std::unique_ptr<Driver> *out) {
         return fail(QD_ERROR_BACKEND_UNAVAILABLE, "cuInit failed: %s",
                     gpu::describe_result(table, r, what, sizeof what));
     }
+    if (gpu::g_table_hook) gpu::g_table_hook(table);
     return gpu::make_gpu_driver(table, std::move(library), out);
 }
 

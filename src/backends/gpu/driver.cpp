@@ -30,6 +30,8 @@ qd_status make_gpu_driver(const DriverTable &table, Library library,
     return QD_SUCCESS;
 }
 
+void (*g_table_hook)(DriverTable &table) = nullptr;
+
 const NativeCounters *native_counters(const Driver *driver) {
     auto *gpu = dynamic_cast<const GpuDriver *>(driver);
     return gpu ? &const_cast<GpuDriver *>(gpu)->counters() : nullptr;

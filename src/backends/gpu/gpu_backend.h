@@ -35,6 +35,13 @@ qd_status make_gpu_driver(const DriverTable &table, Library library,
 // The counters of a GPU driver; null when driver is not one.
 const NativeCounters *native_counters(const Driver *driver);
 
+// A test seam for fault injection on a real driver (RELIABILITY #13): when set, a vendor
+// loader calls it on its filled table, after init succeeded and before the driver is built, so
+// a test can wrap every entry (tests/gpu/gpu_fault_real_test.cpp fails the Nth call). Only code
+// linked with qd_internal can set it: the symbol is hidden, so libqd.so offers no way to reach
+// it, and it costs nothing when null.
+extern void (*g_table_hook)(DriverTable &table);
+
 // A readable "NAME (description)" of a native result, e.g.
 // "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)". Writes into buf.
 const char *describe_result(const DriverTable &table, Result result, char *buf, size_t size);
