@@ -118,6 +118,7 @@ qd_status Context::destroy(uint64_t handle) {
     if (st != QD_SUCCESS) return st;
     ResolveCache::local().forget(handle);
     ctx->tear_down();
+    ResolveCache::local().release_dead_now();  // this thread's cached children go now
     return QD_SUCCESS;
 }
 

@@ -8,9 +8,11 @@
 // begins, never in the middle of one, so every pointer a call obtained stays valid until that
 // call returns.
 //
-// Cost of the design: a destroyed object may live on (memory only; its handle is dead) until
-// this thread makes a few more qd calls or exits. Destroy calls already return before queued
-// work completes, so nothing observable depends on the exact moment memory is freed.
+// Cost of the design: a destroyed object may live on (its handle is dead) until this thread
+// makes a few more qd calls or exits; on a GPU its native stream or event is released then.
+// qd_context_destroy releases the calling thread's entries at once (release_dead_now); other
+// threads' entries of that context go at their next calls. Destroy calls already return before
+// queued work completes, so nothing observable depends on the exact moment memory is freed.
 //
 // The thread's cache is reached through a plain pointer in initial-exec TLS: one load from the
 // thread pointer, with no __tls_get_addr call and no guard, on every qd call. The cache itself
@@ -56,6 +58,18 @@ class ResolveCache {
     void forget(uint64_t handle) {
         for (unsigned i = 0; i < kWays; ++i)
             if (handles_[i] == handle) evict(i);
+    }
+
+    // Drops, now, this thread's entries whose handles are dead. qd_context_destroy calls it once
+    // the context is torn down, so the children this thread resolved (and the native objects
+    // they hold) are released before it returns, not at a later call. Only for the end of an
+    // API call: it frees objects whose pointers the call may have used.
+    void release_dead_now() {
+        for (unsigned i = 0; i < kWays; ++i)
+            if (handles_[i] &&
+                !HandleTable::instance().is_live(handles_[i], Tag(HandleTable::tag_of(handles_[i]))))
+                evict(i);
+        bury();
     }
 
     Object *insert(uint64_t handle, std::shared_ptr<Object> obj) {

@@ -89,14 +89,14 @@ int32_t k_block(const qd_host_kernel_info *, void *const *args) {
     qd_stream s = 0;
     std::memcpy(&s, args[0], sizeof s);
     expect("qd_stream_synchronize (inside a kernel)", qd_stream_synchronize(s),
-           {S(INVALID_OPERATION), S(INVALID_HANDLE)});
+           {S(INVALID_OPERATION), S(INVALID_HANDLE), LOST});
     return 0;
 }
 void cb_noop(void *) {}
 void cb_block(void *user) {
     const qd_context c = static_cast<qd_context>(reinterpret_cast<uintptr_t>(user));
     expect("qd_context_synchronize (inside a callback)", qd_context_synchronize(c),
-           {S(INVALID_OPERATION), S(INVALID_HANDLE)});
+           {S(INVALID_OPERATION), S(INVALID_HANDLE), LOST});
 }
 constexpr qd_host_kernel_fn kKernelFns[] = {k_noop, k_read, k_block, k_fault};
 

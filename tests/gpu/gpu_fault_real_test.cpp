@@ -43,6 +43,11 @@ std::atomic<long> g_calls{0};       // counted calls since the last reset
 std::atomic<long> g_fail_at{0};     // 0: no injection
 std::atomic<Result> g_fail_code{0};
 std::atomic<int> g_failed_fn{-1};   // the entry that was made to fail
+const char *g_failed_step = "";     // the scenario step it failed in
+// Only the scenario's own thread counts, so the numbering does not depend on what the driver's
+// threads do meanwhile.
+thread_local bool t_scenario = false;
+thread_local const char *t_step = "";
 
 template <typename T, T DriverTable::*Member, Fn Which>
 struct Wrap;
@@ -50,10 +55,11 @@ template <typename... Args, Result (*DriverTable::*Member)(Args...), Fn Which>
 struct Wrap<Result (*)(Args...), Member, Which> {
     static Result call(Args... args) {
         // The error-text lookups only format messages; failing them would test nothing.
-        if (Which != Fn::get_error_name && Which != Fn::get_error_string) {
+        if (t_scenario && Which != Fn::get_error_name && Which != Fn::get_error_string) {
             const long n = g_calls.fetch_add(1) + 1;
             if (n == g_fail_at.load()) {
                 g_failed_fn.store(int(Which));
+                g_failed_step = t_step;
                 return g_fail_code.load();
             }
         }
@@ -74,6 +80,9 @@ void wrap_table(DriverTable &t) {
 // The scenario
 // ---------------------------------------------------------------------------------------------
 
+// Runs one API call of the scenario with t_step naming it, for the report.
+#define STEP(name, call) (t_step = name, check(name, call))
+
 struct Outcome {
     bool all_ok = true;
     long chain_end = 0;      // counted calls when the checked chain ended
@@ -89,6 +98,7 @@ std::vector<char> read_file(const char *path) {
 
 Outcome run_scenario(const std::vector<char> &image) {
     Outcome o;
+    t_scenario = true;
     auto check = [&](const char *what, qd_status st) {
         if (st != QD_SUCCESS && o.all_ok) {
             o.all_ok = false;
@@ -102,8 +112,9 @@ Outcome run_scenario(const std::vector<char> &image) {
     desc.backend = QD_BACKEND_CUDA;
     desc.stream_pool_size = 4;
     qd_context ctx = 0;
-    if (!check("qd_context_create", qd_context_create(&desc, &ctx))) {
+    if (!STEP("qd_context_create", qd_context_create(&desc, &ctx))) {
         o.chain_end = g_calls.load();
+        t_scenario = false;
         return o;
     }
     qd_module m = 0;
@@ -122,12 +133,12 @@ Outcome run_scenario(const std::vector<char> &image) {
     uint64_t dst[4];
     uint32_t val[4] = {11, 22, 33, 44};
     qd_arg args[4][2];
-    if (check("qd_module_load", qd_module_load(ctx, image.data(), image.size(), &m)) &&
-        check("qd_kernel_get", qd_kernel_get(m, "qd_test_write_value", &write)) &&
-        check("qd_stream_create", qd_stream_create(ctx, nullptr, &s)) &&
-        check("qd_mem_alloc_async", qd_mem_alloc_async(s, 16, &dev)) &&
-        check("qd_memset_async", qd_memset_async(s, dev, 0, 16)) &&
-        (forked = check("qd_stream_fork", qd_stream_fork(s, 2, kids)))) {
+    if (STEP("qd_module_load", qd_module_load(ctx, image.data(), image.size(), &m)) &&
+        STEP("qd_kernel_get", qd_kernel_get(m, "qd_test_write_value", &write)) &&
+        STEP("qd_stream_create", qd_stream_create(ctx, nullptr, &s)) &&
+        STEP("qd_mem_alloc_async", qd_mem_alloc_async(s, 16, &dev)) &&
+        STEP("qd_memset_async", qd_memset_async(s, dev, 0, 16)) &&
+        (forked = STEP("qd_stream_fork", qd_stream_fork(s, 2, kids)))) {
         for (int i = 0; i < 4; ++i) {
             dst[i] = dev + 4 * i;
             write_args(&dst[i], &val[i], args[i]);
@@ -139,21 +150,22 @@ Outcome run_scenario(const std::vector<char> &image) {
             tasks[i].args = args[2 + i];
             tasks[i].num_args = 2;
         }
-        const bool launched = check("qd_launch", qd_launch(kids[0], write, nullptr, args[0], 2)) &&
-                              check("qd_launch", qd_launch(kids[1], write, nullptr, args[1], 2));
-        const bool joined = check("qd_stream_join", qd_stream_join(s, kids, 2));
+        const bool launched = STEP("qd_launch", qd_launch(kids[0], write, nullptr, args[0], 2)) &&
+                              STEP("qd_launch", qd_launch(kids[1], write, nullptr, args[1], 2));
+        const bool joined = STEP("qd_stream_join", qd_stream_join(s, kids, 2));
         if (joined) forked = false;
         if (launched && joined &&
-            check("qd_launch_parallel", qd_launch_parallel(s, tasks, 2)) &&
-            check("qd_event_create", qd_event_create(ctx, QD_EVENT_TIMING, &e)) &&
-            check("qd_event_record", qd_event_record(s, e)) &&
-            check("qd_memcpy_async", qd_memcpy_async(s, uint64_t(uintptr_t(host)), dev, 16)) &&
-            check("qd_event_synchronize", qd_event_synchronize(e)) &&
-            check("qd_stream_synchronize", qd_stream_synchronize(s))) {
+            STEP("qd_launch_parallel", qd_launch_parallel(s, tasks, 2)) &&
+            STEP("qd_event_create", qd_event_create(ctx, QD_EVENT_TIMING, &e)) &&
+            STEP("qd_event_record", qd_event_record(s, e)) &&
+            STEP("qd_memcpy_async", qd_memcpy_async(s, uint64_t(uintptr_t(host)), dev, 16)) &&
+            STEP("qd_event_synchronize", qd_event_synchronize(e)) &&
+            STEP("qd_stream_synchronize", qd_stream_synchronize(s))) {
             o.results_right = host[0] == 11 && host[1] == 22 && host[2] == 33 && host[3] == 44;
         }
     }
     o.chain_end = g_calls.load();
+    t_step = "cleanup";
     // Cleanup: whatever failed, release what was made; context destroy does the rest.
     if (forked) {
         qd_stream_release(kids[0]);
@@ -163,12 +175,43 @@ Outcome run_scenario(const std::vector<char> &image) {
     if (e) qd_event_destroy(e);
     if (s) qd_stream_destroy(s);
     if (m) qd_module_unload(m);
+    t_step = "qd_context_destroy";
     const qd_status destroyed = qd_context_destroy(ctx);
+    t_scenario = false;
     if (destroyed != QD_SUCCESS) {
         ADD_FAILURE() << "qd_context_destroy: " << qd_status_name(destroyed) << ": "
                       << qd_last_error_message();
     }
     return o;
+}
+
+// Driver calls whose failure qd absorbs by design, so the scenario goes on as if nothing failed:
+// - cuCtxGetCurrent: ScopedCurrent then pushes and pops its context instead (gpu_objects.h);
+// - cuStreamGetPriority right after a stream is made: the requested (clamped) priority is kept;
+// - cuFuncGetParamInfo in qd_kernel_get: optional; the launch arguments are then not checked;
+// - the release calls (stream, event, module destroy/unload, and the query and tail event a
+//   stream destroy makes): qd's destroys never fail, and release what they can.
+bool absorbed_by_design(Fn fn, const char *step) {
+    switch (fn) {
+    case Fn::ctx_get_current:
+    case Fn::func_get_param_info:
+    case Fn::stream_destroy:
+    case Fn::event_destroy:
+    case Fn::module_unload:
+    case Fn::mem_free:
+    case Fn::host_free:
+        return true;
+    case Fn::stream_get_priority:
+        return std::strcmp(step, "qd_stream_create") == 0 || std::strcmp(step, "qd_stream_fork") == 0;
+    case Fn::stream_query:
+    case Fn::event_create:
+    case Fn::event_record:
+    case Fn::event_query:
+        // As part of a release (the tail event of a busy stream being destroyed).
+        return std::strcmp(step, "cleanup") == 0 || std::strcmp(step, "qd_context_destroy") == 0;
+    default:
+        return false;
+    }
 }
 
 const gpu::NativeCounters *cuda_counters() {
@@ -199,7 +242,7 @@ TEST(GpuFaultInjectionReal, EveryDriverCallOfAScenario_FailsCleanlyAndNamesTheCa
 
     // CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_UNKNOWN, and a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
     const Result codes[] = {2, 999, 700};
-    long injected = 0, surfaced = 0;
+    long injected = 0, surfaced = 0, absorbed = 0;
     for (long n = 1; n <= total; ++n) {
         for (Result code : codes) {
             const uint64_t streams = counters->streams_created - counters->streams_destroyed;
@@ -218,8 +261,11 @@ TEST(GpuFaultInjectionReal, EveryDriverCallOfAScenario_FailsCleanlyAndNamesTheCa
             SCOPED_TRACE(testing::Message() << "call " << n << " (" << symbol << ") fails with "
                                             << code);
             if (n <= o.chain_end) {
-                EXPECT_FALSE(o.all_ok) << "the failure was swallowed";
-                if (!o.all_ok) {
+                if (o.all_ok) {
+                    EXPECT_TRUE(absorbed_by_design(Fn(failed), g_failed_step))
+                        << "the failure was swallowed, in " << g_failed_step;
+                    ++absorbed;
+                } else {
                     ++surfaced;
                     const bool names_call = o.first_message.find(symbol) != std::string::npos;
                     const bool lost = o.first == QD_ERROR_DEVICE_LOST;
@@ -233,8 +279,9 @@ TEST(GpuFaultInjectionReal, EveryDriverCallOfAScenario_FailsCleanlyAndNamesTheCa
             EXPECT_EQ(counters->modules_loaded - counters->modules_unloaded, modules);
         }
     }
-    std::printf("injected %ld failures over %ld calls x %zu codes; %ld surfaced in the chain\n",
-                injected, total, sizeof codes / sizeof codes[0], surfaced);
+    std::printf("injected %ld failures over %ld calls x %zu codes: %ld surfaced to the caller "
+                "naming the call, %ld absorbed by design, the rest in cleanup\n",
+                injected, total, sizeof codes / sizeof codes[0], surfaced, absorbed);
     g_calls = 0;
     Outcome after = run_scenario(image);
     EXPECT_TRUE(after.all_ok) << after.first_call << ": " << after.first_message;
