@@ -201,8 +201,11 @@ bool absorbed_by_design(Fn fn, const char *step) {
     case Fn::mem_free:
     case Fn::host_free:
         return true;
-    case Fn::stream_get_priority:
-        return std::strcmp(step, "qd_stream_create") == 0 || std::strcmp(step, "qd_stream_fork") == 0;
+    case Fn::stream_get_priority:  // every step that makes a stream: the default, owned, pooled
+        return std::strcmp(step, "qd_context_create") == 0 ||
+               std::strcmp(step, "qd_stream_create") == 0 ||
+               std::strcmp(step, "qd_stream_fork") == 0 ||
+               std::strcmp(step, "qd_launch_parallel") == 0;
     case Fn::stream_query:
     case Fn::event_create:
     case Fn::event_record:
