@@ -15,6 +15,15 @@ class CallbackTest : public BackendTest {};
 int32_t named_fault(const qd_host_kernel_info *, void *const *) { return 3; }
 int32_t ok_kernel(const qd_host_kernel_info *, void *const *) { return 0; }
 
+// A CPU context of 2 workers with two streams and a kernel that faults ("fault").
+void make_faulting_context(qd_context *c, qd_stream *s, qd_stream *t, qd_kernel *fault) {
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 2);
+    ASSERT_QD_OK(qd_context_create(&desc, c));
+    ASSERT_QD_OK(qd_stream_create(*c, nullptr, s));
+    ASSERT_QD_OK(qd_stream_create(*c, nullptr, t));
+    ASSERT_QD_OK(qd_kernel_from_host_fn(*c, &named_fault, "fault", fault));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -230,13 +239,9 @@ TEST_P(LostTest, FaultFromModuleKernel_MessageNamesTheSymbol) {
 TEST_P(LostTest, ContextDestroy_WithPendingWorkAfterAFault_DoesNotHang) {
     QDT_REQUIRE_CPU();
     qd_context c = 0;
-    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 2);
-    ASSERT_QD_OK(qd_context_create(&desc, &c));
     qd_stream s = 0, t = 0;
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &t));
     qd_kernel fault = 0;
-    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &named_fault, "fault", &fault));
+    ASSERT_NO_FATAL_FAILURE(make_faulting_context(&c, &s, &t, &fault));
     ASSERT_QD_OK(launch0(s, fault));
     for (int i = 0; i < 10; ++i) {
         for (qd_stream x : {s, t}) {
@@ -252,13 +257,9 @@ TEST_P(LostTest, ContextDestroy_WithPendingWorkAfterAFault_DoesNotHang) {
 TEST_P(LostTest, EnqueuesBeforeTheFaultRuns_Succeed_ThenDestroyDrainsWithoutHanging) {
     QDT_REQUIRE_CPU();
     qd_context c = 0;
-    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 2);
-    ASSERT_QD_OK(qd_context_create(&desc, &c));
     qd_stream s = 0, t = 0;
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &t));
     qd_kernel fault = 0;
-    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &named_fault, "fault", &fault));
+    ASSERT_NO_FATAL_FAILURE(make_faulting_context(&c, &s, &t, &fault));
     Gate gate;
     ASSERT_QD_OK(gate.enqueue(s));
     ASSERT_QD_OK(launch0(s, fault));  // cannot run before the gate opens
@@ -279,13 +280,9 @@ TEST_P(LostTest, EnqueuesBeforeTheFaultRuns_Succeed_ThenDestroyDrainsWithoutHang
 TEST_P(LostTest, EnqueuesAfterTheFaultIsVisible_AreDeviceLost_ThenDestroySucceeds) {
     QDT_REQUIRE_CPU();
     qd_context c = 0;
-    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 2);
-    ASSERT_QD_OK(qd_context_create(&desc, &c));
     qd_stream s = 0, t = 0;
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &t));
     qd_kernel fault = 0;
-    ASSERT_QD_OK(qd_kernel_from_host_fn(c, &named_fault, "fault", &fault));
+    ASSERT_NO_FATAL_FAILURE(make_faulting_context(&c, &s, &t, &fault));
     ASSERT_QD_OK(launch0(s, fault));
     ASSERT_QD(QD_ERROR_DEVICE_LOST, qd_stream_synchronize(s));
     for (int i = 0; i < 10; ++i) {
