@@ -709,7 +709,8 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
  *  qd_mem_alloc_async, host memory from qd_host_alloc, or (unchecked) any host memory.
  *  Ranges are checked against every live allocation of the process, of any context: a range
  *  that starts inside an allocation must end inside it, and a range may not start at an
- *  allocation's end (one past its last byte) unless another allocation starts there. A range
+ *  allocation's end (one past its last byte: qd keeps that byte with the block, so it is never
+ *  the caller's own memory). A range
  *  inside an allocation of another context is allowed (unified addressing; on the CPU backend
  *  all of it is host memory): order that context's streams with events, as for two streams.
  *  bytes 0 is a successful no-op.

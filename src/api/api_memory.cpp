@@ -13,6 +13,13 @@ namespace {
 // backends free of overflow.
 constexpr uint64_t kMaxAllocBytes = uint64_t(1) << 56;
 
+// Every block gets one byte more than asked for, which no one else can own: the address one
+// past a block's end is then qd's memory, not memory of the caller's that happens to start
+// there (allocators without headers, such as TSan's, place blocks back to back), so a range
+// starting at a block's end can be refused (AllocRegistry::check_range) without refusing the
+// caller's own memory. The registry and the statistics count the bytes asked for.
+constexpr uint64_t kEndGuard = 1;
+
 qd_status check_alloc_size(uint64_t bytes) {
     if (bytes == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "bytes is 0");
     if (bytes > kMaxAllocBytes)
@@ -48,7 +55,7 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
         st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         uint64_t a = 0;
-        st = s->impl->mem_alloc(bytes, &a);
+        st = s->impl->mem_alloc(bytes + kEndGuard, &a);
         if (st != QD_SUCCESS) return st;
         try {
             st = s->ctx->register_allocation(AllocRegistry::Kind::Device, a, bytes);
@@ -110,7 +117,7 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
         void *p = nullptr;
-        st = c->impl().host_alloc(bytes, &p);
+        st = c->impl().host_alloc(bytes + kEndGuard, &p);
         if (st != QD_SUCCESS) return st;
         try {
             st = c->register_allocation(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(p),
