@@ -573,6 +573,41 @@ TEST(CpuShutdown, ShutdownRacingWithEnqueues_RunsEveryAcceptedTaskAndNeverHangs)
     }
 }
 
+// Streams created on another thread while the context shuts down: each creation is refused
+// (INVALID_HANDLE) or yields a stream whose accepted work ran by the time shutdown returned.
+// Under TSan this caught a stream registering itself with the scheduler from its constructor,
+// before make_shared had written the weak self-reference that the shutdown's drain reads.
+TEST(CpuShutdown, StreamCreationsRacingShutdown_AreRefusedOrDrained) {
+    for (int round = 0; round < 20; ++round) {
+        auto ctx = make_context(2);
+        std::atomic<int> executed{0};
+        std::atomic<int> accepted{0};
+        std::atomic<bool> first_created{false};
+        std::vector<std::shared_ptr<Stream>> made;  // the creator's, read after join
+        std::thread creator([&] {
+            for (int i = 0; i < 2000; ++i) {
+                std::shared_ptr<Stream> s;
+                const qd_status st = ctx->create_stream(0, 0, &s);
+                if (st != QD_SUCCESS) {
+                    EXPECT_EQ(st, QD_ERROR_INVALID_HANDLE);
+                    break;
+                }
+                if (s->host_fn(increment_fn, &executed) == QD_SUCCESS) accepted.fetch_add(1);
+                made.push_back(std::move(s));
+                first_created.store(true);
+            }
+        });
+        while (!first_created.load()) std::this_thread::yield();  // a condition, not a clock
+        ctx->shutdown();
+        const int ran_at_shutdown = executed.load();
+        creator.join();
+        EXPECT_EQ(ran_at_shutdown, accepted.load()) << "round " << round;
+        for (auto &s : made) EXPECT_EQ(s->synchronize(), QD_SUCCESS);
+        made.clear();
+        ctx.reset();
+    }
+}
+
 TEST(CpuShutdown, ContextDroppedWithoutShutdownStopsItsWorkers) {
     auto ctx = make_context(3);
     auto s = make_stream(*ctx);

@@ -63,7 +63,9 @@ qd_status CpuContext::create_stream(uint32_t, int32_t priority, std::shared_ptr<
     // Flags (QD_STREAM_NON_BLOCKING) have no meaning without a legacy stream: accepted, ignored.
     if (scheduler_->stopping()) return fail_destroyed();
     const int32_t applied = std::clamp(priority, kGreatestPriority, kLeastPriority);
-    *out = std::make_shared<CpuStream>(scheduler_, applied);
+    std::shared_ptr<CpuStream> stream = CpuStream::create(scheduler_, applied);
+    if (!stream) return fail_destroyed();  // shutdown began after the check above
+    *out = std::move(stream);
     return QD_SUCCESS;
 }
 

@@ -31,12 +31,17 @@ void *to_pointer(uint64_t address) noexcept {
 }  // namespace
 
 CpuStream::CpuStream(std::shared_ptr<Scheduler> scheduler, int32_t priority)
-    : scheduler_(std::move(scheduler)), priority_(priority), queue_(scheduler_->chunk_pool()) {
-    registry_entry_ = scheduler_->register_stream(this);
+    : scheduler_(std::move(scheduler)), priority_(priority), queue_(scheduler_->chunk_pool()) {}
+
+std::shared_ptr<CpuStream> CpuStream::create(std::shared_ptr<Scheduler> scheduler, int32_t priority) {
+    auto stream = std::make_shared<CpuStream>(scheduler, priority);
+    if (!scheduler->register_stream(stream.get(), &stream->registry_entry_)) return nullptr;
+    stream->registered_ = true;
+    return stream;
 }
 
 CpuStream::~CpuStream() {
-    scheduler_->unregister_stream(registry_entry_);
+    if (registered_) scheduler_->unregister_stream(registry_entry_);
     // Only a context shut down under queued work can leave tasks here (otherwise the scheduler
     // would still hold the stream); dispose of them as the shutdown would.
     StreamList woken;

@@ -18,8 +18,12 @@ namespace qd::backend::cpu {
 
 class CpuStream final : public Stream, public std::enable_shared_from_this<CpuStream> {
   public:
-    // priority must already be clamped to [kGreatestPriority, kLeastPriority].
-    CpuStream(std::shared_ptr<Scheduler> scheduler, int32_t priority);
+    // A new stream, registered with the scheduler, or nullptr once the scheduler is stopping.
+    // priority must already be clamped to [kGreatestPriority, kLeastPriority]. Registration
+    // happens here, after make_shared has finished (it writes the weak self-reference that
+    // Scheduler::live_streams() reads), never in the constructor.
+    static std::shared_ptr<CpuStream> create(std::shared_ptr<Scheduler> scheduler, int32_t priority);
+    CpuStream(std::shared_ptr<Scheduler> scheduler, int32_t priority);  // use create()
     ~CpuStream() override;
 
     qd_status launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
@@ -92,6 +96,7 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     } link_;
 
     std::list<CpuStream *>::iterator registry_entry_;
+    bool registered_ = false;
 };
 
 }  // namespace qd::backend::cpu

@@ -164,9 +164,13 @@ void WorkerState::FreeDeleter::operator()(void *p) const noexcept { std::free(p)
 
 // --- Registry and shutdown -------------------------------------------------------------------
 
-std::list<CpuStream *>::iterator Scheduler::register_stream(CpuStream *stream) {
+bool Scheduler::register_stream(CpuStream *stream, std::list<CpuStream *>::iterator *entry) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    return registry_.insert(registry_.end(), stream);
+    // shutdown() sets stopping before it takes this lock in live_streams(): a registration
+    // either precedes that snapshot or sees the flag.
+    if (hot_.stopping.load(std::memory_order_seq_cst)) return false;
+    *entry = registry_.insert(registry_.end(), stream);
+    return true;
 }
 
 void Scheduler::unregister_stream(std::list<CpuStream *>::iterator it) noexcept {

@@ -71,8 +71,9 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     bool stopping() const noexcept { return hot_.stopping.load(std::memory_order_relaxed); }
 
     // Streams register for their whole life so that live_streams() finds streams whose last
-    // outside reference is gone but whose work is still pending.
-    std::list<CpuStream *>::iterator register_stream(CpuStream *stream);
+    // outside reference is gone but whose work is still pending. Registration is refused
+    // (false) once shutdown has begun, so every stream shutdown() does not drain was refused.
+    bool register_stream(CpuStream *stream, std::list<CpuStream *>::iterator *entry);
     void unregister_stream(std::list<CpuStream *>::iterator it) noexcept;
     // Every live stream, with a reference each.
     std::vector<std::shared_ptr<CpuStream>> live_streams();
