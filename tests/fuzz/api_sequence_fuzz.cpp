@@ -10,8 +10,8 @@
 //   - each live context's qd_context_get_stats counters equal what the sequence created
 //     (streams, leases, events, kernels, allocations);
 // and, through the sanitizers it is built with (ASan, UBSan, LSan), that nothing crashes,
-// overflows or leaks. Each input ends by bringing the contexts back to their baseline
-// (World::reset), checked with the counters again.
+// overflows or leaks. Each input ends by bringing the contexts back to their baseline, checked
+// with the counters again, and destroying them (World::reset).
 //
 // The fuzzer's own memory use follows qd.h's contract, so any report is qd's: every memory
 // operation goes on the context's default stream (so a block is never freed while another
@@ -624,11 +624,12 @@ void World::step(Input &in) {
 }
 
 
-// Brings every live context back to its baseline between inputs: no streams but the default
-// one, no leases, events, kernels or allocations, and the default stream active. A lost context
-// is destroyed. Contexts themselves persist across inputs (creating one starts worker threads,
-// which would otherwise dominate the time per input), so an input starts from a clean but
-// possibly already created context; an input that destroys or creates contexts still can.
+// Ends an input: brings every live context back to its baseline (no streams but the default
+// one, no leases, events, kernels or allocations, the default stream active; a lost context is
+// destroyed), checks the counters there, then destroys every context. Each input starts from
+// no context at all, so everything an input made is freed by its end and LeakSanitizer's
+// per-input check (libFuzzer -detect_leaks=1) sees a real leak as one: contexts kept across
+// inputs left their worker threads holding memory LSan could not attribute.
 void World::reset() {
     for (Ctx &c : ctx) {
         if (!c.live) continue;
@@ -659,6 +660,8 @@ void World::reset() {
         expect("qd_context_synchronize", qd_context_synchronize(c.handle), {LOST});
     }
     check_counters();
+    for (Ctx &c : ctx)
+        if (c.live) destroy_context(c);
     dead.clear();
 }
 
