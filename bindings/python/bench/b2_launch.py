@@ -33,7 +33,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import qd  # noqa: E402
-from qd import _core  # noqa: E402  (the bare ctypes functions, for the floor figures)
+from qd import _base as _core  # noqa: E402  (the bare ctypes functions, for the floor figures)
 
 # empty() and empty8(8 x u64): nvcc -ptx output, PTX ISA 7.0 for sm_75 and later.
 PTX = b"""

@@ -21,31 +21,18 @@ else the system loader.
 from __future__ import annotations
 
 from . import _lib
-from ._core import (
-    Backend,
+from ._base import Backend
+from ._context import (
     Context,
     ContextStatistics,
-    DeviceBuffer,
     DeviceProperties,
-    Event,
-    HostBuffer,
-    Kernel,
-    Launcher,
-    Module,
-    Stream,
-    StreamKind,
-    Task,
-    alloc,
     device_count,
     device_properties,
-    free,
-    kernel_arg,
-    launch_host_fn,
-    launch_parallel,
-    memcpy,
-    memset,
     version,
 )
+from ._kernel import Kernel, Launcher, Module, Task, kernel_arg, launch_host_fn, launch_parallel
+from ._memory import DeviceBuffer, HostBuffer, alloc, free, memcpy, memset
+from ._stream import Event, Stream, StreamKind
 from ._errors import (
     ArgumentRangeError,
     ArgumentTypeError,

@@ -2,7 +2,7 @@
 
 Errors the binding detects before calling C (a closed object, ``stream=None``, an int that does
 not fit its C type) raise the class of the status the C API gives for the same mistake, so a
-caller sees one status family whichever side caught it (RELIABILITY.md row 15). Where Python has
+caller sees one status family whichever side caught it (docs/reliability.md, category 15). Where Python has
 an idiomatic exception for the mistake (``TypeError``, ``ValueError``, ``OverflowError``,
 ``MemoryError``, ``LookupError``), the class also derives from it.
 """

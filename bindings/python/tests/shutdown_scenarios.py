@@ -155,9 +155,9 @@ def module_globals_torn_down(module_path: str) -> None:
             ctx.load_module(module_path), qd.Kernel.from_host_fn(ctx, lambda i, a: None)]
     objs.append(objs[3].get_kernel("noop"))
     ctx.synchronize()
-    from qd import _core, _lib
+    from qd import _base, _callbacks, _context, _kernel, _lib, _memory, _stream
 
-    for mod in (_core, _lib):
+    for mod in (_base, _callbacks, _context, _kernel, _lib, _memory, _stream):
         for name in list(vars(mod)):
             if not name.startswith("__"):
                 setattr(mod, name, None)

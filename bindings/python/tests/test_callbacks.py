@@ -11,7 +11,7 @@ import weakref
 import pytest
 
 import qd
-from qd import _core
+from qd import _callbacks
 
 
 def test_callbacks_run_in_stream_order_after_kernels(ctx: qd.Context, kernels,
@@ -87,14 +87,14 @@ def test_callback_validation_and_failed_enqueue(ctx: qd.Context, kernels) -> Non
         qd.launch_host_fn(lambda: None)  # stream= omitted
     with pytest.raises(qd.HandleTypeError):
         qd.launch_host_fn(lambda: None, stream=None)
-    pending = len(_core._pending)
+    pending = len(_callbacks._pending)
     kernels.fault.launch(stream=s)
     with pytest.raises(qd.DeviceLostError):
         s.synchronize()
     ran = []
     with pytest.raises(qd.DeviceLostError):
         qd.launch_host_fn(lambda: ran.append(1), stream=s)
-    assert len(_core._pending) == pending and ran == []  # never called, not kept
+    assert len(_callbacks._pending) == pending and ran == []  # never called, not kept
     s.close()
 
 
@@ -136,4 +136,4 @@ def test_context_whose_last_reference_dies_in_its_own_callback(cpu_module_path) 
     while qd.lib.qd_context_synchronize(handle) != qd.Status.ERROR_INVALID_HANDLE:
         assert time.monotonic() < deadline, "the context was never destroyed"
         time.sleep(0.01)
-    _core._join_deferred()
+    _callbacks._join_deferred()

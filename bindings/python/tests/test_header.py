@@ -15,7 +15,7 @@ import pytest
 
 import qd
 from qd import _errors, _lib
-from qd._core import MAX_ARGS
+from qd._base import MAX_ARGS
 
 from conftest import HEADER, INCLUDE_DIR, REPO_DIR
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import pytest
 
 import qd
-from qd import _core, _lib
+from qd import _callbacks, _lib
 
 S = qd.Status
 HUGE_FITTING = [2**64 - 1, 2**63]
@@ -38,7 +38,7 @@ def _counters(ctx: qd.Context):
     s = ctx.stats()
     return (s.live_streams, s.live_events, s.live_modules, s.live_kernels,
             s.stream_pool_leased, s.live_allocations, s.bytes_allocated,
-            s.host_bytes_allocated, len(_core._pending))
+            s.host_bytes_allocated, len(_callbacks._pending))
 
 
 def _expect(ctx: qd.Context, call: Callable[[], Any], status: int, *classes: type) -> None:

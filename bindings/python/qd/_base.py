@@ -1,0 +1,164 @@
+"""What every part of the binding shares: limits, the hot-path C functions, argument
+conversion to C types, error construction, and the Backend enum.
+
+The binding's rule: one binding call is one C call, plus error translation, plus ownership
+(docs/design.md, principle 8). The few exceptions are written next to the code:
+``Context.get_active_stream`` answers from a per-thread record of what this binding set (see its
+docstring), and copies that involve a Python buffer queue a second, internal host callback that
+keeps the buffer alive until the copy ran.
+
+The rule for arguments (README, "Argument validation"): an int is passed to C only if it fits the
+C type of its parameter; otherwise ArgumentRangeError is raised before any C call.
+"""
+
+from __future__ import annotations
+
+import enum
+import operator
+from ctypes import (
+    c_uint32,
+    c_uint64,
+)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Optional,
+    Union,
+)
+
+from . import _lib
+from ._errors import (
+    ArgumentRangeError,
+    ArgumentTypeError,
+    HandleTypeError,
+    InvalidArgumentError,
+    QdError,
+    Status,
+    error_for_status,
+)
+
+if TYPE_CHECKING:
+    from ._context import Context
+
+
+_U8_MAX = 0xFF
+_U32_MAX = 0xFFFF_FFFF
+_U64_MAX = 0xFFFF_FFFF_FFFF_FFFF
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+#: QD_MAX_ARGS; more arguments are passed on to C, which rejects them.
+MAX_ARGS = 64
+#: The largest stream pool qd_context_desc allows ("at most 4096").
+_MAX_POOL = 4096
+
+# Hot-path copies of the C functions, without argtypes (see _lib.raw).
+_f_ctx_destroy = _lib.raw("qd_context_destroy")
+_f_ctx_sync = _lib.raw("qd_context_synchronize")
+_f_stream_destroy = _lib.raw("qd_stream_destroy")
+_f_stream_sync = _lib.raw("qd_stream_synchronize")
+_f_stream_query = _lib.raw("qd_stream_query")
+_f_stream_wait = _lib.raw("qd_stream_wait_event")
+_f_acquire = _lib.raw("qd_stream_acquire")
+_f_release = _lib.raw("qd_stream_release")
+_f_set_active = _lib.raw("qd_stream_set_active")
+_f_get_active = _lib.raw("qd_stream_get_active")
+_f_event_destroy = _lib.raw("qd_event_destroy")
+_f_event_record = _lib.raw("qd_event_record")
+_f_event_query = _lib.raw("qd_event_query")
+_f_event_sync = _lib.raw("qd_event_synchronize")
+_f_module_unload = _lib.raw("qd_module_unload")
+_f_kernel_destroy = _lib.raw("qd_kernel_destroy")
+_f_launch = _lib.raw("qd_launch")
+_f_launch_parallel = _lib.raw("qd_launch_parallel")
+_f_launch_host_fn = _lib.raw("qd_launch_host_fn")
+_f_alloc = _lib.raw("qd_mem_alloc_async")
+_f_free = _lib.raw("qd_mem_free_async")
+_f_memcpy = _lib.raw("qd_memcpy_async")
+_f_memset = _lib.raw("qd_memset_async")
+
+_C_U32 = [c_uint32(i) for i in range(MAX_ARGS + 1)]  # shared, never mutated
+
+
+# ----------------------------------------------------------------------------------------------
+# Argument conversion. The rule (README, "Argument validation"): an int is passed to C only if
+# it fits the C type of its parameter; otherwise ArgumentRangeError (QD_ERROR_INVALID_ARGUMENT,
+# also an OverflowError) is raised before any C call. Nothing ever wraps. A value that fits is
+# passed unchanged and the C library decides (2**64-1 bytes -> QD_ERROR_OVERFLOW, ...).
+# ----------------------------------------------------------------------------------------------
+
+
+def _int(value: Any, lo: int, hi: int, ctype: str, what: str) -> int:
+    if type(value) is not int:
+        if value is None or isinstance(value, (float, complex, str, bytes, bytearray)):
+            raise ArgumentTypeError(f"{what} must be an int, not {type(value).__name__}")
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise ArgumentTypeError(
+                f"{what} must be an int, not {type(value).__name__}") from None
+    if value < lo or value > hi:
+        raise ArgumentRangeError(
+            f"{what} = {value} does not fit the C type {ctype} (range {lo}..{hi}); "
+            "qd never wraps out-of-range values")
+    return value
+
+
+def _u64(value: Any, what: str) -> int:
+    if type(value) is int and 0 <= value <= _U64_MAX:
+        return value
+    return _int(value, 0, _U64_MAX, "uint64_t", what)
+
+
+def _u32(value: Any, what: str) -> int:
+    if type(value) is int and 0 <= value <= _U32_MAX:
+        return value
+    return _int(value, 0, _U32_MAX, "uint32_t", what)
+
+
+def _err(status: int, ctx: Optional["Context"] = None) -> QdError:
+    """The exception for a failed C call (read the message before anything else runs)."""
+    exc = error_for_status(status)
+    if ctx is not None:
+        try:
+            if status == Status.ERROR_INVALID_HANDLE and not ctx._h:
+                exc = type(exc)(exc.message + " (its qd.Context was closed)", status)
+            elif status == Status.ERROR_DEVICE_LOST and ctx._cb_errors:
+                exc.__cause__ = ctx._cb_errors[0]
+        except Exception:
+            pass
+    return exc
+
+
+def _stream_type_error(stream: Any) -> QdError:
+    if stream is None:
+        return HandleTypeError(
+            "stream is required: pass stream=<qd.Stream> (e.g. ctx.default_stream); qd never "
+            "falls back to a default stream")
+    return HandleTypeError(f"stream= must be a qd.Stream, not {type(stream).__name__} "
+                           "(import foreign streams with qd.Stream.from_external)")
+
+
+# ----------------------------------------------------------------------------------------------
+# Devices, version
+# ----------------------------------------------------------------------------------------------
+
+
+class Backend(enum.IntEnum):
+    """``qd_backend``. ``Context(backend=...)`` also accepts the lower-case names."""
+
+    DEFAULT = 0  #: the embedded default: the CPU backend
+    CPU = 1
+    CUDA = 2
+    HIP = 3
+
+
+def _backend(value: Union[Backend, str, int]) -> int:
+    if isinstance(value, str):
+        try:
+            return Backend[value.upper()].value
+        except KeyError:
+            raise InvalidArgumentError(
+                f"unknown backend {value!r}: use 'cpu', 'cuda', 'hip' or 'default'") from None
+    return _int(value, _I32_MIN, _I32_MAX, "qd_backend", "backend")
+
+
+_C_ZERO = c_uint64(0)  # the c_uint64 of every closed object (C rejects handle 0)

@@ -1,0 +1,503 @@
+"""Context, devices and the version, and the per-thread active stream."""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from ctypes import (
+    byref,
+    c_char_p,
+    c_int32,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from dataclasses import dataclass
+from typing import (
+    Any,
+    List,
+    Optional,
+    Tuple,
+    Union,
+)
+
+from . import _lib
+from ._errors import (
+    ArgumentTypeError,
+    NotFoundError,
+    ObjectClosedError,
+    Status,
+)
+from ._base import (
+    Backend, _I32_MAX, _I32_MIN, _backend, _err, _f_acquire, _f_ctx_destroy, _f_ctx_sync,
+    _f_get_active, _f_set_active, _int, _stream_type_error, _u32, _u64,
+)
+from ._callbacks import _check_callback_errors, _destroy_context
+from ._stream import Event, Stream, StreamKind, _EVENT_NEW, _LEASED, _STREAM_NEW, _new_stream
+from ._memory import HostBuffer
+from ._kernel import Module
+
+
+def version() -> Tuple[int, int, int]:
+    """The loaded libqd's version as (major, minor, patch) (``qd_version``)."""
+    v = _lib.lib.qd_version()
+    return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
+
+
+def device_count(backend: Union[Backend, str, int]) -> int:
+    """Number of devices of a backend (``qd_device_count``; the CPU backend has 1).
+
+    Raises:
+        BackendUnavailableError: the backend is not built in, or its driver cannot be loaded.
+    """
+    count = c_uint32()
+    status = _lib.lib.qd_device_count(_backend(backend), byref(count))
+    if status:
+        raise _err(status)
+    return count.value
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What ``qd_device_get_info`` reports about one device."""
+
+    backend: Backend
+    device: int
+    name: str
+    driver_version: int
+    compute_capability: Tuple[int, int]
+    multiprocessors: int
+    total_memory: int
+
+
+def device_properties(backend: Union[Backend, str, int], device: int = 0) -> DeviceProperties:
+    """Describe one device (``qd_device_get_info``)."""
+    info = _lib.DeviceInfo()
+    status = _lib.lib.qd_device_get_info(_backend(backend), _u32(device, "device"), byref(info))
+    if status:
+        raise _err(status)
+    return DeviceProperties(Backend(info.backend), info.device,
+                            info.name.decode("utf-8", "replace"), info.driver_version,
+                            (info.compute_major, info.compute_minor), info.multiprocessors,
+                            info.total_memory)
+
+
+# ----------------------------------------------------------------------------------------------
+# Context
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContextStatistics:
+    """A snapshot of ``qd_context_stats`` (each counter exact; mutually consistent only when
+    no other thread works on the context)."""
+
+    live_streams: int
+    live_events: int
+    live_modules: int
+    live_kernels: int
+    stream_pool_capacity: int
+    stream_pool_created: int
+    stream_pool_leased: int
+    stream_pool_hits: int
+    stream_pool_misses: int
+    event_pool_created: int
+    event_pool_hits: int
+    event_pool_misses: int
+    live_allocations: int
+    bytes_allocated: int
+    host_bytes_allocated: int
+
+
+class Context:
+    """A qd context: one (backend, device) with its default stream, stream pool and event pool.
+
+    ``with Context() as ctx:`` closes it at the end of the block. ``close()`` (and garbage
+    collection, and interpreter exit) waits for all queued work, then destroys every stream,
+    event, module and kernel of the context and frees its allocations.
+
+    Args:
+        backend: ``Backend`` or ``"cpu"``, ``"cuda"``, ``"hip"``, ``"default"`` (= CPU).
+        device: device ordinal (0 on the CPU backend).
+        stream_pool_size: most streams leased at once (0 = 32; at most 4096).
+        event_pool_size: fork/join events kept for reuse (0 = 256).
+        cpu_worker_threads: CPU backend worker threads (0 = max(2, cores); at most 256).
+
+    Raises:
+        InvalidArgumentError, BackendUnavailableError, OutOfMemoryError: see qd_context_create.
+    """
+
+    __slots__ = ("_h", "_c", "_backend", "_device", "_default_h", "_tls", "_cb_errors",
+                 "_keep", "_finalizer", "__weakref__")
+
+    def __init__(self, backend: Union[Backend, str, int] = Backend.DEFAULT, device: int = 0, *,
+                 stream_pool_size: int = 0, event_pool_size: int = 0,
+                 cpu_worker_threads: int = 0) -> None:
+        self._h = 0
+        desc = _lib.ContextDesc()
+        desc.backend = _u32(_backend(backend), "backend")
+        desc.device = _u32(device, "device")
+        desc.stream_pool_size = _u32(stream_pool_size, "stream_pool_size")
+        desc.event_pool_size = _u32(event_pool_size, "event_pool_size")
+        desc.cpu_worker_threads = _u32(cpu_worker_threads, "cpu_worker_threads")
+        out = c_uint64()
+        status = _lib.lib.qd_context_create(byref(desc), byref(out))
+        if status:
+            raise _err(status)
+        handle = out.value
+        default = c_uint64()
+        status = _lib.lib.qd_context_default_stream(handle, byref(default))
+        if status:
+            exc = _err(status)
+            _f_ctx_destroy(c_uint64(handle))
+            raise exc
+        self._h = handle
+        self._c = c_uint64(handle)
+        b = desc.backend
+        self._backend = Backend.CPU if b == Backend.DEFAULT else Backend(b)
+        self._device = desc.device
+        self._default_h = default.value
+        self._tls = _ActiveRecord()
+        #: Exceptions raised by Python host callbacks / host kernels, not reported yet.
+        self._cb_errors: List[BaseException] = []
+        #: ctypes callbacks (Python host kernels) C may call until the context is destroyed.
+        self._keep: List[Any] = []
+        self._finalizer = weakref.finalize(self, _destroy_context, handle, self._keep)
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """The qd_context handle (0 once closed)."""
+        return self._h
+
+    @property
+    def closed(self) -> bool:
+        """Whether the context was closed."""
+        return not self._h
+
+    @property
+    def backend(self) -> Backend:
+        """The backend (``Backend.DEFAULT`` is reported as ``Backend.CPU``)."""
+        return self._backend
+
+    @property
+    def device(self) -> int:
+        """The device ordinal."""
+        return self._device
+
+    def __repr__(self) -> str:
+        state = "closed" if not self._h else f"{self._h:#x}"
+        return f"<qd.Context {self._backend.name.lower()}:{self._device} {state}>"
+
+    def _check_open(self) -> None:
+        if not self._h:
+            raise ObjectClosedError("this qd.Context was closed")
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Destroy the context (``qd_context_destroy``): drain all queued work, destroy every
+        child object and free every allocation. Idempotent.
+
+        Raises:
+            InvalidOperationError: called from a host callback or host kernel of this context
+                (the context stays open).
+        """
+        if not self._h:
+            return
+        status = _f_ctx_destroy(self._c)
+        if status and status != Status.ERROR_INVALID_HANDLE:
+            raise _err(status)
+        self._h = 0
+        self._c.value = 0
+        self._finalizer.detach()
+        self._keep.clear()
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def synchronize(self) -> None:
+        """Block until all work queued on every stream of the context has completed."""
+        status = _f_ctx_sync(self._c)
+        if status:
+            self._check_open()
+            raise _err(status, self)
+        if self._cb_errors:
+            _check_callback_errors(self)
+
+    def stats(self) -> ContextStatistics:
+        """Statistics of the context (``qd_context_get_stats``)."""
+        self._check_open()
+        raw = _lib.ContextStats()
+        status = _lib.lib.qd_context_get_stats(self._h, byref(raw))
+        if status:
+            raise _err(status, self)
+        return ContextStatistics(*(getattr(raw, name) for name, _ in raw._fields_[2:]))
+
+    def priority_range(self) -> Tuple[int, int]:
+        """(least, greatest) stream priority: the default and the most urgent (smallest)."""
+        self._check_open()
+        least, greatest = c_int32(), c_int32()
+        status = _lib.lib.qd_stream_priority_range(self._h, byref(least), byref(greatest))
+        if status:
+            raise _err(status, self)
+        return least.value, greatest.value
+
+    # -- streams ----------------------------------------------------------------------------
+
+    @property
+    def default_stream(self) -> "Stream":
+        """The context's default stream: an ordinary stream that lives as long as the
+        context. Closing its wrapper does nothing."""
+        self._check_open()
+        return _new_stream(self, self._default_h, StreamKind.DEFAULT)
+
+    def create_stream(self, *, non_blocking: bool = False, priority: int = 0) -> "Stream":
+        """Create a stream owned by the caller (``qd_stream_create``). ``with`` on it
+        synchronizes, then destroys it.
+
+        Args:
+            non_blocking: QD_STREAM_NON_BLOCKING (GPU: do not sync with the legacy stream).
+            priority: lower is more urgent; clamped to ``priority_range()``.
+        """
+        self._check_open()
+        desc = _lib.StreamDesc()
+        desc.flags = 1 if non_blocking else 0
+        desc.priority = _int(priority, _I32_MIN, _I32_MAX, "int32_t", "priority")
+        out = c_uint64()
+        status = _lib.lib.qd_stream_create(self._h, byref(desc), byref(out))
+        if status:
+            raise _err(status, self)
+        return _new_stream(self, out.value, StreamKind.OWNED, c=out)
+
+    def acquire_stream(self) -> "Stream":
+        """Lease a stream from the context's pool (``qd_stream_acquire``).
+
+        The lease is exclusive. ``close()`` or the end of a ``with`` block gives it back
+        (``qd_stream_release``, which does not wait: queued work still completes).
+
+        Raises:
+            PoolExhaustedError: every stream of the pool is leased (never blocks).
+        """
+        if not self._h:
+            raise ObjectClosedError("this qd.Context was closed")
+        out = c_uint64()
+        status = _f_acquire(self._c, byref(out))
+        if status:
+            raise _err(status, self)
+        s = _STREAM_NEW(Stream)
+        s._h = s._key = out.value
+        s._c = out
+        s._ctx = self
+        s._kind = _LEASED  # (_owner stays unset: a lease has none)
+        return s
+
+    def create_event(self, *, timing: bool = False) -> "Event":
+        """Create an event (``qd_event_create``); ``timing=True`` records timestamps so that
+        ``Event.elapsed_ms`` works."""
+        self._check_open()
+        out = c_uint64()
+        status = _lib.lib.qd_event_create(self._h, 1 if timing else 0, byref(out))
+        if status:
+            raise _err(status, self)
+        ev = _EVENT_NEW(Event)
+        ev._h = ev._key = out.value
+        ev._c = out
+        ev._ctx = self
+        ev._timing = bool(timing)
+        return ev
+
+    # -- active stream ----------------------------------------------------------------------
+
+    def set_active_stream(self, stream: "Stream") -> "Stream":
+        """Make ``stream`` this thread's active stream for the context
+        (``qd_stream_set_active``) and return the one it replaces.
+
+        Prefer ``with ctx.active_stream(s):``, which restores the previous one.
+        """
+        if not isinstance(stream, Stream):
+            raise _stream_type_error(stream)
+        if not stream._h:
+            raise stream._closed_error()
+        if not self._h:
+            raise ObjectClosedError("this qd.Context was closed")
+        rec = self._tls.rec
+        status = _f_set_active(self._c, stream._c, rec.prev_ref)
+        if status:
+            raise _err(status, self)
+        old = rec.ref
+        rec.ref = _weakref(stream)
+        prev = rec.prev.value
+        if old is not None:
+            old = old()
+            if old is not None and old._key == prev:
+                return old
+        return self._wrap(prev)
+
+    def get_active_stream(self, *, refresh: bool = False) -> "Stream":
+        """This thread's active stream for the context: the last one set on this thread, or
+        the default stream if none was set.
+
+        The binding remembers the stream it set on this thread (the ``Stream`` object itself),
+        so while one is in effect this is a Python attribute read, not a C call. C code that
+        changes the active stream of this context on this thread behind Python's back (without
+        restoring it) is seen with ``refresh=True``, which always asks the library
+        (``qd_stream_get_active``).
+        """
+        rec = self._tls.rec
+        ref = rec.ref
+        if ref is not None and not refresh:
+            stream = ref()
+            if stream is not None:
+                return stream
+        if not self._h:
+            raise ObjectClosedError("this qd.Context was closed")
+        out = c_uint64()
+        status = _f_get_active(self._c, byref(out))
+        if status:
+            raise _err(status, self)
+        if ref is not None:
+            stream = ref()
+            if stream is not None and stream._key == out.value:
+                return stream
+        stream = self._wrap(out.value)
+        if refresh:
+            rec.ref = _weakref(stream)
+        return stream
+
+    def active_stream(self, stream: "Stream") -> "_ActiveStreamScope":
+        """A ``with`` scope in which ``stream`` is this thread's active stream; the previous
+        one is restored on exit, also when the block raises."""
+        if not isinstance(stream, Stream):
+            raise _stream_type_error(stream)
+        return _ActiveStreamScope(self, stream)
+
+    def _wrap(self, handle: int) -> "Stream":
+        kind = StreamKind.DEFAULT if handle == self._default_h else StreamKind.VIEW
+        return _new_stream(self, handle, kind)
+
+    # -- modules, kernels, host memory --------------------------------------------------------
+
+    def load_module(self, image: Union[str, "os.PathLike[str]", bytes, bytearray,
+                                       memoryview]) -> "Module":
+        """Load a module (``qd_module_load``).
+
+        Args:
+            image: a path (str or PathLike) or the image bytes.
+
+                - CPU: the path of a shared library whose exported ``qd_host_kernel_fn``
+                  functions are kernels. It must contain a ``/`` (``"./k.so"``, not
+                  ``"k.so"``): the system library search path is never consulted.
+                - CUDA / HIP: PTX, cubin or fatbin (a code object on HIP), as bytes, or a path
+                  to a file holding one (the binding reads it). A NUL is appended to bytes
+                  that do not end with one, as PTX needs.
+
+        Raises:
+            NotFoundError: (CPU) no file at that path; (GPU) the file cannot be read.
+            InvalidImageError: the loader or driver rejected the image.
+        """
+        self._check_open()
+        gpu = self._backend in (Backend.CUDA, Backend.HIP)
+        if isinstance(image, (str, os.PathLike)):
+            path = os.fsencode(image)
+            if gpu:
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except OSError as exc:
+                    raise NotFoundError(f"cannot read module image {os.fsdecode(path)!r}: "
+                                        f"{exc.strerror or exc}") from None
+            else:
+                data = path
+        elif isinstance(image, (bytes, bytearray, memoryview)):
+            data = bytes(image)
+        else:
+            raise ArgumentTypeError(
+                f"image must be a path or bytes, not {type(image).__name__}")
+        if gpu and data and not data.endswith(b"\0"):
+            data += b"\0"
+        out = c_uint64()
+        status = _lib.lib.qd_module_load(self._h, c_char_p(data), len(data), byref(out))
+        if status:
+            raise _err(status, self)
+        m = object.__new__(Module)
+        m._h = m._key = out.value
+        m._c = out
+        m._ctx = self
+        m._kernels = weakref.WeakSet()
+        return m
+
+    def host_alloc(self, nbytes: int) -> "HostBuffer":
+        """Allocate pinned host memory registered with the context (``qd_host_alloc``).
+
+        Free it with ``close()`` (or a ``with`` block) once no queued work uses it; whatever is
+        left is freed when the context closes. It is not freed by garbage collection, because
+        queued work may still use it.
+        """
+        self._check_open()
+        n = _u64(nbytes, "nbytes")
+        out = c_void_p()
+        status = _lib.lib.qd_host_alloc(self._h, n, byref(out))
+        if status:
+            raise _err(status, self)
+        hb = object.__new__(HostBuffer)
+        hb._ctx = self
+        hb._address = out.value or 0
+        hb._size = n
+        return hb
+
+
+class _Record:
+    """One thread's record for one context: a weak reference to the Stream this binding last
+    made active (weak, so it never keeps a stream, and through it the context, alive), and the
+    buffer qd_stream_set_active writes the previous stream into."""
+
+    __slots__ = ("ref", "prev", "prev_ref")
+
+    def __init__(self) -> None:
+        self.ref: Optional["weakref.ReferenceType[Stream]"] = None
+        self.prev = c_uint64()
+        self.prev_ref = byref(self.prev)
+
+
+class _ActiveRecord(threading.local):
+    """Per thread: ``rec``, this thread's _Record (one thread-local lookup per call)."""
+
+    def __init__(self) -> None:  # runs once in each thread that uses the record
+        self.rec = _Record()
+
+
+_weakref = weakref.ref
+
+
+class _ActiveStreamScope:
+    """``with ctx.active_stream(s) as s:`` (see Context.active_stream)."""
+
+    __slots__ = ("_ctx", "_stream", "_prev")
+
+    def __init__(self, ctx: Context, stream: "Stream") -> None:
+        self._ctx = ctx
+        self._stream = stream
+        self._prev: Optional[Stream] = None
+
+    def __enter__(self) -> "Stream":
+        self._prev = self._ctx.set_active_stream(self._stream)
+        return self._stream
+
+    def __exit__(self, *exc_info: Any) -> None:
+        prev, self._prev = self._prev, None
+        if prev is None:
+            return
+        ctx = self._ctx
+        if not ctx._h:
+            return  # the context was closed inside the scope: nothing left to restore
+        if not prev._h:
+            raise ObjectClosedError(
+                "cannot restore the previous active stream: it was closed inside the scope "
+                f"(the active stream stays {self._stream!r})")
+        ctx.set_active_stream(prev)

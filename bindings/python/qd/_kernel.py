@@ -1,0 +1,538 @@
+"""Module, Kernel, Launcher, Task: loading code, packing arguments and launching it."""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+import threading
+from ctypes import (
+    POINTER,
+    byref,
+    c_double,
+    c_uint32,
+    c_uint64,
+    sizeof,
+)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from . import _lib
+from ._errors import (
+    ArgumentRangeError,
+    ArgumentTypeError,
+    HandleTypeError,
+    InvalidArgumentError,
+    ObjectClosedError,
+)
+from ._base import (
+    MAX_ARGS, _C_U32, _C_ZERO, _U64_MAX, _err, _f_kernel_destroy, _f_launch,
+    _f_launch_parallel, _f_module_unload, _stream_type_error, _u32,
+)
+from ._callbacks import _enqueue
+from ._stream import Stream, _ContextChild, _stream_c
+from ._memory import DeviceBuffer, HostBuffer
+
+if TYPE_CHECKING:
+    from ._context import Context
+
+
+# ----------------------------------------------------------------------------------------------
+# Modules and kernels
+# ----------------------------------------------------------------------------------------------
+
+
+class Module(_ContextChild):
+    """A loaded module (``Context.load_module``). ``close()`` unloads it, which closes every
+    Kernel taken from it; queued work keeps the code alive until it completes."""
+
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_kernels", "__weakref__")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("load modules with Context.load_module()")
+
+    def __repr__(self) -> str:
+        return f"<qd.Module {'closed' if not self._h else hex(self._h)}>"
+
+    def _closed_error(self) -> ObjectClosedError:
+        return ObjectClosedError(f"this qd.Module (handle {self._key:#x}) was unloaded")
+
+    def get_kernel(self, name: str) -> "Kernel":
+        """Find a kernel by name (``qd_kernel_get``).
+
+        Raises:
+            NotFoundError: the module has no kernel of that name.
+        """
+        if not self._h:
+            raise self._closed_error()
+        if isinstance(name, str):
+            raw_name = name.encode("utf-8")
+        elif isinstance(name, bytes):
+            raw_name = name
+        else:
+            raise ArgumentTypeError(f"name must be a str, not {type(name).__name__}")
+        out = c_uint64()
+        status = _lib.lib.qd_kernel_get(self._h, raw_name, byref(out))
+        if status:
+            raise _err(status, self._ctx)
+        k = _new_kernel(self._ctx, out, raw_name.decode("utf-8", "replace"), self)
+        self._kernels.add(k)
+        return k
+
+    _destroy = staticmethod(_f_module_unload)
+
+    def close(self) -> None:
+        """Unload the module; its kernels become closed. Idempotent."""
+        self._close()
+
+    def _after_close(self) -> None:
+        for k in list(self._kernels):
+            k._h = 0
+            k._c = _C_ZERO
+
+    unload = close
+
+
+def _new_kernel(ctx: Context, c: c_uint64, name: str, module: Optional[Module]) -> "Kernel":
+    k = object.__new__(Kernel)
+    k._h = k._key = c.value
+    k._c = c
+    k._ctx = ctx
+    k._module = module
+    k._name = name
+    k._configs = {}
+    return k
+
+
+def kernel_arg(args: Any, index: int, ctype: Any = c_uint64) -> Any:
+    """In a Python host kernel: the value of argument ``index`` read as ``ctype``."""
+    return ctype.from_address(args[index]).value
+
+
+class Kernel(_ContextChild):
+    """A kernel: from ``Module.get_kernel`` or ``Kernel.from_host_fn`` (CPU only).
+
+    Launch it with ``kernel.launch(*args, grid=, block=, stream=)``, or pre-pack a launch with
+    ``kernel.prepare(*args, grid=, block=)`` and call the Launcher with ``stream=``.
+
+    Kernel arguments (each becomes one qd_arg, copied by qd before the launch returns):
+
+    ============================================  ==========================================
+    Python value                                  passed as
+    ============================================  ==========================================
+    ``int`` (and objects with ``__index__``)      ``uint64_t``; must be 0..2**64-1
+    ``float``                                     ``double``
+    ``DeviceBuffer`` / ``HostBuffer``             its address, ``uint64_t``
+    a ctypes instance (``c_uint32(5)``,           its bytes, ``sizeof`` of it: use these for
+    ``c_float(1.0)``, a Structure, an array)      32-bit, signed, float and by-value structs
+    ``bool``, ``None``, str, bytes, others        rejected (ArgumentTypeError)
+    ============================================  ==========================================
+    """
+
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "__weakref__")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("get kernels with Module.get_kernel() or Kernel.from_host_fn()")
+
+    @classmethod
+    def from_host_fn(cls, ctx: Context, fn: Callable[..., Optional[int]],
+                     name: Optional[str] = None) -> "Kernel":
+        """Make a CPU kernel from a host function (``qd_kernel_from_host_fn``).
+
+        ``fn`` is a ``qd.HostKernelFn`` (a ctypes CFUNCTYPE) or a Python callable
+        ``fn(info: qd.HostKernelInfo, args) -> None | int`` run once per block on a worker
+        thread (it takes the GIL). Read argument ``i`` with ``qd.kernel_arg(args, i, ctype)``.
+        Returning non-zero, or raising, is a device fault: the context becomes lost, and the
+        exception is the ``__cause__`` of the DeviceLostError that follows. The callable stays
+        alive until the context is destroyed.
+
+        Raises:
+            NotSupportedError: ``ctx`` is not a CPU context.
+        """
+        from ._context import Context  # (imported here: _context imports this module)
+
+        if not isinstance(ctx, Context):
+            raise HandleTypeError(f"ctx must be a qd.Context, not {type(ctx).__name__}")
+        ctx._check_open()
+        if isinstance(fn, _lib.HostKernelFn):
+            cfn = fn
+        elif callable(fn):
+            errors = ctx._cb_errors
+
+            def host_kernel(info: Any, args: Any) -> int:
+                try:
+                    result = fn(info.contents, args)
+                    return 0 if not result else 1
+                except BaseException as exc:
+                    try:
+                        errors.append(exc)
+                    except BaseException:
+                        pass
+                    return 1
+
+            cfn = _lib.HostKernelFn(host_kernel)
+        else:
+            raise ArgumentTypeError(f"fn must be callable, not {type(fn).__name__}")
+        if name is None:
+            name = getattr(fn, "__name__", None)
+        raw_name = name.encode("utf-8") if isinstance(name, str) else None
+        out = c_uint64()
+        status = _lib.lib.qd_kernel_from_host_fn(ctx._h, cfn, raw_name, byref(out))
+        if status:
+            raise _err(status, ctx)
+        ctx._keep.append(cfn)
+        return _new_kernel(ctx, out, name or "", None)
+
+    @property
+    def name(self) -> str:
+        """The kernel name (the symbol, or the host function's name)."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<qd.Kernel {self._name!r} {'closed' if not self._h else hex(self._h)}>"
+
+    def _closed_error(self) -> ObjectClosedError:
+        return ObjectClosedError(
+            f"this qd.Kernel {self._name!r} (handle {self._key:#x}) was closed or its module "
+            "was unloaded")
+
+    _destroy = staticmethod(_f_kernel_destroy)
+
+    def close(self) -> None:
+        """Destroy the kernel handle; queued work with it still runs. Idempotent."""
+        self._close()
+
+    def _config_ref(self, grid: Any, block: Any, shared_mem: Any) -> Any:
+        """``byref`` of the launch config, cached per (grid, block, shared_mem)."""
+        # Cache only exact ints and tuples of ints: 1.0 == 1 must not hit a cached config.
+        if type(grid) is int and type(block) is int and type(shared_mem) is int:
+            key: Any = (grid, block, shared_mem)
+        elif _cacheable(grid) and _cacheable(block) and type(shared_mem) is int:
+            key = (grid, block, shared_mem)
+        else:
+            return byref(_make_config(grid, block, shared_mem))
+        ref = self._configs.get(key)
+        if ref is None:
+            ref = byref(_make_config(grid, block, shared_mem))
+            if len(self._configs) < 64:
+                self._configs[key] = ref
+        return ref
+
+    def launch(self, *args: Any, grid: Union[int, Sequence[int]] = 1,
+               block: Union[int, Sequence[int]] = 1, shared_mem: int = 0,
+               stream: Stream) -> None:
+        """Queue the kernel on ``stream`` (``qd_launch``). ``stream`` is required.
+
+        Args:
+            *args: kernel arguments (see the class docstring for the mapping).
+            grid, block: an int or a sequence of 1 to 3 ints (x, y, z); each at least 1.
+            shared_mem: bytes of shared memory per block.
+        """
+        sc = _stream_c(stream)
+        if not self._h:
+            raise self._closed_error()
+        cfg = self._config_ref(grid, block, shared_mem)
+        if not args:
+            status = _f_launch(sc, self._c, cfg, None, _C_U32[0])
+        else:
+            n = len(args)
+            scratch = _scratch_tls.scratch
+            if scratch is None:
+                scratch = _scratch_tls.scratch = _Scratch()
+            if n <= MAX_ARGS and not scratch.busy:
+                # qd copies the values before qd_launch returns, so this thread's scratch
+                # arrays can be reused at once: no per-launch allocation for 8-byte values.
+                scratch.busy = True
+                try:
+                    scratch.fill(args)
+                    status = _f_launch(sc, self._c, cfg, scratch.arr, _C_U32[n])
+                finally:
+                    scratch.reset()
+            else:
+                arr, keep = _pack_args(args)
+                status = _f_launch(sc, self._c, cfg, arr,
+                                   _C_U32[n] if n <= MAX_ARGS else c_uint32(n))
+                del keep  # the values arr points into lived until here
+        if status:
+            raise _err(status, self._ctx)
+
+    def prepare(self, *args: Any, grid: Union[int, Sequence[int]] = 1,
+                block: Union[int, Sequence[int]] = 1, shared_mem: int = 0) -> "Launcher":
+        """Pre-pack a launch: the returned Launcher holds the qd_arg array and the config, so
+        ``launcher(stream=s)`` is a single foreign call.
+
+        The Launcher keeps its argument values as ctypes objects (``launcher.args``); changing
+        one in place (``launcher.args[1].value = 7``) changes the next launches.
+        """
+        if not self._h:
+            raise self._closed_error()
+        return Launcher(self, args, _make_config(grid, block, shared_mem))
+
+
+def _cacheable(v: Any) -> bool:
+    t = type(v)
+    return t is int or (t is tuple and all(type(e) is int for e in v))
+
+
+def _dims(value: Any, what: str) -> Tuple[int, int, int]:
+    if type(value) is int or not isinstance(value, (tuple, list)):
+        return (_u32(value, what), 1, 1)
+    if not 1 <= len(value) <= 3:
+        raise InvalidArgumentError(f"{what} must have 1 to 3 dimensions, not {len(value)}")
+    dims = [_u32(v, what) for v in value] + [1] * (3 - len(value))
+    return (dims[0], dims[1], dims[2])
+
+
+def _make_config(grid: Any, block: Any, shared_mem: Any) -> _lib.LaunchConfig:
+    cfg = _lib.LaunchConfig()
+    cfg.grid[:] = _dims(grid, "grid")
+    cfg.block[:] = _dims(block, "block")
+    cfg.shared_mem_bytes = _u32(shared_mem, "shared_mem")
+    return cfg
+
+
+_CDATA = ctypes.c_int.__mro__[-2]  # _ctypes._CData: the base of every ctypes instance
+
+
+def _arg_value(a: Any, i: int) -> Any:
+    """One kernel argument as a ctypes object whose bytes are the argument's value."""
+    t = type(a)
+    if t is int:
+        if 0 <= a <= _U64_MAX:
+            return c_uint64(a)
+        raise ArgumentRangeError(
+            f"kernel argument {i} = {a} does not fit uint64_t; pass ctypes.c_int64(...) for a "
+            "signed value")
+    if t is float:
+        return c_double(a)
+    if isinstance(a, _CDATA):
+        return a
+    if isinstance(a, (DeviceBuffer, HostBuffer)):
+        a._check()
+        return c_uint64(a._address)
+    if t is bool or a is None or isinstance(a, (str, bytes, bytearray, memoryview, float)):
+        raise ArgumentTypeError(
+            f"kernel argument {i}: {t.__name__} has no C type; pass a ctypes instance "
+            "(e.g. ctypes.c_uint8(1), ctypes.c_float(x))")
+    try:
+        v = operator.index(a)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"kernel argument {i}: cannot pass {t.__name__}; use an int, a float, a qd buffer "
+            "or a ctypes instance") from None
+    return _arg_value(v, i)
+
+
+class _Scratch:
+    """Per-thread argument storage for ``Kernel.launch``: 64 eight-byte value slots and a
+    qd_arg array pointing at them. Slots re-pointed at a ctypes instance are reset after the
+    launch (qd has copied every value by then)."""
+
+    __slots__ = ("vals", "dbls", "arr", "base", "moved", "busy")
+
+    def __init__(self) -> None:
+        self.vals = (c_uint64 * MAX_ARGS)()
+        self.dbls = (c_double * MAX_ARGS).from_buffer(self.vals)
+        self.arr = (_lib.Arg * MAX_ARGS)()
+        self.base = ctypes.addressof(self.vals)
+        self.moved: List[int] = []
+        self.busy = False
+        for i, slot in enumerate(self.arr):
+            slot.data = self.base + 8 * i
+            slot.size = 8
+
+    def fill(self, args: Sequence[Any]) -> None:
+        vals = self.vals
+        for a in args:
+            if type(a) is not int:
+                break
+        else:  # only ints: one C-level copy, once they are known to fit uint64
+            if min(args) >= 0 and max(args) <= _U64_MAX:
+                vals[:len(args)] = args
+                return
+        i = 0
+        for a in args:
+            t = type(a)
+            if t is int and 0 <= a <= _U64_MAX:
+                vals[i] = a
+            elif t is float:
+                self.dbls[i] = a
+            elif t is DeviceBuffer or t is HostBuffer:
+                a._check()
+                vals[i] = a._address
+            else:
+                v = _arg_value(a, i)
+                if type(v) is c_uint64:
+                    vals[i] = v.value
+                else:  # a ctypes instance of its own size: point the slot at it
+                    slot = self.arr[i]
+                    slot.data = ctypes.addressof(v)
+                    slot.size = sizeof(v)
+                    self.moved.append(i)
+            i += 1
+
+    def reset(self) -> None:
+        if self.moved:
+            for i in self.moved:
+                slot = self.arr[i]
+                slot.data = self.base + 8 * i
+                slot.size = 8
+            self.moved.clear()
+        self.busy = False
+
+
+class _ScratchPerThread(threading.local):
+    scratch: Optional[_Scratch] = None
+
+
+_scratch_tls = _ScratchPerThread()
+
+
+def _pack_args(args: Sequence[Any]) -> Tuple[Any, List[Any]]:
+    """(qd_arg array, the ctypes objects it points into)."""
+    values = [_arg_value(a, i) for i, a in enumerate(args)]
+    arr = (_lib.Arg * len(values))()
+    for slot, v in zip(arr, values):
+        slot.data = ctypes.addressof(v)
+        slot.size = sizeof(v)
+    return arr, values
+
+
+class Launcher:
+    """A pre-packed launch (``Kernel.prepare``): ``launcher(stream=s)`` is one foreign call."""
+
+    __slots__ = ("_kernel", "_kc", "_cfg", "_cfg_ref", "_arr", "_n", "_values")
+
+    def __init__(self, kernel: Kernel, args: Sequence[Any], config: _lib.LaunchConfig) -> None:
+        self._kernel = kernel
+        self._kc = kernel._c
+        self._cfg = config
+        self._cfg_ref = byref(config)
+        if args:
+            self._arr, self._values = _pack_args(args)
+        else:
+            self._arr, self._values = None, []
+        n = len(self._values)
+        self._n = _C_U32[n] if n <= MAX_ARGS else c_uint32(n)
+
+    @property
+    def kernel(self) -> Kernel:
+        """The kernel this launcher launches."""
+        return self._kernel
+
+    @property
+    def args(self) -> Tuple[Any, ...]:
+        """The ctypes objects holding the argument values (mutable in place)."""
+        return tuple(self._values)
+
+    def __call__(self, *, stream: Stream) -> None:
+        """Queue the pre-packed launch on ``stream`` (required)."""
+        if not isinstance(stream, Stream):
+            raise _stream_type_error(stream)
+        if not stream._h:
+            raise stream._closed_error()
+        kernel = self._kernel
+        if not kernel._h:
+            raise kernel._closed_error()
+        status = _f_launch(stream._c, self._kc, self._cfg_ref, self._arr, self._n)
+        if status:
+            raise _err(status, kernel._ctx)
+
+    launch = __call__
+
+    def __repr__(self) -> str:
+        return f"<qd.Launcher {self._kernel._name!r} args={len(self._values)}>"
+
+
+class Task:
+    """One task of ``launch_parallel``: tasks of one ``group`` run in order on one pooled
+    stream; different groups run concurrently. The arguments are packed at construction."""
+
+    __slots__ = ("kernel", "group", "_cfg", "_arr", "_values")
+
+    def __init__(self, kernel: Kernel, *args: Any, grid: Union[int, Sequence[int]] = 1,
+                 block: Union[int, Sequence[int]] = 1, shared_mem: int = 0,
+                 group: int = 0) -> None:
+        if not isinstance(kernel, Kernel):
+            raise HandleTypeError(f"kernel must be a qd.Kernel, not {type(kernel).__name__}")
+        self.kernel = kernel
+        self.group = _u32(group, "group")
+        self._cfg = _make_config(grid, block, shared_mem)
+        if args:
+            self._arr, self._values = _pack_args(args)
+        else:
+            self._arr, self._values = None, []
+
+    def __repr__(self) -> str:
+        return f"<qd.Task group={self.group} {self.kernel._name!r} args={len(self._values)}>"
+
+
+def _as_task(t: Any) -> Task:
+    if isinstance(t, Task):
+        return t
+    if isinstance(t, tuple) and len(t) == 5:
+        group, kernel, grid, block, args = t
+        return Task(kernel, *args, grid=grid, block=block, group=group)
+    raise ArgumentTypeError(
+        f"tasks must be qd.Task or (group, kernel, grid, block, args) tuples, not {t!r}")
+
+
+_ARG_PTR = POINTER(_lib.Arg)
+
+
+def launch_parallel(tasks: Iterable[Union[Task, Tuple[int, Kernel, Any, Any, Sequence[Any]]]],
+                    *, stream: Stream) -> None:
+    """Stream-parallel launch (``qd_launch_parallel``): every task starts after the work
+    already queued on ``stream``, and ``stream`` waits for all of them; no host sync.
+
+    Raises:
+        PoolExhaustedError: no stream of the pool is free (nothing is queued).
+    """
+    sc = _stream_c(stream)
+    items = [_as_task(t) for t in tasks]
+    arr = (_lib.Task * len(items))()
+    size = sizeof(_lib.Task)
+    for slot, t in zip(arr, items):
+        k = t.kernel
+        if not k._h:
+            raise k._closed_error()
+        slot.struct_size = size
+        slot.group = t.group
+        slot.kernel = k._h
+        slot.config = t._cfg
+        if t._arr is not None:
+            slot.args = ctypes.cast(t._arr, _ARG_PTR)
+            slot.num_args = len(t._values)
+    status = _f_launch_parallel(sc, arr, c_uint32(len(items)))
+    if status:
+        raise _err(status, stream._ctx)
+
+
+# ----------------------------------------------------------------------------------------------
+# Host callbacks
+# ----------------------------------------------------------------------------------------------
+
+
+def launch_host_fn(fn: Callable[[], Any], *, stream: Stream) -> None:
+    """Queue ``fn()`` on ``stream`` (``qd_launch_host_fn``): it runs on a host thread after
+    all earlier work on the stream, and later work waits for it.
+
+    ``fn`` runs with the GIL held and must not call blocking qd functions of the same context
+    (they raise InvalidOperationError). If it raises, the exception is reported as a
+    CallbackError by the next ``synchronize()`` on the context. ``fn`` is kept alive until it
+    has run; if queuing fails it is never called.
+    """
+    sc = _stream_c(stream)
+    if not callable(fn):
+        raise ArgumentTypeError(f"fn must be callable, not {type(fn).__name__}")
+    status = _enqueue(sc, fn, stream._ctx._cb_errors)
+    if status:
+        raise _err(status, stream._ctx)

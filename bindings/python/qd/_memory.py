@@ -1,0 +1,382 @@
+"""DeviceBuffer, HostBuffer, alloc/free, memcpy/memset, and Python buffers as host memory."""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+from ctypes import (
+    POINTER,
+    Structure,
+    byref,
+    c_int,
+    c_ssize_t,
+    c_uint8,
+    c_uint64,
+    c_void_p,
+)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from . import _lib
+from ._errors import (
+    ArgumentTypeError,
+    InvalidAddressError,
+    InvalidArgumentError,
+    Status,
+)
+from ._base import _U8_MAX, _err, _f_alloc, _f_free, _f_memcpy, _f_memset, _int, _u64
+from ._callbacks import _enqueue
+from ._stream import Stream, _stream_c
+
+if TYPE_CHECKING:
+    from ._context import Context
+
+
+# ----------------------------------------------------------------------------------------------
+# Memory
+# ----------------------------------------------------------------------------------------------
+
+
+class DeviceBuffer:
+    """Device memory from ``qd.alloc`` (stream-ordered). Usable wherever an address is: as a
+    kernel argument, in memcpy / memset, and as an int (``int(buf)``, ``buf.address``).
+
+    Free it with ``qd.free(buf, stream=)`` or ``buf.free(stream=)``; whatever is left is freed
+    when the context closes. It is not freed by garbage collection: a free must be ordered on
+    the stream that last uses the memory, which only the caller knows.
+    """
+
+    __slots__ = ("_address", "_size", "_ctx", "_freed")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("allocate device memory with qd.alloc(nbytes, stream=...)")
+
+    @property
+    def address(self) -> int:
+        """The device address (on the CPU backend, a host pointer)."""
+        return self._address
+
+    @property
+    def size(self) -> int:
+        """The size in bytes."""
+        return self._size
+
+    @property
+    def context(self) -> Context:
+        """The context the memory belongs to."""
+        return self._ctx
+
+    @property
+    def freed(self) -> bool:
+        """Whether ``free`` was called (or the context closed) for it."""
+        return self._freed
+
+    def __index__(self) -> int:
+        return self._address
+
+    __int__ = __index__
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        state = " freed" if self._freed else ""
+        return f"<qd.DeviceBuffer {self._address:#x} {self._size} bytes{state}>"
+
+    def _check(self) -> None:
+        if self._freed:
+            raise InvalidAddressError(
+                f"DeviceBuffer {self._address:#x} was freed (or its context closed)")
+        if not self._ctx._h:
+            self._freed = True
+            raise InvalidAddressError(
+                f"DeviceBuffer {self._address:#x} was freed when its qd.Context closed")
+
+    def free(self, *, stream: Stream) -> None:
+        """Free in stream order; same as ``qd.free(self, stream=stream)``."""
+        free(self, stream=stream)
+
+
+class HostBuffer:
+    """Pinned host memory from ``Context.host_alloc``. ``view`` is a writable memoryview of
+    it (valid until ``close()``). Usable as an address (``int(buf)``) and in memcpy / memset."""
+
+    __slots__ = ("_ctx", "_address", "_size")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("allocate pinned host memory with Context.host_alloc(nbytes)")
+
+    @property
+    def address(self) -> int:
+        """The host address (0 once freed)."""
+        return self._address
+
+    @property
+    def size(self) -> int:
+        """The size in bytes."""
+        return self._size
+
+    @property
+    def closed(self) -> bool:
+        """Whether the memory was freed."""
+        return not self._address
+
+    def __index__(self) -> int:
+        return self._address
+
+    __int__ = __index__
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        state = "freed" if not self._address else hex(self._address)
+        return f"<qd.HostBuffer {state} {self._size} bytes>"
+
+    def _check(self) -> None:
+        if not self._address:
+            raise InvalidAddressError("this qd.HostBuffer was freed")
+        if not self._ctx._h:
+            self._address = 0
+            raise InvalidAddressError("this qd.HostBuffer was freed when its qd.Context closed")
+
+    @property
+    def view(self) -> memoryview:
+        """A writable byte view of the memory. Do not use it after ``close()``."""
+        self._check()
+        return memoryview((ctypes.c_ubyte * self._size).from_address(self._address)).cast("B")
+
+    def close(self) -> None:
+        """Free the memory at once (``qd_host_free``): synchronize any work using it first.
+        Idempotent."""
+        addr = self._address
+        if not addr:
+            return
+        self._address = 0
+        if not self._ctx._h:
+            return  # freed by the context
+        status = _lib.lib.qd_host_free(self._ctx._h, addr)
+        if status and status != Status.ERROR_INVALID_HANDLE:
+            raise _err(status, self._ctx)
+
+    free = close
+
+    def __enter__(self) -> "HostBuffer":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+def alloc(nbytes: int, *, stream: Stream) -> DeviceBuffer:
+    """Allocate ``nbytes`` of device memory in stream order (``qd_mem_alloc_async``): work
+    queued on ``stream`` after this call may use it.
+
+    Raises:
+        InvalidArgumentError: ``nbytes`` is 0.
+        QdOverflowError: ``nbytes`` exceeds what the backend can address.
+        OutOfMemoryError: memory is exhausted.
+    """
+    sc = _stream_c(stream)
+    n = _u64(nbytes, "nbytes")
+    out = c_uint64()
+    status = _f_alloc(sc, c_uint64(n), byref(out))
+    if status:
+        raise _err(status, stream._ctx)
+    buf = object.__new__(DeviceBuffer)
+    buf._address = out.value
+    buf._size = n
+    buf._ctx = stream._ctx
+    buf._freed = False
+    return buf
+
+
+def free(memory: Union[DeviceBuffer, int], *, stream: Stream) -> None:
+    """Free device memory in stream order (``qd_mem_free_async``): it is released after all
+    work queued on ``stream`` so far has completed.
+
+    Raises:
+        InvalidAddressError: not the start of a live allocation of this context.
+    """
+    sc = _stream_c(stream)
+    if isinstance(memory, DeviceBuffer):
+        memory._check()
+        address = memory._address
+    else:
+        address = _u64(memory, "address")
+    status = _f_free(sc, c_uint64(address))
+    if status:
+        raise _err(status, stream._ctx)
+    if isinstance(memory, DeviceBuffer):
+        memory._freed = True
+
+
+# Python buffers (bytes, bytearray, memoryview, array.array, mmap, ...) as host memory. The
+# buffer is exported with PyObject_GetBuffer (so a bytearray cannot be resized meanwhile) and
+# released by a host callback queued right after the copy, once the copy has run.
+
+
+class _PyBuffer(Structure):
+    _fields_ = [("buf", c_void_p), ("obj", c_void_p), ("len", c_ssize_t),
+                ("itemsize", c_ssize_t), ("readonly", c_int), ("ndim", c_int),
+                ("format", c_void_p), ("shape", c_void_p), ("strides", c_void_p),
+                ("suboffsets", c_void_p), ("internal", c_void_p)]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, POINTER(_PyBuffer), c_int]
+_get_buffer.restype = c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [POINTER(_PyBuffer)]
+_release_buffer.restype = None
+_PyBUF_SIMPLE, _PyBUF_WRITABLE = 0, 1
+
+
+class _HostView:
+    """A contiguous Python buffer, exported until ``release()``."""
+
+    __slots__ = ("_view", "address", "size", "__weakref__")
+
+    def __init__(self, obj: Any, writable: bool, what: str) -> None:
+        view = _PyBuffer()
+        try:
+            _get_buffer(obj, byref(view), _PyBUF_WRITABLE if writable else _PyBUF_SIMPLE)
+        except BufferError as exc:  # read-only where writable is needed, or not contiguous
+            need = "a writable, C-contiguous" if writable else "a C-contiguous"
+            raise ArgumentTypeError(
+                f"{what} must be {need} buffer; {type(obj).__name__} is not ({exc})") from None
+        except TypeError:
+            raise ArgumentTypeError(
+                f"{what} must be an address (int), a qd buffer or a buffer (bytes, bytearray, "
+                f"memoryview, array), not {type(obj).__name__}") from None
+        self._view = view
+        self.address = view.buf or 0
+        self.size = view.len
+
+    def release(self) -> None:
+        view, self._view = self._view, None
+        if view is not None:
+            _release_buffer(byref(view))
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except BaseException:
+            pass
+
+
+_leaked_views: List[_HostView] = []  # views whose copy could be neither waited for nor released
+
+
+def _operand(x: Any, writable: bool, what: str) -> Tuple[int, Optional[int], Optional[_HostView]]:
+    """(address, size or None, exported Python buffer or None) of a memcpy/memset side."""
+    t = type(x)
+    if t is int:
+        return _u64(x, what), None, None
+    if isinstance(x, (DeviceBuffer, HostBuffer)):
+        x._check()
+        return x._address, x._size, None
+    if x is None or t is bool or isinstance(x, (float, str)):
+        raise ArgumentTypeError(
+            f"{what} must be an address (int), a qd buffer or a buffer, not {t.__name__}")
+    if hasattr(t, "__index__"):  # an int-like address (e.g. a numpy integer)
+        try:
+            return _u64(operator.index(x), what), None, None
+        except TypeError:
+            pass
+    view = _HostView(x, writable, what)
+    return view.address, view.size, view
+
+
+def _resolve_size(nbytes: Optional[int], sizes: Sequence[Optional[int]]) -> int:
+    if nbytes is not None:
+        return _u64(nbytes, "nbytes")
+    known = {s for s in sizes if s is not None}
+    if not known:
+        raise ArgumentTypeError("nbytes is required when no side has a known size")
+    if len(known) > 1:
+        raise InvalidArgumentError(
+            f"the sides have different sizes {sorted(known)}; pass nbytes= explicitly")
+    return known.pop()
+
+
+def _finish_host_copy(stream: Stream, views: List[_HostView]) -> None:
+    """Release exported Python buffers once the queued copy has run (a host callback)."""
+    def release() -> None:
+        for v in views:
+            v.release()
+
+    status = _enqueue(stream._c, release, stream._ctx._cb_errors)
+    if status:
+        try:  # cannot queue the release: wait for the copy instead
+            stream.synchronize()
+            release()
+        except BaseException:
+            _leaked_views.extend(views)  # never release memory a copy may still touch
+
+
+def memcpy(dst: Any, src: Any, nbytes: Optional[int] = None, *, stream: Stream) -> None:
+    """Copy ``nbytes`` from ``src`` to ``dst`` in stream order (``qd_memcpy_async``).
+
+    Each side is an address (int), a DeviceBuffer / HostBuffer, or a C-contiguous Python
+    buffer (bytes, bytearray, memoryview, array.array, ...; ``dst`` must be writable). A Python
+    buffer stays exported (and alive) until the copy has run; read ``dst`` only after
+    synchronizing. ``nbytes`` defaults to the size of the side(s) whose size is known.
+
+    Raises:
+        InvalidAddressError: ``nbytes`` runs past the end of a buffer or allocation.
+        QdOverflowError: an address + nbytes wraps around.
+    """
+    sc = _stream_c(stream)
+    d, dsize, dview = _operand(dst, True, "dst")
+    try:
+        s, ssize, sview = _operand(src, False, "src")
+    except BaseException:
+        if dview is not None:
+            dview.release()
+        raise
+    views = [v for v in (dview, sview) if v is not None]
+    try:
+        n = _resolve_size(nbytes, (dsize, ssize))
+        for view, name in ((dview, "dst"), (sview, "src")):
+            if view is not None and n > view.size:
+                raise InvalidAddressError(
+                    f"{name}: {n} bytes run past the end of a {view.size}-byte buffer")
+        status = _f_memcpy(sc, c_uint64(d), c_uint64(s), c_uint64(n))
+        if status:
+            raise _err(status, stream._ctx)
+    except BaseException:
+        for v in views:
+            v.release()
+        raise
+    if views:
+        _finish_host_copy(stream, views)
+
+
+def memset(dst: Any, value: int, nbytes: Optional[int] = None, *, stream: Stream) -> None:
+    """Set ``nbytes`` bytes at ``dst`` to ``value`` (0..255) in stream order
+    (``qd_memset_async``). ``dst`` is as for memcpy; ``nbytes`` defaults to its size."""
+    sc = _stream_c(stream)
+    v = _int(value, 0, _U8_MAX, "uint8_t", "value")
+    d, dsize, dview = _operand(dst, True, "dst")
+    try:
+        n = _resolve_size(nbytes, (dsize,))
+        if dview is not None and n > dview.size:
+            raise InvalidAddressError(
+                f"dst: {n} bytes run past the end of a {dview.size}-byte buffer")
+        status = _f_memset(sc, c_uint64(d), c_uint8(v), c_uint64(n))
+        if status:
+            raise _err(status, stream._ctx)
+    except BaseException:
+        if dview is not None:
+            dview.release()
+        raise
+    if dview is not None:
+        _finish_host_copy(stream, [dview])

@@ -1,0 +1,495 @@
+"""Stream and Event, and what every object a context owns answers alike (_ContextChild)."""
+
+from __future__ import annotations
+
+import enum
+from ctypes import (
+    byref,
+    c_float,
+    c_int32,
+    c_uint64,
+)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Iterable,
+    List,
+    Optional,
+    Tuple,
+)
+
+from . import _lib
+from ._errors import (
+    ArgumentTypeError,
+    HandleTypeError,
+    InvalidArgumentError,
+    NotSupportedError,
+    ObjectClosedError,
+    PoolExhaustedError,
+    Status,
+)
+from ._base import (
+    Backend, _C_ZERO, _MAX_POOL, _err, _f_event_destroy, _f_event_query, _f_event_record,
+    _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
+    _f_stream_wait, _stream_type_error, _u32, _u64,
+)
+from ._callbacks import _check_callback_errors
+
+if TYPE_CHECKING:
+    from ._context import Context
+
+
+def _stream_c(stream: Any) -> c_uint64:
+    """The c_uint64 of an open stream, or the error (``stream=`` of every scheduling call)."""
+    if isinstance(stream, Stream):
+        if stream._h:
+            return stream._c
+        raise stream._closed_error()
+    raise _stream_type_error(stream)
+
+
+# ----------------------------------------------------------------------------------------------
+# Streams
+# ----------------------------------------------------------------------------------------------
+
+
+class _ContextChild:
+    """What every object a context owns (Stream, Event, Module, Kernel) answers alike."""
+
+    __slots__ = ()
+
+    @property
+    def handle(self) -> int:
+        """The qd handle (0 once closed)."""
+        return self._h  # type: ignore[attr-defined]
+
+    @property
+    def context(self) -> "Context":
+        """The context the object belongs to."""
+        return self._ctx  # type: ignore[attr-defined]
+
+    @property
+    def closed(self) -> bool:
+        """Whether the object was closed (destroyed, released, unloaded, or its context closed)."""
+        return not self._h  # type: ignore[attr-defined]
+
+    # Lifetime shared by Event, Module and Kernel (Stream has its own: what close() does depends
+    # on its kind). A subclass names its destroy call in _destroy and says what close() means in
+    # its own close() docstring.
+    _destroy: Any = None
+
+    def _after_close(self) -> None:
+        """Invalidate what dies with this object (a module's kernels)."""
+
+    def _close(self) -> None:
+        if not self._h:  # type: ignore[attr-defined]
+            return
+        status = type(self)._destroy(self._c)  # type: ignore[attr-defined]
+        self._h = 0
+        self._c = _C_ZERO
+        self._after_close()
+        if status and status != Status.ERROR_INVALID_HANDLE:
+            raise _err(status, self._ctx)  # type: ignore[attr-defined]
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+    def __del__(self) -> None:
+        try:
+            if self._h:  # type: ignore[attr-defined]
+                self._h = 0
+                type(self)._destroy(self._c)  # type: ignore[attr-defined]
+        except BaseException:
+            pass
+
+
+class StreamKind(enum.Enum):
+    """What a Stream wrapper owns, which decides what ``close()`` does."""
+
+    OWNED = "owned"  #: qd_stream_create; close() destroys it
+    LEASED = "leased"  #: from the pool; close() releases it
+    BORROWED = "borrowed"  #: qd_stream_import; close() forgets it, the native stream lives on
+    DEFAULT = "default"  #: the context's default stream; close() does nothing
+    VIEW = "view"  #: a handle set active by other code; close() does nothing
+
+
+_OWNED, _LEASED, _BORROWED = StreamKind.OWNED, StreamKind.LEASED, StreamKind.BORROWED
+
+
+class Stream(_ContextChild):
+    """A qd stream: an in-order queue of work; different streams run concurrently.
+
+    Make one with ``Context.create_stream`` (owned), ``Context.acquire_stream`` (a pool lease),
+    ``Stream.fork`` (leases), ``Stream.from_external`` (borrowed), or get the context's
+    ``default_stream``. Pass it as ``stream=`` to every call that schedules work.
+
+    ``with`` on an owned, borrowed or default stream synchronizes it at the end of the block,
+    then closes it; on a lease it only releases it (work already queued still completes).
+    When the block raises, nothing is synchronized: the stream is closed at once (its work
+    still completes).
+    """
+
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_kind", "_owner", "__weakref__")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("make streams with Context.create_stream(), Context.acquire_stream(), "
+                        "Stream.fork() or Stream.from_external()")
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> StreamKind:
+        """What this wrapper owns (StreamKind), which decides what ``close()`` does."""
+        return self._kind
+
+    def __repr__(self) -> str:
+        state = "closed" if not self._h else f"{self._h:#x}"
+        return f"<qd.Stream {self._kind.value} {state}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and other._key == self._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def _closed_error(self) -> ObjectClosedError:
+        what = {_LEASED: "released"}.get(self._kind, "closed")
+        return ObjectClosedError(f"this qd.Stream (handle {self._key:#x}) was {what}")
+
+    def _check(self) -> None:
+        if not self._h:
+            raise self._closed_error()
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Destroy (owned), release (lease) or forget (borrowed) the stream. Returns at once;
+        queued work still completes. Idempotent; does nothing on default-stream wrappers."""
+        if not self._h:
+            return
+        kind = self._kind
+        if kind is _LEASED:
+            status = _f_release(self._c)
+        elif kind is _OWNED or kind is _BORROWED:
+            status = _f_stream_destroy(self._c)
+            self._owner = None
+        else:
+            return  # default stream / view: owns nothing
+        self._h = 0
+        self._c = _C_ZERO
+        if status and status != Status.ERROR_INVALID_HANDLE:
+            raise _err(status, self._ctx)
+
+    release = close
+
+    def __enter__(self) -> "Stream":
+        self._check()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None or self._kind is _LEASED:
+            try:
+                self.close()
+            except Exception:
+                if exc_type is None:
+                    raise
+            return
+        try:
+            if self._h:
+                self.synchronize()
+        finally:
+            self.close()
+
+    def __del__(self) -> None:
+        try:
+            h = self._h
+            if h:
+                kind = self._kind
+                if kind is _OWNED or kind is _BORROWED:
+                    self._h = 0
+                    _f_stream_destroy(self._c)
+                elif kind is _LEASED:
+                    self._h = 0
+                    _f_release(self._c)
+        except BaseException:
+            pass
+
+    # -- work -------------------------------------------------------------------------------
+
+    def synchronize(self) -> None:
+        """Block until all work queued on the stream so far has completed.
+
+        Raises:
+            CallbackError: a Python host callback / host kernel of this context raised.
+            DeviceLostError: the context was lost (e.g. a host kernel returned non-zero).
+        """
+        if not self._h:
+            raise self._closed_error()
+        status = _f_stream_sync(self._c)
+        if status:
+            raise _err(status, self._ctx)
+        if self._ctx._cb_errors:
+            _check_callback_errors(self._ctx)
+
+    sync = synchronize
+
+    def query(self) -> bool:
+        """True if all work queued on the stream has completed (never blocks)."""
+        if not self._h:
+            raise self._closed_error()
+        status = _f_stream_query(self._c)
+        if status == 0:
+            return True
+        if status == Status.NOT_READY:
+            return False
+        raise _err(status, self._ctx)
+
+    @property
+    def is_done(self) -> bool:
+        """Same as ``query()``."""
+        return self.query()
+
+    def wait(self, event: "Event") -> None:
+        """Make later work on this stream wait for the event's most recent record
+        (``qd_stream_wait_event``); the host does not block."""
+        if not self._h:
+            raise self._closed_error()
+        if not isinstance(event, Event):
+            raise HandleTypeError(f"event must be a qd.Event, not {type(event).__name__}")
+        if not event._h:
+            raise event._closed_error()
+        status = _f_stream_wait(self._c, event._c)
+        if status:
+            raise _err(status, self._ctx)
+
+    def fork(self, n: int) -> List["Stream"]:
+        """Lease ``n`` streams from the pool, each waiting for the work queued on this stream
+        so far (``qd_stream_fork``; events, no host sync). Give them back with ``join``.
+
+        Raises:
+            PoolExhaustedError: fewer than ``n`` streams are free (nothing stays leased).
+        """
+        self._check()
+        count = _u32(n, "n")
+        if count > _MAX_POOL:
+            raise PoolExhaustedError(
+                f"n = {count} exceeds the largest possible stream pool ({_MAX_POOL})")
+        children = (c_uint64 * count)()
+        status = _lib.lib.qd_stream_fork(self._h, count, children)
+        if status:
+            raise _err(status, self._ctx)
+        ctx = self._ctx
+        return [_new_stream(ctx, h, _LEASED) for h in children]
+
+    def join(self, children: Iterable["Stream"]) -> None:
+        """Make this stream wait for all work queued on each child, then release every child
+        to the pool (``qd_stream_join``). On an error nothing changes.
+
+        Raises:
+            InvalidOperationError: a child is not a pool lease.
+            InvalidArgumentError: no children, a child twice, or this stream among them.
+        """
+        self._check()
+        kids = list(children)
+        for child in kids:
+            if not isinstance(child, Stream):
+                raise HandleTypeError(
+                    f"children must be qd.Stream leases, not {type(child).__name__}")
+            child._check()
+        arr = (c_uint64 * len(kids))(*[child._h for child in kids])
+        status = _lib.lib.qd_stream_join(self._h, arr, len(kids))
+        if status:
+            raise _err(status, self._ctx)
+        for child in kids:
+            child._h = 0
+            child._c = _C_ZERO
+
+    @property
+    def priority(self) -> int:
+        """The priority applied after clamping (``qd_stream_get_priority``)."""
+        self._check()
+        out = c_int32()
+        status = _lib.lib.qd_stream_get_priority(self._h, byref(out))
+        if status:
+            raise _err(status, self._ctx)
+        return out.value
+
+    @property
+    def native_handle(self) -> int:
+        """The native stream (CUstream / hipStream_t) as an int (``qd_stream_native_handle``).
+
+        Raises:
+            NotSupportedError: the CPU backend has no native streams.
+        """
+        self._check()
+        out = c_uint64()
+        status = _lib.lib.qd_stream_native_handle(self._h, byref(out))
+        if status:
+            raise _err(status, self._ctx)
+        return out.value
+
+    def __cuda_stream__(self) -> Tuple[int, int]:
+        """The CUDA stream protocol (cuda.core, CuPy, PyTorch): ``(0, CUstream as int)``.
+
+        Raises:
+            NotSupportedError: the stream is not on the CUDA backend (the CPU backend has no
+                native streams; a HIP stream is not a CUstream).
+        """
+        self._check()
+        if self._ctx._backend is not Backend.CUDA:
+            raise NotSupportedError(
+                f"__cuda_stream__ needs a stream of a CUDA context; this one is on the "
+                f"{self._ctx._backend.name} backend, which has no CUstream")
+        return (0, self.native_handle)
+
+    @classmethod
+    def from_external(cls, ctx: Context, obj: Any) -> "Stream":
+        """Import a foreign CUDA stream as a borrowed qd stream (``qd_stream_import``).
+
+        ``obj`` is any object with ``__cuda_stream__`` (a torch / CuPy / cuda.core stream).
+        The returned Stream keeps ``obj`` alive until it is closed, and qd never destroys the
+        native stream.
+
+        Raises:
+            ArgumentTypeError: ``obj`` does not implement ``__cuda_stream__``.
+            NotSupportedError: ``ctx`` is a CPU context.
+        """
+        from ._context import Context  # (imported here: _context imports this module)
+
+        if not isinstance(ctx, Context):
+            raise HandleTypeError(f"ctx must be a qd.Context, not {type(ctx).__name__}")
+        ctx._check_open()
+        proto = getattr(obj, "__cuda_stream__", None)
+        if proto is None:
+            raise ArgumentTypeError(
+                f"{type(obj).__name__} does not implement __cuda_stream__ (the CUDA stream "
+                "protocol)")
+        result = proto() if callable(proto) else proto
+        try:
+            ver, native = result
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(
+                f"__cuda_stream__ must return (version, handle), not {result!r}") from None
+        if ver != 0:
+            raise InvalidArgumentError(f"unsupported __cuda_stream__ protocol version {ver}")
+        out = c_uint64()
+        status = _lib.lib.qd_stream_import(ctx._h, _u64(native, "native stream"), byref(out))
+        if status:
+            raise _err(status, ctx)
+        return _new_stream(ctx, out.value, _BORROWED, owner=obj, c=out)
+
+
+_STREAM_NEW = object.__new__
+_EVENT_NEW = object.__new__
+
+
+def _new_stream(ctx: Context, handle: int, kind: StreamKind, owner: Any = None,
+                c: Optional[c_uint64] = None) -> Stream:
+    s = _STREAM_NEW(Stream)
+    s._h = s._key = handle
+    s._c = c if c is not None else c_uint64(handle)
+    s._ctx = ctx
+    s._kind = kind
+    s._owner = owner
+    return s
+
+
+# ----------------------------------------------------------------------------------------------
+# Events
+# ----------------------------------------------------------------------------------------------
+
+
+class Event(_ContextChild):
+    """A qd event: a completion marker recorded on a stream (``Context.create_event``).
+
+    ``end - start`` (two timing events) is ``start.elapsed_ms(end)``.
+    """
+
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_timing", "__weakref__")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("make events with Context.create_event()")
+
+    @property
+    def timing(self) -> bool:
+        """Whether the event records timestamps (created with ``timing=True``)."""
+        return self._timing
+
+    def __repr__(self) -> str:
+        state = "closed" if not self._h else f"{self._h:#x}"
+        return f"<qd.Event {'timing ' if self._timing else ''}{state}>"
+
+    def _closed_error(self) -> ObjectClosedError:
+        return ObjectClosedError(f"this qd.Event (handle {self._key:#x}) was closed")
+
+    _destroy = staticmethod(_f_event_destroy)
+
+    def close(self) -> None:
+        """Destroy the event; returns at once, even if a record is pending. Idempotent."""
+        self._close()
+
+    def record(self, *, stream: Stream) -> "Event":
+        """Record the event on ``stream`` (required): it completes when all work queued on
+        the stream so far has completed. Returns the event."""
+        sc = _stream_c(stream)
+        if not self._h:
+            raise self._closed_error()
+        status = _f_event_record(sc, self._c)
+        if status:
+            raise _err(status, self._ctx)
+        return self
+
+    def query(self) -> bool:
+        """True if the most recent record has completed (or it was never recorded)."""
+        if not self._h:
+            raise self._closed_error()
+        status = _f_event_query(self._c)
+        if status == 0:
+            return True
+        if status == Status.NOT_READY:
+            return False
+        raise _err(status, self._ctx)
+
+    @property
+    def is_done(self) -> bool:
+        """Same as ``query()``."""
+        return self.query()
+
+    def synchronize(self) -> None:
+        """Block until the most recent record has completed."""
+        if not self._h:
+            raise self._closed_error()
+        status = _f_event_sync(self._c)
+        if status:
+            raise _err(status, self._ctx)
+        if self._ctx._cb_errors:
+            _check_callback_errors(self._ctx)
+
+    sync = synchronize
+
+    def elapsed_ms(self, end: "Event") -> float:
+        """Milliseconds from this event's completion to ``end``'s (``qd_event_elapsed_ms``).
+
+        Raises:
+            TimingDisabledError, NotRecordedError: see qd.h.
+            NotReadyError: a record has not completed yet.
+        """
+        if not isinstance(end, Event):
+            raise HandleTypeError(f"end must be a qd.Event, not {type(end).__name__}")
+        if not self._h:
+            raise self._closed_error()
+        if not end._h:
+            raise end._closed_error()
+        ms = c_float()
+        status = _lib.lib.qd_event_elapsed_ms(self._h, end._h, byref(ms))
+        if status:
+            raise _err(status, self._ctx)
+        return ms.value
+
+    def __sub__(self, start: "Event") -> float:
+        if not isinstance(start, Event):
+            return NotImplemented
+        return start.elapsed_ms(self)
