@@ -34,7 +34,9 @@ from ._base import (
     _f_get_active, _f_set_active, _int, _stream_type_error, _u32, _u64,
 )
 from ._callbacks import _check_callback_errors, _destroy_context
-from ._stream import Event, Stream, StreamKind, _EVENT_NEW, _LEASED, _STREAM_NEW, _new_stream
+from ._stream import (
+    _BORROWED, _EVENT_NEW, _LEASED, _OWNED, _STREAM_NEW, Event, Stream, StreamKind, _new_stream,
+)
 from ._memory import HostBuffer
 from ._kernel import Module
 
@@ -212,6 +214,7 @@ class Context:
             raise _err(status)
         self._h = 0
         self._c.value = 0
+        self._tls.rec.stream = None  # this thread's active stream died with the context
         self._finalizer.detach()
         self._keep.clear()
 
@@ -319,6 +322,12 @@ class Context:
         (``qd_stream_set_active``) and return the one it replaces.
 
         Prefer ``with ctx.active_stream(s):``, which restores the previous one.
+
+        While a stream the caller owns (created, leased or imported) is active on this thread,
+        the context keeps a reference to it, so ``ctx.set_active_stream(ctx.create_stream())``
+        works as ``torch.cuda.set_stream(torch.cuda.Stream())`` does: the stream lives until
+        another stream is made active on this thread, the thread ends, or the context closes.
+        (It also keeps the context alive meanwhile, as the stream does.)
         """
         if not isinstance(stream, Stream):
             raise _stream_type_error(stream)
@@ -332,6 +341,8 @@ class Context:
             raise _err(status, self)
         old = rec.ref
         rec.ref = _weakref(stream)
+        kind = stream._kind
+        rec.stream = stream if (kind is _OWNED or kind is _LEASED or kind is _BORROWED) else None
         prev = rec.prev.value
         if old is not None:
             old = old()
@@ -353,7 +364,7 @@ class Context:
         ref = rec.ref
         if ref is not None and not refresh:
             stream = ref()
-            if stream is not None:
+            if stream is not None and stream._h:
                 return stream
         if not self._h:
             raise ObjectClosedError("this qd.Context was closed")
@@ -368,6 +379,7 @@ class Context:
         stream = self._wrap(out.value)
         if refresh:
             rec.ref = _weakref(stream)
+            rec.stream = None  # C's active stream is another one now
         return stream
 
     def active_stream(self, stream: "Stream") -> "_ActiveStreamScope":
@@ -454,13 +466,15 @@ class Context:
 
 class _Record:
     """One thread's record for one context: a weak reference to the Stream this binding last
-    made active (weak, so it never keeps a stream, and through it the context, alive), and the
+    made active; the same Stream held strongly when it owns something (created, leased or
+    imported), so that a temporary stays alive while it is active (set_active_stream); and the
     buffer qd_stream_set_active writes the previous stream into."""
 
-    __slots__ = ("ref", "prev", "prev_ref")
+    __slots__ = ("ref", "stream", "prev", "prev_ref")
 
     def __init__(self) -> None:
         self.ref: Optional["weakref.ReferenceType[Stream]"] = None
+        self.stream: Optional[Stream] = None
         self.prev = c_uint64()
         self.prev_ref = byref(self.prev)
 

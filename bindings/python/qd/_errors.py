@@ -234,10 +234,23 @@ class InternalError(QdError):
     default_status = Status.ERROR_INTERNAL
 
 
-class CallbackError(RuntimeError):
+class CallbackError(QdError, RuntimeError):
     """A Python host callback or host kernel raised. Reported (with the original exception as
     ``__cause__``) by the next ``synchronize()`` of any stream, event or the context it ran
-    on. Not a qd status: the C library never saw the exception."""
+    on.
+
+    Not a qd status: the C library never saw the exception, so ``status`` is 0 (``QD_SUCCESS``,
+    what the C call returned) and ``status_name`` is ``"CallbackError"``. It is a ``QdError``
+    (``except qd.QdError`` catches it) and a ``RuntimeError``.
+    """
+
+    default_status = Status.SUCCESS
+
+    def __init__(self, message: str = "", status: Optional[int] = None) -> None:
+        Exception.__init__(self, message)
+        self.status = Status.SUCCESS
+        self.status_name = "CallbackError"
+        self.message = message
 
 
 _BY_STATUS: Dict[int, Type[QdError]] = {
@@ -259,8 +272,23 @@ def error_for_status(status: int, message: Optional[str] = None) -> QdError:
     the failing call, on the same thread.
     """
     if message is None:
-        try:
-            message = _lib.last_error_message()
-        except Exception:
-            message = ""
+        if status >= 0:
+            # Not an error (QD_NOT_READY): the C library wrote no message, and the one it has
+            # is some earlier call's.
+            message = _NOT_AN_ERROR.get(status, "")
+        else:
+            try:
+                message = _lib.last_error_message()
+            except Exception:
+                message = ""
+            if status == Status.ERROR_POOL_EXHAUSTED:
+                message = message.replace("qd_context_desc.stream_pool_size",
+                                          "qd.Context(stream_pool_size=...)")
     return _BY_STATUS.get(status, QdError)(message, status)
+
+
+#: The binding's own words for the statuses that are not errors.
+_NOT_AN_ERROR: Dict[int, str] = {
+    Status.NOT_READY: "the work this result needs has not completed yet (query again, or "
+                      "synchronize first)",
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import struct
 import threading
 from ctypes import (
     POINTER,
@@ -32,6 +33,7 @@ from ._errors import (
     HandleTypeError,
     InvalidArgumentError,
     ObjectClosedError,
+    WrongContextError,
 )
 from ._base import (
     MAX_ARGS, _C_U32, _C_ZERO, _U64_MAX, _err, _f_kernel_destroy, _f_launch,
@@ -60,7 +62,7 @@ class Module(_ContextChild):
         raise TypeError("load modules with Context.load_module()")
 
     def __repr__(self) -> str:
-        return f"<qd.Module {'closed' if not self._h else hex(self._h)}>"
+        return f"<qd.Module {'closed' if self.closed else hex(self._h)}>"
 
     def _closed_error(self) -> ObjectClosedError:
         return ObjectClosedError(f"this qd.Module (handle {self._key:#x}) was unloaded")
@@ -197,7 +199,7 @@ class Kernel(_ContextChild):
         return self._name
 
     def __repr__(self) -> str:
-        return f"<qd.Kernel {self._name!r} {'closed' if not self._h else hex(self._h)}>"
+        return f"<qd.Kernel {self._name!r} {'closed' if self.closed else hex(self._h)}>"
 
     def _closed_error(self) -> ObjectClosedError:
         return ObjectClosedError(
@@ -243,26 +245,39 @@ class Kernel(_ContextChild):
         if not args:
             status = _f_launch(sc, self._c, cfg, None, _C_U32[0])
         else:
-            n = len(args)
-            scratch = _scratch_tls.scratch
-            if scratch is None:
-                scratch = _scratch_tls.scratch = _Scratch()
-            if n <= MAX_ARGS and not scratch.busy:
-                # qd copies the values before qd_launch returns, so this thread's scratch
-                # arrays can be reused at once: no per-launch allocation for 8-byte values.
-                scratch.busy = True
+            # The fast path: a packing layout per tuple of argument types, made once per thread
+            # (see _Layout). qd copies the values before qd_launch returns, so the layout's
+            # buffer can be reused at once.
+            layouts = _tls.layouts
+            key = tuple(map(type, args))
+            layout = layouts.get(key)
+            if layout is None:
+                layout = layouts[key] = _Layout.make(key)
+            if layout is not _NO_LAYOUT and not layout.busy:
+                layout.busy = True
                 try:
-                    scratch.fill(args)
-                    status = _f_launch(sc, self._c, cfg, scratch.arr, _C_U32[n])
+                    packed = layout.pack(self._ctx, *args)
+                except _StructError:  # an int that does not fit: the general path says why
+                    packed = False
+                try:
+                    if packed:
+                        status = _f_launch(sc, self._c, cfg, layout.arr, layout.n)
                 finally:
-                    scratch.reset()
+                    layout.busy = False
+                if not packed:
+                    status = self._launch_general(sc, cfg, args)
             else:
-                arr, keep = _pack_args(args)
-                status = _f_launch(sc, self._c, cfg, arr,
-                                   _C_U32[n] if n <= MAX_ARGS else c_uint32(n))
-                del keep  # the values arr points into lived until here
+                status = self._launch_general(sc, cfg, args)
         if status:
             raise _err(status, self._ctx)
+
+    def _launch_general(self, sc: c_uint64, cfg: Any, args: Sequence[Any]) -> int:
+        """Any arguments: each converted on its own (and every mistake named)."""
+        n = len(args)
+        arr, keep = _pack_args(args, self._ctx)
+        status = _f_launch(sc, self._c, cfg, arr, _C_U32[n] if n <= MAX_ARGS else c_uint32(n))
+        del keep  # the values arr points into lived until here
+        return status
 
     def prepare(self, *args: Any, grid: Union[int, Sequence[int]] = 1,
                 block: Union[int, Sequence[int]] = 1, shared_mem: int = 0) -> "Launcher":
@@ -302,8 +317,9 @@ def _make_config(grid: Any, block: Any, shared_mem: Any) -> _lib.LaunchConfig:
 _CDATA = ctypes.c_int.__mro__[-2]  # _ctypes._CData: the base of every ctypes instance
 
 
-def _arg_value(a: Any, i: int) -> Any:
-    """One kernel argument as a ctypes object whose bytes are the argument's value."""
+def _arg_value(a: Any, i: int, ctx: Any) -> Any:
+    """One kernel argument, for a kernel of ``ctx``, as a ctypes object whose bytes are the
+    argument's value."""
     t = type(a)
     if t is int:
         if 0 <= a <= _U64_MAX:
@@ -317,6 +333,10 @@ def _arg_value(a: Any, i: int) -> Any:
         return a
     if isinstance(a, (DeviceBuffer, HostBuffer)):
         a._check()
+        if a._ctx is not ctx and isinstance(a, DeviceBuffer):
+            raise WrongContextError(
+                f"kernel argument {i}: this DeviceBuffer belongs to {a._ctx!r}, not to the "
+                f"kernel's {ctx!r}")
         return c_uint64(a._address)
     if t is bool or a is None or isinstance(a, (str, bytes, bytearray, memoryview, float)):
         raise ArgumentTypeError(
@@ -328,77 +348,106 @@ def _arg_value(a: Any, i: int) -> Any:
         raise ArgumentTypeError(
             f"kernel argument {i}: cannot pass {t.__name__}; use an int, a float, a qd buffer "
             "or a ctypes instance") from None
-    return _arg_value(v, i)
+    return _arg_value(v, i, ctx)
 
 
-class _Scratch:
-    """Per-thread argument storage for ``Kernel.launch``: 64 eight-byte value slots and a
-    qd_arg array pointing at them. Slots re-pointed at a ctypes instance are reset after the
-    launch (qd has copied every value by then)."""
+_StructError = struct.error
 
-    __slots__ = ("vals", "dbls", "arr", "base", "moved", "busy")
 
-    def __init__(self) -> None:
-        self.vals = (c_uint64 * MAX_ARGS)()
-        self.dbls = (c_double * MAX_ARGS).from_buffer(self.vals)
-        self.arr = (_lib.Arg * MAX_ARGS)()
-        self.base = ctypes.addressof(self.vals)
-        self.moved: List[int] = []
-        self.busy = False
-        for i, slot in enumerate(self.arr):
-            slot.data = self.base + 8 * i
-            slot.size = 8
+class _Layout:
+    """How to pack one tuple of argument types: a ``struct.Struct`` that writes every value
+    into one buffer at fixed offsets (one C call), the qd_arg array pointing into it, and
+    ``pack(ctx, *args)``, made for the types (e.g. ``a0._address, a1.value, a2``), which
+    checks what it must and returns False to send the launch to the general path instead.
 
-    def fill(self, args: Sequence[Any]) -> None:
-        vals = self.vals
-        for a in args:
-            if type(a) is not int:
-                break
-        else:  # only ints: one C-level copy, once they are known to fit uint64
-            if min(args) >= 0 and max(args) <= _U64_MAX:
-                vals[:len(args)] = args
-                return
-        i = 0
-        for a in args:
-            t = type(a)
-            if t is int and 0 <= a <= _U64_MAX:
-                vals[i] = a
+    Types with a layout: int (uint64), float (double), DeviceBuffer and HostBuffer (their
+    address), and exact ctypes instances (their bytes: a simple type through its value, any
+    other through ``bytes()``). Any other type (bool, None, numpy scalars, subclasses) takes
+    the general path, which accepts or names it. One per thread and type tuple (_tls);
+    ``busy`` sends a re-entrant launch on the same thread (a signal handler) to the general
+    path.
+    """
+
+    __slots__ = ("pack", "buf", "arr", "n", "busy")
+
+    @staticmethod
+    def make(types: Tuple[type, ...]) -> Any:
+        n = len(types)
+        if n > MAX_ARGS or len(_tls.layouts) >= 256:
+            return _NO_LAYOUT
+        fmt = ["<"]
+        exprs: List[str] = []
+        checks: List[str] = []
+        slots: List[Tuple[int, int]] = []
+        offset = 0
+        for i, t in enumerate(types):
+            a = f"a{i}"
+            if t is int:
+                code, size, align, expr = "Q", 8, 8, a
             elif t is float:
-                self.dbls[i] = a
-            elif t is DeviceBuffer or t is HostBuffer:
-                a._check()
-                vals[i] = a._address
+                code, size, align, expr = "d", 8, 8, a
+            elif t is DeviceBuffer:
+                code, size, align, expr = "Q", 8, 8, f"{a}._address"
+                checks.append(f"{a}._freed or {a}._ctx is not ctx or not ctx._h")
+            elif t is HostBuffer:
+                code, size, align, expr = "Q", 8, 8, f"{a}._address"
+                checks.append(f"not {a}._address or not {a}._ctx._h")
+            elif issubclass(t, _CDATA):
+                size, align = sizeof(t), max(1, ctypes.alignment(t))
+                # .value only for the exact ctypes simple types (a subclass may change it).
+                code = _SIMPLE_CODES.get(t._type_) if t.__bases__ == (_SIMPLE,) else None
+                if code is not None and struct.calcsize("<" + code) == size:
+                    expr = f"{a}.value"
+                else:
+                    code, expr = f"{size}s", f"_bytes({a})"
             else:
-                v = _arg_value(a, i)
-                if type(v) is c_uint64:
-                    vals[i] = v.value
-                else:  # a ctypes instance of its own size: point the slot at it
-                    slot = self.arr[i]
-                    slot.data = ctypes.addressof(v)
-                    slot.size = sizeof(v)
-                    self.moved.append(i)
-            i += 1
+                return _NO_LAYOUT
+            start = -(-offset // max(align, 8)) * max(align, 8)
+            if start > offset:
+                fmt.append(f"{start - offset}x")
+            fmt.append(code)
+            exprs.append(expr)
+            slots.append((start, size))
+            offset = start + size
+        layout = _Layout()
+        packer = struct.Struct("".join(fmt))
+        layout.buf = ctypes.create_string_buffer(max(offset, 8))
+        base = ctypes.addressof(layout.buf)
+        layout.arr = (_lib.Arg * n)()
+        for slot, (start, size) in zip(layout.arr, slots):
+            slot.data = base + start
+            slot.size = size
+        layout.n = _C_U32[n]
+        layout.busy = False
+        params = ", ".join(f"a{i}" for i in range(n))
+        test = f"    if {' or '.join(f'({c})' for c in checks)}:\n        return False\n" if checks else ""
+        src = (f"def pack(ctx, {params}):\n{test}"
+               f"    _pack_into(_buf, 0, {', '.join(exprs)})\n    return True\n")
+        scope = {"_pack_into": packer.pack_into, "_buf": layout.buf, "_bytes": bytes}
+        exec(src, scope)  # noqa: S102 (the source is built above from type names only)
+        layout.pack = scope["pack"]
+        return layout
 
-    def reset(self) -> None:
-        if self.moved:
-            for i in self.moved:
-                slot = self.arr[i]
-                slot.data = self.base + 8 * i
-                slot.size = 8
-            self.moved.clear()
-        self.busy = False
+
+_NO_LAYOUT = object()  # the type tuple has no layout: always the general path
+# ctypes simple types by their _type_ code, as little-endian standard-size struct codes (the
+# size is checked against sizeof: c_long is 8 bytes here, '<l' is 4, so it packs as bytes).
+_SIMPLE_CODES = {"b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I", "l": "q",
+                 "L": "Q", "q": "q", "Q": "Q", "f": "f", "d": "d", "?": "?", "c": "c"}
+_SIMPLE = ctypes.c_int.__mro__[1]  # _ctypes._SimpleCData
 
 
-class _ScratchPerThread(threading.local):
-    scratch: Optional[_Scratch] = None
+class _PerThread(threading.local):
+    def __init__(self) -> None:  # runs once in each thread that launches
+        self.layouts: dict = {}
 
 
-_scratch_tls = _ScratchPerThread()
+_tls = _PerThread()
 
 
-def _pack_args(args: Sequence[Any]) -> Tuple[Any, List[Any]]:
-    """(qd_arg array, the ctypes objects it points into)."""
-    values = [_arg_value(a, i) for i, a in enumerate(args)]
+def _pack_args(args: Sequence[Any], ctx: Any) -> Tuple[Any, List[Any]]:
+    """(qd_arg array, the ctypes objects it points into) for a kernel of ``ctx``."""
+    values = [_arg_value(a, i, ctx) for i, a in enumerate(args)]
     arr = (_lib.Arg * len(values))()
     for slot, v in zip(arr, values):
         slot.data = ctypes.addressof(v)
@@ -417,7 +466,7 @@ class Launcher:
         self._cfg = config
         self._cfg_ref = byref(config)
         if args:
-            self._arr, self._values = _pack_args(args)
+            self._arr, self._values = _pack_args(args, kernel._ctx)
         else:
             self._arr, self._values = None, []
         n = len(self._values)
@@ -467,7 +516,7 @@ class Task:
         self.group = _u32(group, "group")
         self._cfg = _make_config(grid, block, shared_mem)
         if args:
-            self._arr, self._values = _pack_args(args)
+            self._arr, self._values = _pack_args(args, kernel._ctx)
         else:
             self._arr, self._values = None, []
 

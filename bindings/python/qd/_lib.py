@@ -283,6 +283,11 @@ class LibraryNotFoundError(ImportError):
         self.tried = list(tried)
 
 
+# Shown as qd.LibraryNotFoundError, also in the traceback of a failed ``import qd`` (raised
+# before qd/__init__.py could rename anything).
+LibraryNotFoundError.__module__ = "qd"
+
+
 def _package_candidates() -> List[str]:
     here = os.path.dirname(os.path.abspath(__file__))
     found = glob.glob(os.path.join(here, "libqd.so*"))

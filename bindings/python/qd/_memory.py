@@ -30,6 +30,7 @@ from ._errors import (
     InvalidAddressError,
     InvalidArgumentError,
     Status,
+    WrongContextError,
 )
 from ._base import _U8_MAX, _err, _f_alloc, _f_free, _f_memcpy, _f_memset, _int, _u64
 from ._callbacks import _enqueue
@@ -75,8 +76,8 @@ class DeviceBuffer:
 
     @property
     def freed(self) -> bool:
-        """Whether ``free`` was called (or the context closed) for it."""
-        return self._freed
+        """Whether ``free`` was called for it, or its context closed (which frees it)."""
+        return self._freed or not self._ctx._h
 
     def __index__(self) -> int:
         return self._address
@@ -87,7 +88,7 @@ class DeviceBuffer:
         return self._size
 
     def __repr__(self) -> str:
-        state = " freed" if self._freed else ""
+        state = " freed" if self.freed else ""
         return f"<qd.DeviceBuffer {self._address:#x} {self._size} bytes{state}>"
 
     def _check(self) -> None:
@@ -125,8 +126,8 @@ class HostBuffer:
 
     @property
     def closed(self) -> bool:
-        """Whether the memory was freed."""
-        return not self._address
+        """Whether the memory was freed (by ``close()``, or by closing its context)."""
+        return not self._address or not self._ctx._h
 
     def __index__(self) -> int:
         return self._address
@@ -137,7 +138,7 @@ class HostBuffer:
         return self._size
 
     def __repr__(self) -> str:
-        state = "freed" if not self._address else hex(self._address)
+        state = "freed" if self.closed else hex(self._address)
         return f"<qd.HostBuffer {state} {self._size} bytes>"
 
     def _check(self) -> None:
@@ -275,13 +276,23 @@ class _HostView:
 _leaked_views: List[_HostView] = []  # views whose copy could be neither waited for nor released
 
 
-def _operand(x: Any, writable: bool, what: str) -> Tuple[int, Optional[int], Optional[_HostView]]:
-    """(address, size or None, exported Python buffer or None) of a memcpy/memset side."""
+def _wrong_context(what: str, buf: "DeviceBuffer", ctx: "Context") -> WrongContextError:
+    return WrongContextError(
+        f"{what}: this DeviceBuffer belongs to {buf._ctx!r}, not to {ctx!r} of the stream (copy "
+        "between contexts through host memory; a raw int address is passed to C unchecked)")
+
+
+def _operand(x: Any, writable: bool, what: str,
+             ctx: "Context") -> Tuple[int, Optional[int], Optional[_HostView]]:
+    """(address, size or None, exported Python buffer or None) of a memcpy/memset side on a
+    stream of ``ctx``."""
     t = type(x)
     if t is int:
         return _u64(x, what), None, None
     if isinstance(x, (DeviceBuffer, HostBuffer)):
         x._check()
+        if x._ctx is not ctx and isinstance(x, DeviceBuffer):
+            raise _wrong_context(what, x, ctx)
         return x._address, x._size, None
     if x is None or t is bool or isinstance(x, (float, str)):
         raise ArgumentTypeError(
@@ -335,9 +346,9 @@ def memcpy(dst: Any, src: Any, nbytes: Optional[int] = None, *, stream: Stream) 
         QdOverflowError: an address + nbytes wraps around.
     """
     sc = _stream_c(stream)
-    d, dsize, dview = _operand(dst, True, "dst")
+    d, dsize, dview = _operand(dst, True, "dst", stream._ctx)
     try:
-        s, ssize, sview = _operand(src, False, "src")
+        s, ssize, sview = _operand(src, False, "src", stream._ctx)
     except BaseException:
         if dview is not None:
             dview.release()
@@ -365,7 +376,7 @@ def memset(dst: Any, value: int, nbytes: Optional[int] = None, *, stream: Stream
     (``qd_memset_async``). ``dst`` is as for memcpy; ``nbytes`` defaults to its size."""
     sc = _stream_c(stream)
     v = _int(value, 0, _U8_MAX, "uint8_t", "value")
-    d, dsize, dview = _operand(dst, True, "dst")
+    d, dsize, dview = _operand(dst, True, "dst", stream._ctx)
     try:
         n = _resolve_size(nbytes, (dsize,))
         if dview is not None and n > dview.size:

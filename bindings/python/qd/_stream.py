@@ -71,7 +71,7 @@ class _ContextChild:
     @property
     def closed(self) -> bool:
         """Whether the object was closed (destroyed, released, unloaded, or its context closed)."""
-        return not self._h  # type: ignore[attr-defined]
+        return not self._h or not self._ctx._h  # type: ignore[attr-defined]
 
     # Lifetime shared by Event, Module and Kernel (Stream has its own: what close() does depends
     # on its kind). A subclass names its destroy call in _destroy and says what close() means in
@@ -146,7 +146,7 @@ class Stream(_ContextChild):
         return self._kind
 
     def __repr__(self) -> str:
-        state = "closed" if not self._h else f"{self._h:#x}"
+        state = "closed" if self.closed else f"{self._h:#x}"
         return f"<qd.Stream {self._kind.value} {state}>"
 
     def __eq__(self, other: object) -> bool:
@@ -156,11 +156,14 @@ class Stream(_ContextChild):
         return hash(self._key)
 
     def _closed_error(self) -> ObjectClosedError:
+        if self._h and not self._ctx._h:
+            return ObjectClosedError(
+                f"this qd.Stream (handle {self._key:#x}) was closed with its qd.Context")
         what = {_LEASED: "released"}.get(self._kind, "closed")
         return ObjectClosedError(f"this qd.Stream (handle {self._key:#x}) was {what}")
 
     def _check(self) -> None:
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
 
     # -- lifetime ---------------------------------------------------------------------------
@@ -169,6 +172,11 @@ class Stream(_ContextChild):
         """Destroy (owned), release (lease) or forget (borrowed) the stream. Returns at once;
         queued work still completes. Idempotent; does nothing on default-stream wrappers."""
         if not self._h:
+            return
+        if not self._ctx._h:  # destroyed with its context: nothing left to destroy
+            self._h = 0
+            self._c = _C_ZERO
+            self._owner = None
             return
         kind = self._kind
         if kind is _LEASED:
@@ -198,7 +206,7 @@ class Stream(_ContextChild):
                     raise
             return
         try:
-            if self._h:
+            if self._h and self._ctx._h:
                 self.synchronize()
         finally:
             self.close()
@@ -419,7 +427,7 @@ class Event(_ContextChild):
         return self._timing
 
     def __repr__(self) -> str:
-        state = "closed" if not self._h else f"{self._h:#x}"
+        state = "closed" if self.closed else f"{self._h:#x}"
         return f"<qd.Event {'timing ' if self._timing else ''}{state}>"
 
     def _closed_error(self) -> ObjectClosedError:

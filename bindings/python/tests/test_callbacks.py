@@ -137,3 +137,21 @@ def test_context_whose_last_reference_dies_in_its_own_callback(cpu_module_path) 
         assert time.monotonic() < deadline, "the context was never destroyed"
         time.sleep(0.01)
     _callbacks._join_deferred()
+
+
+def test_callback_error_is_a_qd_error_and_a_runtime_error(ctx: qd.Context,
+                                                          stream: qd.Stream) -> None:
+    def bad() -> None:
+        raise KeyError("from the callback")
+
+    qd.launch_host_fn(bad, stream=stream)
+    with pytest.raises(qd.QdError) as info:  # the README: QdError is the base of all qd raises
+        stream.synchronize()
+    err = info.value
+    assert isinstance(err, qd.CallbackError) and isinstance(err, RuntimeError)
+    assert isinstance(err.__cause__, KeyError)
+    assert err.status == 0 and err.status_name == "CallbackError"
+    assert "from the callback" in str(err) and not str(err).startswith("QD_")
+    import pickle
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is qd.CallbackError and again.message == err.message

@@ -173,8 +173,9 @@ def test_library_next_to_package(tmp_path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
 def test_context_inherited_across_fork_is_forked_error(ctx: qd.Context) -> None:
-    """RELIABILITY row 11 through the binding: the parent's context gives ForkedError in the
-    child; a context made in the child works; the child exits without touching the parent's."""
+    """docs/reliability.md, category 11, through the binding: the parent's context gives
+    ForkedError in the child; a context made in the child works; the child exits without
+    touching the parent's."""
     import warnings
     r, w = os.pipe()
     with warnings.catch_warnings():
@@ -201,3 +202,47 @@ def test_context_inherited_across_fork_is_forked_error(ctx: qd.Context) -> None:
     os.waitpid(pid, 0)
     assert result == b"\x00"
     ctx.create_stream().close()  # the parent's context is untouched
+
+
+def test_children_report_closed_once_their_context_closed(cpu_module_path) -> None:
+    ctx = qd.Context("cpu")
+    s, lease, ev = ctx.create_stream(), ctx.acquire_stream(), ctx.create_event()
+    module = ctx.load_module(cpu_module_path)
+    kernel = module.get_kernel("noop")
+    buf = qd.alloc(64, stream=s)
+    host = ctx.host_alloc(64)
+    default = ctx.default_stream
+    objects = (s, lease, ev, module, kernel, default)
+    assert not any(o.closed for o in objects) and not buf.freed and not host.closed
+    ctx.close()
+    for o in objects:
+        assert o.closed, o
+        assert "closed" in repr(o)
+    assert buf.freed and host.closed
+    for st in (s, lease, default):
+        with pytest.raises(qd.ObjectClosedError, match="closed with its qd.Context"):
+            with st:
+                pass
+    for o in objects:
+        o.close()  # still idempotent and silent
+    assert s.handle == 0
+
+
+def test_pool_exhausted_message_names_the_python_parameter() -> None:
+    with qd.Context("cpu", stream_pool_size=1) as ctx:
+        lease = ctx.acquire_stream()
+        with pytest.raises(qd.PoolExhaustedError) as info:
+            ctx.acquire_stream()
+        assert "qd.Context(stream_pool_size=...)" in str(info.value)
+        assert "qd_context_desc" not in str(info.value)
+        lease.close()
+
+
+def test_failed_import_names_qd_library_not_found_error(tmp_path) -> None:
+    env = subprocess_env()
+    env["QD_LIBRARY"] = str(tmp_path / "missing" / "libqd.so")
+    r = subprocess.run([sys.executable, "-c", "import qd"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("qd.LibraryNotFoundError: "), last

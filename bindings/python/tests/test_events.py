@@ -77,3 +77,26 @@ def test_mixing_contexts_is_wrong_context(ctx: qd.Context, stream: qd.Stream) ->
         assert info.value.status == qd.Status.ERROR_WRONG_CONTEXT
         with pytest.raises(qd.WrongContextError):
             stream.wait(ev)
+
+
+def test_not_ready_error_words_its_own_message_not_an_earlier_errors(ctx: qd.Context,
+                                                                      stream: qd.Stream) -> None:
+    # An earlier failure leaves its text in qd_last_error_message(); QD_NOT_READY is not an
+    # error, so the C library writes none, and the binding must not show the old one.
+    with pytest.raises(qd.InvalidArgumentError, match="has no '/'"):
+        ctx.load_module("nope.so")
+    start, end = ctx.create_event(timing=True), ctx.create_event(timing=True)
+    gate = threading.Event()
+    start.record(stream=stream)
+    qd.launch_host_fn(gate.wait, stream=stream)  # holds the stream until the gate opens
+    end.record(stream=stream)
+    try:
+        with pytest.raises(qd.NotReadyError) as info:
+            end - start
+        assert "nope.so" not in str(info.value) and "'/'" not in info.value.message
+        assert "not completed" in info.value.message
+        assert info.value.status == qd.Status.NOT_READY
+    finally:
+        gate.set()
+    end.synchronize()
+    assert (end - start) >= 0.0

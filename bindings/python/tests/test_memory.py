@@ -180,3 +180,29 @@ def test_host_alloc(ctx: qd.Context, stream: qd.Stream) -> None:
         ctx.host_alloc(0)
     with pytest.raises(qd.QdOverflowError):
         ctx.host_alloc(2**64 - 1)
+
+
+def test_device_buffer_of_another_context_is_wrong_context(ctx: qd.Context, stream: qd.Stream,
+                                                           kernels) -> None:
+    with qd.Context("cpu") as other:
+        theirs = qd.alloc(16, stream=other.default_stream)
+        mine = qd.alloc(16, stream=stream)
+        out = bytearray(16)
+        with pytest.raises(qd.WrongContextError, match="belongs to"):
+            qd.memcpy(mine, theirs, stream=stream)
+        with pytest.raises(qd.WrongContextError):
+            qd.memcpy(out, theirs, stream=stream)
+        with pytest.raises(qd.WrongContextError):
+            qd.memset(theirs, 1, stream=stream)
+        for launch in (lambda: kernels.add_one.launch(theirs, ctypes.c_uint32(4), stream=stream),
+                       lambda: kernels.add_one.prepare(theirs, ctypes.c_uint32(4)),
+                       lambda: qd.Task(kernels.add_one, theirs, ctypes.c_uint32(4))):
+            with pytest.raises(qd.WrongContextError):
+                launch()
+        stream.synchronize()
+        qd.memset(mine, 0, stream=stream)  # its own buffers still work
+        kernels.add_one.launch(mine, ctypes.c_uint32(4), stream=stream)
+        qd.memcpy(out, mine, stream=stream)
+        stream.synchronize()
+        assert out[:4] == (1).to_bytes(4, "little")
+        qd.free(theirs, stream=other.default_stream)

@@ -6,6 +6,7 @@ import ctypes
 import gc
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -325,3 +326,31 @@ def test_from_external_validation_on_cpu(ctx: qd.Context, stream: qd.Stream) -> 
         qd.Stream.from_external(ctx, stream)  # a CPU qd stream has no __cuda_stream__ value
     with pytest.raises(qd.HandleTypeError):
         qd.Stream.from_external(None, _FakeCudaStream())
+
+
+def test_temporary_stream_set_active_stays_alive_while_active(ctx: qd.Context) -> None:
+    # torch.cuda.set_stream(torch.cuda.Stream()): the binding keeps the temporary alive.
+    for make, counter in ((ctx.create_stream, "live_streams"),
+                          (ctx.acquire_stream, "stream_pool_leased")):
+        before = getattr(ctx.stats(), counter)
+        ctx.set_active_stream(make())
+        gc.collect()
+        active = ctx.get_active_stream()
+        assert not active.closed and active.kind in (qd.StreamKind.OWNED, qd.StreamKind.LEASED)
+        assert ctx.get_active_stream(refresh=True) == active
+        assert getattr(ctx.stats(), counter) == before + 1
+        qd.launch_host_fn(lambda: None, stream=active)  # usable, not stale
+        active.synchronize()
+        ctx.set_active_stream(ctx.default_stream)  # no longer active: now it may go
+        del active
+        gc.collect()
+        assert getattr(ctx.stats(), counter) == before
+
+
+def test_active_temporary_stream_is_dropped_when_the_context_closes() -> None:
+    ctx = qd.Context("cpu")
+    ctx.set_active_stream(ctx.create_stream())
+    ref = weakref.ref(ctx.get_active_stream())
+    ctx.close()
+    gc.collect()
+    assert ref() is None
