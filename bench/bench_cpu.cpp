@@ -1,4 +1,4 @@
-// bench_cpu: benchmark B7 (CPU backend), see ../../shared/BENCHMARKS.md and bench/README.md.
+// bench_cpu: benchmark B7 (CPU backend), see docs/benchmarks.md and bench/README.md.
 //
 // Figures (one line each, then a summary table):
 //   enqueue/*   cost of queueing an empty task onto a busy stream (bar <= 100 ns per call);

@@ -2,7 +2,7 @@
 //
 // Why not Google Benchmark: our figures are ratios of qd against an anchor measured in the same
 // process, with the two alternated repeat by repeat so that a noisy, shared machine slows both
-// alike (see ../../shared/BENCHMARKS.md and bench/README.md). Google Benchmark runs one
+// alike (see docs/benchmarks.md and bench/README.md). Google Benchmark runs one
 // benchmark to completion before the next and reports each on its own, so it cannot interleave
 // two measurements or print a ratio line with a bar. This header does just that and no more:
 //

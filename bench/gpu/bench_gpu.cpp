@@ -1,4 +1,4 @@
-// GPU benchmarks B1, B3, B4, B5 and B6 of shared/BENCHMARKS.md: qd against the raw CUDA driver,
+// GPU benchmarks B1, B3, B4, B5 and B6 of docs/benchmarks.md: qd against the raw CUDA driver,
 // side by side in one process, alternated repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,

@@ -1,5 +1,5 @@
-// Fork (RELIABILITY.md row 11): in a child made with fork(), a context created in the parent
-// returns QD_ERROR_FORKED from every call (destroy calls only forget it), while a context
+// Fork (docs/reliability.md, category 11): in a child made with fork(), a context created in the
+// parent returns QD_ERROR_FORKED from every call (destroy calls only forget it), while a context
 // created in the child works. The child reports through its exit code (0 = all checks passed,
 // otherwise the number of the first failing check, with a line on stderr).
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-// Coverage-guided API-sequence fuzzing (RELIABILITY #17), a libFuzzer target.
+// Coverage-guided API-sequence fuzzing (docs/reliability.md, category 17), a libFuzzer target.
 //
 // Each input is decoded into a sequence of qd calls on the CPU backend over a small table of
 // handles that are live, destroyed, released or of a destroyed context: create/destroy,

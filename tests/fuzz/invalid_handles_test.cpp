@@ -1,7 +1,7 @@
-// Forged-handle fuzz (RELIABILITY.md row 1): every entry point that takes a handle, called with
-// 0, ~0, handles of the wrong type, destroyed handles, handles of a destroyed context, valid
-// handles with bits or bytes changed (this covers the type-tag byte wherever the encoding puts
-// it), and QD_TEST_SCALE x 1e5 random uint64 values per entry point and handle position.
+// Forged-handle fuzz (docs/reliability.md, category 1): every entry point that takes a handle,
+// called with 0, ~0, handles of the wrong type, destroyed handles, handles of a destroyed context,
+// valid handles with bits or bytes changed (this covers the type-tag byte wherever the encoding
+// puts it), and QD_TEST_SCALE x 1e5 random uint64 values per entry point and handle position.
 // Every call must return an error (QD_ERROR_INVALID_HANDLE) and nothing may crash; the live
 // objects must be untouched afterwards.
 #include <cstdlib>

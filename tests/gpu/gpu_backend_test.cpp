@@ -4,7 +4,8 @@
 // promises about the driver: which native calls it makes, with which flags and arguments, that
 // borrowed streams are never destroyed, that sticky faults mark the context lost and name the
 // kernel, that another library's current context is left alone, and - by failing the Nth driver
-// call of a scenario for every N (RELIABILITY #13) - that no failure leaks or crashes.
+// call of a scenario for every N (docs/reliability.md, category 13) - that no failure leaks or
+// crashes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -872,8 +873,9 @@ TEST_F(GpuBackend, Events_TimingFlagAndElapsed) {
     EXPECT_FLOAT_EQ(ms, 1.5f);
 }
 
-// RELIABILITY #13: fail the Nth driver call of a whole scenario, for every N. Whatever fails,
-// nothing crashes, the failing step reports an error, and every native object is released.
+// docs/reliability.md, category 13: fail the Nth driver call of a whole scenario, for every N.
+// Whatever fails, nothing crashes, the failing step reports an error, and every native object is
+// released.
 TEST(GpuFaultInjection, EveryCallOfAScenario_FailsCleanly) {
     // chain_end: the driver calls made by the checked chain (before cleanup starts).
     auto scenario = [](bool *all_ok, long *chain_end) {

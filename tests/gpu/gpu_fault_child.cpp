@@ -1,6 +1,6 @@
-// The subprocess half of the sticky-fault test (RELIABILITY #10), run by gpu_test with a
-// deadline: a device fault corrupts the CUDA context for the rest of the process, so it must not
-// happen inside the test binary.
+// The subprocess half of the sticky-fault test (docs/reliability.md, category 10), run by gpu_test
+// with a deadline: a device fault corrupts the CUDA context for the rest of the process, so it must
+// not happen inside the test binary.
 //
 // usage: gpu_fault_child <cubin>
 // Creates objects of every kind, launches a faulting kernel, observes the fault, then calls

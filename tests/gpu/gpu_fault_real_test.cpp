@@ -1,6 +1,6 @@
-// Fault injection on the real CUDA driver (RELIABILITY #13 on a GPU): the driver table that
-// libcuda.so.1 filled is wrapped (gpu::g_table_hook) so that its Nth call returns an error
-// instead of reaching the driver. A realistic scenario runs through the public API (create,
+// Fault injection on the real CUDA driver (docs/reliability.md, category 13 on a GPU): the driver
+// table that libcuda.so.1 filled is wrapped (gpu::g_table_hook) so that its Nth call returns an
+// error instead of reaching the driver. A realistic scenario runs through the public API (create,
 // module, alloc, fork, launches, join, parallel launch, record, copy back, destroy) once for
 // every N and each injected error, and must show:
 //   - no crash, and the error reaches the caller: the first call that fails names the driver

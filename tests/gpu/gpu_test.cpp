@@ -404,9 +404,9 @@ TEST_F(Gpu, HostAlloc_IsPinnedAndUsableByKernelsCopies) {
 // Ordering and concurrency
 // ---------------------------------------------------------------------------------------------
 
-// RELIABILITY #8: a producer delayed on the launch stream, then a parallel launch whose tasks
-// read what it wrote, then a consumer reading what they wrote. Every trial uses its own slots,
-// and all trials are queued before one synchronisation, so they overlap on the device.
+// docs/reliability.md, category 8: a producer delayed on the launch stream, then a parallel launch
+// whose tasks read what it wrote, then a consumer reading what they wrote. Every trial uses its own
+// slots, and all trials are queued before one synchronisation, so they overlap on the device.
 TEST_F(Gpu, ParallelLaunch_AfterDelayedProducer_1000Trials_NoWrongResult) {
     const uint32_t trials = 1000, groups = 8;
     qd_kernel spin = kernel("gpu_spin_us"), write = kernel("gpu_write_value");

@@ -1,5 +1,6 @@
-// Double destroy (RELIABILITY.md row 3): destroying, releasing, unloading or freeing twice gives
-// the documented error; two threads destroying the same object at once: exactly one succeeds.
+// Double destroy (docs/reliability.md, category 3): destroying, releasing, unloading or freeing
+// twice gives the documented error; two threads destroying the same object at once: exactly one
+// succeeds.
 #include <thread>
 
 #include "qd_test.h"

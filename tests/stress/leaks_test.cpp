@@ -1,4 +1,4 @@
-// Leaks (RELIABILITY.md row 14; CI runs this under AddressSanitizer/LeakSanitizer):
+// Leaks (docs/reliability.md, category 14; CI runs this under AddressSanitizer/LeakSanitizer):
 // QD_TEST_SCALE x 1e5 create/destroy cycles of each object type, counters back at baseline,
 // then the context is destroyed. Contexts themselves (which start threads) cycle 1e3 times.
 #include <thread>

@@ -1,6 +1,6 @@
-// Threads (RELIABILITY.md row 6; CI also runs this under ThreadSanitizer): >= 8 threads create,
-// destroy, launch, record, wait, lease and allocate at once on one shared context, racing on
-// shared handles. Every call must return a status its documentation allows for that race
+// Threads (docs/reliability.md, category 6; CI also runs this under ThreadSanitizer): >= 8 threads
+// create, destroy, launch, record, wait, lease and allocate at once on one shared context, racing
+// on shared handles. Every call must return a status its documentation allows for that race
 // (success, or INVALID_HANDLE for an object destroyed by another thread, POOL_EXHAUSTED for a
 // full pool, NOT_READY for a query), private work must compute the right result, and the live
 // counters must be back to their baseline afterwards.

@@ -3,7 +3,8 @@
     python shutdown_scenarios.py SCENARIO CPU_MODULE_PATH
 
 Each prints "ok SCENARIO" and exits while work is pending, objects are alive, or reference
-cycles hold them. The test asserts exit status 0 and a clean stderr (RELIABILITY.md row 12).
+cycles hold them. The test asserts exit status 0 and a clean stderr (docs/reliability.md,
+category 12).
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def test_prepared_launcher_reuses_and_mutates_args(kernels, stream: qd.Stream) -
 
 
 def test_arguments_are_copied_at_launch(kernels, ctx: qd.Context) -> None:
-    """RELIABILITY row 9: caller storage overwritten right after each launch."""
+    """docs/reliability.md, category 9: caller storage overwritten right after each launch."""
     k = 8
     streams = [ctx.create_stream() for _ in range(k)]
     dst = (ctypes.c_uint32 * k)()

@@ -1,5 +1,5 @@
-"""RELIABILITY.md row 12: programs that exit with live contexts, pending work and reference
-cycles. 100 runs in all (QD_SHUTDOWN_RUNS overrides), spread over the scenarios of
+"""docs/reliability.md, category 12: programs that exit with live contexts, pending work and
+reference cycles. 100 runs in all (QD_SHUTDOWN_RUNS overrides), spread over the scenarios of
 shutdown_scenarios.py, each in its own process: every one must exit 0 with no "Exception
 ignored", no traceback and no signal."""
 

@@ -1,4 +1,4 @@
-"""RELIABILITY.md row 15: argument validation through the binding.
+"""docs/reliability.md, category 15: argument validation through the binding.
 
 Huge sizes, negative values, wrong object kinds and None, through every call that takes them.
 The rule (README, "Argument validation"):

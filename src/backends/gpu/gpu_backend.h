@@ -35,9 +35,9 @@ qd_status make_gpu_driver(const DriverTable &table, Library library,
 // The counters of a GPU driver; null when driver is not one.
 const NativeCounters *native_counters(const Driver *driver);
 
-// A test seam for fault injection on a real driver (RELIABILITY #13): when set, a vendor
-// loader calls it on its filled table, after init succeeded and before the driver is built, so
-// a test can wrap every entry (tests/gpu/gpu_fault_real_test.cpp fails the Nth call). Only code
+// A test seam for fault injection on a real driver (docs/reliability.md, category 13): when set, a
+// vendor loader calls it on its filled table, after init succeeded and before the driver is built,
+// so a test can wrap every entry (tests/gpu/gpu_fault_real_test.cpp fails the Nth call). Only code
 // linked with qd_internal can set it: the symbol is hidden, so libqd.so offers no way to reach
 // it, and it costs nothing when null.
 extern void (*g_table_hook)(DriverTable &table);

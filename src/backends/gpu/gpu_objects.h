@@ -32,8 +32,9 @@ void install_fork_guard();
 
 // The DeviceContext whose host callback the calling thread is running, or null. GPU drivers
 // run host callbacks on threads of their own and forbid driver calls from them. A thread-local
-// beside the two STYLE.md names (active stream, last error) because nothing else can tell,
-// on a driver-owned thread, whose callback is running: in_callback() rests on it.
+// beside the two that docs/design.md allows (active stream, last error; "Implementation rules")
+// because nothing else can tell, on a driver-owned thread, whose callback is running:
+// in_callback() rests on it.
 inline thread_local const void *t_callback_owner __attribute__((tls_model("initial-exec"))) = nullptr;
 inline const void *callback_owner() noexcept { return t_callback_owner; }
 
