@@ -7,6 +7,7 @@ import atexit
 import ctypes
 import itertools
 import threading
+import warnings
 from ctypes import (
     c_uint64,
     c_void_p,
@@ -92,19 +93,35 @@ _deferred_lock = threading.Lock()
 _deferred_threads: List[threading.Thread] = []
 
 
-def _destroy_context(handle: int, keepalive: list) -> None:
+def _destroy_context(handle: int, keepalive: list, errors: list) -> None:
     try:
         status = _f_ctx_destroy(c_uint64(handle))
         if status == Status.ERROR_INVALID_OPERATION:
             # The last reference died inside a host callback or host kernel of this very
             # context (qd refuses to drain from its own worker): destroy it from a helper thread.
-            thread = threading.Thread(target=_destroy_context, args=(handle, keepalive),
+            thread = threading.Thread(target=_destroy_context, args=(handle, keepalive, errors),
                                       name=f"qd-destroy-{handle:#x}", daemon=True)
             with _deferred_lock:
                 _deferred_threads.append(thread)
             thread.start()
+            return
+        _warn_unreported(errors)
     except BaseException:
         pass
+
+
+def _warn_unreported(errors: list) -> None:
+    """A context is gone with callback exceptions no synchronize() reported: say so (a
+    RuntimeWarning) rather than drop them silently."""
+    if not errors:
+        return
+    first, more = errors[0], len(errors) - 1
+    errors.clear()
+    warnings.warn(
+        f"qd: a Python host callback or host kernel raised {type(first).__name__}: {first}"
+        + (f" (and {more} more)" if more else "")
+        + "; no synchronize() reported it before its context was destroyed",
+        RuntimeWarning, stacklevel=2)
 
 
 def _join_deferred() -> None:

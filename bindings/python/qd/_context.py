@@ -33,7 +33,7 @@ from ._base import (
     Backend, _I32_MAX, _I32_MIN, _backend, _err, _f_acquire, _f_ctx_destroy, _f_ctx_sync,
     _f_get_active, _f_set_active, _int, _stream_type_error, _u32, _u64,
 )
-from ._callbacks import _check_callback_errors, _destroy_context
+from ._callbacks import _check_callback_errors, _destroy_context, _warn_unreported
 from ._stream import (
     _BORROWED, _EVENT_NEW, _LEASED, _OWNED, _STREAM_NEW, Event, Stream, StreamKind, _new_stream,
 )
@@ -165,7 +165,8 @@ class Context:
         self._cb_errors: List[BaseException] = []
         #: ctypes callbacks (Python host kernels) C may call until the context is destroyed.
         self._keep: List[Any] = []
-        self._finalizer = weakref.finalize(self, _destroy_context, handle, self._keep)
+        self._finalizer = weakref.finalize(self, _destroy_context, handle, self._keep,
+                                           self._cb_errors)
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -216,6 +217,7 @@ class Context:
         self._c.value = 0
         self._tls.rec.stream = None  # this thread's active stream died with the context
         self._finalizer.detach()
+        _warn_unreported(self._cb_errors)
         self._keep.clear()
 
     def __enter__(self) -> "Context":

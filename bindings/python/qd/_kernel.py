@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import operator
 import struct
-import threading
 from ctypes import (
     POINTER,
     byref,
@@ -18,6 +17,7 @@ from typing import (
     TYPE_CHECKING,
     Any,
     Callable,
+    Dict,
     Iterable,
     List,
     Optional,
@@ -111,6 +111,7 @@ def _new_kernel(ctx: Context, c: c_uint64, name: str, module: Optional[Module]) 
     k._module = module
     k._name = name
     k._configs = {}
+    k._fast = _no_fast
     return k
 
 
@@ -139,7 +140,8 @@ class Kernel(_ContextChild):
     ============================================  ==========================================
     """
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "__weakref__")
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "_fast",
+                 "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("get kernels with Module.get_kernel() or Kernel.from_host_fn()")
@@ -245,29 +247,16 @@ class Kernel(_ContextChild):
         if not args:
             status = _f_launch(sc, self._c, cfg, None, _C_U32[0])
         else:
-            # The fast path: a packing layout per tuple of argument types, made once per thread
-            # (see _Layout). qd copies the values before qd_launch returns, so the layout's
-            # buffer can be reused at once.
-            layouts = _tls.layouts
-            key = tuple(map(type, args))
-            layout = layouts.get(key)
-            if layout is None:
-                layout = layouts[key] = _Layout.make(key)
-            if layout is not _NO_LAYOUT and not layout.busy:
-                layout.busy = True
-                try:
-                    packed = layout.pack(self._ctx, *args)
-                except _StructError:  # an int that does not fit: the general path says why
-                    packed = False
-                try:
-                    if packed:
-                        status = _f_launch(sc, self._c, cfg, layout.arr, layout.n)
-                finally:
-                    layout.busy = False
-                if not packed:
+            # The fast path: the launch function made for the argument types of this kernel's
+            # last launch (see _Layout); _MISS when these arguments do not fit it.
+            status = self._fast(sc, self._c, cfg, self._ctx, args)
+            if status is _MISS:
+                layout = _Layout.get(tuple(map(type, args)))
+                if layout is not None:
+                    self._fast = layout.launch
+                    status = layout.launch(sc, self._c, cfg, self._ctx, args)
+                if status is _MISS:
                     status = self._launch_general(sc, cfg, args)
-            else:
-                status = self._launch_general(sc, cfg, args)
         if status:
             raise _err(status, self._ctx)
 
@@ -351,58 +340,75 @@ def _arg_value(a: Any, i: int, ctx: Any) -> Any:
     return _arg_value(v, i, ctx)
 
 
-_StructError = struct.error
-
-
 class _Layout:
-    """How to pack one tuple of argument types: a ``struct.Struct`` that writes every value
-    into one buffer at fixed offsets (one C call), the qd_arg array pointing into it, and
-    ``pack(ctx, *args)``, made for the types (e.g. ``a0._address, a1.value, a2``), which
-    checks what it must and returns False to send the launch to the general path instead.
+    """The fast path of ``Kernel.launch`` for one tuple of argument types.
+
+    ``launch(sc, kc, cfg, ctx, args)`` is a function made for the types (its source names each
+    argument's value: ``a[0]._address``, ``a[1].value``, ``a[2]``): it checks the types and
+    what the general path would refuse, writes every value into one buffer at fixed offsets
+    with one ``struct.pack_into`` (so a ctypes argument costs an attribute read, not the
+    re-pointing of a qd_arg), and calls qd_launch with the qd_arg array made for that buffer.
+    It returns ``_MISS``, having done nothing, when the arguments do not fit (other types, a
+    freed buffer or one of another context, an int out of range) or when the buffer is in use
+    by another thread (the C call releases the GIL) or by a re-entrant launch: the general path
+    then handles the launch, and names any mistake.
 
     Types with a layout: int (uint64), float (double), DeviceBuffer and HostBuffer (their
     address), and exact ctypes instances (their bytes: a simple type through its value, any
-    other through ``bytes()``). Any other type (bool, None, numpy scalars, subclasses) takes
-    the general path, which accepts or names it. One per thread and type tuple (_tls);
-    ``busy`` sends a re-entrant launch on the same thread (a signal handler) to the general
-    path.
+    other through ``bytes()``). Any other type (bool, None, numpy scalars, subclasses) always
+    takes the general path. Layouts are shared by every kernel (the kernel's handle is an
+    argument) and kept for at most 256 type tuples.
     """
 
-    __slots__ = ("pack", "buf", "arr", "n", "busy")
+    __slots__ = ("launch", "buf", "arr")
+
+    _by_types: Dict[Tuple[type, ...], Optional["_Layout"]] = {}
+
+    @classmethod
+    def get(cls, types: Tuple[type, ...]) -> Optional["_Layout"]:
+        try:
+            return cls._by_types[types]
+        except KeyError:
+            pass
+        layout = cls._make(types)
+        if len(cls._by_types) < 256:
+            cls._by_types[types] = layout
+        return layout
 
     @staticmethod
-    def make(types: Tuple[type, ...]) -> Any:
+    def _make(types: Tuple[type, ...]) -> Optional["_Layout"]:
         n = len(types)
-        if n > MAX_ARGS or len(_tls.layouts) >= 256:
-            return _NO_LAYOUT
+        if n > MAX_ARGS:
+            return None
         fmt = ["<"]
         exprs: List[str] = []
-        checks: List[str] = []
+        checks = [f"len(a) != {n}"] + [f"type(a[{i}]) is not T{i}" for i in range(n)]
+        after: List[str] = []
         slots: List[Tuple[int, int]] = []
         offset = 0
         for i, t in enumerate(types):
-            a = f"a{i}"
             if t is int:
-                code, size, align, expr = "Q", 8, 8, a
+                code, size, align, expr = "Q", 8, 8, f"a[{i}]"
             elif t is float:
-                code, size, align, expr = "d", 8, 8, a
+                code, size, align, expr = "d", 8, 8, f"a[{i}]"
             elif t is DeviceBuffer:
-                code, size, align, expr = "Q", 8, 8, f"{a}._address"
-                checks.append(f"{a}._freed or {a}._ctx is not ctx or not ctx._h")
+                code, size, align, expr = "Q", 8, 8, f"a[{i}]._address"
+                after.append(f"a[{i}]._freed or a[{i}]._ctx is not ctx")
             elif t is HostBuffer:
-                code, size, align, expr = "Q", 8, 8, f"{a}._address"
-                checks.append(f"not {a}._address or not {a}._ctx._h")
+                code, size, align, expr = "Q", 8, 8, f"a[{i}]._address"
+                after.append(f"not a[{i}]._address or not a[{i}]._ctx._h")
             elif issubclass(t, _CDATA):
                 size, align = sizeof(t), max(1, ctypes.alignment(t))
                 # .value only for the exact ctypes simple types (a subclass may change it).
                 code = _SIMPLE_CODES.get(t._type_) if t.__bases__ == (_SIMPLE,) else None
                 if code is not None and struct.calcsize("<" + code) == size:
-                    expr = f"{a}.value"
+                    expr = f"a[{i}].value"
                 else:
-                    code, expr = f"{size}s", f"_bytes({a})"
+                    code, expr = f"{size}s", f"_bytes(a[{i}])"
             else:
-                return _NO_LAYOUT
-            start = -(-offset // max(align, 8)) * max(align, 8)
+                return None
+            step = max(align, 8)
+            start = -(-offset // step) * step
             if start > offset:
                 fmt.append(f"{start - offset}x")
             fmt.append(code)
@@ -410,39 +416,54 @@ class _Layout:
             slots.append((start, size))
             offset = start + size
         layout = _Layout()
-        packer = struct.Struct("".join(fmt))
         layout.buf = ctypes.create_string_buffer(max(offset, 8))
         base = ctypes.addressof(layout.buf)
         layout.arr = (_lib.Arg * n)()
         for slot, (start, size) in zip(layout.arr, slots):
             slot.data = base + start
             slot.size = size
-        layout.n = _C_U32[n]
-        layout.busy = False
-        params = ", ".join(f"a{i}" for i in range(n))
-        test = f"    if {' or '.join(f'({c})' for c in checks)}:\n        return False\n" if checks else ""
-        src = (f"def pack(ctx, {params}):\n{test}"
-               f"    _pack_into(_buf, 0, {', '.join(exprs)})\n    return True\n")
-        scope = {"_pack_into": packer.pack_into, "_buf": layout.buf, "_bytes": bytes}
-        exec(src, scope)  # noqa: S102 (the source is built above from type names only)
-        layout.pack = scope["pack"]
+        lines = ["def launch(sc, kc, cfg, ctx, a):",
+                 f"    if {' or '.join(checks)}:",
+                 "        return _MISS"]
+        if after:
+            lines += [f"    if {' or '.join(f'({c})' for c in after)}:", "        return _MISS"]
+        # The buffer's token: list.pop and list.append are each one atomic step under the GIL
+        # (a lock's acquire costs several times more).
+        lines += ["    try:",
+                  "        token = _free.pop()",
+                  "    except IndexError:",
+                  "        return _MISS",
+                  "    try:",
+                  f"        _pack_into(_buf, 0, {', '.join(exprs)})",
+                  "    except _StructError:",
+                  "        _free.append(token)",
+                  "        return _MISS",
+                  "    try:",
+                  "        return _f_launch(sc, kc, cfg, _arr, _n)",
+                  "    finally:",
+                  "        _free.append(token)"]
+        scope: Dict[str, Any] = {f"T{i}": t for i, t in enumerate(types)}
+        scope.update(_MISS=_MISS, _StructError=struct.error, _bytes=bytes,
+                     _pack_into=struct.Struct("".join(fmt)).pack_into, _buf=layout.buf,
+                     _arr=layout.arr, _n=_C_U32[n], _f_launch=_f_launch,
+                     _free=[True])
+        exec("\n".join(lines) + "\n", scope)  # noqa: S102 (built above from type names only)
+        layout.launch = scope["launch"]
         return layout
 
 
-_NO_LAYOUT = object()  # the type tuple has no layout: always the general path
+_MISS = object()  # a fast path that did not apply
+
+
+def _no_fast(sc: Any, kc: Any, cfg: Any, ctx: Any, a: Any) -> Any:
+    return _MISS  # a kernel's fast path before its first launch with arguments
+
+
 # ctypes simple types by their _type_ code, as little-endian standard-size struct codes (the
 # size is checked against sizeof: c_long is 8 bytes here, '<l' is 4, so it packs as bytes).
 _SIMPLE_CODES = {"b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I", "l": "q",
                  "L": "Q", "q": "q", "Q": "Q", "f": "f", "d": "d", "?": "?", "c": "c"}
 _SIMPLE = ctypes.c_int.__mro__[1]  # _ctypes._SimpleCData
-
-
-class _PerThread(threading.local):
-    def __init__(self) -> None:  # runs once in each thread that launches
-        self.layouts: dict = {}
-
-
-_tls = _PerThread()
 
 
 def _pack_args(args: Sequence[Any], ctx: Any) -> Tuple[Any, List[Any]]:

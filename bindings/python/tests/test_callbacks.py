@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -11,6 +13,7 @@ import weakref
 import pytest
 
 import qd
+from conftest import subprocess_env
 from qd import _callbacks
 
 
@@ -155,3 +158,21 @@ def test_callback_error_is_a_qd_error_and_a_runtime_error(ctx: qd.Context,
     import pickle
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is qd.CallbackError and again.message == err.message
+
+
+def test_unreported_callback_exception_warns_when_its_context_closes() -> None:
+    ctx = qd.Context("cpu")
+    qd.launch_host_fn(lambda: 1 / 0, stream=ctx.default_stream)
+    with pytest.warns(RuntimeWarning, match="ZeroDivisionError.*no synchronize"):
+        ctx.close()  # drains: the callback runs and raises, and nobody will synchronize now
+
+
+def test_unreported_callback_exception_warns_at_exit() -> None:
+    code = ("import qd\n"
+            "ctx = qd.Context('cpu')\n"
+            "qd.launch_host_fn(lambda: 1 / 0, stream=ctx.default_stream)\n")  # then exit
+    r = subprocess.run([sys.executable, "-c", code], env=subprocess_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "RuntimeWarning" in r.stderr and "ZeroDivisionError" in r.stderr, r.stderr
+    assert "Exception ignored" not in r.stderr
