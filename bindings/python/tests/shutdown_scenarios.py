@@ -59,7 +59,7 @@ def reference_cycles(module_path: str) -> None:
     with h.ctx.active_stream(h.stream):
         pass
     h.ctx.set_active_stream(h.stream)  # left active on purpose
-    del h
+    # (no `del h`: the callbacks read h when they run, so deleting it would make them raise)
 
 
 @scenario
@@ -144,7 +144,7 @@ def lost_context_and_errors(module_path: str) -> None:
         raise RuntimeError("never reported")
 
     ctx2 = qd.Context("cpu")
-    qd.launch_host_fn(bad, stream=ctx2.create_stream())  # an unreported callback error
+    qd.launch_host_fn(bad, stream=ctx2.create_stream())  # unreported: a RuntimeWarning at exit
     globals()["keep"] = (ctx, s, module, ctx2)
 
 
