@@ -122,7 +122,8 @@ def _err(status: int, ctx: Optional["Context"] = None) -> QdError:
             if status == Status.ERROR_INVALID_HANDLE and not ctx._h:
                 exc = type(exc)(exc.message + " (its qd.Context was closed)", status)
             elif status == Status.ERROR_DEVICE_LOST and ctx._cb_errors:
-                exc.__cause__ = ctx._cb_errors[0]
+                exc.__cause__ = ctx._cb_errors[0]  # reported here: not again, nor warned about
+                ctx._cb_errors.clear()
         except Exception:
             pass
     return exc

@@ -16,6 +16,7 @@ from ctypes import (
 from dataclasses import dataclass
 from typing import (
     Any,
+    Dict,
     List,
     Optional,
     Tuple,
@@ -131,7 +132,7 @@ class Context:
     """
 
     __slots__ = ("_h", "_c", "_backend", "_device", "_default_h", "_tls", "_cb_errors",
-                 "_keep", "_finalizer", "__weakref__")
+                 "_keep", "_foreign", "_wait_events", "_finalizer", "__weakref__")
 
     def __init__(self, backend: Union[Backend, str, int] = Backend.DEFAULT, device: int = 0, *,
                  stream_pool_size: int = 0, event_pool_size: int = 0,
@@ -165,6 +166,10 @@ class Context:
         self._cb_errors: List[BaseException] = []
         #: ctypes callbacks (Python host kernels) C may call until the context is destroyed.
         self._keep: List[Any] = []
+        #: Borrowed streams of foreign CUDA streams passed as stream= (native handle -> Stream).
+        self._foreign: Dict[int, Stream] = {}
+        #: Events Stream.wait(stream) records and waits on (each used by one call at a time).
+        self._wait_events: List[Event] = []
         self._finalizer = weakref.finalize(self, _destroy_context, handle, self._keep,
                                            self._cb_errors)
 
@@ -219,6 +224,8 @@ class Context:
         self._finalizer.detach()
         _warn_unreported(self._cb_errors)
         self._keep.clear()
+        self._foreign.clear()
+        self._wait_events.clear()
 
     def __enter__(self) -> "Context":
         return self

@@ -37,10 +37,10 @@ from ._errors import (
 )
 from ._base import (
     MAX_ARGS, _C_U32, _C_ZERO, _U64_MAX, _err, _f_kernel_destroy, _f_launch,
-    _f_launch_parallel, _f_module_unload, _stream_type_error, _u32,
+    _f_launch_parallel, _f_module_unload, _u32,
 )
 from ._callbacks import _enqueue
-from ._stream import Stream, _ContextChild, _stream_c
+from ._stream import Stream, _as_stream, _ContextChild, _stream_c
 from ._memory import DeviceBuffer, HostBuffer
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ class Kernel(_ContextChild):
             grid, block: an int or a sequence of 1 to 3 ints (x, y, z); each at least 1.
             shared_mem: bytes of shared memory per block.
         """
-        sc = _stream_c(stream)
+        sc = _stream_c(stream, self._ctx)
         if not self._h:
             raise self._closed_error()
         cfg = self._config_ref(grid, block, shared_mem)
@@ -505,11 +505,11 @@ class Launcher:
 
     def __call__(self, *, stream: Stream) -> None:
         """Queue the pre-packed launch on ``stream`` (required)."""
+        kernel = self._kernel
         if not isinstance(stream, Stream):
-            raise _stream_type_error(stream)
+            stream = _as_stream(stream, kernel._ctx)
         if not stream._h:
             raise stream._closed_error()
-        kernel = self._kernel
         if not kernel._h:
             raise kernel._closed_error()
         status = _f_launch(stream._c, self._kc, self._cfg_ref, self._arr, self._n)
@@ -566,8 +566,9 @@ def launch_parallel(tasks: Iterable[Union[Task, Tuple[int, Kernel, Any, Any, Seq
     Raises:
         PoolExhaustedError: no stream of the pool is free (nothing is queued).
     """
-    sc = _stream_c(stream)
     items = [_as_task(t) for t in tasks]
+    stream = _as_stream(stream, items[0].kernel._ctx if items else None)
+    sc = stream._c
     arr = (_lib.Task * len(items))()
     size = sizeof(_lib.Task)
     for slot, t in zip(arr, items):

@@ -34,7 +34,7 @@ from ._errors import (
 )
 from ._base import _U8_MAX, _err, _f_alloc, _f_free, _f_memcpy, _f_memset, _int, _u64
 from ._callbacks import _enqueue
-from ._stream import Stream, _stream_c
+from ._stream import Stream, _as_stream, _stream_c
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -206,6 +206,8 @@ def free(memory: Union[DeviceBuffer, int], *, stream: Stream) -> None:
     Raises:
         InvalidAddressError: not the start of a live allocation of this context.
     """
+    if not isinstance(stream, Stream):
+        stream = _as_stream(stream, memory._ctx if isinstance(memory, DeviceBuffer) else None)
     sc = _stream_c(stream)
     if isinstance(memory, DeviceBuffer):
         memory._check()
@@ -274,6 +276,15 @@ class _HostView:
 
 
 _leaked_views: List[_HostView] = []  # views whose copy could be neither waited for nor released
+
+
+def _buffer_context(*sides: Any) -> Optional["Context"]:
+    """The context of the first DeviceBuffer or HostBuffer among ``sides`` (which context a
+    foreign ``stream=`` is imported into), or None."""
+    for x in sides:
+        if isinstance(x, (DeviceBuffer, HostBuffer)):
+            return x._ctx
+    return None
 
 
 def _wrong_context(what: str, buf: "DeviceBuffer", ctx: "Context") -> WrongContextError:
@@ -345,6 +356,8 @@ def memcpy(dst: Any, src: Any, nbytes: Optional[int] = None, *, stream: Stream) 
         InvalidAddressError: ``nbytes`` runs past the end of a buffer or allocation.
         QdOverflowError: an address + nbytes wraps around.
     """
+    if not isinstance(stream, Stream):
+        stream = _as_stream(stream, _buffer_context(dst, src))
     sc = _stream_c(stream)
     d, dsize, dview = _operand(dst, True, "dst", stream._ctx)
     try:
@@ -374,6 +387,8 @@ def memcpy(dst: Any, src: Any, nbytes: Optional[int] = None, *, stream: Stream) 
 def memset(dst: Any, value: int, nbytes: Optional[int] = None, *, stream: Stream) -> None:
     """Set ``nbytes`` bytes at ``dst`` to ``value`` (0..255) in stream order
     (``qd_memset_async``). ``dst`` is as for memcpy; ``nbytes`` defaults to its size."""
+    if not isinstance(stream, Stream):
+        stream = _as_stream(stream, _buffer_context(dst))
     sc = _stream_c(stream)
     v = _int(value, 0, _U8_MAX, "uint8_t", "value")
     d, dsize, dview = _operand(dst, True, "dst", stream._ctx)

@@ -16,6 +16,7 @@ from typing import (
     List,
     Optional,
     Tuple,
+    Union,
 )
 
 from . import _lib
@@ -39,13 +40,73 @@ if TYPE_CHECKING:
     from ._context import Context
 
 
-def _stream_c(stream: Any) -> c_uint64:
-    """The c_uint64 of an open stream, or the error (``stream=`` of every scheduling call)."""
+def _stream_c(stream: Any, ctx: Optional["Context"] = None) -> c_uint64:
+    """The c_uint64 of an open stream, or the error (``stream=`` of every scheduling call).
+    With ``ctx`` (a call whose kernel, event or buffer names its context), an object with
+    ``__cuda_stream__`` is accepted too (see _foreign_stream)."""
     if isinstance(stream, Stream):
         if stream._h:
             return stream._c
         raise stream._closed_error()
+    return _as_stream(stream, ctx)._c
+
+
+def _as_stream(stream: Any, ctx: Optional["Context"]) -> "Stream":
+    """``stream=`` as a Stream: a qd Stream, or (with ``ctx``) a foreign CUDA stream."""
+    if isinstance(stream, Stream):
+        stream._check()
+        return stream
+    if stream is not None and hasattr(type(stream), "__cuda_stream__"):
+        if ctx is None:
+            raise HandleTypeError(
+                f"stream= is a {type(stream).__name__} (a foreign CUDA stream), and this call "
+                "has no kernel, event or qd buffer to tell which qd.Context to import it into: "
+                "pass qd.Stream.from_external(ctx, stream)")
+        return _foreign_stream(ctx, stream)
     raise _stream_type_error(stream)
+
+
+def _foreign_stream(ctx: "Context", obj: Any) -> "Stream":
+    """The borrowed qd stream of a foreign CUDA stream (an object with ``__cuda_stream__``)
+    in ``ctx``: imported on first use, then cached per native stream. The cache holds no
+    reference to ``obj`` (it is consulted only through a live object's own handle), and keeps
+    at most 64 streams, forgetting the oldest."""
+    ctx._check_open()
+    native = _cuda_stream_handle(obj)
+    cache = ctx._foreign
+    s = cache.get(native)
+    if s is not None and s._h:
+        return s
+    s = _import_stream(ctx, native, None)
+    if len(cache) >= 64:
+        cache.pop(next(iter(cache))).close()  # forget only: the native stream lives on
+    cache[native] = s
+    return s
+
+
+def _cuda_stream_handle(obj: Any) -> int:
+    proto = getattr(obj, "__cuda_stream__", None)
+    if proto is None:
+        raise ArgumentTypeError(
+            f"{type(obj).__name__} does not implement __cuda_stream__ (the CUDA stream "
+            "protocol)")
+    result = proto() if callable(proto) else proto
+    try:
+        ver, native = result
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(
+            f"__cuda_stream__ must return (version, handle), not {result!r}") from None
+    if ver != 0:
+        raise InvalidArgumentError(f"unsupported __cuda_stream__ protocol version {ver}")
+    return _u64(native, "native stream")
+
+
+def _import_stream(ctx: "Context", native: int, owner: Any) -> "Stream":
+    out = c_uint64()
+    status = _lib.lib.qd_stream_import(ctx._h, native, byref(out))
+    if status:
+        raise _err(status, ctx)
+    return _new_stream(ctx, out.value, _BORROWED, owner=owner, c=out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -260,18 +321,57 @@ class Stream(_ContextChild):
         """Same as ``query()``."""
         return self.query()
 
-    def wait(self, event: "Event") -> None:
-        """Make later work on this stream wait for the event's most recent record
-        (``qd_stream_wait_event``); the host does not block."""
+    def wait(self, event: Union["Event", "Stream"]) -> None:
+        """Make later work on this stream wait, without blocking the host:
+
+        - for an Event: for its most recent record (``qd_stream_wait_event``);
+        - for a Stream: for all work queued on that stream so far (PyTorch's ``wait_stream``):
+          a pooled event of the context is recorded on it and waited for.
+
+        Raises:
+            WrongContextError: the event or stream belongs to another context.
+        """
         if not self._h:
             raise self._closed_error()
+        if isinstance(event, Stream):
+            self._wait_stream(event)
+            return
         if not isinstance(event, Event):
-            raise HandleTypeError(f"event must be a qd.Event, not {type(event).__name__}")
+            raise HandleTypeError(
+                f"wait() takes a qd.Event or a qd.Stream, not {type(event).__name__}")
         if not event._h:
             raise event._closed_error()
         status = _f_stream_wait(self._c, event._c)
         if status:
             raise _err(status, self._ctx)
+
+    def _wait_stream(self, other: "Stream") -> None:
+        other._check()
+        ctx = self._ctx
+        pool = ctx._wait_events
+        try:
+            ev = pool.pop()  # atomic under the GIL: no two threads share one event
+        except IndexError:
+            ev = ctx.create_event()
+        status = _f_event_record(other._c, ev._c)
+        if not status:
+            status = _f_stream_wait(self._c, ev._c)
+        # The wait captured the record current at the call, so the event is free again.
+        pool.append(ev)
+        if status:
+            raise _err(status, ctx)
+
+    def record(self, *, timing: bool = False) -> "Event":
+        """A new Event recorded on this stream (``qd_event_create`` + ``qd_event_record``):
+        it completes when all work queued here so far has completed (cuda.core's and CuPy's
+        ``record``). ``timing=True`` makes it usable with ``Event.elapsed_ms``."""
+        self._check()
+        ev = self._ctx.create_event(timing=timing)
+        status = _f_event_record(self._c, ev._c)
+        if status:
+            ev.close()
+            raise _err(status, self._ctx)
+        return ev
 
     def fork(self, n: int) -> List["Stream"]:
         """Lease ``n`` streams from the pool, each waiting for the work queued on this stream
@@ -370,24 +470,7 @@ class Stream(_ContextChild):
         if not isinstance(ctx, Context):
             raise HandleTypeError(f"ctx must be a qd.Context, not {type(ctx).__name__}")
         ctx._check_open()
-        proto = getattr(obj, "__cuda_stream__", None)
-        if proto is None:
-            raise ArgumentTypeError(
-                f"{type(obj).__name__} does not implement __cuda_stream__ (the CUDA stream "
-                "protocol)")
-        result = proto() if callable(proto) else proto
-        try:
-            ver, native = result
-        except (TypeError, ValueError):
-            raise ArgumentTypeError(
-                f"__cuda_stream__ must return (version, handle), not {result!r}") from None
-        if ver != 0:
-            raise InvalidArgumentError(f"unsupported __cuda_stream__ protocol version {ver}")
-        out = c_uint64()
-        status = _lib.lib.qd_stream_import(ctx._h, _u64(native, "native stream"), byref(out))
-        if status:
-            raise _err(status, ctx)
-        return _new_stream(ctx, out.value, _BORROWED, owner=obj, c=out)
+        return _import_stream(ctx, _cuda_stream_handle(obj), obj)
 
 
 _STREAM_NEW = object.__new__
@@ -442,7 +525,7 @@ class Event(_ContextChild):
     def record(self, *, stream: Stream) -> "Event":
         """Record the event on ``stream`` (required): it completes when all work queued on
         the stream so far has completed. Returns the event."""
-        sc = _stream_c(stream)
+        sc = _stream_c(stream, self._ctx)
         if not self._h:
             raise self._closed_error()
         status = _f_event_record(sc, self._c)

@@ -250,3 +250,32 @@ def test_import_cuda_core_stream(cuda_ctx: qd.Context, cuda_core) -> None:
     ev.synchronize()
     borrowed.close()
     cs.sync()
+
+
+@needs_cuda
+def test_torch_stream_passed_directly_as_stream(cuda_ctx: qd.Context, ptx: str, torch) -> None:
+    """stream=<a torch stream> (any __cuda_stream__ object) on a CUDA context: imported once
+    per native stream, behind the scenes, as cuda.core's launch() accepts it."""
+    add_one = cuda_ctx.load_module(ptx).get_kernel("qd_test_add_one")
+    n = 1 << 12
+    ts = _torch_stream_protocol(torch, torch.cuda.Stream())
+    x = torch.zeros(n, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    live = cuda_ctx.stats().live_streams
+    for _ in range(3):
+        add_one.launch(x.data_ptr(), ctypes.c_uint32(n), grid=n // 256, block=256, stream=ts)
+    assert cuda_ctx.stats().live_streams == live + 1  # one borrowed stream, cached
+    done = cuda_ctx.create_event().record(stream=ts)
+    done.synchronize()
+    assert int((x == 3).sum()) == n
+    buf = qd.alloc(4 * n, stream=cuda_ctx.default_stream)
+    cuda_ctx.default_stream.synchronize()
+    qd.memcpy(buf, x.data_ptr(), 4 * n, stream=ts)  # the buffer names the context
+    out = (ctypes.c_int32 * n)()
+    qd.memcpy(out, buf, stream=ts)
+    qd.free(buf, stream=ts)
+    done = cuda_ctx.create_event().record(stream=ts)
+    done.synchronize()
+    assert set(out) == {3}
+    with pytest.raises(qd.HandleTypeError, match="from_external"):
+        qd.alloc(16, stream=ts)  # nothing names a context

@@ -84,9 +84,46 @@ def test_wait_event_orders_streams(ctx: qd.Context, kernels) -> None:
     b.synchronize()
     assert seen == [7]
     with pytest.raises(qd.HandleTypeError):
-        b.wait(a)  # a stream is not an event
+        b.wait(ctx)  # neither an event nor a stream
     a.close()
     b.close()
+
+
+def test_wait_stream_orders_later_work_after_the_other_streams_work(ctx: qd.Context) -> None:
+    a, b = ctx.create_stream(), ctx.create_stream()
+    gate = threading.Event()
+    seen = []
+    qd.launch_host_fn(gate.wait, stream=a)  # a is held until the gate opens
+    qd.launch_host_fn(lambda: seen.append("a"), stream=a)
+    b.wait(a)
+    qd.launch_host_fn(lambda: seen.append("b"), stream=b)
+    assert b.query() is False  # b waits for a's work, which the gate holds
+    gate.set()
+    b.synchronize()
+    assert seen == ["a", "b"]
+    events = ctx.stats().live_events
+    for _ in range(100):
+        b.wait(a)  # one pooled event serves every call of one thread
+    assert ctx.stats().live_events == events
+    with qd.Context("cpu") as other:
+        with pytest.raises(qd.WrongContextError):
+            b.wait(other.default_stream)
+    a.close()
+    b.close()
+
+
+def test_record_returns_a_new_event_recorded_on_the_stream(ctx: qd.Context,
+                                                          stream: qd.Stream) -> None:
+    gate = threading.Event()
+    qd.launch_host_fn(gate.wait, stream=stream)
+    ev = stream.record()
+    assert isinstance(ev, qd.Event) and not ev.timing and ev.query() is False
+    gate.set()
+    ev.synchronize()
+    start = stream.record(timing=True)
+    end = stream.record(timing=True)
+    end.synchronize()
+    assert end - start >= 0.0 and start is not end
 
 
 def test_leases_are_exclusive_bounded_and_released(ctx_pool2) -> None:
@@ -354,3 +391,24 @@ def test_active_temporary_stream_is_dropped_when_the_context_closes() -> None:
     ctx.close()
     gc.collect()
     assert ref() is None
+
+
+def test_foreign_stream_objects_as_stream_argument_on_cpu(ctx: qd.Context, kernels) -> None:
+    # A __cuda_stream__ object is imported into the context the call names (kernel, event,
+    # buffer); a CPU context has no native streams, so the import is refused as from_external's.
+    fake = _FakeCudaStream()
+    with pytest.raises(qd.NotSupportedError):
+        kernels.noop.launch(stream=fake)
+    with pytest.raises(qd.NotSupportedError):
+        ctx.create_event().record(stream=fake)
+    buf = qd.alloc(8, stream=ctx.default_stream)
+    with pytest.raises(qd.NotSupportedError):
+        qd.memset(buf, 0, stream=fake)
+    with pytest.raises(qd.HandleTypeError, match="from_external"):
+        qd.alloc(8, stream=fake)  # nothing names a context
+    with pytest.raises(qd.HandleTypeError, match="from_external"):
+        qd.launch_host_fn(lambda: None, stream=fake)
+    for missing in (None, object(), 5):
+        with pytest.raises(qd.HandleTypeError):
+            kernels.noop.launch(stream=missing)
+    qd.free(buf, stream=ctx.default_stream)

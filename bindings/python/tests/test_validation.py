@@ -304,7 +304,7 @@ def test_wrong_python_types_raise_argument_type_error(setup, kernels, value) -> 
 def test_wrong_handle_kinds(setup, kernels) -> None:
     ctx, s, ev, calls = setup
     handle_error = (S.ERROR_INVALID_HANDLE, qd.HandleTypeError, TypeError)
-    _expect(ctx, lambda: s.wait(s), *handle_error)
+    _expect(ctx, lambda: s.wait(ctx), *handle_error)
     assert qd.lib.qd_stream_wait_event(s.handle, s.handle) == S.ERROR_INVALID_HANDLE
     _expect(ctx, lambda: s.wait(None), *handle_error)
     _expect(ctx, lambda: s.join([ev]), *handle_error)
