@@ -240,10 +240,16 @@ class Kernel(_ContextChild):
             grid, block: an int or a sequence of 1 to 3 ints (x, y, z); each at least 1.
             shared_mem: bytes of shared memory per block.
         """
-        sc = _stream_c(stream, self._ctx)
+        if type(stream) is Stream and stream._h:
+            sc = stream._c
+        else:
+            sc = _stream_c(stream, self._ctx)
         if not self._h:
             raise self._closed_error()
-        cfg = self._config_ref(grid, block, shared_mem)
+        if grid is _ONE and block is _ONE and shared_mem is _ZERO:  # the defaults, as passed
+            cfg = _DEFAULT_CONFIG
+        else:
+            cfg = self._config_ref(grid, block, shared_mem)
         if not args:
             status = _f_launch(sc, self._c, cfg, None, _C_U32[0])
         else:
@@ -303,6 +309,9 @@ def _make_config(grid: Any, block: Any, shared_mem: Any) -> _lib.LaunchConfig:
     return cfg
 
 
+_DEFAULT_CONFIG = byref(_make_config(1, 1, 0))  # grid=1, block=1, shared_mem=0 (kept alive)
+
+
 _CDATA = ctypes.c_int.__mro__[-2]  # _ctypes._CData: the base of every ctypes instance
 
 
@@ -344,7 +353,7 @@ class _Layout:
     """The fast path of ``Kernel.launch`` for one tuple of argument types.
 
     ``launch(sc, kc, cfg, ctx, args)`` is a function made for the types (its source names each
-    argument's value: ``a[0]._address``, ``a[1].value``, ``a[2]``): it checks the types and
+    argument's value: ``a0._address``, ``a1.value``, ``a2``): it checks the types and
     what the general path would refuse, writes every value into one buffer at fixed offsets
     with one ``struct.pack_into`` (so a ctypes argument costs an attribute read, not the
     re-pointing of a qd_arg), and calls qd_launch with the qd_arg array made for that buffer.
@@ -382,29 +391,29 @@ class _Layout:
             return None
         fmt = ["<"]
         exprs: List[str] = []
-        checks = [f"len(a) != {n}"] + [f"type(a[{i}]) is not T{i}" for i in range(n)]
+        checks = [f"type(a{i}) is not T{i}" for i in range(n)]
         after: List[str] = []
         slots: List[Tuple[int, int]] = []
         offset = 0
         for i, t in enumerate(types):
             if t is int:
-                code, size, align, expr = "Q", 8, 8, f"a[{i}]"
+                code, size, align, expr = "Q", 8, 8, f"a{i}"
             elif t is float:
-                code, size, align, expr = "d", 8, 8, f"a[{i}]"
+                code, size, align, expr = "d", 8, 8, f"a{i}"
             elif t is DeviceBuffer:
-                code, size, align, expr = "Q", 8, 8, f"a[{i}]._address"
-                after.append(f"a[{i}]._freed or a[{i}]._ctx is not ctx")
+                code, size, align, expr = "Q", 8, 8, f"a{i}._address"
+                after.append(f"a{i}._freed or a{i}._ctx is not ctx")
             elif t is HostBuffer:
-                code, size, align, expr = "Q", 8, 8, f"a[{i}]._address"
-                after.append(f"not a[{i}]._address or not a[{i}]._ctx._h")
+                code, size, align, expr = "Q", 8, 8, f"a{i}._address"
+                after.append(f"not a{i}._address or not a{i}._ctx._h")
             elif issubclass(t, _CDATA):
                 size, align = sizeof(t), max(1, ctypes.alignment(t))
                 # .value only for the exact ctypes simple types (a subclass may change it).
                 code = _SIMPLE_CODES.get(t._type_) if t.__bases__ == (_SIMPLE,) else None
                 if code is not None and struct.calcsize("<" + code) == size:
-                    expr = f"a[{i}].value"
+                    expr = f"a{i}.value"
                 else:
-                    code, expr = f"{size}s", f"_bytes(a[{i}])"
+                    code, expr = f"{size}s", f"_bytes(a{i})"
             else:
                 return None
             step = max(align, 8)
@@ -422,7 +431,12 @@ class _Layout:
         for slot, (start, size) in zip(layout.arr, slots):
             slot.data = base + start
             slot.size = size
+        names = "".join(f"a{i}, " for i in range(n))
         lines = ["def launch(sc, kc, cfg, ctx, a):",
+                 "    try:",
+                 f"        {names}= a",  # unpacked once: locals are cheaper than a[i]
+                 "    except ValueError:",
+                 "        return _MISS",
                  f"    if {' or '.join(checks)}:",
                  "        return _MISS"]
         if after:
@@ -453,6 +467,7 @@ class _Layout:
 
 
 _MISS = object()  # a fast path that did not apply
+_ONE, _ZERO = 1, 0  # Kernel.launch's defaults (small ints are one object each in CPython)
 
 
 def _no_fast(sc: Any, kc: Any, cfg: Any, ctx: Any, a: Any) -> Any:
