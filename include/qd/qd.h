@@ -50,9 +50,11 @@
  *           QD_ERROR_INVALID_OPERATION instead of deadlocking.
  *
  * Descriptors. Public structs start with uint32_t struct_size; initialise them with their
- *           INIT macro. A struct_size smaller than the first released size of that struct gives
- *           QD_ERROR_INVALID_ARGUMENT. Larger sizes (a newer caller) are accepted and the fields
- *           this library does not know are ignored.
+ *           INIT macro. A struct_size smaller than the first released size of that struct
+ *           (QD_STRUCT_FIRST_SIZES, after the structs) gives QD_ERROR_INVALID_ARGUMENT. Any
+ *           larger size is accepted: qd reads and writes only the bytes both the caller and the
+ *           library know (an input's unknown fields are ignored; an output's are left as the
+ *           caller had them), so a caller built against an older or a newer header works.
  *
  * Arrays of structs. An array of a struct that starts with struct_size (qd_task) is read at
  *           the stride of its first element's struct_size, so a caller built against a newer,
@@ -300,6 +302,19 @@ typedef struct qd_device_info {
     char name[128];            /**< NUL-terminated */
 } qd_device_info;
 #define QD_DEVICE_INFO_INIT { (uint32_t)sizeof(qd_device_info), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, {0} }
+
+/** The first released size of every struct that starts with struct_size, in one table:
+ *  X(struct, size in bytes, version it was released in). qd refuses a struct_size below it and
+ *  accepts every size from it up (Conventions, "Descriptors"); a field appended later never
+ *  changes these numbers. */
+#define QD_STRUCT_FIRST_SIZES(X)                                                                \
+    X(qd_context_desc, 32u, 0.1)                                                                \
+    X(qd_stream_desc, 16u, 0.1)                                                                 \
+    X(qd_launch_config, 32u, 0.1)                                                               \
+    X(qd_task, 64u, 0.1)                                                                        \
+    X(qd_host_kernel_info, 56u, 0.1)                                                            \
+    X(qd_context_stats, 128u, 0.1)                                                              \
+    X(qd_device_info, 168u, 0.1)
 
 /* ---------------------------------------------------------------------------------------------
  * Status, errors and version (since 0.1)

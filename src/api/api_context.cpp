@@ -1,4 +1,5 @@
 // Contexts.
+#include "common/first_sizes.h"
 #include "api/guard.h"
 #include "core/context.h"
 
@@ -45,11 +46,11 @@ QD_API qd_status qd_context_default_stream(qd_context ctx, qd_stream *out) {
 QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
-        if (out->struct_size < sizeof(qd_context_stats))
+        if (out->struct_size < first_size<qd_context_stats>())
             return fail(QD_ERROR_INVALID_ARGUMENT,
-                        "qd_context_stats.struct_size is %u; at least %zu is required (use "
+                        "qd_context_stats.struct_size is %u; at least %u is required (use "
                         "QD_CONTEXT_STATS_INIT)",
-                        out->struct_size, sizeof(qd_context_stats));
+                        out->struct_size, first_size<qd_context_stats>());
         Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) c->fill_stats(out);

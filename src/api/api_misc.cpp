@@ -1,6 +1,7 @@
 // Status names, the last error message, the version, and device queries.
 #include <cstring>
 
+#include "common/first_sizes.h"
 #include "api/guard.h"
 #include "backends/backend.h"
 
@@ -45,11 +46,11 @@ QD_API qd_status qd_device_count(qd_backend backend, uint32_t *count) {
 QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_device_info *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
-        if (out->struct_size < sizeof(qd_device_info))
+        if (out->struct_size < first_size<qd_device_info>())
             return fail(QD_ERROR_INVALID_ARGUMENT,
-                        "qd_device_info.struct_size is %u; at least %zu is required (use "
+                        "qd_device_info.struct_size is %u; at least %u is required (use "
                         "QD_DEVICE_INFO_INIT)",
-                        out->struct_size, sizeof(qd_device_info));
+                        out->struct_size, first_size<qd_device_info>());
         backend::Driver *driver;
         qd_status st = backend::get_driver(raw_backend(backend), &driver);
         if (st != QD_SUCCESS) return st;
@@ -67,7 +68,10 @@ QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_devi
         info.backend = uint32_t(driver->kind());
         info.device = device;
         info.name[sizeof info.name - 1] = '\0';
-        std::memcpy(out, &info, sizeof info);
+        // Only the bytes both sides know: an older caller's struct ends before ours, and a
+        // newer caller's fields past ours stay as it had them.
+        info.struct_size = out->struct_size;
+        std::memcpy(out, &info, out->struct_size < sizeof info ? out->struct_size : sizeof info);
         return QD_SUCCESS;
     });
 }

@@ -1,4 +1,5 @@
 // Streams: owned, leased (pool), borrowed (imported) and the default stream.
+#include "common/first_sizes.h"
 #include "api/guard.h"
 #include "core/active_stream.h"
 #include "core/context.h"
@@ -11,7 +12,7 @@ using core::Stream;
 using core::StreamKind;
 
 namespace {
-constexpr uint32_t kStreamDescV1Size = 16;
+constexpr uint32_t kStreamDescV1Size = first_size<qd_stream_desc>();
 
 const char *kind_name(StreamKind kind) {
     switch (kind) {

@@ -1,3 +1,4 @@
+#include "common/first_sizes.h"
 #include "core/launch_validation.h"
 
 #include "common/error.h"
@@ -5,7 +6,7 @@
 namespace qd::core {
 
 namespace {
-constexpr uint32_t kLaunchConfigV1Size = 32;
+constexpr uint32_t kLaunchConfigV1Size = first_size<qd_launch_config>();
 
 qd_status check_dims(const uint32_t d[3], const char *what) {
     for (int i = 0; i < 3; ++i)

@@ -1,6 +1,7 @@
 // qd_launch_parallel: fork to pooled streams, launch each group in order on its stream, join.
 #include <vector>
 
+#include "common/first_sizes.h"
 #include "common/error.h"
 #include "core/context.h"
 #include "core/fork_join.h"
@@ -9,7 +10,7 @@
 namespace qd::core {
 
 namespace {
-constexpr uint32_t kTaskV1Size = 64;
+constexpr uint32_t kTaskV1Size = first_size<qd_task>();
 // The most a newer caller's qd_task can have grown to; a larger struct_size is garbage, and
 // stepping by it would read far past the caller's array.
 constexpr uint32_t kMaxTaskSize = 1024;

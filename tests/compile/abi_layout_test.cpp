@@ -213,3 +213,16 @@ TEST(StatusCodes, NameStrings_AreStatic) {
 }
 
 TEST(Version, LibraryVersion_MatchesHeader) { EXPECT_EQ(qd_version(), (uint32_t)QD_VERSION); }
+
+// QD_STRUCT_FIRST_SIZES is the one table every struct_size check uses. Every struct of it was
+// first released in 0.1, the only release so far, so each size is still its sizeof; when a field
+// is appended, the table keeps the old size and this test changes to "sizeof > first size".
+TEST(FirstSizes, EveryStructReleasedIn0_1_StillHasItsFirstSize) {
+    int entries = 0;
+#define QD_CHECK_FIRST_SIZE(type, size, version)                                               \
+    EXPECT_EQ(sizeof(type), (size_t)(size)) << #type;                                         \
+    ++entries;
+    QD_STRUCT_FIRST_SIZES(QD_CHECK_FIRST_SIZE)
+#undef QD_CHECK_FIRST_SIZE
+    EXPECT_EQ(entries, 7);  // every public struct that starts with struct_size
+}

@@ -1,0 +1,96 @@
+/* A caller built with the 0.1 header, run against a libqd whose qd_context_stats and
+ * qd_device_info have a field appended (its entry points built against the qd.h that
+ * tests/abi_compat/append_field.py writes; see tests/meson.build, suite abi). What the header promises (Conventions, "Descriptors"):
+ *   - struct_size at the first released size is accepted, even though the library's structs
+ *     are now larger;
+ *   - the library writes only the bytes the caller's struct has (a canary after it survives);
+ *   - a struct_size below the first released size is QD_ERROR_INVALID_ARGUMENT;
+ *   - a caller newer than the library (a larger struct_size) gets the library's fields and its
+ *     own extra bytes back untouched.
+ * It also runs against the normal libqd (test abi_struct_size_current). Exit 0 on success. */
+#include <qd/qd.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                             \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__,  \
+                    #cond, qd_last_error_message());                                            \
+            ++failures;                                                                         \
+        }                                                                                       \
+    } while (0)
+
+#define CANARY 0xA5
+
+/* The struct as this caller knows it, followed by canary bytes. */
+struct stats_with_canary {
+    qd_context_stats s;
+    unsigned char after[32];
+};
+struct info_with_canary {
+    qd_device_info i;
+    unsigned char after[32];
+};
+
+static int all_canary(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (p[i] != CANARY) return 0;
+    return 1;
+}
+
+int main(void) {
+    qd_context_desc desc = QD_CONTEXT_DESC_INIT;
+    desc.backend = QD_BACKEND_CPU;
+    qd_context ctx = 0;
+    CHECK(qd_context_create(&desc, &ctx) == QD_SUCCESS);
+
+    /* 1. The 0.1 size (what QD_CONTEXT_STATS_INIT gives this caller). */
+    struct stats_with_canary st;
+    memset(&st, CANARY, sizeof st);
+    st.s.struct_size = 128u; /* the first released size of qd_context_stats */
+    CHECK(sizeof(qd_context_stats) == 128u); /* this caller is built with the 0.1 header */
+    CHECK(qd_context_get_stats(ctx, &st.s) == QD_SUCCESS);
+    CHECK(st.s.live_streams == 1); /* the default stream */
+    CHECK(st.s.stream_pool_capacity == 32);
+    CHECK(all_canary(st.after, sizeof st.after));
+
+    struct info_with_canary info;
+    memset(&info, CANARY, sizeof info);
+    info.i.struct_size = 168u; /* the first released size of qd_device_info */
+    CHECK(qd_device_get_info(QD_BACKEND_CPU, 0, &info.i) == QD_SUCCESS);
+    CHECK(info.i.backend == QD_BACKEND_CPU && info.i.device == 0);
+    CHECK(info.i.name[0] != '\0' && memchr(info.i.name, '\0', sizeof info.i.name) != NULL);
+    CHECK(info.i.struct_size == 168u);
+    CHECK(all_canary(info.after, sizeof info.after));
+
+    /* 2. Below the first released size. */
+    memset(&st, CANARY, sizeof st);
+    st.s.struct_size = 120u;
+    CHECK(qd_context_get_stats(ctx, &st.s) == QD_ERROR_INVALID_ARGUMENT);
+    memset(&info, CANARY, sizeof info);
+    info.i.struct_size = 160u;
+    CHECK(qd_device_get_info(QD_BACKEND_CPU, 0, &info.i) == QD_ERROR_INVALID_ARGUMENT);
+
+    /* 3. A newer caller: 16 bytes more than this header's struct. The library writes what it
+     * knows (at most its own size) and leaves the caller's last bytes alone; here, with the
+     * normal library, the whole extension stays; with the appended-field library, its 8 bytes
+     * are written and the last 8 stay. */
+    memset(&st, CANARY, sizeof st);
+    st.s.struct_size = 128u + 16u;
+    CHECK(qd_context_get_stats(ctx, &st.s) == QD_SUCCESS);
+    CHECK(st.s.live_streams == 1);
+    CHECK(all_canary(st.after + 8, sizeof st.after - 8));
+    memset(&info, CANARY, sizeof info);
+    info.i.struct_size = 168u + 16u;
+    CHECK(qd_device_get_info(QD_BACKEND_CPU, 0, &info.i) == QD_SUCCESS);
+    CHECK(all_canary(info.after + 8, sizeof info.after - 8));
+
+    CHECK(qd_context_destroy(ctx) == QD_SUCCESS);
+    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+    else printf("struct_size_caller: every check passed\n");
+    return failures ? 1 : 0;
+}
