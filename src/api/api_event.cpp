@@ -1,6 +1,7 @@
 // Events.
 #include "api/guard.h"
 #include "core/context.h"
+#include "core/submit.h"
 
 using namespace qd;
 using core::Context;
@@ -45,7 +46,11 @@ QD_API qd_status qd_event_record(qd_stream stream, qd_event event) {
         Event *e = nullptr;
         qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
-        return s->impl->record(*e->impl);
+        core::Op op{core::OpKind::Record};
+        op.stream = s;
+        op.event = e->impl.get();
+        op.user_event = e;
+        return core::submit(op);
     });
 }
 

@@ -3,6 +3,7 @@
 #include "core/context.h"
 #include "core/fork_join.h"
 #include "core/launch_validation.h"
+#include "core/submit.h"
 
 using namespace qd;
 using core::Kernel;
@@ -29,7 +30,13 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
                         (unsigned long long)kernel, (unsigned long long)stream);
         st = s->ctx->usable();
         if (st != QD_SUCCESS) return st;
-        return s->impl->launch(*k->impl, dims, args, num_args);
+        core::Op op{core::OpKind::Launch};
+        op.stream = s;
+        op.kernel = k;
+        op.dims = &dims;
+        op.args = args;
+        op.num_args = num_args;
+        return core::submit(op);
     });
 }
 
@@ -43,7 +50,11 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
         Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
-        return s->impl->host_fn(fn, user_data);
+        core::Op op{core::OpKind::HostFn};
+        op.stream = s;
+        op.fn = fn;
+        op.user_data = user_data;
+        return core::submit(op);
     });
 }
 

@@ -1,6 +1,7 @@
 // Stream-ordered memory and pinned host memory.
 #include "api/guard.h"
 #include "core/context.h"
+#include "core/submit.h"
 
 using namespace qd;
 using core::AllocRegistry;
@@ -55,7 +56,11 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
         st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         uint64_t a = 0;
-        st = s->impl->mem_alloc(bytes + kEndGuard, &a);
+        core::Op op{core::OpKind::MemAlloc};
+        op.stream = s;
+        op.bytes = bytes + kEndGuard;
+        op.address = &a;
+        st = core::submit(op);
         if (st != QD_SUCCESS) return st;
         try {
             st = s->ctx->register_allocation(AllocRegistry::Kind::Device, a, bytes);
@@ -74,7 +79,10 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address) {
         qd_status st = core::resolve_usable(stream, &s);
         if (st == QD_SUCCESS) st = s->ctx->allocs().remove(AllocRegistry::Kind::Device, address);
         if (st != QD_SUCCESS) return st;
-        return s->impl->mem_free(address);
+        core::Op op{core::OpKind::MemFree};
+        op.stream = s;
+        op.dst = address;
+        return core::submit(op);
     });
 }
 
@@ -89,7 +97,12 @@ QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, u
         st = AllocRegistry::check_range(dst, bytes, "dst");
         if (st == QD_SUCCESS) st = AllocRegistry::check_range(src, bytes, "src");
         if (st != QD_SUCCESS) return st;
-        return s->impl->memcpy(dst, src, bytes);
+        core::Op op{core::OpKind::Memcpy};
+        op.stream = s;
+        op.dst = dst;
+        op.src = src;
+        op.bytes = bytes;
+        return core::submit(op);
     });
 }
 
@@ -103,7 +116,12 @@ QD_API qd_status qd_memset_async(qd_stream stream, uint64_t dst, uint8_t value, 
         if (bytes == 0) return QD_SUCCESS;
         st = AllocRegistry::check_range(dst, bytes, "dst");
         if (st != QD_SUCCESS) return st;
-        return s->impl->memset(dst, value, bytes);
+        core::Op op{core::OpKind::Memset};
+        op.stream = s;
+        op.dst = dst;
+        op.value = value;
+        op.bytes = bytes;
+        return core::submit(op);
     });
 }
 

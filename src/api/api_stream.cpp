@@ -3,6 +3,7 @@
 #include "api/guard.h"
 #include "core/active_stream.h"
 #include "core/context.h"
+#include "core/submit.h"
 #include "core/fork_join.h"
 
 using namespace qd;
@@ -102,7 +103,11 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
         Event *e = nullptr;
         qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
-        return s->impl->wait(*e->impl);
+        core::Op op{core::OpKind::Wait};
+        op.stream = s;
+        op.event = e->impl.get();
+        op.user_event = e;
+        return core::submit(op);
     });
 }
 

@@ -29,6 +29,7 @@ inline uint64_t fork_generation() { return g_fork_generation.load(std::memory_or
 enum class StreamKind : uint8_t { Owned, Leased, Borrowed, Default };
 
 class Stream;
+class OpObserver;  // core/submit.h
 
 class Context : public Object, public std::enable_shared_from_this<Context> {
   public:
@@ -70,6 +71,12 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     AllocRegistry &allocs() { return allocs_; }
     uint64_t default_stream() const { return default_stream_handle_; }
 
+    // The observer of every operation submitted on this context's streams (core/submit.h), or
+    // nullptr. Attach it before the work it should see and detach it only when no other thread
+    // submits on the context; it must stay alive while attached.
+    OpObserver *observer() const { return observer_.load(std::memory_order_acquire); }
+    void set_observer(OpObserver *observer) { observer_.store(observer, std::memory_order_release); }
+
     // Live-object counters for qd_context_get_stats.
     std::atomic<int64_t> live_streams{0}, live_events{0}, live_modules{0}, live_kernels{0};
 
@@ -88,6 +95,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     std::shared_ptr<Stream> default_stream_;
     uint64_t default_stream_handle_ = 0;
     std::atomic<bool> torn_down_{false};
+    std::atomic<OpObserver *> observer_{nullptr};
 };
 
 class Stream : public Object, public std::enable_shared_from_this<Stream> {

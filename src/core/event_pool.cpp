@@ -31,16 +31,4 @@ void EventPool::clear() {
     drop.swap(free_);
 }
 
-qd_status link_streams(EventPool &pool, backend::Stream &from, backend::Stream *const *to,
-                       uint32_t n) {
-    std::shared_ptr<backend::Event> ev;
-    qd_status st = pool.get(&ev);
-    if (st != QD_SUCCESS) return st;
-    st = from.record(*ev);
-    for (uint32_t i = 0; st == QD_SUCCESS && i < n; ++i) st = to[i]->wait(*ev);
-    // Safe to reuse at once: each wait captured this record when it was queued.
-    pool.put(std::move(ev));
-    return st;
-}
-
 }  // namespace qd::core

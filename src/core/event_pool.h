@@ -35,8 +35,4 @@ class EventPool {
     std::atomic<uint64_t> created_{0}, hits_{0}, misses_{0};
 };
 
-// Records a pooled event on `from` and makes each of `to` wait for it.
-qd_status link_streams(EventPool &pool, backend::Stream &from, backend::Stream *const *to,
-                       uint32_t n);
-
 }  // namespace qd::core

@@ -8,6 +8,26 @@
 
 namespace qd::core {
 
+qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n,
+                       OpOrigin origin) {
+    EventPool &pool = ctx.event_pool();
+    std::shared_ptr<backend::Event> ev;
+    qd_status st = pool.get(&ev);
+    if (st != QD_SUCCESS) return st;
+    Op record{OpKind::Record, origin};
+    record.stream = &from;
+    record.event = ev.get();
+    st = submit(record);
+    for (uint32_t i = 0; st == QD_SUCCESS && i < n; ++i) {
+        Op wait{OpKind::Wait, origin};
+        wait.stream = to[i];
+        wait.event = ev.get();
+        st = submit(wait);
+    }
+    pool.put(std::move(ev));
+    return st;
+}
+
 qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
     if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
     if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; fork at least one stream");
@@ -19,10 +39,10 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
 
     std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
     std::vector<uint64_t> handles;
-    std::vector<backend::Stream *> impls;
+    std::vector<Stream *> kids;
     leases.reserve(n);
     handles.reserve(n);
-    impls.reserve(n);
+    kids.reserve(n);
     auto undo = [&] {
         for (uint64_t h : handles) pool.release(h);
     };
@@ -35,11 +55,11 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
             undo();
             return fail(st, "fork of %u streams: %s", n, reason.c_str());
         }
-        impls.push_back(s->impl.get());
+        kids.push_back(s.get());
         leases.push_back(std::move(s));
         handles.push_back(h);
     }
-    st = link_streams(ctx.event_pool(), *p->impl, impls.data(), n);
+    st = link_streams(ctx, *p, kids.data(), n, OpOrigin::Fork);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
         undo();
@@ -86,8 +106,8 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
                         "children[%u] is not a pool lease (from qd_stream_fork or "
                         "qd_stream_acquire)", i);
     for (uint32_t i = 0; i < n; ++i) {
-        backend::Stream *target = p->impl.get();
-        st = link_streams(ctx.event_pool(), *kids[i]->impl, &target, 1);
+        Stream *target = p;
+        st = link_streams(ctx, *kids[i], &target, 1, OpOrigin::Join);
         if (st != QD_SUCCESS) return st;
     }
     for (uint32_t i = 0; i < n; ++i) {

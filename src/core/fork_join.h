@@ -5,7 +5,16 @@
 
 #include <qd/qd.h>
 
+#include <cstdint>
+
+#include "core/submit.h"
+
 namespace qd::core {
+
+// Records a pooled event on `from` and makes each of `to` wait for it, as operations of
+// `origin` through submit(); the event goes back to the pool at once (each wait captured the
+// record when it was queued).
+qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n, OpOrigin origin);
 
 qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children);
 qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n);

@@ -17,7 +17,7 @@ constexpr uint32_t kMaxTaskSize = 1024;
 
 struct Prepared {
     const qd_task *task;
-    backend::Kernel *kernel;
+    Kernel *kernel;
     backend::LaunchDims dims;
     uint32_t stream_index;  // group's position in order of first appearance
 };
@@ -82,7 +82,7 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
         if (kernels[i]->ctx.get() != &ctx)
             return fail(QD_ERROR_WRONG_CONTEXT,
                         "tasks[%u].kernel belongs to another context than the stream", i);
-        prepared[i].kernel = kernels[i]->impl.get();
+        prepared[i].kernel = kernels[i];
     }
     st = ctx.usable();
     if (st != QD_SUCCESS || num_tasks == 0) return st;
@@ -91,23 +91,27 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     st = ctx.stream_pool().acquire_internal(uint32_t(groups.size()), &leases);
     if (st != QD_SUCCESS) return st;
     const uint32_t k = uint32_t(leases.size());
-    std::vector<backend::Stream *> impls(k);
-    for (uint32_t i = 0; i < k; ++i) impls[i] = leases[i]->impl.get();
+    std::vector<Stream *> lanes(k);
+    for (uint32_t i = 0; i < k; ++i) lanes[i] = leases[i].get();
 
     // Fork: every lease waits for the work already on the parent.
-    st = link_streams(ctx.event_pool(), *parent->impl, impls.data(), k);
+    st = link_streams(ctx, *parent, lanes.data(), k, OpOrigin::ParallelLaunch);
     // Groups share streams round-robin when the pool had fewer free than there are groups;
     // a group always maps to one stream, so its tasks stay in order.
     for (uint32_t i = 0; st == QD_SUCCESS && i < num_tasks; ++i) {
         const qd_task &t = *prepared[i].task;
-        st = impls[prepared[i].stream_index % k]->launch(*prepared[i].kernel, prepared[i].dims,
-                                                         t.args, t.num_args);
+        Op op{OpKind::Launch, OpOrigin::ParallelLaunch};
+        op.stream = lanes[prepared[i].stream_index % k];
+        op.kernel = prepared[i].kernel;
+        op.dims = &prepared[i].dims;
+        op.args = t.args;
+        op.num_args = t.num_args;
+        st = submit(op);
     }
     // Join, even after a failed launch: the parent must not run ahead of what was queued.
     const std::string reason = st != QD_SUCCESS ? last_error_message() : "";
-    backend::Stream *target = parent->impl.get();
     for (uint32_t i = 0; i < k; ++i) {
-        qd_status js = link_streams(ctx.event_pool(), *impls[i], &target, 1);
+        qd_status js = link_streams(ctx, *lanes[i], &parent, 1, OpOrigin::ParallelLaunch);
         if (st == QD_SUCCESS) st = js;
     }
     ctx.stream_pool().release_internal(leases);

@@ -1,0 +1,194 @@
+// The submission chokepoint (src/core/submit.h): every operation a stream runs, from a direct
+// API call or from fork, join and parallel launch, reaches the backend through core::submit(),
+// where an observer attached to the context sees it, can refuse it, or can take it over.
+// Links libqd's entry points and core statically (the observer seam is internal).
+#include <gtest/gtest.h>
+#include <qd/qd.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/submit.h"
+
+namespace {
+
+using qd::core::Op;
+using qd::core::OpKind;
+using qd::core::OpOrigin;
+
+struct Seen {
+    OpKind kind;
+    OpOrigin origin;
+    uint64_t stream;  // the core stream's address, to tell streams apart
+    std::string kernel;
+    uint32_t num_args;
+    bool user_event;
+    qd_status status;
+};
+
+class Recorder : public qd::core::OpObserver {
+  public:
+    qd_status before(const Op &op, bool *consumed) override {
+        seen_before.push_back(op.kind);
+        if (refuse != QD_SUCCESS) return refuse;
+        *consumed = consume;
+        return QD_SUCCESS;
+    }
+    void after(const Op &op, qd_status status) override {
+        seen.push_back({op.kind, op.origin, reinterpret_cast<uint64_t>(op.stream),
+                        op.kernel ? op.kernel->impl->name() : "", op.num_args,
+                        op.user_event != nullptr, status});
+    }
+    std::vector<OpKind> seen_before;
+    std::vector<Seen> seen;
+    qd_status refuse = QD_SUCCESS;
+    bool consume = false;
+};
+
+std::atomic<int> g_runs{0};
+int32_t count_kernel(const qd_host_kernel_info *, void *const *) {
+    g_runs.fetch_add(1);
+    return 0;
+}
+void count_fn(void *) { g_runs.fetch_add(1); }
+
+class SubmitTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        qd_context_desc d = QD_CONTEXT_DESC_INIT;
+        d.backend = QD_BACKEND_CPU;
+        ASSERT_EQ(qd_context_create(&d, &ctx_), QD_SUCCESS);
+        ASSERT_EQ(qd_context_default_stream(ctx_, &s_), QD_SUCCESS);
+        ASSERT_EQ(qd_kernel_from_host_fn(ctx_, count_kernel, "count", &k_), QD_SUCCESS);
+        qd::core::Context *c = nullptr;
+        ASSERT_EQ(qd::core::resolve(ctx_, &c), QD_SUCCESS);
+        core_ = c;
+        core_->set_observer(&rec_);
+        g_runs = 0;
+    }
+    void TearDown() override {
+        core_->set_observer(nullptr);
+        EXPECT_EQ(qd_context_destroy(ctx_), QD_SUCCESS);
+    }
+    std::vector<OpKind> kinds() const {
+        std::vector<OpKind> out;
+        for (const Seen &s : rec_.seen) out.push_back(s.kind);
+        return out;
+    }
+
+    qd_context ctx_ = 0;
+    qd_stream s_ = 0;
+    qd_kernel k_ = 0;
+    qd::core::Context *core_ = nullptr;
+    Recorder rec_;
+};
+
+TEST_F(SubmitTest, EveryApiOperation_PassesThroughTheObserverOnce_WithItsRecord) {
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    uint64_t v = 7;
+    qd_arg arg = {&v, sizeof v};
+    ASSERT_EQ(qd_launch(s_, k_, &cfg, &arg, 1), QD_SUCCESS);
+    ASSERT_EQ(qd_launch_host_fn(s_, count_fn, nullptr), QD_SUCCESS);
+    qd_event ev = 0;
+    ASSERT_EQ(qd_event_create(ctx_, 0, &ev), QD_SUCCESS);
+    ASSERT_EQ(qd_event_record(s_, ev), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_wait_event(s_, ev), QD_SUCCESS);
+    uint64_t a = 0, b = 0;
+    ASSERT_EQ(qd_mem_alloc_async(s_, 64, &a), QD_SUCCESS);
+    ASSERT_EQ(qd_mem_alloc_async(s_, 64, &b), QD_SUCCESS);
+    ASSERT_EQ(qd_memset_async(s_, a, 1, 64), QD_SUCCESS);
+    ASSERT_EQ(qd_memcpy_async(s_, b, a, 64), QD_SUCCESS);
+    ASSERT_EQ(qd_mem_free_async(s_, a), QD_SUCCESS);
+    ASSERT_EQ(qd_mem_free_async(s_, b), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 2);  // the kernel and the host function ran
+    const std::vector<OpKind> expected = {
+        OpKind::Launch,   OpKind::HostFn,   OpKind::Record, OpKind::Wait,    OpKind::MemAlloc,
+        OpKind::MemAlloc, OpKind::Memset,   OpKind::Memcpy, OpKind::MemFree, OpKind::MemFree};
+    ASSERT_EQ(kinds(), expected);
+    EXPECT_EQ(rec_.seen_before, expected);
+    for (const Seen &s : rec_.seen) {
+        EXPECT_EQ(s.origin, OpOrigin::Api);
+        EXPECT_EQ(s.status, QD_SUCCESS);
+    }
+    EXPECT_EQ(rec_.seen[0].kernel, "count");
+    EXPECT_EQ(rec_.seen[0].num_args, 1u);
+    EXPECT_TRUE(rec_.seen[2].user_event);
+    EXPECT_TRUE(rec_.seen[3].user_event);
+    EXPECT_EQ(qd_event_destroy(ev), QD_SUCCESS);
+}
+
+TEST_F(SubmitTest, ForkJoinAndParallelLaunch_AreRecordsWaitsAndLaunchesWithTheirOrigin) {
+    qd_stream kids[2];
+    ASSERT_EQ(qd_stream_fork(s_, 2, kids), QD_SUCCESS);
+    // fork: the parent's record, each child's wait
+    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait}));
+    const uint64_t parent = rec_.seen[0].stream;
+    EXPECT_NE(rec_.seen[1].stream, parent);
+    EXPECT_NE(rec_.seen[2].stream, rec_.seen[1].stream);
+    for (const Seen &s : rec_.seen) {
+        EXPECT_EQ(s.origin, OpOrigin::Fork);
+        EXPECT_FALSE(s.user_event);  // a pooled event
+    }
+    rec_.seen.clear();
+    ASSERT_EQ(qd_stream_join(s_, kids, 2), QD_SUCCESS);
+    // join: per child, its record then the parent's wait
+    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Record,
+                                            OpKind::Wait}));
+    for (const Seen &s : rec_.seen) EXPECT_EQ(s.origin, OpOrigin::Join);
+    EXPECT_EQ(rec_.seen[1].stream, parent);
+    EXPECT_EQ(rec_.seen[3].stream, parent);
+    rec_.seen.clear();
+
+    qd_task tasks[3] = {QD_TASK_INIT, QD_TASK_INIT, QD_TASK_INIT};
+    for (int i = 0; i < 3; ++i) {
+        tasks[i].kernel = k_;
+        tasks[i].group = uint32_t(i % 2);
+    }
+    ASSERT_EQ(qd_launch_parallel(s_, tasks, 3), QD_SUCCESS);
+    // its fork (record + 2 waits), 3 launches, its join (2 x record + wait)
+    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
+                                            OpKind::Launch, OpKind::Launch, OpKind::Launch,
+                                            OpKind::Record, OpKind::Wait, OpKind::Record,
+                                            OpKind::Wait}));
+    for (const Seen &s : rec_.seen) EXPECT_EQ(s.origin, OpOrigin::ParallelLaunch);
+    EXPECT_EQ(rec_.seen[3].stream, rec_.seen[5].stream);  // group 0's two tasks: one stream
+    EXPECT_NE(rec_.seen[3].stream, rec_.seen[4].stream);
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 3);
+}
+
+TEST_F(SubmitTest, AnObserverThatRefuses_ReturnsItsStatus_AndTheBackendNeverRuns) {
+    rec_.refuse = QD_ERROR_NOT_SUPPORTED;
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    EXPECT_EQ(qd_launch(s_, k_, &cfg, nullptr, 0), QD_ERROR_NOT_SUPPORTED);
+    EXPECT_EQ(qd_launch_host_fn(s_, count_fn, nullptr), QD_ERROR_NOT_SUPPORTED);
+    rec_.refuse = QD_SUCCESS;
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 0);
+    EXPECT_EQ(rec_.seen_before.size(), 2u);
+    EXPECT_TRUE(rec_.seen.empty());  // after() is not called for a refused operation
+}
+
+TEST_F(SubmitTest, AnObserverThatConsumes_TakesTheOperationOver) {
+    rec_.consume = true;  // as graph capture will: the operation is kept, not run
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    EXPECT_EQ(qd_launch(s_, k_, &cfg, nullptr, 0), QD_SUCCESS);
+    rec_.consume = false;
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 0);
+    EXPECT_EQ(rec_.seen_before, std::vector<OpKind>{OpKind::Launch});
+}
+
+TEST_F(SubmitTest, WithNoObserver_OperationsRunAsBefore) {
+    core_->set_observer(nullptr);
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    ASSERT_EQ(qd_launch(s_, k_, &cfg, nullptr, 0), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 1);
+    EXPECT_TRUE(rec_.seen_before.empty());
+}
+
+}  // namespace
