@@ -30,13 +30,7 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
                         (unsigned long long)kernel, (unsigned long long)stream);
         st = s->ctx->usable();
         if (st != QD_SUCCESS) return st;
-        core::Op op{core::OpKind::Launch};
-        op.stream = s;
-        op.kernel = k;
-        op.dims = &dims;
-        op.args = args;
-        op.num_args = num_args;
-        return core::submit(op);
+        return core::submit_launch(*s, *k, dims, args, num_args);
     });
 }
 
@@ -50,11 +44,7 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
         Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
-        core::Op op{core::OpKind::HostFn};
-        op.stream = s;
-        op.fn = fn;
-        op.user_data = user_data;
-        return core::submit(op);
+        return core::submit_host_fn(*s, fn, user_data);
     });
 }
 

@@ -56,11 +56,7 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
         st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
         uint64_t a = 0;
-        core::Op op{core::OpKind::MemAlloc};
-        op.stream = s;
-        op.bytes = bytes + kEndGuard;
-        op.address = &a;
-        st = core::submit(op);
+        st = core::submit_mem_alloc(*s, bytes + kEndGuard, &a);
         if (st != QD_SUCCESS) return st;
         try {
             st = s->ctx->register_allocation(AllocRegistry::Kind::Device, a, bytes);
@@ -79,10 +75,7 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address) {
         qd_status st = core::resolve_usable(stream, &s);
         if (st == QD_SUCCESS) st = s->ctx->allocs().remove(AllocRegistry::Kind::Device, address);
         if (st != QD_SUCCESS) return st;
-        core::Op op{core::OpKind::MemFree};
-        op.stream = s;
-        op.dst = address;
-        return core::submit(op);
+        return core::submit_mem_free(*s, address);
     });
 }
 
@@ -97,12 +90,7 @@ QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, u
         st = AllocRegistry::check_range(dst, bytes, "dst");
         if (st == QD_SUCCESS) st = AllocRegistry::check_range(src, bytes, "src");
         if (st != QD_SUCCESS) return st;
-        core::Op op{core::OpKind::Memcpy};
-        op.stream = s;
-        op.dst = dst;
-        op.src = src;
-        op.bytes = bytes;
-        return core::submit(op);
+        return core::submit_memcpy(*s, dst, src, bytes);
     });
 }
 
@@ -116,12 +104,7 @@ QD_API qd_status qd_memset_async(qd_stream stream, uint64_t dst, uint8_t value, 
         if (bytes == 0) return QD_SUCCESS;
         st = AllocRegistry::check_range(dst, bytes, "dst");
         if (st != QD_SUCCESS) return st;
-        core::Op op{core::OpKind::Memset};
-        op.stream = s;
-        op.dst = dst;
-        op.value = value;
-        op.bytes = bytes;
-        return core::submit(op);
+        return core::submit_memset(*s, dst, value, bytes);
     });
 }
 

@@ -103,11 +103,7 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
         Event *e = nullptr;
         qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
-        core::Op op{core::OpKind::Wait};
-        op.stream = s;
-        op.event = e->impl.get();
-        op.user_event = e;
-        return core::submit(op);
+        return core::submit_wait(*s, *e->impl, e);
     });
 }
 

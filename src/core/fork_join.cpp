@@ -14,16 +14,8 @@ qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n
     std::shared_ptr<backend::Event> ev;
     qd_status st = pool.get(&ev);
     if (st != QD_SUCCESS) return st;
-    Op record{OpKind::Record, origin};
-    record.stream = &from;
-    record.event = ev.get();
-    st = submit(record);
-    for (uint32_t i = 0; st == QD_SUCCESS && i < n; ++i) {
-        Op wait{OpKind::Wait, origin};
-        wait.stream = to[i];
-        wait.event = ev.get();
-        st = submit(wait);
-    }
+    st = submit_record(from, *ev, nullptr, origin);
+    for (uint32_t i = 0; st == QD_SUCCESS && i < n; ++i) st = submit_wait(*to[i], *ev, nullptr, origin);
     pool.put(std::move(ev));
     return st;
 }

@@ -100,13 +100,8 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     // a group always maps to one stream, so its tasks stay in order.
     for (uint32_t i = 0; st == QD_SUCCESS && i < num_tasks; ++i) {
         const qd_task &t = *prepared[i].task;
-        Op op{OpKind::Launch, OpOrigin::ParallelLaunch};
-        op.stream = lanes[prepared[i].stream_index % k];
-        op.kernel = prepared[i].kernel;
-        op.dims = &prepared[i].dims;
-        op.args = t.args;
-        op.num_args = t.num_args;
-        st = submit(op);
+        st = submit_launch(*lanes[prepared[i].stream_index % k], *prepared[i].kernel,
+                           prepared[i].dims, t.args, t.num_args, OpOrigin::ParallelLaunch);
     }
     // Join, even after a failed launch: the parent must not run ahead of what was queued.
     const std::string reason = st != QD_SUCCESS ? last_error_message() : "";

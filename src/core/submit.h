@@ -11,8 +11,11 @@
 //
 // Observers (graph capture, the timeline trace, the validation mode) attach to a context
 // (Context::set_observer) and see every Op of it: before() may refuse or take over an
-// operation, after() sees its status. With no observer attached, submit() costs one
-// predictable branch on a pointer load before the backend call (bench B1 and B7).
+// operation, after() sees its status. Callers use the typed submit_*() functions below: each
+// loads the context's observer once and, with none attached (the common case), calls the
+// backend directly; only with an observer does it build the Op and take submit_observed(). So
+// with no observer the chokepoint costs one predictable branch (bench B1 and B7 measure it),
+// and nothing else in src/api or src/core calls a backend stream's enqueue methods.
 #pragma once
 
 #include <qd/qd.h>
@@ -37,7 +40,7 @@ enum class OpOrigin : uint8_t {
 const char *op_kind_name(OpKind kind);
 
 struct Op {
-    OpKind kind;
+    OpKind kind = OpKind::Launch;
     OpOrigin origin = OpOrigin::Api;
     Stream *stream = nullptr;  // the stream it runs on; stream->ctx is its context
 
@@ -97,11 +100,71 @@ inline qd_status dispatch(const Op &op) {
 
 qd_status submit_observed(OpObserver &observer, const Op &op);
 
-// The one way an operation reaches a backend stream.
+// A whole Op, observed or not (for callers that build one anyway).
 inline qd_status submit(const Op &op) {
     OpObserver *observer = op.stream->ctx->observer();
     if (__builtin_expect(observer != nullptr, 0)) return submit_observed(*observer, op);
     return dispatch(op);
 }
+
+// The typed entry points: the Op is built only when an observer will see it.
+#define QD_SUBMIT_OBSERVED_(on, build)                                                       \
+    if (OpObserver *observer_ = (on).ctx->observer(); __builtin_expect(observer_ != nullptr, 0)) { \
+        Op op_{};                                                                            \
+        op_.stream = &(on);                                                                  \
+        build;                                                                               \
+        return submit_observed(*observer_, op_);                                             \
+    }
+
+inline qd_status submit_launch(Stream &s, Kernel &k, const backend::LaunchDims &dims,
+                               const qd_arg *args, uint32_t num_args,
+                               OpOrigin origin = OpOrigin::Api) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Launch, op_.origin = origin, op_.kernel = &k,
+                            op_.dims = &dims, op_.args = args, op_.num_args = num_args))
+    return s.impl->launch(*k.impl, dims, args, num_args);
+}
+
+inline qd_status submit_host_fn(Stream &s, qd_host_fn fn, void *user_data) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::HostFn, op_.fn = fn, op_.user_data = user_data))
+    return s.impl->host_fn(fn, user_data);
+}
+
+inline qd_status submit_record(Stream &s, backend::Event &event, Event *user_event,
+                               OpOrigin origin = OpOrigin::Api) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Record, op_.origin = origin, op_.event = &event,
+                            op_.user_event = user_event))
+    return s.impl->record(event);
+}
+
+inline qd_status submit_wait(Stream &s, backend::Event &event, Event *user_event,
+                             OpOrigin origin = OpOrigin::Api) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Wait, op_.origin = origin, op_.event = &event,
+                            op_.user_event = user_event))
+    return s.impl->wait(event);
+}
+
+inline qd_status submit_mem_alloc(Stream &s, uint64_t bytes, uint64_t *address) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::MemAlloc, op_.bytes = bytes, op_.address = address))
+    return s.impl->mem_alloc(bytes, address);
+}
+
+inline qd_status submit_mem_free(Stream &s, uint64_t address) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::MemFree, op_.dst = address))
+    return s.impl->mem_free(address);
+}
+
+inline qd_status submit_memcpy(Stream &s, uint64_t dst, uint64_t src, uint64_t bytes) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Memcpy, op_.dst = dst, op_.src = src,
+                            op_.bytes = bytes))
+    return s.impl->memcpy(dst, src, bytes);
+}
+
+inline qd_status submit_memset(Stream &s, uint64_t dst, uint8_t value, uint64_t bytes) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Memset, op_.dst = dst, op_.value = value,
+                            op_.bytes = bytes))
+    return s.impl->memset(dst, value, bytes);
+}
+
+#undef QD_SUBMIT_OBSERVED_
 
 }  // namespace qd::core
