@@ -55,8 +55,9 @@ ABI_MAJOR = 0
 ABI_MINOR = 1
 
 # ----------------------------------------------------------------------------------------------
-# Struct mirrors. Field for field as in qd.h; tests/test_header.py compiles a C program that
-# prints sizeof and offsetof of every field and compares.
+# Struct mirrors. Field for field as in qd.h; tests/test_api_description.py compares names,
+# types, sizes and offsets with abi/qd-api.json, and tests/test_header.py with this host's C
+# layout.
 # ----------------------------------------------------------------------------------------------
 
 
@@ -204,8 +205,8 @@ HostFn.__doc__ = "qd_host_fn: void (*)(void *user_data), a host callback."
 
 # ----------------------------------------------------------------------------------------------
 # Every function of qd.h: name -> (restype, argtypes). Handles are c_uint64, qd_status c_int32.
-# tests/test_header.py fails when qd.h has a function that is missing here or whose argument
-# count or types differ.
+# tests/test_api_description.py fails when abi/qd-api.json (the description of qd.h) has a
+# function that is missing here or whose argument count or types differ.
 # ----------------------------------------------------------------------------------------------
 
 _status = c_int32
