@@ -1,6 +1,7 @@
 // Events.
 #include "api/guard.h"
 #include "core/context.h"
+#include "core/lifecycle.h"
 #include "core/submit.h"
 
 using namespace qd;
@@ -19,24 +20,13 @@ QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out) 
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
-        std::shared_ptr<backend::Event> impl;
-        st = c->impl().create_event((flags & QD_EVENT_TIMING) != 0, &impl);
-        if (st != QD_SUCCESS) return st;
-        auto e = std::make_shared<Event>(c->shared_from_this(), std::move(impl));
-        st = c->adopt(core::Tag::Event, std::move(e), out);
-        if (st == QD_SUCCESS) c->live_events.fetch_add(1, std::memory_order_relaxed);
-        return st;
+        return core::create_event(*c, (flags & QD_EVENT_TIMING) != 0, out);
     });
 }
 
 QD_API qd_status qd_event_destroy(qd_event event) {
     return api::guarded([&]() -> qd_status {
-        std::shared_ptr<core::Object> removed;
-        qd_status st = core::HandleTable::instance().remove(event, core::Tag::Event, &removed);
-        core::ResolveCache::local().forget(event);
-        if (st == QD_SUCCESS)
-            static_cast<Event &>(*removed).ctx->live_events.fetch_sub(1, std::memory_order_relaxed);
-        return st;
+        return core::destroy_event(event);
     });
 }
 

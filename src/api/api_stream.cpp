@@ -3,6 +3,7 @@
 #include "api/guard.h"
 #include "core/active_stream.h"
 #include "core/context.h"
+#include "core/lifecycle.h"
 #include "core/submit.h"
 #include "core/fork_join.h"
 
@@ -14,16 +15,6 @@ using core::StreamKind;
 
 namespace {
 constexpr uint32_t kStreamDescV1Size = first_size<qd_stream_desc>();
-
-const char *kind_name(StreamKind kind) {
-    switch (kind) {
-    case StreamKind::Owned: return "an owned stream";
-    case StreamKind::Leased: return "a pool lease";
-    case StreamKind::Borrowed: return "a borrowed stream";
-    case StreamKind::Default: return "the default stream";
-    }
-    return "a stream";
-}
 }  // namespace
 
 extern "C" {
@@ -48,30 +39,13 @@ QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
-        std::shared_ptr<backend::Stream> impl;
-        st = c->impl().create_stream(d.flags, d.priority, &impl);
-        if (st != QD_SUCCESS) return st;
-        return core::register_stream(c->shared_from_this(), std::move(impl), StreamKind::Owned, out);
+        return core::create_stream(*c, d.flags, d.priority, out);
     });
 }
 
 QD_API qd_status qd_stream_destroy(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
-        Stream *s = nullptr;
-        qd_status st = core::resolve(stream, &s);
-        if (st != QD_SUCCESS) return st;
-        if (s->kind == StreamKind::Default || s->kind == StreamKind::Leased)
-            return fail(QD_ERROR_INVALID_OPERATION, "stream 0x%016llx is %s; %s",
-                        (unsigned long long)stream, kind_name(s->kind),
-                        s->kind == StreamKind::Leased ? "give it back with qd_stream_release"
-                                                      : "it lives as long as its context");
-        st = core::HandleTable::instance().remove(stream, core::Tag::Stream);
-        if (st != QD_SUCCESS) return st;
-        s->ctx->live_streams.fetch_sub(1, std::memory_order_relaxed);
-        if (s->kind == StreamKind::Borrowed) s->impl->forget();
-        core::ResolveCache::local().forget(stream);
-        // Dropping `s` returns at once; the backend keeps the native stream until its work ends.
-        return st;
+        return core::destroy_stream(stream);
     });
 }
 
@@ -120,24 +94,7 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
 
 QD_API qd_status qd_stream_release(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
-        // Hot path (B3): the handle's owner is its context, whose pool disarms the lease; only
-        // an armed slot (a lease) can be disarmed. Other outcomes are explained below.
-        uint64_t owner = 0;
-        Context *c = nullptr;
-        Stream *s = nullptr;
-        if (core::HandleTable::instance().check(stream, core::Tag::Stream, &owner, false) !=
-            QD_SUCCESS)
-            return core::resolve(stream, &s);  // writes why the handle is not live
-        qd_status st = core::resolve(owner, &c);
-        if (st != QD_SUCCESS) return st;
-        st = c->stream_pool().release(stream);
-        if (st == QD_SUCCESS) return st;
-        if (core::resolve(stream, &s) != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
-        if (s->kind != StreamKind::Leased)
-            return fail(QD_ERROR_INVALID_OPERATION,
-                        "stream 0x%016llx is %s, not a pool lease; only leases are released",
-                        (unsigned long long)stream, kind_name(s->kind));
-        return st;
+        return core::release_stream(stream);
     });
 }
 
@@ -211,13 +168,7 @@ QD_API qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native) {
         Stream *s = nullptr;
         qd_status st = core::resolve(stream, &s);
         if (st != QD_SUCCESS) return st;
-        const uint64_t h = s->impl->native_handle();
-        if (h == 0)
-            return fail(QD_ERROR_NOT_SUPPORTED,
-                        "the CPU backend has no native streams (stream 0x%016llx)",
-                        (unsigned long long)stream);
-        *native = h;
-        return QD_SUCCESS;
+        return core::native_handle(*s, stream, native);
     });
 }
 
@@ -231,10 +182,7 @@ QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *ou
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
-        std::shared_ptr<backend::Stream> impl;
-        st = c->impl().import_stream(native, &impl);
-        if (st != QD_SUCCESS) return st;
-        return core::register_stream(c->shared_from_this(), std::move(impl), StreamKind::Borrowed, out);
+        return core::import_stream(*c, native, out);
     });
 }
 

@@ -4,6 +4,13 @@
 
 namespace qd::backend {
 
+qd_status Stream::get_native_handle(uint64_t *out) const {
+    const uint64_t h = native_handle();
+    if (h == 0) return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native streams");
+    *out = h;
+    return QD_SUCCESS;
+}
+
 qd_status Context::import_stream(uint64_t, std::shared_ptr<Stream> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native streams to import");
 }

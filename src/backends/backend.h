@@ -95,6 +95,9 @@ class Stream {
     virtual int32_t priority() const = 0;
     // The native stream (CUstream / hipStream_t); 0 when the backend has none.
     virtual uint64_t native_handle() const { return 0; }
+    // qd_stream_native_handle: the native stream, or QD_ERROR_NOT_SUPPORTED with the backend's
+    // reason when it has none.
+    virtual qd_status get_native_handle(uint64_t *out) const;
     // Called when the handle of a borrowed (imported) stream is destroyed, directly or by its
     // context's destroy. Its owner may destroy the native stream at once, so from here on the
     // backend must never touch it again (no synchronize, query or destroy), even while this

@@ -153,10 +153,10 @@ void Context::fill_stats(qd_context_stats *out) const {
         const int64_t v = c.load(std::memory_order_relaxed);
         return uint64_t(v < 0 ? 0 : v);
     };
-    s.live_streams = count(live_streams) + stream_pool_->leased();
-    s.live_events = count(live_events);
-    s.live_modules = count(live_modules);
-    s.live_kernels = count(live_kernels);
+    s.live_streams = count(live_streams_) + stream_pool_->leased();
+    s.live_events = count(live_events_);
+    s.live_modules = count(live_modules_);
+    s.live_kernels = count(live_kernels_);
     s.stream_pool_capacity = stream_pool_->capacity();
     s.stream_pool_created = stream_pool_->created();
     s.stream_pool_leased = stream_pool_->leased();
@@ -215,8 +215,20 @@ qd_status register_stream(const std::shared_ptr<Context> &ctx,
                           std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
     auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
     qd_status st = ctx->adopt(Tag::Stream, std::move(stream), out);
-    if (st == QD_SUCCESS) ctx->live_streams.fetch_add(1, std::memory_order_relaxed);
+    if (st == QD_SUCCESS) ctx->counted(Tag::Stream, +1);
     return st;
+}
+
+void Context::counted(Tag tag, int64_t delta) {
+    std::atomic<int64_t> *c = nullptr;
+    switch (tag) {
+        case Tag::Stream: c = &live_streams_; break;
+        case Tag::Event: c = &live_events_; break;
+        case Tag::Module: c = &live_modules_; break;
+        case Tag::Kernel: c = &live_kernels_; break;
+        default: return;
+    }
+    c->fetch_add(delta, std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------------------------------------

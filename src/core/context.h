@@ -77,10 +77,14 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     OpObserver *observer() const { return observer_.load(std::memory_order_acquire); }
     void set_observer(OpObserver *observer) { observer_.store(observer, std::memory_order_release); }
 
-    // Live-object counters for qd_context_get_stats.
-    std::atomic<int64_t> live_streams{0}, live_events{0}, live_modules{0}, live_kernels{0};
+    // Counts a child handle that was registered (+1) or removed (-1), for qd_context_get_stats;
+    // only core/lifecycle.cpp and register_stream() call it.
+    void counted(Tag tag, int64_t delta);
 
   private:
+    // Live-object counters for qd_context_get_stats.
+    std::atomic<int64_t> live_streams_{0}, live_events_{0}, live_modules_{0}, live_kernels_{0};
+
     Context() = default;
     qd_status unusable() const;  // the error half of usable()
     void tear_down();  // everything destroy() does after the handle is gone

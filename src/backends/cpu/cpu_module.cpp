@@ -14,7 +14,18 @@
 namespace qd::backend::cpu {
 
 qd_status load_cpu_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) {
-    std::string path(static_cast<const char *>(image), static_cast<size_t>(size));
+    // The image is the module's path. A path with no '/' would make dlopen search library
+    // paths (and possibly the current directory's neighbours): a CPU module is named exactly.
+    if (size > 4096) return fail(QD_ERROR_INVALID_ARGUMENT, "a module path is at most 4096 bytes");
+    const char *p = static_cast<const char *>(image);
+    if (std::memchr(p, '\0', size))
+        return fail(QD_ERROR_INVALID_ARGUMENT, "the module path contains a NUL byte");
+    if (!std::memchr(p, '/', size))
+        return fail(QD_ERROR_INVALID_ARGUMENT,
+                    "the module path '%.*s' has no '/'; give a relative ('./x.so') or absolute "
+                    "path so no search path is used",
+                    int(size), p);
+    std::string path(p, static_cast<size_t>(size));
     struct stat info;
     if (::stat(path.c_str(), &info) != 0 && (errno == ENOENT || errno == ENOTDIR))
         return fail(QD_ERROR_NOT_FOUND, "no module file at '%s'", path.c_str());

@@ -48,6 +48,10 @@ CpuStream::~CpuStream() {
     abandon_all(woken);
 }
 
+qd_status CpuStream::get_native_handle(uint64_t *) const {
+    return fail(QD_ERROR_NOT_SUPPORTED, "the CPU backend has no native streams");
+}
+
 // --- Enqueue ---------------------------------------------------------------------------------
 
 // The one enqueue path: one short spin-lock section, the task built in place, and the

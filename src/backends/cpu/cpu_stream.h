@@ -32,6 +32,7 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     qd_status wait(Event &event) override;
     qd_status synchronize() override;
     qd_status query() override;
+    qd_status get_native_handle(uint64_t *out) const override;
     qd_status mem_alloc(uint64_t bytes, uint64_t *address) override;
     qd_status mem_free(uint64_t address) override;
     qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) override;

@@ -1,0 +1,169 @@
+#include "core/lifecycle.h"
+
+#include <mutex>
+#include <vector>
+
+#include "common/error.h"
+
+namespace qd::core {
+
+namespace {
+
+// Registers a new child handle and counts it.
+template <class T, class Impl>
+qd_status adopt_child(Context &ctx, std::shared_ptr<Impl> impl, uint64_t *out) {
+    std::shared_ptr<Context> owner = ctx.shared_from_this();
+    auto obj = std::make_shared<T>(owner, std::move(impl));
+    qd_status st = ctx.adopt(T::kTag, std::move(obj), out);
+    if (st == QD_SUCCESS) ctx.counted(T::kTag, +1);
+    return st;
+}
+
+// Removes a child handle and everything that remembers it on this thread; the removed object
+// (its last reference, unless queued work still holds it) is returned through `removed`.
+qd_status remove_child(uint64_t handle, Tag tag, std::shared_ptr<Object> *removed) {
+    qd_status st = HandleTable::instance().remove(handle, tag, removed);
+    ResolveCache::local().forget(handle);
+    return st;
+}
+
+}  // namespace
+
+const char *stream_kind_name(StreamKind kind) {
+    switch (kind) {
+        case StreamKind::Owned: return "an owned stream";
+        case StreamKind::Leased: return "a pool lease";
+        case StreamKind::Borrowed: return "a borrowed stream";
+        case StreamKind::Default: return "the default stream";
+    }
+    return "a stream";
+}
+
+qd_status create_stream(Context &ctx, uint32_t flags, int32_t priority, uint64_t *out) {
+    std::shared_ptr<backend::Stream> impl;
+    qd_status st = ctx.impl().create_stream(flags, priority, &impl);
+    if (st != QD_SUCCESS) return st;
+    return register_stream(ctx.shared_from_this(), std::move(impl), StreamKind::Owned, out);
+}
+
+qd_status import_stream(Context &ctx, uint64_t native, uint64_t *out) {
+    std::shared_ptr<backend::Stream> impl;
+    qd_status st = ctx.impl().import_stream(native, &impl);
+    if (st != QD_SUCCESS) return st;
+    return register_stream(ctx.shared_from_this(), std::move(impl), StreamKind::Borrowed, out);
+}
+
+qd_status create_event(Context &ctx, bool timing, uint64_t *out) {
+    std::shared_ptr<backend::Event> impl;
+    qd_status st = ctx.impl().create_event(timing, &impl);
+    if (st != QD_SUCCESS) return st;
+    return adopt_child<Event>(ctx, std::move(impl), out);
+}
+
+qd_status load_module(Context &ctx, const void *image, uint64_t size, uint64_t *out) {
+    std::shared_ptr<backend::Module> impl;
+    qd_status st = ctx.impl().load_module(image, size, &impl);
+    if (st != QD_SUCCESS) return st;
+    return adopt_child<Module>(ctx, std::move(impl), out);
+}
+
+qd_status get_kernel(Module &module, const char *name, uint64_t *out) {
+    std::shared_ptr<backend::Kernel> impl;
+    qd_status st = module.impl->get_kernel(name, &impl);
+    if (st != QD_SUCCESS) return st;
+    st = adopt_child<Kernel>(*module.ctx, std::move(impl), out);
+    if (st != QD_SUCCESS) return st;
+    std::lock_guard<std::mutex> lock(module.kernels_mutex);
+    module.kernels.push_back(*out);  // unloading the module destroys it too
+    return QD_SUCCESS;
+}
+
+qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name,
+                              uint64_t *out) {
+    std::shared_ptr<backend::Kernel> impl;
+    qd_status st = ctx.impl().kernel_from_host_fn(fn, name, &impl);
+    if (st != QD_SUCCESS) return st;
+    return adopt_child<Kernel>(ctx, std::move(impl), out);
+}
+
+qd_status destroy_stream(uint64_t handle) {
+    Stream *s = nullptr;
+    qd_status st = resolve(handle, &s);
+    if (st != QD_SUCCESS) return st;
+    if (s->kind == StreamKind::Default || s->kind == StreamKind::Leased)
+        return fail(QD_ERROR_INVALID_OPERATION, "stream 0x%016llx is %s; %s",
+                    (unsigned long long)handle, stream_kind_name(s->kind),
+                    s->kind == StreamKind::Leased ? "give it back with qd_stream_release"
+                                                  : "it lives as long as its context");
+    std::shared_ptr<Object> removed;
+    st = remove_child(handle, Tag::Stream, &removed);
+    if (st != QD_SUCCESS) return st;
+    auto &stream = static_cast<Stream &>(*removed);
+    stream.ctx->counted(Tag::Stream, -1);
+    if (stream.kind == StreamKind::Borrowed) stream.impl->forget();
+    // Dropping `removed` returns at once; the backend keeps the native stream until its work
+    // ends.
+    return QD_SUCCESS;
+}
+
+qd_status destroy_event(uint64_t handle) {
+    std::shared_ptr<Object> removed;
+    qd_status st = remove_child(handle, Tag::Event, &removed);
+    if (st == QD_SUCCESS) static_cast<Event &>(*removed).ctx->counted(Tag::Event, -1);
+    return st;
+}
+
+qd_status destroy_kernel(uint64_t handle) {
+    std::shared_ptr<Object> removed;
+    qd_status st = remove_child(handle, Tag::Kernel, &removed);
+    if (st == QD_SUCCESS) static_cast<Kernel &>(*removed).ctx->counted(Tag::Kernel, -1);
+    return st;
+}
+
+qd_status unload_module(uint64_t handle) {
+    std::shared_ptr<Object> removed;
+    qd_status st = remove_child(handle, Tag::Module, &removed);
+    if (st != QD_SUCCESS) return st;
+    auto &m = static_cast<Module &>(*removed);
+    m.ctx->counted(Tag::Module, -1);
+    std::vector<uint64_t> kernels;
+    {
+        std::lock_guard<std::mutex> lock(m.kernels_mutex);
+        kernels.swap(m.kernels);
+    }
+    // A kernel its owner already destroyed fails here, which changes nothing (the call
+    // succeeds; a success leaves no message to keep).
+    for (uint64_t k : kernels) (void)destroy_kernel(k);
+    return QD_SUCCESS;
+}
+
+qd_status native_handle(const Stream &stream, uint64_t handle, uint64_t *out) {
+    qd_status st = stream.impl->get_native_handle(out);
+    if (st == QD_ERROR_NOT_SUPPORTED) {
+        const std::string reason = last_error_message();
+        return fail(st, "%s (stream 0x%016llx)", reason.c_str(), (unsigned long long)handle);
+    }
+    return st;
+}
+
+qd_status release_stream(uint64_t handle) {
+    // Hot path (B3): the handle's owner is its context, whose pool disarms the lease; only an
+    // armed slot (a lease) can be disarmed. Other outcomes are explained below.
+    uint64_t owner = 0;
+    Context *c = nullptr;
+    Stream *s = nullptr;
+    if (HandleTable::instance().check(handle, Tag::Stream, &owner, false) != QD_SUCCESS)
+        return resolve(handle, &s);  // writes why the handle is not live
+    qd_status st = resolve(owner, &c);
+    if (st != QD_SUCCESS) return st;
+    st = c->stream_pool().release(handle);
+    if (st == QD_SUCCESS) return st;
+    if (resolve(handle, &s) != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
+    if (s->kind != StreamKind::Leased)
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "stream 0x%016llx is %s, not a pool lease; only leases are released",
+                    (unsigned long long)handle, stream_kind_name(s->kind));
+    return st;
+}
+
+}  // namespace qd::core
