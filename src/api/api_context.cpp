@@ -2,6 +2,7 @@
 #include "common/first_sizes.h"
 #include "api/guard.h"
 #include "core/context.h"
+#include "core/object_ops.h"
 
 using namespace qd;
 using core::Context;
@@ -25,9 +26,7 @@ QD_API qd_status qd_context_synchronize(qd_context ctx) {
         Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
-        if (st == QD_SUCCESS) st = c->may_block();
-        if (st == QD_SUCCESS) st = c->impl().synchronize();
-        if (st == QD_SUCCESS) st = c->usable();  // a fault found while draining
+        if (st == QD_SUCCESS) st = core::synchronize(*c);
         return st;
     });
 }

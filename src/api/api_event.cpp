@@ -1,6 +1,7 @@
 // Events.
 #include "api/guard.h"
 #include "core/context.h"
+#include "core/object_ops.h"
 #include "core/lifecycle.h"
 #include "core/submit.h"
 
@@ -36,7 +37,7 @@ QD_API qd_status qd_event_record(qd_stream stream, qd_event event) {
         Event *e = nullptr;
         qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
-        return core::submit_record(*s, *e->impl, e);
+        return core::submit_record(*s, *e);
     });
 }
 
@@ -45,9 +46,7 @@ QD_API qd_status qd_event_query(qd_event event) {
         Event *e = nullptr;
         qd_status st = core::resolve_usable(event, &e);
         if (st != QD_SUCCESS) return st;
-        st = e->impl->query();
-        qd_status u = e->ctx->usable();
-        return u != QD_SUCCESS ? u : st;
+        return core::query(*e);
     });
 }
 
@@ -55,9 +54,7 @@ QD_API qd_status qd_event_synchronize(qd_event event) {
     return api::guarded([&]() -> qd_status {
         Event *e = nullptr;
         qd_status st = core::resolve_usable(event, &e);
-        if (st == QD_SUCCESS) st = e->ctx->may_block();
-        if (st == QD_SUCCESS) st = e->impl->synchronize();
-        if (st == QD_SUCCESS) st = e->ctx->usable();
+        if (st == QD_SUCCESS) st = core::synchronize(*e);
         return st;
     });
 }
@@ -73,14 +70,7 @@ QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms) {
             return fail(QD_ERROR_WRONG_CONTEXT, "start and end events belong to different contexts");
         st = a->ctx->usable();
         if (st != QD_SUCCESS) return st;
-        if (!a->impl->timing() || !b->impl->timing())
-            return fail(QD_ERROR_TIMING_DISABLED,
-                        "%s event was created without QD_EVENT_TIMING",
-                        !a->impl->timing() ? "the start" : "the end");
-        if (!a->impl->recorded() || !b->impl->recorded())
-            return fail(QD_ERROR_NOT_RECORDED, "%s event was never recorded",
-                        !a->impl->recorded() ? "the start" : "the end");
-        return a->ctx->impl().elapsed_ms(*a->impl, *b->impl, ms);
+        return core::elapsed_ms(*a, *b, ms);
     });
 }
 

@@ -1,6 +1,7 @@
 // Stream-ordered memory and pinned host memory.
 #include "api/guard.h"
 #include "core/context.h"
+#include "core/object_ops.h"
 #include "core/submit.h"
 
 using namespace qd;
@@ -13,13 +14,6 @@ namespace {
 // No backend can address more than this; refusing it up front keeps alignment rounding in the
 // backends free of overflow.
 constexpr uint64_t kMaxAllocBytes = uint64_t(1) << 56;
-
-// Every block gets one byte more than asked for, which no one else can own: the address one
-// past a block's end is then qd's memory, not memory of the caller's that happens to start
-// there (allocators without headers, such as TSan's, place blocks back to back), so a range
-// starting at a block's end can be refused (AllocRegistry::check_range) without refusing the
-// caller's own memory. The registry and the statistics count the bytes asked for.
-constexpr uint64_t kEndGuard = 1;
 
 qd_status check_alloc_size(uint64_t bytes) {
     if (bytes == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "bytes is 0");
@@ -55,17 +49,7 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
         Stream *s = nullptr;
         st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
-        uint64_t a = 0;
-        st = core::submit_mem_alloc(*s, bytes + kEndGuard, &a);
-        if (st != QD_SUCCESS) return st;
-        try {
-            st = s->ctx->register_allocation(AllocRegistry::Kind::Device, a, bytes);
-        } catch (...) {
-            s->ctx->impl().mem_free_now(a);
-            throw;
-        }
-        if (st == QD_SUCCESS) *address = a;
-        return st;
+        return core::mem_alloc(*s, bytes, address);
     });
 }
 
@@ -117,18 +101,7 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
         st = core::resolve(ctx, &c);
         if (st == QD_SUCCESS) st = c->usable();
         if (st != QD_SUCCESS) return st;
-        void *p = nullptr;
-        st = c->impl().host_alloc(bytes + kEndGuard, &p);
-        if (st != QD_SUCCESS) return st;
-        try {
-            st = c->register_allocation(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(p),
-                                        bytes);
-        } catch (...) {
-            c->impl().host_free(p);
-            throw;
-        }
-        if (st == QD_SUCCESS) *out = p;
-        return st;
+        return core::host_alloc(*c, bytes, out);
     });
 }
 
@@ -137,11 +110,8 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr) {
         if (!ptr) return api::null_argument("ptr");
         Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS)
-            st = c->allocs().remove(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(ptr));
-        if (st != QD_SUCCESS) return st;
-        c->impl().host_free(ptr);
-        return QD_SUCCESS;
+        if (st == QD_SUCCESS) st = core::host_free(*c, ptr);
+        return st;
     });
 }
 

@@ -3,7 +3,7 @@
 
 #include "common/first_sizes.h"
 #include "api/guard.h"
-#include "backends/backend.h"
+#include "core/object_ops.h"
 
 using namespace qd;
 
@@ -36,10 +36,7 @@ static uint32_t raw_backend(const qd_backend &backend) {
 QD_API qd_status qd_device_count(qd_backend backend, uint32_t *count) {
     return api::guarded([&]() -> qd_status {
         if (!count) return api::null_argument("count");
-        backend::Driver *driver;
-        qd_status st = backend::get_driver(raw_backend(backend), &driver);
-        if (st != QD_SUCCESS) return st;
-        return driver->device_count(count);
+        return core::device_count(raw_backend(backend), count);
     });
 }
 
@@ -51,28 +48,7 @@ QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_devi
                         "qd_device_info.struct_size is %u; at least %u is required (use "
                         "QD_DEVICE_INFO_INIT)",
                         out->struct_size, first_size<qd_device_info>());
-        backend::Driver *driver;
-        qd_status st = backend::get_driver(raw_backend(backend), &driver);
-        if (st != QD_SUCCESS) return st;
-        uint32_t n = 0;
-        st = driver->device_count(&n);
-        if (st != QD_SUCCESS) return st;
-        if (device >= n)
-            return fail(QD_ERROR_INVALID_ARGUMENT, "device %u does not exist (the backend has %u)",
-                        device, n);
-        qd_device_info info;
-        std::memset(&info, 0, sizeof info);
-        info.struct_size = sizeof info;
-        st = driver->device_info(device, &info);
-        if (st != QD_SUCCESS) return st;
-        info.backend = uint32_t(driver->kind());
-        info.device = device;
-        info.name[sizeof info.name - 1] = '\0';
-        // Only the bytes both sides know: an older caller's struct ends before ours, and a
-        // newer caller's fields past ours stay as it had them.
-        info.struct_size = out->struct_size;
-        std::memcpy(out, &info, out->struct_size < sizeof info ? out->struct_size : sizeof info);
-        return QD_SUCCESS;
+        return core::device_info(raw_backend(backend), device, out);
     });
 }
 

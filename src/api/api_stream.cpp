@@ -3,6 +3,7 @@
 #include "api/guard.h"
 #include "core/active_stream.h"
 #include "core/context.h"
+#include "core/object_ops.h"
 #include "core/lifecycle.h"
 #include "core/submit.h"
 #include "core/fork_join.h"
@@ -53,9 +54,7 @@ QD_API qd_status qd_stream_synchronize(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
         Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
-        if (st == QD_SUCCESS) st = s->ctx->may_block();
-        if (st == QD_SUCCESS) st = s->impl->synchronize();
-        if (st == QD_SUCCESS) st = s->ctx->usable();
+        if (st == QD_SUCCESS) st = core::synchronize(*s);
         return st;
     });
 }
@@ -65,9 +64,7 @@ QD_API qd_status qd_stream_query(qd_stream stream) {
         Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
         if (st != QD_SUCCESS) return st;
-        st = s->impl->query();
-        qd_status u = s->ctx->usable();
-        return u != QD_SUCCESS ? u : st;
+        return core::query(*s);
     });
 }
 
@@ -77,7 +74,7 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
         Event *e = nullptr;
         qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
-        return core::submit_wait(*s, *e->impl, e);
+        return core::submit_wait(*s, *e);
     });
 }
 
@@ -146,7 +143,7 @@ QD_API qd_status qd_stream_get_priority(qd_stream stream, int32_t *priority) {
         if (!priority) return api::null_argument("priority");
         Stream *s = nullptr;
         qd_status st = core::resolve(stream, &s);
-        if (st == QD_SUCCESS) *priority = s->impl->priority();
+        if (st == QD_SUCCESS) *priority = core::priority(*s);
         return st;
     });
 }
@@ -157,7 +154,7 @@ QD_API qd_status qd_stream_priority_range(qd_context ctx, int32_t *least, int32_
         if (!greatest) return api::null_argument("greatest");
         Context *c = nullptr;
         qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) c->impl().priority_range(least, greatest);
+        if (st == QD_SUCCESS) core::priority_range(*c, least, greatest);
         return st;
     });
 }

@@ -143,6 +143,12 @@ inline qd_status submit_wait(Stream &s, backend::Event &event, Event *user_event
     return s.impl->wait(event);
 }
 
+// A user event (qd_event_record / qd_stream_wait_event).
+inline qd_status submit_record(Stream &s, Event &event) {
+    return submit_record(s, *event.impl, &event);
+}
+inline qd_status submit_wait(Stream &s, Event &event) { return submit_wait(s, *event.impl, &event); }
+
 inline qd_status submit_mem_alloc(Stream &s, uint64_t bytes, uint64_t *address) {
     QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::MemAlloc, op_.bytes = bytes, op_.address = address))
     return s.impl->mem_alloc(bytes, address);

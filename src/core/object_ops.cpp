@@ -1,0 +1,137 @@
+#include "core/object_ops.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "core/submit.h"
+
+namespace qd::core {
+
+namespace {
+
+// Every block gets one byte more than asked for, which no one else can own: the address one
+// past a block's end is then qd's memory, not memory of the caller's that happens to start
+// there (allocators without headers, such as TSan's, place blocks back to back), so a range
+// starting at a block's end can be refused (AllocRegistry::check_range) without refusing the
+// caller's own memory. The registry and the statistics count the bytes asked for.
+constexpr uint64_t kEndGuard = 1;
+
+// A wait's status, then a fault the wait found.
+qd_status after_wait(Context &ctx, qd_status st) { return st == QD_SUCCESS ? ctx.usable() : st; }
+
+// A query's status, unless the context turned out lost meanwhile.
+qd_status after_query(Context &ctx, qd_status st) {
+    const qd_status u = ctx.usable();
+    return u != QD_SUCCESS ? u : st;
+}
+
+}  // namespace
+
+qd_status device_count(uint32_t backend, uint32_t *count) {
+    backend::Driver *driver;
+    qd_status st = backend::get_driver(backend, &driver);
+    if (st != QD_SUCCESS) return st;
+    return driver->device_count(count);
+}
+
+qd_status device_info(uint32_t backend, uint32_t device, qd_device_info *out) {
+    backend::Driver *driver;
+    qd_status st = backend::get_driver(backend, &driver);
+    if (st != QD_SUCCESS) return st;
+    uint32_t n = 0;
+    st = driver->device_count(&n);
+    if (st != QD_SUCCESS) return st;
+    if (device >= n)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "device %u does not exist (the backend has %u)",
+                    device, n);
+    qd_device_info info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    st = driver->device_info(device, &info);
+    if (st != QD_SUCCESS) return st;
+    info.backend = uint32_t(driver->kind());
+    info.device = device;
+    info.name[sizeof info.name - 1] = '\0';
+    // Only the bytes both sides know: an older caller's struct ends before ours, and a newer
+    // caller's fields past ours stay as it had them.
+    info.struct_size = out->struct_size;
+    std::memcpy(out, &info, out->struct_size < sizeof info ? out->struct_size : sizeof info);
+    return QD_SUCCESS;
+}
+
+qd_status synchronize(Context &ctx) {
+    qd_status st = ctx.may_block();
+    if (st == QD_SUCCESS) st = ctx.impl().synchronize();
+    return after_wait(ctx, st);
+}
+
+qd_status synchronize(Stream &stream) {
+    qd_status st = stream.ctx->may_block();
+    if (st == QD_SUCCESS) st = stream.impl->synchronize();
+    return after_wait(*stream.ctx, st);
+}
+
+qd_status synchronize(Event &event) {
+    qd_status st = event.ctx->may_block();
+    if (st == QD_SUCCESS) st = event.impl->synchronize();
+    return after_wait(*event.ctx, st);
+}
+
+qd_status query(Stream &stream) { return after_query(*stream.ctx, stream.impl->query()); }
+
+qd_status query(Event &event) { return after_query(*event.ctx, event.impl->query()); }
+
+qd_status elapsed_ms(Event &start, Event &end, float *ms) {
+    if (!start.impl->timing() || !end.impl->timing())
+        return fail(QD_ERROR_TIMING_DISABLED, "%s event was created without QD_EVENT_TIMING",
+                    !start.impl->timing() ? "the start" : "the end");
+    if (!start.impl->recorded() || !end.impl->recorded())
+        return fail(QD_ERROR_NOT_RECORDED, "%s event was never recorded",
+                    !start.impl->recorded() ? "the start" : "the end");
+    return start.ctx->impl().elapsed_ms(*start.impl, *end.impl, ms);
+}
+
+int32_t priority(const Stream &stream) { return stream.impl->priority(); }
+
+void priority_range(Context &ctx, int32_t *least, int32_t *greatest) {
+    ctx.impl().priority_range(least, greatest);
+}
+
+qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
+    uint64_t a = 0;
+    qd_status st = submit_mem_alloc(stream, bytes + kEndGuard, &a);
+    if (st != QD_SUCCESS) return st;
+    Context &ctx = *stream.ctx;
+    try {
+        st = ctx.register_allocation(AllocRegistry::Kind::Device, a, bytes);
+    } catch (...) {
+        ctx.impl().mem_free_now(a);
+        throw;
+    }
+    if (st == QD_SUCCESS) *address = a;
+    return st;
+}
+
+qd_status host_alloc(Context &ctx, uint64_t bytes, void **out) {
+    void *p = nullptr;
+    qd_status st = ctx.impl().host_alloc(bytes + kEndGuard, &p);
+    if (st != QD_SUCCESS) return st;
+    try {
+        st = ctx.register_allocation(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(p),
+                                     bytes);
+    } catch (...) {
+        ctx.impl().host_free(p);
+        throw;
+    }
+    if (st == QD_SUCCESS) *out = p;
+    return st;
+}
+
+qd_status host_free(Context &ctx, void *ptr) {
+    qd_status st = ctx.allocs().remove(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(ptr));
+    if (st != QD_SUCCESS) return st;
+    ctx.impl().host_free(ptr);
+    return QD_SUCCESS;
+}
+
+}  // namespace qd::core
