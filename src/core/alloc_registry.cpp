@@ -6,13 +6,6 @@
 
 #include "common/error.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define QD_REGISTRY_RELAX() _mm_pause()
-#else
-#define QD_REGISTRY_RELAX() ((void)0)
-#endif
-
 namespace qd::core {
 
 namespace {
@@ -39,12 +32,6 @@ AllocRegistry::~AllocRegistry() {
     std::unique_lock<std::shared_mutex> lock(list.mutex);
     list.all.erase(std::find(list.all.begin(), list.all.end(), this));
 }
-
-AllocRegistry::Guard::Guard(std::atomic_flag &f) : flag(f) {
-    while (flag.test_and_set(std::memory_order_acquire)) QD_REGISTRY_RELAX();
-}
-
-AllocRegistry::Guard::~Guard() { flag.clear(std::memory_order_release); }
 
 bool AllocRegistry::insert(Kind kind, uint64_t address, uint64_t bytes,
                            const std::atomic<bool> &closed) {

@@ -18,6 +18,8 @@
 #include <map>
 #include <vector>
 
+#include "backends/common/spin_lock.h"
+
 namespace qd::core {
 
 class AllocRegistry {
@@ -58,18 +60,12 @@ class AllocRegistry {
     bool find(uint64_t address, Block *inside, Block *ends_at);
     static constexpr size_t kSpareNodes = 64;
 
-    struct Guard {
-        explicit Guard(std::atomic_flag &f);
-        ~Guard();
-        std::atomic_flag &flag;
-    };
+    using Guard = SpinGuard;
     Map &map_of(Kind kind) { return kind == Kind::Device ? device_ : host_; }
     // Written only under lock_; read by stats without it.
-    static void bump(std::atomic<uint64_t> &c, int64_t d) {
-        c.store(c.load(std::memory_order_relaxed) + uint64_t(d), std::memory_order_relaxed);
-    }
+    static void bump(std::atomic<uint64_t> &c, int64_t d) { bump_counter(c, d); }
 
-    std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
+    SpinLock lock_;
     Map device_;
     Map host_;
     std::vector<Map::node_type> spare_;  // nodes of removed entries, for reuse

@@ -4,13 +4,6 @@
 
 #include "common/error.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define QD_CPU_RELAX() _mm_pause()
-#else
-#define QD_CPU_RELAX() ((void)0)
-#endif
-
 namespace qd::core {
 
 const char *tag_name(Tag tag) {
@@ -186,11 +179,9 @@ uint64_t HandleTable::debug_retired_count() const {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-HandleTable::SlotLock::SlotLock(const Slot &s) : slot(s) {
-    while (slot.lock.test_and_set(std::memory_order_acquire)) QD_CPU_RELAX();
-}
+HandleTable::SlotLock::SlotLock(const Slot &s) : slot(s) { slot.lock.lock(); }
 
-HandleTable::SlotLock::~SlotLock() { slot.lock.clear(std::memory_order_release); }
+HandleTable::SlotLock::~SlotLock() { slot.lock.unlock(); }
 
 qd_status HandleTable::describe_failure(uint64_t handle, Tag tag) const {
     const char *want = tag_name(tag);

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/common/spin_lock.h"
+
 namespace qd::core {
 
 enum class Tag : uint8_t { Context = 1, Stream = 2, Event = 3, Module = 4, Kernel = 5 };
@@ -155,7 +157,7 @@ class HandleTable {
     struct Slot {
         std::atomic<uint64_t> live{0};   // the live handle, 0 when none
         std::atomic<uint64_t> owner{0};
-        mutable std::atomic_flag lock = ATOMIC_FLAG_INIT;
+        mutable SpinLock lock;
         Relaxed<uint32_t> generation{1};  // generation the next handle gets
         Relaxed<State> state{State::Free};
         Tag tag = Tag::Context;

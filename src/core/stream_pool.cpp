@@ -3,13 +3,6 @@
 #include "common/error.h"
 #include "core/context.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define QD_POOL_RELAX() _mm_pause()
-#else
-#define QD_POOL_RELAX() ((void)0)
-#endif
-
 namespace qd::core {
 
 // ---------------------------------------------------------------------------------------------
@@ -98,12 +91,6 @@ void StreamPool::clear() {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-StreamPool::Guard::Guard(std::atomic_flag &f) : flag(f) {
-    while (flag.test_and_set(std::memory_order_acquire)) QD_POOL_RELAX();
-}
-
-StreamPool::Guard::~Guard() { flag.clear(std::memory_order_release); }
 
 qd_status StreamPool::take_locked(Stream **out) {
     if (cleared_) return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");

@@ -19,6 +19,8 @@
 #include <memory>
 #include <vector>
 
+#include "backends/common/spin_lock.h"
+
 namespace qd::core {
 
 class Context;
@@ -54,24 +56,18 @@ class StreamPool {
     uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
   private:
-    struct Guard {
-        explicit Guard(std::atomic_flag &f);
-        ~Guard();
-        std::atomic_flag &flag;
-    };
+    using Guard = SpinGuard;
     // One free stream, or a new one; called with lock_ held, which it may drop and retake
     // around creating a native stream.
     qd_status take_locked(Stream **out);
     void put(Stream *stream);
     void put_locked(Stream *stream);  // with lock_ held
     // Written only under lock_; read by stats without it.
-    static void bump(std::atomic<uint64_t> &c, int64_t d) {
-        c.store(c.load(std::memory_order_relaxed) + uint64_t(d), std::memory_order_relaxed);
-    }
+    static void bump(std::atomic<uint64_t> &c, int64_t d) { bump_counter(c, d); }
 
     Context &ctx_;
     const uint32_t capacity_;
-    std::atomic_flag lock_ = ATOMIC_FLAG_INIT;      // guards free_, all_, outstanding_, cleared_
+    SpinLock lock_;      // guards free_, all_, outstanding_, cleared_
     std::vector<Stream *> free_;
     std::vector<std::shared_ptr<Stream>> all_;      // every stream the pool created (owners)
     uint32_t outstanding_ = 0;                      // leases held now

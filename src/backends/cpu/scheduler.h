@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/cpu/spin_lock.h"
+#include "backends/common/spin_lock.h"
 #include "backends/cpu/stream_list.h"
 #include "backends/cpu/task_queue.h"
 
