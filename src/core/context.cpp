@@ -1,5 +1,6 @@
-#include "common/first_sizes.h"
 #include "core/context.h"
+#include "backends/common/limits.h"
+#include "common/first_sizes.h"
 
 #include <cstring>
 
@@ -30,7 +31,7 @@ constexpr uint32_t kDefaultStreamPool = 32;
 constexpr uint32_t kMaxStreamPool = 4096;
 constexpr uint32_t kDefaultEventPool = 256;
 constexpr uint32_t kMaxEventPool = 65536;
-constexpr uint32_t kMaxWorkers = 256;
+constexpr uint32_t kMaxWorkers = kMaxCpuWorkerThreads;
 constexpr uint32_t kContextDescV1Size = first_size<qd_context_desc>();
 }  // namespace
 

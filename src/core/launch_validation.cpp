@@ -1,5 +1,5 @@
-#include "common/first_sizes.h"
 #include "core/launch_validation.h"
+#include "common/first_sizes.h"
 
 #include "common/error.h"
 

@@ -1,4 +1,5 @@
 #include "core/stream_pool.h"
+#include "backends/common/limits.h"
 
 #include "common/error.h"
 #include "core/context.h"
@@ -93,7 +94,7 @@ void StreamPool::clear() {
 // ---------------------------------------------------------------------------------------------
 
 qd_status StreamPool::take_locked(Stream **out) {
-    if (cleared_) return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed");
+    if (cleared_) return fail_context_destroyed();
     if (outstanding_ >= capacity_)
         return fail(QD_ERROR_POOL_EXHAUSTED,
                     "all %u streams of the pool are leased; release leases or raise "

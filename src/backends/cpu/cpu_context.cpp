@@ -1,4 +1,5 @@
 #include "backends/cpu/cpu_context.h"
+#include "backends/common/limits.h"
 
 #include <sched.h>
 
@@ -20,9 +21,8 @@ namespace qd::backend::cpu {
 
 namespace {
 
-constexpr uint32_t kMaxWorkerThreads = 256;
 
-qd_status fail_destroyed() { return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed"); }
+qd_status fail_destroyed() { return fail_context_destroyed(); }
 
 // The CPUs this process may run on (taskset, cpusets), not the machine's: more workers than
 // usable CPUs only float and contend, and worker pinning applies only when the counts match.
@@ -41,7 +41,7 @@ uint32_t usable_cpus() {
 qd_status CpuContext::create(uint32_t worker_threads, std::unique_ptr<Context> *out) {
     uint32_t threads = worker_threads;
     if (threads == 0) threads = std::max(2u, usable_cpus());
-    threads = std::min(threads, kMaxWorkerThreads);
+    threads = std::min(threads, kMaxCpuWorkerThreads);
     std::unique_ptr<CpuContext> context(new CpuContext());
     try {
         context->scheduler_ = Scheduler::start(threads, &context->lost_state());

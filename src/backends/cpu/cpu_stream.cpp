@@ -1,4 +1,5 @@
 #include "backends/cpu/cpu_stream.h"
+#include "backends/common/limits.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -22,7 +23,7 @@ constexpr int kFairnessBudget = 32;
 // worker, where the only way to report it would be to lose the context.
 constexpr uint32_t kMaxSharedMemBytes = 256u << 20;
 
-qd_status fail_destroyed() { return fail(QD_ERROR_INVALID_HANDLE, "the context was destroyed"); }
+qd_status fail_destroyed() { return fail_context_destroyed(); }
 
 void *to_pointer(uint64_t address) noexcept {
     return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
