@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cuda/cuda_constants.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
 #include "common/error.h"
@@ -31,8 +32,12 @@ namespace {
 // The fake driver
 // ---------------------------------------------------------------------------------------------
 
-constexpr Result kOk = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidPtx = 218,
-                 kNotFound = 500, kNotReady = 600, kIllegalAddress = 700, kUnknown = 999;
+// The CUresult values the fake driver returns: the real driver's, from the one header that
+// holds them.
+constexpr Result kOk = qd::cuda_abi::kSuccess, kInvalidValue = qd::cuda_abi::kInvalidValue,
+                 kOutOfMemory = qd::cuda_abi::kOutOfMemory, kInvalidPtx = qd::cuda_abi::kInvalidPtx,
+                 kNotFound = qd::cuda_abi::kNotFound, kNotReady = qd::cuda_abi::kNotReady,
+                 kIllegalAddress = qd::cuda_abi::kIllegalAddress, kUnknown = qd::cuda_abi::kUnknown;
 
 struct FakeStream {
     unsigned flags = 0;

@@ -12,6 +12,8 @@
 #include <string>
 #include <type_traits>
 
+#include "backends/cuda/cuda_constants.h"
+
 namespace rawcuda {
 
 using CUresult = int;
@@ -28,11 +30,12 @@ using CUevent = CUevent_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 
-constexpr CUresult CUDA_SUCCESS = 0;
-constexpr CUresult CUDA_ERROR_NOT_READY = 600;
-constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
-constexpr unsigned CU_EVENT_DEFAULT = 0x0;
-constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
+// From the one header that holds qd's CUDA constants (src/backends/cuda/cuda_constants.h).
+constexpr CUresult CUDA_SUCCESS = qd::cuda_abi::kSuccess;
+constexpr CUresult CUDA_ERROR_NOT_READY = qd::cuda_abi::kNotReady;
+constexpr unsigned CU_STREAM_NON_BLOCKING = qd::cuda_abi::kStreamNonBlocking;
+constexpr unsigned CU_EVENT_DEFAULT = qd::cuda_abi::kEventDefault;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = qd::cuda_abi::kEventDisableTiming;
 
 struct Driver {
     void *lib = nullptr;

@@ -1,8 +1,8 @@
 // Fills the GPU driver table from libcuda.so.1.
 //
-// The few CUDA constants qd needs are written out below from the driver API's documented
-// values (they are part of its stable ABI); no CUDA header is included, so libqd builds on a
-// machine without the CUDA toolkit and loads on one without a driver.
+// The few CUDA constants qd needs are in cuda_constants.h, written from the driver API's
+// documented values (they are part of its stable ABI); no CUDA header is included, so libqd
+// builds on a machine without the CUDA toolkit and loads on one without a driver.
 //
 // Symbols are resolved by their versioned ABI names (cuStreamDestroy_v2, cuMemFree_v2, ...),
 // the names cuda.h maps its functions to. The unsuffixed names of stream functions
@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_constants.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
 #include "backends/gpu/library.h"
@@ -25,62 +26,7 @@ namespace {
 
 using gpu::Fn;
 
-// CUresult values (cuda.h, enum cudaError_enum).
-enum : int {
-    kSuccess = 0,
-    kInvalidValue = 1,
-    kOutOfMemory = 2,
-    kNotInitialized = 3,
-    kDeinitialized = 4,
-    kStubLibrary = 34,
-    kCallRequiresNewerDriver = 36,
-    kDeviceUnavailable = 46,
-    kNoDevice = 100,
-    kInvalidDevice = 101,
-    kDeviceNotLicensed = 102,
-    kInvalidImage = 200,
-    kInvalidContext = 201,
-    kNoBinaryForGpu = 209,
-    kEccUncorrectable = 214,
-    kInvalidPtx = 218,
-    kNvlinkUncorrectable = 220,
-    kJitCompilerNotFound = 221,
-    kUnsupportedPtxVersion = 222,
-    kJitCompilationDisabled = 223,
-    kContained = 226,
-    kInvalidSource = 300,
-    kFileNotFound = 301,
-    kSharedObjectSymbolNotFound = 302,
-    kSharedObjectInitFailed = 303,
-    kInvalidHandle = 400,
-    kNotFound = 500,
-    kNotReady = 600,
-    kIllegalAddress = 700,
-    kLaunchOutOfResources = 701,
-    kLaunchTimeout = 702,
-    kContextIsDestroyed = 709,
-    kAssert = 710,
-    kHardwareStackError = 714,
-    kIllegalInstruction = 715,
-    kMisalignedAddress = 716,
-    kInvalidAddressSpace = 717,
-    kInvalidPc = 718,
-    kLaunchFailed = 719,
-    kCooperativeLaunchTooLarge = 720,
-    kTensorMemoryLeak = 721,
-    kNotPermitted = 800,
-    kNotSupported = 801,
-    kSystemNotReady = 802,
-    kSystemDriverMismatch = 803,
-    kCompatNotSupportedOnDevice = 804,
-    kStreamCaptureUnsupported = 900,
-    kStreamCaptureInvalidated = 901,
-    kStreamCaptureImplicit = 906,
-    kCapturedEvent = 907,
-    kStreamCaptureWrongThread = 908,
-    kInvalidClusterSize = 912,
-    kUnknown = 999,
-};
+using namespace cuda_abi;  // the CUresult values (cuda_constants.h)
 
 // How CUDA results map to qd statuses. Sticky codes are the asynchronous faults after which
 // the CUDA context is unusable (the CUDA documentation: "the process must terminate"); the
@@ -217,22 +163,22 @@ gpu::DriverTable cuda_constants() {
     t.invalid_value = kInvalidValue;
     t.error_rules = kErrorRules;
     t.num_error_rules = sizeof kErrorRules / sizeof kErrorRules[0];
-    t.stream_default_flags = 0x0;      // CU_STREAM_DEFAULT
-    t.stream_non_blocking_flag = 0x1;  // CU_STREAM_NON_BLOCKING
-    t.event_default_flags = 0x0;       // CU_EVENT_DEFAULT
-    t.event_disable_timing_flag = 0x2; // CU_EVENT_DISABLE_TIMING
-    t.host_alloc_flags = 0x1;          // CU_MEMHOSTALLOC_PORTABLE
-    t.attr_compute_major = 75;         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-    t.attr_compute_minor = 76;         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
-    t.attr_multiprocessors = 16;       // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-    t.jit_error_log_buffer = 5;        // CU_JIT_ERROR_LOG_BUFFER
-    t.jit_error_log_buffer_bytes = 6;  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+    t.stream_default_flags = kStreamDefault;
+    t.stream_non_blocking_flag = kStreamNonBlocking;
+    t.event_default_flags = kEventDefault;
+    t.event_disable_timing_flag = kEventDisableTiming;
+    t.host_alloc_flags = kMemHostAllocPortable;
+    t.attr_compute_major = kAttrComputeMajor;
+    t.attr_compute_minor = kAttrComputeMinor;
+    t.attr_multiprocessors = kAttrMultiprocessors;
+    t.jit_error_log_buffer = kJitErrorLogBuffer;
+    t.jit_error_log_buffer_bytes = kJitErrorLogBufferBytes;
     // The driver runs a call on an explicit stream in that stream's context, with no context or
     // another one current (checked on every GPU run by
     // Gpu.StreamCalls_WithNoOrAnotherContextCurrent_RunInTheStreamsContext).
     t.stream_calls_use_stream_context = true;
-    t.pseudo_streams[0] = 0x1;         // CU_STREAM_LEGACY
-    t.pseudo_streams[1] = 0x2;         // CU_STREAM_PER_THREAD
+    t.pseudo_streams[0] = kStreamLegacy;
+    t.pseudo_streams[1] = kStreamPerThread;
     t.fat_binary_size = cuda_fat_binary_size;
     return t;
 }

@@ -1,0 +1,80 @@
+// The CUDA driver ABI constants qd uses, written once from the driver API's documented values
+// (they are part of its stable ABI; cuda.h is never included, so qd builds without the CUDA
+// toolkit). Used by the CUDA driver table (cuda_driver.cpp), the fake driver of the GPU
+// white-box tests and the raw-CUDA anchor of the GPU tests and benchmarks (tests/gpu/raw_cuda.h).
+#pragma once
+
+namespace qd::cuda_abi {
+
+// CUresult values (cuda.h, enum cudaError_enum).
+enum : int {
+    kSuccess = 0,
+    kInvalidValue = 1,
+    kOutOfMemory = 2,
+    kNotInitialized = 3,
+    kDeinitialized = 4,
+    kStubLibrary = 34,
+    kCallRequiresNewerDriver = 36,
+    kDeviceUnavailable = 46,
+    kNoDevice = 100,
+    kInvalidDevice = 101,
+    kDeviceNotLicensed = 102,
+    kInvalidImage = 200,
+    kInvalidContext = 201,
+    kNoBinaryForGpu = 209,
+    kEccUncorrectable = 214,
+    kInvalidPtx = 218,
+    kNvlinkUncorrectable = 220,
+    kJitCompilerNotFound = 221,
+    kUnsupportedPtxVersion = 222,
+    kJitCompilationDisabled = 223,
+    kContained = 226,
+    kInvalidSource = 300,
+    kFileNotFound = 301,
+    kSharedObjectSymbolNotFound = 302,
+    kSharedObjectInitFailed = 303,
+    kInvalidHandle = 400,
+    kNotFound = 500,
+    kNotReady = 600,
+    kIllegalAddress = 700,
+    kLaunchOutOfResources = 701,
+    kLaunchTimeout = 702,
+    kContextIsDestroyed = 709,
+    kAssert = 710,
+    kHardwareStackError = 714,
+    kIllegalInstruction = 715,
+    kMisalignedAddress = 716,
+    kInvalidAddressSpace = 717,
+    kInvalidPc = 718,
+    kLaunchFailed = 719,
+    kCooperativeLaunchTooLarge = 720,
+    kTensorMemoryLeak = 721,
+    kNotPermitted = 800,
+    kNotSupported = 801,
+    kSystemNotReady = 802,
+    kSystemDriverMismatch = 803,
+    kCompatNotSupportedOnDevice = 804,
+    kStreamCaptureUnsupported = 900,
+    kStreamCaptureInvalidated = 901,
+    kStreamCaptureImplicit = 906,
+    kCapturedEvent = 907,
+    kStreamCaptureWrongThread = 908,
+    kInvalidClusterSize = 912,
+    kUnknown = 999,
+};
+
+// Flags, attributes and options (cuda.h).
+inline constexpr unsigned kStreamDefault = 0x0;         // CU_STREAM_DEFAULT
+inline constexpr unsigned kStreamNonBlocking = 0x1;     // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned kEventDefault = 0x0;          // CU_EVENT_DEFAULT
+inline constexpr unsigned kEventDisableTiming = 0x2;    // CU_EVENT_DISABLE_TIMING
+inline constexpr unsigned kMemHostAllocPortable = 0x1;  // CU_MEMHOSTALLOC_PORTABLE
+inline constexpr int kAttrComputeMajor = 75;            // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+inline constexpr int kAttrComputeMinor = 76;            // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+inline constexpr int kAttrMultiprocessors = 16;         // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+inline constexpr int kJitErrorLogBuffer = 5;            // CU_JIT_ERROR_LOG_BUFFER
+inline constexpr int kJitErrorLogBufferBytes = 6;       // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+inline constexpr unsigned long kStreamLegacy = 0x1;     // CU_STREAM_LEGACY
+inline constexpr unsigned long kStreamPerThread = 0x2;  // CU_STREAM_PER_THREAD
+
+}  // namespace qd::cuda_abi
