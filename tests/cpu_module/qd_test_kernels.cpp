@@ -22,4 +22,5 @@ QDT_EXPORT int32_t qd_test_fault(const qd_host_kernel_info *i, void *const *a) {
 
 // Not a kernel: exported data, which qd_kernel_get must refuse (NOT_FOUND), as it refuses the
 // functions of the libraries this module depends on (libc's free, sync, ...).
-QDT_EXPORT int32_t qd_test_exported_data = 7;
+QDT_EXPORT int32_t qd_test_exported_data;  // declared extern "C" and exported, then defined:
+int32_t qd_test_exported_data = 7;          // (an initialised extern declaration warns)
