@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/common/fork_generation.h"
 #include "core/alloc_registry.h"
 #include "core/event_pool.h"
 #include "core/handle_table.h"
@@ -22,9 +23,7 @@
 
 namespace qd::core {
 
-// The process's fork generation: bumped in the child of every fork() (core/fork_guard.cpp).
-extern std::atomic<uint64_t> g_fork_generation;
-inline uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
+// fork_generation(): bumped in the child of every fork() (backends/common/fork_generation.h).
 
 enum class StreamKind : uint8_t { Owned, Leased, Borrowed, Default };
 

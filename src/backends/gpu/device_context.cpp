@@ -15,16 +15,6 @@
 
 namespace qd::backend::gpu {
 
-std::atomic<uint64_t> g_fork_generation{0};
-
-void install_fork_guard() {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        pthread_atfork(nullptr, nullptr,
-                       [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
-    });
-}
-
 const char *describe_result(const DriverTable &t, Result result, char *buf, size_t size) {
     const char *name = nullptr;
     const char *text = nullptr;

@@ -25,7 +25,6 @@ qd_status make_gpu_driver(const DriverTable &table, Library library,
     if (count <= 0)
         return fail(QD_ERROR_BACKEND_UNAVAILABLE, "the %s driver loaded but reports no device",
                     table.api_name);
-    install_fork_guard();
     *out = std::make_unique<GpuDriver>(table, std::move(library), static_cast<uint32_t>(count));
     return QD_SUCCESS;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/fork_generation.h"
 #include "backends/backend.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
@@ -25,10 +26,8 @@ class GpuStream;
 
 // --- Process-wide guards ---------------------------------------------------------------------
 
-// Incremented in every fork child (pthread_atfork). An object made with another value was
-// inherited from the parent: the driver must not be called for it.
-extern std::atomic<uint64_t> g_fork_generation;
-void install_fork_guard();
+// g_fork_generation (backends/common/fork_generation.h): an object made with another value
+// was inherited from the parent of a fork, and the driver must not be called for it.
 
 // The DeviceContext whose host callback the calling thread is running, or null. GPU drivers
 // run host callbacks on threads of their own and forbid driver calls from them. A thread-local
