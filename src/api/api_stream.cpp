@@ -14,10 +14,6 @@ using core::Event;
 using core::Stream;
 using core::StreamKind;
 
-namespace {
-constexpr uint32_t kStreamDescV1Size = first_size<qd_stream_desc>();
-}  // namespace
-
 extern "C" {
 
 QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd_stream *out) {
@@ -25,11 +21,11 @@ QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd
         if (!out) return api::null_argument("out");
         qd_stream_desc d = QD_STREAM_DESC_INIT;
         if (desc) {
-            if (desc->struct_size < kStreamDescV1Size)
+            if (desc->struct_size < first_size<qd_stream_desc>())
                 return fail(QD_ERROR_INVALID_ARGUMENT,
                             "qd_stream_desc.struct_size is %u; at least %u is required (use "
                             "QD_STREAM_DESC_INIT)",
-                            desc->struct_size, kStreamDescV1Size);
+                            desc->struct_size, first_size<qd_stream_desc>());
             if (desc->flags & ~uint32_t(QD_STREAM_NON_BLOCKING))
                 return fail(QD_ERROR_INVALID_ARGUMENT, "unknown stream flags 0x%x", desc->flags);
             if (desc->reserved != 0)

@@ -32,7 +32,6 @@ constexpr uint32_t kMaxStreamPool = 4096;
 constexpr uint32_t kDefaultEventPool = 256;
 constexpr uint32_t kMaxEventPool = 65536;
 constexpr uint32_t kMaxWorkers = kMaxCpuWorkerThreads;
-constexpr uint32_t kContextDescV1Size = first_size<qd_context_desc>();
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -40,11 +39,11 @@ constexpr uint32_t kContextDescV1Size = first_size<qd_context_desc>();
 // ---------------------------------------------------------------------------------------------
 
 qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
-    if (desc.struct_size < kContextDescV1Size)
+    if (desc.struct_size < first_size<qd_context_desc>())
         return fail(QD_ERROR_INVALID_ARGUMENT,
                     "qd_context_desc.struct_size is %u; at least %u is required (use "
                     "QD_CONTEXT_DESC_INIT)",
-                    desc.struct_size, kContextDescV1Size);
+                    desc.struct_size, first_size<qd_context_desc>());
     if (desc.flags != 0 || desc.reserved != 0)
         return fail(QD_ERROR_INVALID_ARGUMENT, "qd_context_desc.flags and .reserved must be 0");
     if (desc.stream_pool_size > kMaxStreamPool)

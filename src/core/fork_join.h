@@ -12,7 +12,7 @@
 namespace qd::core {
 
 // Records a pooled event on `from` and makes each of `to` wait for it, as operations of
-// `origin` through submit(); the event goes back to the pool at once (each wait captured the
+// `origin` through submit_record/submit_wait; the event goes back to the pool at once (each wait captured the
 // record when it was queued).
 qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n, OpOrigin origin);
 

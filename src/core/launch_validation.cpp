@@ -6,7 +6,6 @@
 namespace qd::core {
 
 namespace {
-constexpr uint32_t kLaunchConfigV1Size = first_size<qd_launch_config>();
 
 qd_status check_dims(const uint32_t d[3], const char *what) {
     for (int i = 0; i < 3; ++i)
@@ -26,11 +25,11 @@ qd_status validate_config(const qd_launch_config *config, backend::LaunchDims *o
         *out = backend::LaunchDims{{1, 1, 1}, {1, 1, 1}, 0};
         return QD_SUCCESS;
     }
-    if (config->struct_size < kLaunchConfigV1Size)
+    if (config->struct_size < first_size<qd_launch_config>())
         return fail(QD_ERROR_INVALID_ARGUMENT,
                     "qd_launch_config.struct_size is %u; at least %u is required (use "
                     "QD_LAUNCH_CONFIG_INIT)",
-                    config->struct_size, kLaunchConfigV1Size);
+                    config->struct_size, first_size<qd_launch_config>());
     qd_status st = check_dims(config->grid, "grid");
     if (st == QD_SUCCESS) st = check_dims(config->block, "block");
     if (st != QD_SUCCESS) return st;

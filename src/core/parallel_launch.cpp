@@ -10,7 +10,6 @@
 namespace qd::core {
 
 namespace {
-constexpr uint32_t kTaskV1Size = first_size<qd_task>();
 // The most a newer caller's qd_task can have grown to; a larger struct_size is garbage, and
 // stepping by it would read far past the caller's array.
 constexpr uint32_t kMaxTaskSize = 1024;
@@ -31,12 +30,12 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     // The array's stride is tasks[0].struct_size, so a caller built against a newer, larger
     // qd_task is read correctly; every element must have the same struct_size.
     const uint32_t stride = num_tasks ? tasks[0].struct_size : 0;
-    if (num_tasks && (stride < kTaskV1Size || stride > kMaxTaskSize ||
+    if (num_tasks && (stride < first_size<qd_task>() || stride > kMaxTaskSize ||
                       stride % alignof(qd_task) != 0))
         return fail(QD_ERROR_INVALID_ARGUMENT,
                     "tasks[0].struct_size is %u; it must be a multiple of %zu from %u to %u (use "
                     "QD_TASK_INIT)",
-                    stride, alignof(qd_task), kTaskV1Size, kMaxTaskSize);
+                    stride, alignof(qd_task), first_size<qd_task>(), kMaxTaskSize);
     std::vector<Prepared> prepared(num_tasks);
     std::vector<uint32_t> groups;  // distinct group ids, in order of appearance
     for (uint32_t i = 0; i < num_tasks; ++i) {

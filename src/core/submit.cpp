@@ -2,19 +2,23 @@
 
 namespace qd::core {
 
-const char *op_kind_name(OpKind kind) {
-    switch (kind) {
-        case OpKind::Launch: return "launch";
-        case OpKind::HostFn: return "host_fn";
-        case OpKind::Record: return "record";
-        case OpKind::Wait: return "wait";
-        case OpKind::MemAlloc: return "mem_alloc";
-        case OpKind::MemFree: return "mem_free";
-        case OpKind::Memcpy: return "memcpy";
-        case OpKind::Memset: return "memset";
+namespace {
+// The backend call of an Op.
+qd_status dispatch(const Op &op) {
+    backend::Stream &s = *op.stream->impl;
+    switch (op.kind) {
+        case OpKind::Launch: return s.launch(*op.kernel->impl, *op.dims, op.args, op.num_args);
+        case OpKind::HostFn: return s.host_fn(op.fn, op.user_data);
+        case OpKind::Record: return s.record(*op.event);
+        case OpKind::Wait: return s.wait(*op.event);
+        case OpKind::MemAlloc: return s.mem_alloc(op.bytes, op.address);
+        case OpKind::MemFree: return s.mem_free(op.dst);
+        case OpKind::Memcpy: return s.memcpy(op.dst, op.src, op.bytes);
+        case OpKind::Memset: return s.memset(op.dst, op.value, op.bytes);
     }
-    return "unknown";
+    return QD_ERROR_INTERNAL;
 }
+}  // namespace
 
 qd_status submit_observed(OpObserver &observer, const Op &op) {
     bool consumed = false;

@@ -1,5 +1,5 @@
 // The submission chokepoint: every operation a stream runs reaches its backend through
-// core::submit(), and nowhere else. The api layer (qd_launch, qd_launch_host_fn,
+// core::submit_*(), and nowhere else. The api layer (qd_launch, qd_launch_host_fn,
 // qd_event_record, qd_stream_wait_event, qd_mem_*_async, qd_memcpy/memset_async) and core's own
 // composite operations (fork, join and parallel launch, which are records, waits and launches on
 // pooled streams) each build one operation record, an Op, and hand it here.
@@ -37,15 +37,13 @@ enum class OpOrigin : uint8_t {
     ParallelLaunch,  // qd_launch_parallel: its fork, its launches, its join
 };
 
-const char *op_kind_name(OpKind kind);
-
 struct Op {
     OpKind kind = OpKind::Launch;
     OpOrigin origin = OpOrigin::Api;
     Stream *stream = nullptr;  // the stream it runs on; stream->ctx is its context
 
     // Launch: kernel->impl->name() names it; the argument values are the caller's, copied by
-    // the backend before submit() returns.
+    // the backend before the submit_*() call returns.
     Kernel *kernel = nullptr;
     const backend::LaunchDims *dims = nullptr;
     const qd_arg *args = nullptr;
@@ -82,30 +80,7 @@ class OpObserver {
     virtual void after(const Op &op, qd_status status) = 0;
 };
 
-// The backend call of an Op.
-inline qd_status dispatch(const Op &op) {
-    backend::Stream &s = *op.stream->impl;
-    switch (op.kind) {
-        case OpKind::Launch: return s.launch(*op.kernel->impl, *op.dims, op.args, op.num_args);
-        case OpKind::HostFn: return s.host_fn(op.fn, op.user_data);
-        case OpKind::Record: return s.record(*op.event);
-        case OpKind::Wait: return s.wait(*op.event);
-        case OpKind::MemAlloc: return s.mem_alloc(op.bytes, op.address);
-        case OpKind::MemFree: return s.mem_free(op.dst);
-        case OpKind::Memcpy: return s.memcpy(op.dst, op.src, op.bytes);
-        case OpKind::Memset: return s.memset(op.dst, op.value, op.bytes);
-    }
-    return QD_ERROR_INTERNAL;
-}
-
 qd_status submit_observed(OpObserver &observer, const Op &op);
-
-// A whole Op, observed or not (for callers that build one anyway).
-inline qd_status submit(const Op &op) {
-    OpObserver *observer = op.stream->ctx->observer();
-    if (__builtin_expect(observer != nullptr, 0)) return submit_observed(*observer, op);
-    return dispatch(op);
-}
 
 // The typed entry points: the Op is built only when an observer will see it.
 #define QD_SUBMIT_OBSERVED_(on, build)                                                       \
