@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/common/callback_scope.h"
 #include "backends/cuda/cuda_constants.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
@@ -480,7 +481,7 @@ class GpuBackend : public ::testing::Test {
         g_fake.reset();
         t_current = nullptr;
         t_stack.clear();
-        ASSERT_EQ(gpu::make_gpu_driver(fake_table(), gpu::Library(), &driver_), QD_SUCCESS)
+        ASSERT_EQ(gpu::make_gpu_driver(fake_table(), qd::backend::DlLibrary(), &driver_), QD_SUCCESS)
             << qd::last_error_message();
         qd::backend::ContextParams params;
         ASSERT_EQ(driver_->create_context(params, &ctx_), QD_SUCCESS) << qd::last_error_message();
@@ -526,7 +527,7 @@ TEST(GpuDriverTable, MissingRequiredEntry_BackendUnavailableNamingIt) {
     t.launch_kernel = nullptr;
     t.symbol[static_cast<size_t>(gpu::Fn::launch_kernel)] = "cuLaunchKernel";
     std::unique_ptr<Driver> d;
-    EXPECT_EQ(gpu::make_gpu_driver(t, gpu::Library(), &d), QD_ERROR_BACKEND_UNAVAILABLE);
+    EXPECT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_ERROR_BACKEND_UNAVAILABLE);
     EXPECT_NE(std::string(qd::last_error_message()).find("cuLaunchKernel"), std::string::npos);
     // Optional entries may be missing.
     t = fake_table();
@@ -726,7 +727,7 @@ TEST(GpuBackendStreamContext, StreamCallsUseTheStreamsContext_NoCurrentContextCa
     gpu::DriverTable t = fake_table();
     t.stream_calls_use_stream_context = true;
     std::unique_ptr<Driver> driver;
-    ASSERT_EQ(gpu::make_gpu_driver(t, gpu::Library(), &driver), QD_SUCCESS) << qd::last_error_message();
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver), QD_SUCCESS) << qd::last_error_message();
     std::unique_ptr<Context> ctx;
     ASSERT_EQ(driver->create_context(qd::backend::ContextParams(), &ctx), QD_SUCCESS);
     std::shared_ptr<Stream> s;
@@ -757,6 +758,85 @@ TEST(GpuBackendStreamContext, StreamCallsUseTheStreamsContext_NoCurrentContextCa
     ctx->synchronize();
     ctx->shutdown();
     ctx.reset();
+}
+
+// The current-device strategy (CurrentModel::current_device, HIP's model): no ctx_* entry is
+// needed; a call that names no stream makes our device current for its scope and gives the
+// thread back the device another library had made current.
+thread_local gpu::NativeDevice t_device = 0;
+thread_local gpu::NativeDevice t_device_at_event_create = -1;
+std::atomic<long> g_device_sets{0};
+
+TEST(GpuCurrentDevice, MissingEntriesOfTheChosenStrategy_AreNamed) {
+    gpu::DriverTable t = fake_table();
+    t.ctx_pop_current = nullptr;
+    EXPECT_EQ(gpu::first_missing(t), gpu::Fn::ctx_pop_current);
+    t.current_model = gpu::CurrentModel::current_device;
+    EXPECT_EQ(gpu::first_missing(t), gpu::Fn::device_get_current);
+    t.device_get_current = [](gpu::NativeDevice *d) { *d = t_device; return kOk; };
+    EXPECT_EQ(gpu::first_missing(t), gpu::Fn::device_set_current);
+    t.device_set_current = [](gpu::NativeDevice d) { t_device = d; return kOk; };
+    EXPECT_EQ(gpu::first_missing(t), gpu::Fn::count) << "the ctx_* entries are optional here";
+}
+
+TEST(GpuCurrentDevice, CallsRunOnOurDevice_AndTheCallersDeviceIsRestored) {
+    g_fake.reset();
+    gpu::DriverTable t = fake_table();
+    t.current_model = gpu::CurrentModel::current_device;
+    t.ctx_get_current = nullptr;
+    t.ctx_set_current = nullptr;
+    t.ctx_push_current = nullptr;
+    t.ctx_pop_current = nullptr;
+    t.device_get_current = [](gpu::NativeDevice *d) { *d = t_device; return kOk; };
+    t.device_set_current = [](gpu::NativeDevice d) {
+        g_device_sets.fetch_add(1);
+        t_device = d;
+        return kOk;
+    };
+    t.event_create = [](gpu::NativeEvent *e, unsigned flags) {
+        t_device_at_event_create = t_device;
+        return f_event_create(e, flags);
+    };
+    std::unique_ptr<Driver> driver;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver), QD_SUCCESS)
+        << qd::last_error_message();
+    std::unique_ptr<Context> ctx;
+    ASSERT_EQ(driver->create_context(qd::backend::ContextParams(), &ctx), QD_SUCCESS)
+        << qd::last_error_message();
+
+    t_device = 3;  // another library's device is current on this thread
+    std::shared_ptr<Event> e;
+    ASSERT_EQ(ctx->create_event(false, &e), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(t_device_at_event_create, 0) << "the event was not created on our device";
+    EXPECT_EQ(t_device, 3) << "the caller's current device was not restored";
+
+    t_device = 0;  // ours already current: nothing is switched
+    const long sets = g_device_sets.load();
+    ASSERT_EQ(e->query(), QD_SUCCESS);
+    EXPECT_EQ(g_device_sets.load(), sets);
+
+    e.reset();
+    ctx->synchronize();
+    ctx->shutdown();
+    ctx.reset();
+}
+
+// One callback-owner thread-local serves every backend (backends/common/callback_scope.h): a
+// CPU host kernel (a worker thread, not a driver thread) may call the GPU driver; a GPU host
+// callback (on the driver's own thread) may not.
+TEST_F(GpuBackend, CallbackScope_CpuWorkerMayCallTheDriver_DriverCallbackThreadMayNot) {
+    auto s = stream();
+    int cpu_scheduler = 0;
+    {
+        qd::backend::CallbackScope scope(&cpu_scheduler, /*driver_thread=*/false);
+        EXPECT_EQ(s->query(), QD_SUCCESS) << qd::last_error_message();
+        EXPECT_FALSE(ctx_->in_callback());
+    }
+    {
+        qd::backend::CallbackScope scope(&cpu_scheduler, /*driver_thread=*/true);
+        EXPECT_EQ(s->query(), QD_ERROR_INVALID_OPERATION);
+    }
+    EXPECT_EQ(s->query(), QD_SUCCESS) << "the scope was not restored";
 }
 
 TEST_F(GpuBackend, CurrentContext_OtherLibrarysIsRestored_EmptyThreadGetsOurs) {
@@ -891,7 +971,7 @@ TEST(GpuFaultInjection, EveryCallOfAScenario_FailsCleanly) {
             return st == QD_SUCCESS;
         };
         std::unique_ptr<Driver> driver;
-        if (!check(gpu::make_gpu_driver(fake_table(), gpu::Library(), &driver))) return;
+        if (!check(gpu::make_gpu_driver(fake_table(), qd::backend::DlLibrary(), &driver))) return;
         std::unique_ptr<Context> ctx;
         if (!check(driver->create_context({}, &ctx))) return;
         {

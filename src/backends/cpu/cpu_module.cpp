@@ -31,12 +31,9 @@ qd_status load_cpu_module(const void *image, uint64_t size, std::shared_ptr<Modu
         return fail(QD_ERROR_NOT_FOUND, "no module file at '%s'", path.c_str());
     // RTLD_NOW: a library with unresolved symbols is rejected here, not at its first launch.
     // RTLD_LOCAL: two modules may export kernels of the same name.
-    DlHandle handle(::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));
-    if (!handle.get()) {
-        const char *reason = ::dlerror();
-        return fail(QD_ERROR_INVALID_IMAGE, "cannot load module '%s': %s", path.c_str(),
-                    reason ? reason : "dlopen failed");
-    }
+    const char *reason = nullptr;
+    DlLibrary handle = DlLibrary::open(path.c_str(), &reason);
+    if (!handle) return fail(QD_ERROR_INVALID_IMAGE, "cannot load module '%s': %s", path.c_str(), reason);
     *out = std::make_shared<CpuModule>(std::move(handle), std::move(path));
     return QD_SUCCESS;
 }
@@ -85,10 +82,6 @@ qd_status CpuModule::get_kernel(const char *name, std::shared_ptr<Kernel> *out) 
     std::memcpy(&fn, &symbol, sizeof fn);
     *out = std::make_shared<CpuKernel>(fn, name, shared_from_this());
     return QD_SUCCESS;
-}
-
-DlHandle::~DlHandle() {
-    if (handle_) ::dlclose(handle_);
 }
 
 }  // namespace qd::backend::cpu

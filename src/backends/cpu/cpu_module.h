@@ -6,31 +6,18 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "backends/common/dl_library.h"
 
 namespace qd::backend::cpu {
 
-// Owns one dlopen handle.
-class DlHandle {
-  public:
-    explicit DlHandle(void *handle) noexcept : handle_(handle) {}
-    DlHandle(DlHandle &&other) noexcept : handle_(other.handle_) { other.handle_ = nullptr; }
-    DlHandle &operator=(DlHandle &&) = delete;
-    DlHandle(const DlHandle &) = delete;
-    ~DlHandle();
-    void *get() const noexcept { return handle_; }
-
-  private:
-    void *handle_;
-};
-
 class CpuModule final : public Module, public std::enable_shared_from_this<CpuModule> {
   public:
-    CpuModule(DlHandle handle, std::string path) noexcept
+    CpuModule(DlLibrary handle, std::string path) noexcept
         : handle_(std::move(handle)), path_(std::move(path)) {}
     qd_status get_kernel(const char *name, std::shared_ptr<Kernel> *out) override;
 
   private:
-    DlHandle handle_;
+    DlLibrary handle_;
     std::string path_;
 };
 

@@ -96,7 +96,7 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
         std::shared_ptr<CpuStream> self;
     } link_;
 
-    std::list<CpuStream *>::iterator registry_entry_;
+    LiveRegistry<CpuStream>::Entry registry_entry_;
     bool registered_ = false;
 };
 

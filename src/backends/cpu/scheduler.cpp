@@ -164,36 +164,13 @@ void WorkerState::FreeDeleter::operator()(void *p) const noexcept { std::free(p)
 
 // --- Registry and shutdown -------------------------------------------------------------------
 
-bool Scheduler::register_stream(CpuStream *stream, std::list<CpuStream *>::iterator *entry) {
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    // shutdown() sets stopping before it takes this lock in live_streams(): a registration
-    // either precedes that snapshot or sees the flag.
-    if (hot_.stopping.load(std::memory_order_seq_cst)) return false;
-    *entry = registry_.insert(registry_.end(), stream);
-    return true;
-}
-
-void Scheduler::unregister_stream(std::list<CpuStream *>::iterator it) noexcept {
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    registry_.erase(it);
-}
-
-std::vector<std::shared_ptr<CpuStream>> Scheduler::live_streams() {
-    std::vector<std::shared_ptr<CpuStream>> streams;
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    streams.reserve(registry_.size());
-    for (CpuStream *stream : registry_) {
-        // A registered stream's memory is valid while we hold the lock (its destructor
-        // unregisters under it); lock() fails for one whose destruction has begun, and such a
-        // stream has no pending work, or the scheduler would still hold it.
-        if (std::shared_ptr<CpuStream> live = stream->weak_from_this().lock())
-            streams.push_back(std::move(live));
-    }
-    return streams;
-}
+std::vector<std::shared_ptr<CpuStream>> Scheduler::live_streams() { return streams_.snapshot(); }
 
 void Scheduler::shutdown() {
     hot_.stopping.store(true, std::memory_order_seq_cst);
+    // Every registration now either precedes this (and the snapshots below see the stream)
+    // or is refused.
+    streams_.close();
     // Drain: what was accepted before the stop runs to completion. Nothing new is accepted,
     // and every wait refers to a record queued before it, so this ends once the tasks do.
     // A worker cannot wait for the streams it would have to run itself.

@@ -17,6 +17,7 @@
 
 #include "backends/backend.h"
 #include "backends/common/spin_lock.h"
+#include "backends/common/live_registry.h"
 #include "backends/cpu/stream_list.h"
 #include "backends/cpu/task_queue.h"
 
@@ -73,8 +74,10 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     // Streams register for their whole life so that live_streams() finds streams whose last
     // outside reference is gone but whose work is still pending. Registration is refused
     // (false) once shutdown has begun, so every stream shutdown() does not drain was refused.
-    bool register_stream(CpuStream *stream, std::list<CpuStream *>::iterator *entry);
-    void unregister_stream(std::list<CpuStream *>::iterator it) noexcept;
+    bool register_stream(CpuStream *stream, LiveRegistry<CpuStream>::Entry *entry) {
+        return streams_.add(stream, entry);
+    }
+    void unregister_stream(LiveRegistry<CpuStream>::Entry entry) noexcept { streams_.remove(entry); }
     // Every live stream, with a reference each.
     std::vector<std::shared_ptr<CpuStream>> live_streams();
 
@@ -122,8 +125,7 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     std::vector<std::thread> workers_;
     ChunkPool chunk_pool_;
 
-    std::mutex registry_mutex_;
-    std::list<CpuStream *> registry_;
+    LiveRegistry<CpuStream> streams_;  // closed by shutdown()
 };
 
 }  // namespace qd::backend::cpu

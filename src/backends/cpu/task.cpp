@@ -10,27 +10,15 @@
 #include "backends/cpu/cpu_module.h"
 #include "backends/cpu/marker.h"
 #include "backends/cpu/scheduler.h"
+#include "backends/common/callback_scope.h"
 
 namespace qd::backend::cpu {
 
 namespace {
 
-// The scheduler whose host kernel or callback this thread is running, for in_callback().
-thread_local const Scheduler *t_callback_owner __attribute__((tls_model("initial-exec"))) = nullptr;
-
-// Marks this thread as running a callback of `owner` for its lifetime.
-class CallbackScope {
-  public:
-    explicit CallbackScope(const Scheduler *owner) noexcept : previous_(t_callback_owner) {
-        t_callback_owner = owner;
-    }
-    ~CallbackScope() { t_callback_owner = previous_; }
-    CallbackScope(const CallbackScope &) = delete;
-    CallbackScope &operator=(const CallbackScope &) = delete;
-
-  private:
-    const Scheduler *previous_;
-};
+// A host kernel or callback runs under CallbackScope(scheduler, false)
+// (backends/common/callback_scope.h): in_callback_of() reads it. A worker is not a driver
+// thread, so code running there may call any backend, a GPU one included.
 
 void run_launch(Task &task, WorkerState &worker) noexcept;
 uint64_t first_arg_offset(uint32_t num_args) noexcept;
@@ -72,7 +60,7 @@ void execute(Task &task, WorkerState &worker) noexcept {
         break;
     case TaskKind::kHostFn:
         if (!lost) {
-            CallbackScope scope(worker.scheduler);
+            CallbackScope scope(worker.scheduler, false);
             task.u.host.fn(task.u.host.user_data);
         }
         break;
@@ -103,7 +91,7 @@ void abandon(Task &task, StreamList &woken) noexcept {
 }
 
 bool in_callback_of(const Scheduler *scheduler) noexcept {
-    return scheduler != nullptr && t_callback_owner == scheduler;
+    return scheduler != nullptr && callback_owner() == scheduler;
 }
 
 namespace {
@@ -143,7 +131,7 @@ void run_launch(Task &task, WorkerState &worker) noexcept {
     }
     void *const *args = task.num_args != 0 ? argv : nullptr;
     const qd_host_kernel_fn fn = kernel->fn();
-    CallbackScope scope(worker.scheduler);
+    CallbackScope scope(worker.scheduler, false);
     for (uint32_t z = 0; z < dims.grid[2]; ++z) {
         for (uint32_t y = 0; y < dims.grid[1]; ++y) {
             for (uint32_t x = 0; x < dims.grid[0]; ++x) {

@@ -17,7 +17,7 @@
 #include "backends/cuda/cuda_constants.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
-#include "backends/gpu/library.h"
+#include "backends/common/dl_library.h"
 #include "common/error.h"
 
 namespace qd::backend {
@@ -188,13 +188,9 @@ gpu::DriverTable cuda_constants() {
 qd_status make_cuda_driver(std::unique_ptr<Driver> *out) {
     // By soname only: the system loader's search path, never a path of ours and never the
     // current directory. No environment variable changes what is loaded.
-    dlerror();
-    gpu::Library library(dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL));
-    if (!library) {
-        const char *why = dlerror();
-        return fail(QD_ERROR_BACKEND_UNAVAILABLE, "cannot load the CUDA driver: %s",
-                    why ? why : "libcuda.so.1: unknown dlopen error");
-    }
+    const char *why = nullptr;
+    DlLibrary library = DlLibrary::open("libcuda.so.1", &why);
+    if (!library) return fail(QD_ERROR_BACKEND_UNAVAILABLE, "cannot load the CUDA driver: %s", why);
 
     gpu::DriverTable table = cuda_constants();
     for (const Binding &b : kBindings) {

@@ -21,16 +21,13 @@ GpuContext::~GpuContext() { dc_->attach_lost_state(nullptr); }
 // back.
 qd_status GpuContext::create_stream(uint32_t flags, int32_t priority,
                                     std::shared_ptr<Stream> *out) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     dc_->run_deferred();
     const DriverTable &t = dc_->t;
     const int clamped = std::clamp<int>(priority, dc_->greatest_priority, dc_->least_priority);
     (void)flags;
     const unsigned native_flags = t.stream_non_blocking_flag;
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              nullptr);
     NativeStream stream = nullptr;
     Result r = t.stream_create(&stream, native_flags, clamped);
     if (r != t.success)
@@ -45,13 +42,14 @@ qd_status GpuContext::create_stream(uint32_t flags, int32_t priority,
         dc_->release_stream(stream, true);
         throw;
     }
-    dc_->register_stream(s);
+    dc_->register_stream(*s);
     *out = std::move(s);
     return QD_SUCCESS;
 }
 
 qd_status GpuContext::import_stream(uint64_t native, std::shared_ptr<Stream> *out) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     const DriverTable &t = dc_->t;
     if (native == t.pseudo_streams[0] || native == t.pseudo_streams[1])
         return fail(QD_ERROR_INVALID_ARGUMENT,
@@ -59,10 +57,6 @@ qd_status GpuContext::import_stream(uint64_t native, std::shared_ptr<Stream> *ou
                     "a different stream on each thread; import a real stream",
                     static_cast<unsigned long long>(native));
     auto stream = reinterpret_cast<NativeStream>(static_cast<uintptr_t>(native));
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              nullptr);
     if (t.stream_get_ctx) {
         NativeContext owner = nullptr;
         Result r = t.stream_get_ctx(stream, &owner);
@@ -80,19 +74,16 @@ qd_status GpuContext::import_stream(uint64_t native, std::shared_ptr<Stream> *ou
         return dc_->fail_call(r, QD_ERROR_INVALID_ARGUMENT, Fn::stream_get_priority, nullptr);
     auto s = std::make_shared<GpuStream>(dc_, stream, false, priority);
     dc_->counters.streams_imported.fetch_add(1, std::memory_order_relaxed);
-    dc_->register_stream(s);
+    dc_->register_stream(*s);
     *out = std::move(s);
     return QD_SUCCESS;
 }
 
 qd_status GpuContext::create_event(bool timing, std::shared_ptr<Event> *out) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     dc_->run_deferred();
     const DriverTable &t = dc_->t;
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              nullptr);
     NativeEvent event = nullptr;
     Result r = t.event_create(&event, timing ? t.event_default_flags : t.event_disable_timing_flag);
     if (r != t.success) return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::event_create, nullptr);
@@ -110,21 +101,16 @@ qd_status GpuContext::create_event(bool timing, std::shared_ptr<Event> *out) {
 // already destroyed with work in flight. cuCtxSynchronize would also wait for work other
 // libraries queued on the same primary context, which is not qd's to wait for.
 qd_status GpuContext::synchronize() {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     const DriverTable &t = dc_->t;
     qd_status status = QD_SUCCESS;
-    {
-        ScopedCurrent current(*dc_);
-        if (!current.ok())
-            return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                                  nullptr);
-        for (const auto &stream : dc_->live_streams()) {
-            Result r = t.stream_synchronize(stream->native());
-            if (r != t.success) {
-                status = dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::stream_synchronize,
-                                        stream->last_kernel());
-                if (status == QD_ERROR_DEVICE_LOST) return status;
-            }
+    for (const auto &stream : dc_->live_streams()) {
+        Result r = t.stream_synchronize(stream->native());
+        if (r != t.success) {
+            status = dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::stream_synchronize,
+                                    stream->last_kernel());
+            if (status == QD_ERROR_DEVICE_LOST) return status;
         }
     }
     qd_status tails = dc_->drain_tails();
@@ -132,14 +118,11 @@ qd_status GpuContext::synchronize() {
 }
 
 qd_status GpuContext::elapsed_ms(Event &start, Event &end, float *ms) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     const DriverTable &t = dc_->t;
     auto &s = static_cast<GpuEvent &>(start);
     auto &e = static_cast<GpuEvent &>(end);
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              nullptr);
     float value = 0.0f;
     Result r = t.event_elapsed_time(&value, s.native(), e.native());
     if (r == t.not_ready) return QD_NOT_READY;
@@ -160,12 +143,9 @@ qd_status GpuContext::host_alloc(uint64_t bytes, void **out) {
     if (bytes > kMaxHostAllocation)
         return fail(QD_ERROR_OVERFLOW, "%llu bytes exceeds what the host can address",
                     static_cast<unsigned long long>(bytes));
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     const DriverTable &t = dc_->t;
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              nullptr);
     void *ptr = nullptr;
     Result r = t.host_alloc(&ptr, static_cast<size_t>(bytes), t.host_alloc_flags);
     if (r != t.success) return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::host_alloc, nullptr);

@@ -131,23 +131,15 @@ const char *DeviceContext::intern(const char *name) {
 
 // --- stream registry ----------------------------------------------------------------------
 
-void DeviceContext::register_stream(const std::shared_ptr<GpuStream> &stream) {
-    std::lock_guard<std::mutex> lock(streams_mutex_);
-    if (streams_.size() >= streams_prune_at_) {
-        streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
-                                      [](const std::weak_ptr<GpuStream> &w) { return w.expired(); }),
-                       streams_.end());
-        streams_prune_at_ = std::max<size_t>(64, streams_.size() * 2);
-    }
-    streams_.push_back(stream);
+void DeviceContext::register_stream(GpuStream &stream) {
+    stream.registered_ = streams_.add(&stream, &stream.registry_entry_);
 }
 
 std::vector<std::shared_ptr<GpuStream>> DeviceContext::live_streams() {
-    std::vector<std::shared_ptr<GpuStream>> out;
-    std::lock_guard<std::mutex> lock(streams_mutex_);
-    out.reserve(streams_.size());
-    for (const auto &w : streams_)
-        if (auto s = w.lock(); s && !s->forgotten()) out.push_back(std::move(s));
+    std::vector<std::shared_ptr<GpuStream>> out = streams_.snapshot();
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [](const std::shared_ptr<GpuStream> &s) { return s->forgotten(); }),
+              out.end());
     return out;
 }
 
@@ -168,7 +160,7 @@ void DeviceContext::release_device_now(DevicePtr address) {
 
 void DeviceContext::release(Kind kind, void *handle) {
     if (forked()) return;  // the parent still owns these; the child must not touch the driver
-    if (callback_owner() != nullptr) {
+    if (in_driver_callback()) {
         std::lock_guard<std::mutex> lock(deferred_mutex_);
         deferred_.push_back({kind, handle});
         has_deferred_.store(true, std::memory_order_release);

@@ -8,7 +8,7 @@
 
 namespace qd::backend::gpu {
 
-qd_status make_gpu_driver(const DriverTable &table, Library library,
+qd_status make_gpu_driver(const DriverTable &table, DlLibrary library,
                           std::unique_ptr<Driver> *out) {
     Fn missing = first_missing(table);
     if (missing != Fn::count)
@@ -36,7 +36,7 @@ const NativeCounters *native_counters(const Driver *driver) {
     return gpu ? &const_cast<GpuDriver *>(gpu)->counters() : nullptr;
 }
 
-GpuDriver::GpuDriver(const DriverTable &table, Library library, uint32_t device_count)
+GpuDriver::GpuDriver(const DriverTable &table, DlLibrary library, uint32_t device_count)
     : table_(table), library_(std::move(library)), device_count_(device_count) {}
 
 // Before a context exists there is nothing to mark lost: a non-sticky rule's status applies

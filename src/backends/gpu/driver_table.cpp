@@ -35,6 +35,17 @@ Fn first_missing(const DriverTable &table) {
     if ((required) && table.name == nullptr) return Fn::name;
     QD_GPU_DRIVER_TABLE(QD_GPU_CHECK_)
 #undef QD_GPU_CHECK_
+    // The entries the table's current-device strategy needs.
+    static constexpr Fn kContextStack[] = {Fn::ctx_get_current, Fn::ctx_set_current,
+                                           Fn::ctx_push_current, Fn::ctx_pop_current};
+    static constexpr Fn kCurrentDevice[] = {Fn::device_get_current, Fn::device_set_current};
+    if (table.current_model == CurrentModel::context_stack) {
+        for (Fn fn : kContextStack)
+            if (!has_entry(table, fn)) return fn;
+    } else {
+        for (Fn fn : kCurrentDevice)
+            if (!has_entry(table, fn)) return fn;
+    }
     return Fn::count;
 }
 

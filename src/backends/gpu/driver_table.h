@@ -48,10 +48,14 @@ using HostFn = void (*)(void *user_data);    // CUhostFn / hipHostFn_t
     X(device_total_mem, true, (size_t * bytes, NativeDevice device))                           \
     X(device_primary_ctx_retain, true, (NativeContext * ctx, NativeDevice device))             \
     X(device_primary_ctx_release, true, (NativeDevice device))                                 \
-    X(ctx_get_current, true, (NativeContext * ctx))                                            \
-    X(ctx_set_current, true, (NativeContext ctx))                                              \
-    X(ctx_push_current, true, (NativeContext ctx))                                             \
-    X(ctx_pop_current, true, (NativeContext * ctx))                                            \
+    /* the current-context entries: required under CurrentModel::context_stack only */        \
+    X(ctx_get_current, false, (NativeContext * ctx))                                           \
+    X(ctx_set_current, false, (NativeContext ctx))                                             \
+    X(ctx_push_current, false, (NativeContext ctx))                                            \
+    X(ctx_pop_current, false, (NativeContext * ctx))                                           \
+    /* the current-device entries: required under CurrentModel::current_device only */         \
+    X(device_get_current, false, (NativeDevice * device))                                      \
+    X(device_set_current, false, (NativeDevice device))                                        \
     X(ctx_get_stream_priority_range, true, (int *least, int *greatest))                        \
     X(stream_create, true, (NativeStream * stream, unsigned flags, int priority))              \
     X(stream_destroy, true, (NativeStream stream))                                             \
@@ -110,6 +114,17 @@ struct ErrorRule {
     bool sticky;
 };
 
+// How a driver decides which device a call addresses when it names no stream: the strategy
+// ScopedCurrent follows (gpu_objects.h), chosen by the vendor loader.
+enum class CurrentModel : uint8_t {
+    // Each thread has a stack of current contexts (the CUDA driver API): ctx_get_current,
+    // ctx_set_current, ctx_push_current and ctx_pop_current are required.
+    context_stack,
+    // Each thread has a current device whose primary context is implied (the HIP runtime):
+    // device_get_current and device_set_current are required; the ctx_* entries may be null.
+    current_device,
+};
+
 struct DriverTable {
     // --- functions (filled by the vendor loader) ---
 #define QD_GPU_FN_MEMBER_(name, required, params) Result(*name) params = nullptr;
@@ -149,6 +164,8 @@ struct DriverTable {
     // The backend then skips its current-context check on those calls. False: it makes its
     // context current around each of them (and restores the caller's).
     bool stream_calls_use_stream_context = false;
+
+    CurrentModel current_model = CurrentModel::context_stack;
 
     // Pseudo stream handles that name "the legacy stream" or "the per-thread stream" rather
     // than a stream (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). qd refuses to import them.

@@ -13,11 +13,8 @@ GpuEvent::GpuEvent(std::shared_ptr<DeviceContext> dc, NativeEvent event, bool ti
 GpuEvent::~GpuEvent() { dc_->release_event(event_); }
 
 qd_status GpuEvent::query() {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              last_kernel());
+    DriverEntry entry(*dc_, false, last_kernel());
+    if (!entry.ok()) return entry.status();
     Result r = t_.event_query(event_);
     if (r == t_.success) return QD_SUCCESS;
     if (r == t_.not_ready) return QD_NOT_READY;
@@ -25,12 +22,9 @@ qd_status GpuEvent::query() {
 }
 
 qd_status GpuEvent::synchronize() {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_, false, last_kernel());
+    if (!entry.ok()) return entry.status();
     dc_->run_deferred();
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              last_kernel());
     Result r = t_.event_synchronize(event_);
     if (r == t_.success) return QD_SUCCESS;
     return dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::event_synchronize, last_kernel());

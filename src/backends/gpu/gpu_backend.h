@@ -8,7 +8,7 @@
 
 #include "backends/backend.h"
 #include "backends/gpu/driver_table.h"
-#include "backends/gpu/library.h"
+#include "backends/common/dl_library.h"
 
 namespace qd::backend::gpu {
 
@@ -29,7 +29,7 @@ struct NativeCounters {
 // Builds the GPU driver over a complete table (first_missing(table) == Fn::count) whose init
 // entry has already succeeded. library keeps the vendor library loaded for the process.
 // QD_ERROR_BACKEND_UNAVAILABLE when the driver reports no device.
-qd_status make_gpu_driver(const DriverTable &table, Library library,
+qd_status make_gpu_driver(const DriverTable &table, DlLibrary library,
                           std::unique_ptr<Driver> *out);
 
 // The counters of a GPU driver; null when driver is not one.

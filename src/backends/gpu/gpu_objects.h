@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/callback_scope.h"
+#include "backends/common/dl_library.h"
 #include "backends/common/fork_generation.h"
+#include "backends/common/live_registry.h"
 #include "backends/backend.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
-#include "backends/gpu/library.h"
 
 namespace qd::backend::gpu {
 
@@ -29,13 +31,9 @@ class GpuStream;
 // g_fork_generation (backends/common/fork_generation.h): an object made with another value
 // was inherited from the parent of a fork, and the driver must not be called for it.
 
-// The DeviceContext whose host callback the calling thread is running, or null. GPU drivers
-// run host callbacks on threads of their own and forbid driver calls from them. A thread-local
-// beside the two that docs/design.md allows (active stream, last error; "Implementation rules")
-// because nothing else can tell, on a driver-owned thread, whose callback is running:
-// in_callback() rests on it.
-inline thread_local const void *t_callback_owner __attribute__((tls_model("initial-exec"))) = nullptr;
-inline const void *callback_owner() noexcept { return t_callback_owner; }
+// GPU drivers run host callbacks on threads of their own and forbid driver calls from them:
+// the trampoline runs each callback under CallbackScope(device_context, true)
+// (backends/common/callback_scope.h), and in_driver_callback() refuses driver calls there.
 
 // The rule for a native result code, or null when the table has none.
 const ErrorRule *find_rule(const DriverTable &table, Result result);
@@ -63,7 +61,7 @@ class DeviceContext {
         if (shut_down_.load(std::memory_order_relaxed)) return refuse_shut_down();
         if (g_fork_generation.load(std::memory_order_relaxed) != fork_generation_)
             return refuse_forked();
-        if (callback_owner() != nullptr) return refuse_in_callback();
+        if (in_driver_callback()) return refuse_in_callback();
         return QD_SUCCESS;
     }
     // True in a fork child for a context made in the parent: destructors then only forget.
@@ -71,7 +69,7 @@ class DeviceContext {
         return g_fork_generation.load(std::memory_order_relaxed) != fork_generation_;
     }
     // Destructors may not call the driver from a host callback or a fork child.
-    bool can_release_now() const noexcept { return !forked() && callback_owner() == nullptr; }
+    bool can_release_now() const noexcept { return !forked() && !in_driver_callback(); }
 
     // Maps a failed result to a qd status and writes the message. A sticky result marks the
     // context lost; the message names last_kernel (the last kernel launched on the stream where
@@ -87,7 +85,9 @@ class DeviceContext {
 
     // Every live stream, so Context::synchronize waits for qd's streams only (not for work
     // other libraries queued on the same primary context).
-    void register_stream(const std::shared_ptr<GpuStream> &stream);
+    // A stream registers once a shared_ptr owns it and unregisters in its destructor.
+    void register_stream(GpuStream &stream);
+    void unregister_stream(LiveRegistry<GpuStream>::Entry entry) noexcept { streams_.remove(entry); }
     std::vector<std::shared_ptr<GpuStream>> live_streams();
 
     // Native releases. They never block. A stream with work in flight leaves a "tail" event
@@ -129,9 +129,7 @@ class DeviceContext {
     std::mutex names_mutex_;
     std::set<std::string> names_;
 
-    std::mutex streams_mutex_;
-    std::vector<std::weak_ptr<GpuStream>> streams_;
-    size_t streams_prune_at_ = 64;
+    LiveRegistry<GpuStream> streams_;
 
     std::mutex tails_mutex_;
     std::vector<NativeEvent> tails_;
@@ -141,34 +139,39 @@ class DeviceContext {
     std::atomic<bool> has_deferred_{false};
 };
 
-// Makes the DeviceContext's native context current on the calling thread for one scope (calls
-// on a stream skip it when the driver runs them in the stream's context; see the constructor).
-// The common case (already current) costs one driver call. A thread with no current context
-// gets ours and keeps it (cheap next time; nobody else was using the thread's slot). A thread
-// where another library made a different context current gets ours pushed and popped again, so
-// that library (PyTorch, CuPy, cuda.core) finds its own context unchanged afterwards.
+// Makes the DeviceContext's device current on the calling thread for one scope, by the
+// strategy the driver table chose (DriverTable::current_model), and leaves the thread as it
+// found it for any other library that uses the same driver.
+//
+// context_stack (CUDA): the common case (ours already current) costs one driver call. A thread
+// with no current context gets ours and keeps it (cheap next time; nobody else was using the
+// thread's slot). A thread where another library made a different context current gets ours
+// pushed and popped again, so that library finds its own context unchanged afterwards.
+// current_device (HIP): the same with the thread's current device: set when it differs, and
+// the previous device restored at the end of the scope.
 class ScopedCurrent {
   public:
     // A call that names a stream of this context (launch, record, wait, copies, allocations,
     // synchronize, query) passes stream_call = true: when the driver runs such calls in the
     // stream's own context whatever is current (DriverTable::stream_calls_use_stream_context),
     // nothing is checked or switched, which keeps a driver call off every enqueue.
-    explicit ScopedCurrent(const DeviceContext &dc, bool stream_call = false) : t_(dc.t) {
-        if (stream_call && t_.stream_calls_use_stream_context) return;
-        NativeContext current = nullptr;
-        Result r = t_.ctx_get_current(&current);
-        if (r == t_.success && current == dc.native) return;
-        if (r == t_.success && current == nullptr) {
-            status_ = t_.ctx_set_current(dc.native);
-            return;
+    // enter = false makes an empty scope that calls nothing (see DriverEntry).
+    explicit ScopedCurrent(const DeviceContext &dc, bool stream_call = false, bool enter = true)
+        : t_(dc.t) {
+        if (!enter || (stream_call && t_.stream_calls_use_stream_context)) return;
+        if (t_.current_model == CurrentModel::context_stack) {
+            enter_context(dc.native);
+        } else {
+            enter_device(dc.device);
         }
-        status_ = t_.ctx_push_current(dc.native);
-        pushed_ = status_ == t_.success;
     }
     ~ScopedCurrent() {
-        if (pushed_) {
+        if (!restore_) return;
+        if (t_.current_model == CurrentModel::context_stack) {
             NativeContext popped = nullptr;
             t_.ctx_pop_current(&popped);
+        } else {
+            t_.device_set_current(previous_device_);
         }
     }
     ScopedCurrent(const ScopedCurrent &) = delete;
@@ -176,19 +179,72 @@ class ScopedCurrent {
 
     bool ok() const { return status_ == t_.success; }
     Result status() const { return status_; }
-    Fn failed_entry() const { return pushed_ ? Fn::ctx_push_current : Fn::ctx_set_current; }
+    Fn failed_entry() const { return failed_; }
 
   private:
+    void enter_context(NativeContext ours) {
+        NativeContext current = nullptr;
+        Result r = t_.ctx_get_current(&current);
+        if (r == t_.success && current == ours) return;
+        if (r == t_.success && current == nullptr) {
+            failed_ = Fn::ctx_set_current;
+            status_ = t_.ctx_set_current(ours);
+            return;
+        }
+        failed_ = Fn::ctx_push_current;
+        status_ = t_.ctx_push_current(ours);
+        restore_ = status_ == t_.success;
+    }
+    void enter_device(NativeDevice ours) {
+        failed_ = Fn::device_get_current;
+        status_ = t_.device_get_current(&previous_device_);
+        if (status_ != t_.success || previous_device_ == ours) return;
+        failed_ = Fn::device_set_current;
+        status_ = t_.device_set_current(ours);
+        restore_ = status_ == t_.success;
+    }
+
     const DriverTable &t_;
     Result status_ = 0;
-    bool pushed_ = false;
+    Fn failed_ = Fn::count;
+    bool restore_ = false;
+    NativeDevice previous_device_ = 0;
+};
+
+// The prologue of every backend entry that calls the driver for a DeviceContext, written once:
+// the context must be usable (not shut down, not inherited across fork, not called from a
+// driver callback thread), then its device is made current (ScopedCurrent) until the scope
+// ends. A failure is already mapped to a qd status with its message; last_kernel is what a
+// fault surfacing here names.
+//
+//     DriverEntry entry(*dc_, /*stream_call=*/true, last_kernel());
+//     if (!entry.ok()) return entry.status();
+class DriverEntry {
+  public:
+    DriverEntry(DeviceContext &dc, bool stream_call = false, const char *last_kernel = nullptr)
+        : status_(dc.usable()), current_(dc, stream_call, status_ == QD_SUCCESS) {
+        if (status_ == QD_SUCCESS && !current_.ok())
+            status_ = dc.fail_call(current_.status(), QD_ERROR_INTERNAL, current_.failed_entry(),
+                                   last_kernel);
+    }
+    DriverEntry(const DriverEntry &) = delete;
+    DriverEntry &operator=(const DriverEntry &) = delete;
+
+    bool ok() const { return status_ == QD_SUCCESS; }
+    qd_status status() const { return status_; }
+
+  private:
+    qd_status status_;
+    // Entered only when the context is usable: a refused call makes no driver call at all (a
+    // fork child must not touch the driver).
+    ScopedCurrent current_;
 };
 
 // --- Streams, events, modules, kernels -------------------------------------------------------
 
 class GpuKernel;
 
-class GpuStream final : public Stream {
+class GpuStream final : public Stream, public std::enable_shared_from_this<GpuStream> {
   public:
     GpuStream(std::shared_ptr<DeviceContext> dc, NativeStream stream, bool owned,
               int32_t priority);
@@ -228,6 +284,9 @@ class GpuStream final : public Stream {
     // Set on every launch (one relaxed store); points into DeviceContext's interned names.
     std::atomic<const char *> last_kernel_{nullptr};
     std::atomic<bool> forgotten_{false};  // a borrowed stream whose handle is gone
+    friend class DeviceContext;           // sets the two below in register_stream()
+    LiveRegistry<GpuStream>::Entry registry_entry_;
+    bool registered_ = false;
 };
 
 class GpuEvent final : public Event {
@@ -330,7 +389,7 @@ class GpuContext final : public Context {
 
 class GpuDriver final : public Driver {
   public:
-    GpuDriver(const DriverTable &table, Library library, uint32_t device_count);
+    GpuDriver(const DriverTable &table, DlLibrary library, uint32_t device_count);
 
     qd_backend kind() const override { return table_.kind; }
     qd_status device_count(uint32_t *out) override;
@@ -343,7 +402,7 @@ class GpuDriver final : public Driver {
     qd_status fail(Result result, qd_status fallback, Fn fn);
 
     const DriverTable table_;  // never moves: every DeviceContext refers to it
-    Library library_;
+    DlLibrary library_;
     const uint32_t device_count_;
     NativeCounters counters_;
 };

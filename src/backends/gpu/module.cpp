@@ -94,7 +94,8 @@ qd_status binary_image_extent(const DriverTable &table, const void *image, uint6
 
 qd_status GpuContext::load_module(const void *image, uint64_t size,
                                   std::shared_ptr<Module> *out) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     dc_->run_deferred();
     const DriverTable &t = dc_->t;
 
@@ -112,10 +113,6 @@ qd_status GpuContext::load_module(const void *image, uint64_t size,
     int options[2] = {t.jit_error_log_buffer, t.jit_error_log_buffer_bytes};
     void *values[2] = {log, reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof log))};
 
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              nullptr);
     NativeModule module = nullptr;
     Result r = t.module_load_data(&module, data, 2, options, values);
     if (r != t.success) {
@@ -145,12 +142,9 @@ GpuModule::GpuModule(std::shared_ptr<DeviceContext> dc, NativeModule module)
 GpuModule::~GpuModule() { dc_->release_module(module_); }
 
 qd_status GpuModule::get_kernel(const char *name, std::shared_ptr<Kernel> *out) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_);
+    if (!entry.ok()) return entry.status();
     const DriverTable &t = dc_->t;
-    ScopedCurrent current(*dc_);
-    if (!current.ok())
-        return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
-                              nullptr);
     NativeFunction function = nullptr;
     Result r = t.module_get_function(&function, module_, name);
     if (r != t.success) {

@@ -23,10 +23,8 @@ struct HostCall {
 
 void host_trampoline(void *raw) {
     std::unique_ptr<HostCall> call(static_cast<HostCall *>(raw));
-    const void *previous = t_callback_owner;
-    t_callback_owner = call->owner;
+    CallbackScope scope(call->owner, true);
     call->fn(call->user_data);
-    t_callback_owner = previous;
 }
 
 }  // namespace
@@ -37,11 +35,15 @@ GpuStream::GpuStream(std::shared_ptr<DeviceContext> dc, NativeStream stream, boo
 
 // Returns at once: the driver releases an owned native stream only after its work completes.
 // A borrowed (imported) stream is never destroyed, only forgotten.
-GpuStream::~GpuStream() { dc_->release_stream(stream_, owned_); }
+GpuStream::~GpuStream() {
+    if (registered_) dc_->unregister_stream(registry_entry_);
+    dc_->release_stream(stream_, owned_);
+}
 
 qd_status GpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
                             uint32_t num_args) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     auto &k = static_cast<GpuKernel &>(kernel);
     if (qd_status st = k.check_args(args, num_args); st != QD_SUCCESS) return st;
 
@@ -50,8 +52,6 @@ qd_status GpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg
     void *params[QD_MAX_ARGS];
     for (uint32_t i = 0; i < num_args; ++i) params[i] = const_cast<void *>(args[i].data);
 
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.launch_kernel(k.function(), dims.grid[0], dims.grid[1], dims.grid[2],
                                 dims.block[0], dims.block[1], dims.block[2],
                                 dims.shared_mem_bytes, stream_, num_args ? params : nullptr,
@@ -63,10 +63,9 @@ qd_status GpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg
 }
 
 qd_status GpuStream::record(Event &event) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     auto &e = static_cast<GpuEvent &>(event);
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.event_record(e.native(), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::event_record);
     e.note_recorded(last_kernel());
@@ -75,29 +74,26 @@ qd_status GpuStream::record(Event &event) {
 
 // The driver captures the event's latest record at call time, which is exactly the contract.
 qd_status GpuStream::wait(Event &event) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     auto &e = static_cast<GpuEvent &>(event);
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.stream_wait_event(stream_, e.native(), 0);
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::stream_wait_event);
     return QD_SUCCESS;
 }
 
 qd_status GpuStream::synchronize() {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     dc_->run_deferred();
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.stream_synchronize(stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::stream_synchronize);
     return QD_SUCCESS;
 }
 
 qd_status GpuStream::query() {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     Result r = t_.stream_query(stream_);
     if (r == t_.success) return QD_SUCCESS;
     if (r == t_.not_ready) return QD_NOT_READY;
@@ -110,9 +106,8 @@ qd_status GpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
                         "%llu bytes exceeds the largest device allocation (%llu bytes)",
                         static_cast<unsigned long long>(bytes),
                         static_cast<unsigned long long>(kMaxDeviceAllocation));
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     DevicePtr ptr = 0;
     Result r = t_.mem_alloc_async(&ptr, static_cast<size_t>(bytes), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_OUT_OF_MEMORY, Fn::mem_alloc_async);
@@ -121,9 +116,8 @@ qd_status GpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
 }
 
 qd_status GpuStream::mem_free(uint64_t address) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     Result r = t_.mem_free_async(address, stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::mem_free_async);
     return QD_SUCCESS;
@@ -133,28 +127,25 @@ qd_status GpuStream::mem_free(uint64_t address) {
 // memory is staged by the driver (see README.md: a device-to-pageable copy returns only once
 // it is done); pinned memory from qd_host_alloc gives fully asynchronous copies.
 qd_status GpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     Result r = t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memcpy_async);
     return QD_SUCCESS;
 }
 
 qd_status GpuStream::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     Result r = t_.memset_d8_async(dst, value, static_cast<size_t>(bytes), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memset_d8_async);
     return QD_SUCCESS;
 }
 
 qd_status GpuStream::host_fn(qd_host_fn fn, void *user_data) {
-    if (qd_status st = dc_->usable(); st != QD_SUCCESS) return st;
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
     auto call = std::make_unique<HostCall>(HostCall{fn, user_data, dc_.get()});
-    ScopedCurrent current(*dc_, true);
-    if (!current.ok()) return fail(current.status(), QD_ERROR_INTERNAL, current.failed_entry());
     Result r = t_.launch_host_func(stream_, host_trampoline, call.get());
     // On failure the driver never calls the trampoline, so fn is never called and the payload
     // is ours to free.
