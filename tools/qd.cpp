@@ -7,6 +7,8 @@
 // The tool uses only the public C API (include/qd/qd.h), like any other user of libqd.
 #include <qd/qd.h>
 
+#include "demo_common.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -20,6 +22,8 @@
 #include <vector>
 
 namespace {
+
+using namespace qd_tool;
 
 const char *const kUsage =
     "usage: qd <command> [options]\n"
@@ -39,28 +43,6 @@ const char *const kUsage =
     "  -h, --help           print this help\n"
     "\n"
     "Exit status: 0 success, 1 a qd call failed or the results did not match, 2 usage error.\n";
-
-// A failed qd call. The message already carries the status name and qd_last_error_message().
-struct QdError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-// Throws QdError unless status is QD_SUCCESS. The last error message is read at once: it is
-// thread-local and the next failing call on this thread overwrites it.
-void check(qd_status status, const char *call) {
-    if (status == QD_SUCCESS) return;
-    throw QdError(std::string(call) + " failed: " + qd_status_name(status) + ": " +
-                  qd_last_error_message());
-}
-
-const char *backend_name(qd_backend backend) {
-    switch (backend) {
-    case QD_BACKEND_CPU: return "CPU";
-    case QD_BACKEND_CUDA: return "CUDA";
-    case QD_BACKEND_HIP: return "HIP";
-    default: return "default";
-    }
-}
 
 std::optional<qd_backend> parse_backend(const std::string &name) {
     if (name == "cpu") return QD_BACKEND_CPU;
@@ -141,50 +123,10 @@ int run_info() {
 }
 
 // ------------------------------------------------------------------------------------------
-// qd demo
+// qd demo (the CPU part; the GPU part is gpu_demo.cpp, what they share is demo_common.h)
 // ------------------------------------------------------------------------------------------
 
-struct DemoOptions {
-    std::optional<qd_backend> backend; // forced with --backend; otherwise the best available
-    uint32_t groups = 16;
-    uint32_t tasks_per_group = 4;
-    double task_ms = 3.0;
-};
-
-// Owns a context; destroying it releases every stream, event, kernel and allocation in it, so
-// an error anywhere in the demo cleans up by unwinding.
-class Context {
-  public:
-    explicit Context(qd_backend backend) {
-        qd_context_desc desc = QD_CONTEXT_DESC_INIT;
-        desc.backend = static_cast<uint32_t>(backend);
-        check(qd_context_create(&desc, &handle_), "qd_context_create");
-    }
-    ~Context() { qd_context_destroy(handle_); }
-    Context(const Context &) = delete;
-    Context &operator=(const Context &) = delete;
-    qd_context get() const { return handle_; }
-
-  private:
-    qd_context handle_ = 0;
-};
-
-// The CPU workload. Each task owns a slice of the input: it runs a logistic map from every
-// element (seeded also by the previous task of its group, so tasks of one group depend on their
-// order) and writes one sum. Groups are independent, which is what qd_launch_parallel runs
-// concurrently.
-struct TaskArgs {
-    uint64_t input;      // address of the whole input (double[])
-    uint64_t output;     // address of the whole output (double[], one per task)
-    uint32_t first;      // index of this task's first input element
-    uint32_t count;      // elements in this task's slice
-    uint32_t task;       // this task's output index
-    uint32_t previous;   // output index of the previous task of the group, or kNoPrevious
-    uint32_t iterations; // logistic map steps per element
-};
-constexpr uint32_t kNoPrevious = UINT32_MAX;
-constexpr uint32_t kSliceElements = 256;
-
+// The CPU workload: the kernel of one task (TaskArgs, demo_common.h) as a host function.
 double logistic_sum(const double *input, uint32_t count, double carry, uint32_t iterations) {
     double sum = 0.0;
     for (uint32_t i = 0; i < count; ++i) {
@@ -217,53 +159,6 @@ uint32_t calibrate_iterations(const std::vector<double> &input, double task_ms) 
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     double iterations = probe_iterations * task_ms / std::max(probe_ms, 1e-3);
     return static_cast<uint32_t>(std::clamp(iterations, 10.0, 1e7));
-}
-
-struct RunResult {
-    double gpu_ms;  // between the timing events, on the device's clock
-    double host_ms; // around the launch and synchronize, on the host's steady clock
-};
-
-// Queues every task between two timing events on `stream` and waits for them: serially with
-// qd_launch (one stream, task after task) or with one qd_launch_parallel (a pooled stream per
-// group, forked from and joined back into `stream`).
-RunResult timed_run(qd_context ctx, qd_stream stream, qd_kernel kernel,
-                    const std::vector<TaskArgs> &tasks, const std::vector<uint32_t> &groups,
-                    bool parallel) {
-    qd_event start = 0, end = 0;
-    check(qd_event_create(ctx, QD_EVENT_TIMING, &start), "qd_event_create");
-    check(qd_event_create(ctx, QD_EVENT_TIMING, &end), "qd_event_create");
-
-    std::vector<qd_arg> args(tasks.size());
-    std::vector<qd_task> launches(tasks.size());
-    for (size_t i = 0; i < tasks.size(); ++i) {
-        args[i] = qd_arg{&tasks[i], sizeof(TaskArgs)};
-        qd_task launch = QD_TASK_INIT;
-        launch.group = groups[i];
-        launch.kernel = kernel;
-        launch.args = &args[i];
-        launch.num_args = 1;
-        launches[i] = launch;
-    }
-
-    auto host_start = std::chrono::steady_clock::now();
-    check(qd_event_record(stream, start), "qd_event_record");
-    if (parallel) {
-        check(qd_launch_parallel(stream, launches.data(), static_cast<uint32_t>(launches.size())),
-              "qd_launch_parallel");
-    } else {
-        for (const qd_task &launch : launches)
-            check(qd_launch(stream, kernel, nullptr, launch.args, launch.num_args), "qd_launch");
-    }
-    check(qd_event_record(stream, end), "qd_event_record");
-    check(qd_stream_synchronize(stream), "qd_stream_synchronize");
-    auto host_end = std::chrono::steady_clock::now();
-
-    float gpu_ms = 0.0f;
-    check(qd_event_elapsed_ms(start, end, &gpu_ms), "qd_event_elapsed_ms");
-    check(qd_event_destroy(start), "qd_event_destroy");
-    check(qd_event_destroy(end), "qd_event_destroy");
-    return {gpu_ms, std::chrono::duration<double, std::milli>(host_end - host_start).count()};
 }
 
 int run_cpu_demo(const DemoOptions &options) {
@@ -359,8 +254,6 @@ int run_cpu_demo(const DemoOptions &options) {
                 task_count);
     return 0;
 }
-
-#include "gpu_demo.inc"
 
 int run_demo(const DemoOptions &options) {
     qd_backend backend = QD_BACKEND_CPU;
