@@ -1,0 +1,429 @@
+// The fake GPU driver (see fake_gpu_driver.h).
+#include "fake_gpu_driver.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace qdt::fake_gpu {
+
+Fake g_fake;
+thread_local gpu::NativeContext t_current = nullptr;
+thread_local std::vector<gpu::NativeContext> t_stack;
+std::atomic<long> g_ctx_queries{0};
+
+void Fake::reset() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto *s : streams) delete s;
+    for (auto *e : events) delete e;
+    for (auto *m : modules) delete m;
+    for (void *p : host_blocks) free(p);
+    for (uint64_t p : backed_blocks) free(reinterpret_cast<void *>(static_cast<uintptr_t>(p)));
+    streams.clear();
+    events.clear();
+    modules.clear();
+    host_blocks.clear();
+    device_blocks.clear();
+    backed_blocks.clear();
+    retains = 0;
+    stream_destroys = 0;
+    launches.clear();
+    loaded_functions.clear();
+    last_image.clear();
+    work_per_launch = 0;
+    backed_memory = false;
+    calls = 0;
+    fail_at = 0;
+    fail_code = kUnknown;
+    sticky = kOk;
+}
+
+
+Result inject() {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    ++g_fake.calls;
+    if (g_fake.sticky != kOk) return g_fake.sticky;
+    if (g_fake.fail_at != 0 && g_fake.calls == g_fake.fail_at) return g_fake.fail_code;
+    return kOk;
+}
+#define INJECT()                                                                               \
+    do {                                                                                       \
+        if (Result r_ = inject(); r_ != kOk) return r_;                                        \
+    } while (0)
+
+struct Param2 {
+    const char *name;
+    std::vector<uint32_t> sizes;
+};
+const Param2 kFunctions[] = {{"k0", {}}, {"k2", {8, 4}}, {"k1", {8}}};
+
+Result f_init(unsigned) { return kOk; }
+Result f_driver_get_version(int *v) { *v = 13000; return kOk; }
+Result f_get_error_name(Result e, const char **n) {
+    switch (e) {
+    case kOutOfMemory: *n = "CUDA_ERROR_OUT_OF_MEMORY"; return kOk;
+    case kIllegalAddress: *n = "CUDA_ERROR_ILLEGAL_ADDRESS"; return kOk;
+    case kInvalidPtx: *n = "CUDA_ERROR_INVALID_PTX"; return kOk;
+    case kNotFound: *n = "CUDA_ERROR_NOT_FOUND"; return kOk;
+    case kUnknown: *n = "CUDA_ERROR_UNKNOWN"; return kOk;
+    default: *n = nullptr; return kInvalidValue;
+    }
+}
+Result f_get_error_string(Result e, const char **s) {
+    const char *n = nullptr;
+    if (f_get_error_name(e, &n) != kOk) return kInvalidValue;
+    *s = "fake description";
+    return kOk;
+}
+Result f_device_get_count(int *n) { *n = 2; return kOk; }
+Result f_device_get(gpu::NativeDevice *d, int ordinal) { *d = ordinal; return kOk; }
+Result f_device_get_name(char *name, int len, gpu::NativeDevice) {
+    snprintf(name, len, "Fake GPU");
+    return kOk;
+}
+Result f_device_get_attribute(int *v, int attr, gpu::NativeDevice) {
+    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132 : -1;
+    return *v < 0 ? kInvalidValue : kOk;
+}
+Result f_device_total_mem(size_t *b, gpu::NativeDevice) { *b = size_t{80} << 30; return kOk; }
+Result f_primary_retain(gpu::NativeContext *c, gpu::NativeDevice) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    ++g_fake.retains;
+    *c = g_fake.primary;
+    return kOk;
+}
+Result f_primary_release(gpu::NativeDevice) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    --g_fake.retains;
+    return kOk;
+}
+Result f_ctx_get_current(gpu::NativeContext *c) {
+    g_ctx_queries.fetch_add(1);
+    *c = t_current;
+    return kOk;
+}
+Result f_ctx_set_current(gpu::NativeContext c) { t_current = c; return kOk; }
+Result f_ctx_push(gpu::NativeContext c) {
+    t_stack.push_back(t_current);
+    t_current = c;
+    return kOk;
+}
+Result f_ctx_pop(gpu::NativeContext *c) {
+    if (t_stack.empty()) return kInvalidValue;
+    *c = t_current;
+    t_current = t_stack.back();
+    t_stack.pop_back();
+    return kOk;
+}
+Result f_priority_range(int *least, int *greatest) {
+    INJECT();
+    *least = 0;
+    *greatest = -5;
+    return kOk;
+}
+Result f_stream_create(gpu::NativeStream *s, unsigned flags, int priority) {
+    INJECT();
+    auto *fs = new FakeStream{flags, priority, t_current, 0};
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.streams.insert(fs);
+    *s = reinterpret_cast<gpu::NativeStream>(fs);
+    return kOk;
+}
+Result f_stream_destroy(gpu::NativeStream s) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.streams.erase(fs(s))) return 400;  // destroying twice: the real one crashes
+    ++g_fake.stream_destroys;
+    // Events recorded on this stream outlive it (as in the real driver): forget the stream.
+    for (auto *e : g_fake.events)
+        if (e->stream == fs(s)) e->stream = nullptr;
+    delete fs(s);
+    return kOk;
+}
+Result f_stream_query(gpu::NativeStream s) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.streams.count(fs(s))) return ++g_fake.dead_stream_calls, 400;  // real: SIGSEGV
+    return fs(s)->pending ? kNotReady : kOk;
+}
+Result f_stream_synchronize(gpu::NativeStream s) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.streams.count(fs(s))) return ++g_fake.dead_stream_calls, 400;  // real: SIGSEGV
+    fs(s)->pending = 0;
+    for (auto *e : g_fake.events)
+        if (e->stream == fs(s)) e->pending = false;
+    return kOk;
+}
+Result f_stream_wait_event(gpu::NativeStream, gpu::NativeEvent, unsigned) { INJECT(); return kOk; }
+// Not injected: the backend falls back to the priority it asked for, by design.
+Result f_stream_get_priority(gpu::NativeStream s, int *p) {
+    *p = fs(s)->priority;
+    return kOk;
+}
+Result f_stream_get_ctx(gpu::NativeStream s, gpu::NativeContext *c) {
+    INJECT();
+    *c = fs(s)->ctx;
+    return kOk;
+}
+Result f_event_create(gpu::NativeEvent *e, unsigned flags) {
+    INJECT();
+    auto *ev = new FakeEvent{flags, nullptr, false};
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.events.insert(ev);
+    *e = reinterpret_cast<gpu::NativeEvent>(ev);
+    return kOk;
+}
+Result f_event_destroy(gpu::NativeEvent e) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.events.erase(fe(e))) return 400;
+    delete fe(e);
+    return kOk;
+}
+Result f_event_record(gpu::NativeEvent e, gpu::NativeStream s) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    fe(e)->stream = fs(s);
+    fe(e)->pending = fs(s)->pending > 0;
+    return kOk;
+}
+Result f_event_query(gpu::NativeEvent e) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    return fe(e)->pending ? kNotReady : kOk;
+}
+Result f_event_synchronize(gpu::NativeEvent e) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (fe(e)->stream) fe(e)->stream->pending = 0;
+    fe(e)->pending = false;
+    return kOk;
+}
+Result f_event_elapsed(float *ms, gpu::NativeEvent a, gpu::NativeEvent b) {
+    INJECT();
+    if (fe(a)->pending || fe(b)->pending) return kNotReady;
+    *ms = 1.5f;
+    return kOk;
+}
+Result f_module_load(gpu::NativeModule *m, const void *image, unsigned n, int *options,
+                     void **values) {
+    INJECT();
+    std::string text(static_cast<const char *>(image));  // reads up to the NUL, like the driver
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        g_fake.last_image = text;
+    }
+    if (text.find("bad") != std::string::npos) {
+        for (unsigned i = 0; i < n; ++i)
+            if (options[i] == 5) snprintf(static_cast<char *>(values[i]), 64, "line 1: syntax error");
+        return kInvalidPtx;
+    }
+    auto *mod = new std::string(text);
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.modules.insert(mod);
+    *m = reinterpret_cast<gpu::NativeModule>(mod);
+    return kOk;
+}
+Result f_module_get_function(gpu::NativeFunction *f, gpu::NativeModule, const char *name) {
+    INJECT();
+    for (const Param2 &p : kFunctions)
+        if (!strcmp(p.name, name)) {
+            *f = reinterpret_cast<gpu::NativeFunction>(const_cast<Param2 *>(&p));
+            return kOk;
+        }
+    return kNotFound;
+}
+Result f_func_load(gpu::NativeFunction f) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.loaded_functions.insert(reinterpret_cast<const Param2 *>(f)->name);
+    return kOk;
+}
+Result f_module_unload(gpu::NativeModule m) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.modules.erase(reinterpret_cast<std::string *>(m))) return 400;
+    delete reinterpret_cast<std::string *>(m);
+    return kOk;
+}
+Result f_param_info(gpu::NativeFunction f, size_t i, size_t *offset, size_t *size) {
+    auto *p = reinterpret_cast<const Param2 *>(f);
+    if (i >= p->sizes.size()) return kInvalidValue;
+    *offset = 0;
+    *size = p->sizes[i];
+    return kOk;
+}
+Result f_launch(gpu::NativeFunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                unsigned, gpu::NativeStream s, void **params, void **) {
+    INJECT();
+    auto *p = reinterpret_cast<const Param2 *>(f);
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    FakeLaunch l;
+    l.kernel = p->name;
+    l.code_loaded = g_fake.loaded_functions.count(p->name) != 0;
+    for (size_t i = 0; i < p->sizes.size(); ++i) l.params.push_back(params[i]);
+    g_fake.launches.push_back(l);
+    fs(s)->pending += g_fake.work_per_launch;
+    return kOk;
+}
+// Like the real driver, host functions run on a driver-owned thread.
+Result f_launch_host_func(gpu::NativeStream, gpu::HostFn fn, void *user) {
+    INJECT();
+    std::thread(fn, user).join();
+    return kOk;
+}
+Result f_mem_alloc_async(gpu::DevicePtr *p, size_t bytes, gpu::NativeStream) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (g_fake.backed_memory) {
+        void *block = malloc(bytes ? bytes : 1);
+        if (!block) return kOutOfMemory;
+        *p = reinterpret_cast<uintptr_t>(block);
+        g_fake.backed_blocks.insert(*p);
+    } else {
+        *p = g_fake.next_address;
+        g_fake.next_address += (bytes + 255) & ~size_t{255};
+    }
+    g_fake.device_blocks[*p] = bytes;
+    return kOk;
+}
+// Caller holds g_fake.mutex.
+Result release_block(gpu::DevicePtr p) {
+    if (!g_fake.device_blocks.erase(p)) return kInvalidValue;
+    if (g_fake.backed_blocks.erase(p)) free(reinterpret_cast<void *>(static_cast<uintptr_t>(p)));
+    return kOk;
+}
+Result f_mem_free_async(gpu::DevicePtr p, gpu::NativeStream) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    return release_block(p);
+}
+Result f_mem_free(gpu::DevicePtr p) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    return release_block(p);
+}
+Result f_memcpy_async(gpu::DevicePtr dst, gpu::DevicePtr src, size_t bytes, gpu::NativeStream) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (g_fake.backed_memory && bytes)
+        memmove(reinterpret_cast<void *>(static_cast<uintptr_t>(dst)),
+                reinterpret_cast<const void *>(static_cast<uintptr_t>(src)), bytes);
+    return kOk;
+}
+Result f_memset_async(gpu::DevicePtr dst, unsigned char value, size_t bytes, gpu::NativeStream) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (g_fake.backed_memory && bytes)
+        memset(reinterpret_cast<void *>(static_cast<uintptr_t>(dst)), value, bytes);
+    return kOk;
+}
+Result f_host_alloc(void **p, size_t bytes, unsigned) {
+    INJECT();
+    *p = malloc(bytes);
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.host_blocks.insert(*p);
+    return kOk;
+}
+Result f_host_free(void *p) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.host_blocks.erase(p)) return kInvalidValue;
+    free(p);
+    return kOk;
+}
+
+const gpu::ErrorRule kRules[] = {
+    {kOutOfMemory, QD_ERROR_OUT_OF_MEMORY, false},
+    {kInvalidPtx, QD_ERROR_INVALID_IMAGE, false},
+    {kNotFound, QD_ERROR_NOT_FOUND, false},
+    {kIllegalAddress, QD_ERROR_DEVICE_LOST, true},
+    {kUnknown, QD_ERROR_INTERNAL, false},
+};
+
+uint64_t fake_fat_size(const void *image, uint64_t available) {
+    if (available < 16 || memcmp(image, "FAT!", 4) != 0) return 0;
+    uint64_t size = 0;
+    memcpy(&size, static_cast<const char *>(image) + 8, 8);
+    return size;
+}
+
+gpu::DriverTable fake_table() {
+    gpu::DriverTable t;
+    t.kind = QD_BACKEND_CUDA;
+    t.api_name = "FAKE";
+    t.success = kOk;
+    t.not_ready = kNotReady;
+    t.invalid_value = kInvalidValue;
+    t.error_rules = kRules;
+    t.num_error_rules = sizeof kRules / sizeof kRules[0];
+    t.stream_default_flags = 0;
+    t.stream_non_blocking_flag = 1;
+    t.event_default_flags = 0;
+    t.event_disable_timing_flag = 2;
+    t.host_alloc_flags = 1;
+    t.attr_compute_major = 75;
+    t.attr_compute_minor = 76;
+    t.attr_multiprocessors = 16;
+    t.jit_error_log_buffer = 5;
+    t.jit_error_log_buffer_bytes = 6;
+    t.pseudo_streams[0] = 1;
+    t.pseudo_streams[1] = 2;
+    t.fat_binary_size = fake_fat_size;
+    t.init = f_init;
+    t.driver_get_version = f_driver_get_version;
+    t.get_error_name = f_get_error_name;
+    t.get_error_string = f_get_error_string;
+    t.device_get_count = f_device_get_count;
+    t.device_get = f_device_get;
+    t.device_get_name = f_device_get_name;
+    t.device_get_attribute = f_device_get_attribute;
+    t.device_total_mem = f_device_total_mem;
+    t.device_primary_ctx_retain = f_primary_retain;
+    t.device_primary_ctx_release = f_primary_release;
+    t.ctx_get_current = f_ctx_get_current;
+    t.ctx_set_current = f_ctx_set_current;
+    t.ctx_push_current = f_ctx_push;
+    t.ctx_pop_current = f_ctx_pop;
+    t.ctx_get_stream_priority_range = f_priority_range;
+    t.stream_create = f_stream_create;
+    t.stream_destroy = f_stream_destroy;
+    t.stream_query = f_stream_query;
+    t.stream_synchronize = f_stream_synchronize;
+    t.stream_wait_event = f_stream_wait_event;
+    t.stream_get_priority = f_stream_get_priority;
+    t.stream_get_ctx = f_stream_get_ctx;
+    t.event_create = f_event_create;
+    t.event_destroy = f_event_destroy;
+    t.event_record = f_event_record;
+    t.event_query = f_event_query;
+    t.event_synchronize = f_event_synchronize;
+    t.event_elapsed_time = f_event_elapsed;
+    t.module_load_data = f_module_load;
+    t.module_get_function = f_module_get_function;
+    t.module_unload = f_module_unload;
+    t.func_get_param_info = f_param_info;
+    t.func_load = f_func_load;
+    t.launch_kernel = f_launch;
+    t.launch_host_func = f_launch_host_func;
+    t.mem_alloc_async = f_mem_alloc_async;
+    t.mem_free_async = f_mem_free_async;
+    t.mem_free = f_mem_free;
+    t.memcpy_async = f_memcpy_async;
+    t.memset_d8_async = f_memset_async;
+    t.host_alloc = f_host_alloc;
+    t.host_free = f_host_free;
+    return t;
+}
+
+void hold(uint64_t native) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    FakeStream *s = fs(reinterpret_cast<gpu::NativeStream>(static_cast<uintptr_t>(native)));
+    if (g_fake.streams.count(s)) ++s->pending;
+}
+
+void complete_all_work() {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    for (auto *s : g_fake.streams) s->pending = 0;
+    for (auto *e : g_fake.events) e->pending = false;
+}
+
+}  // namespace qdt::fake_gpu

@@ -1,0 +1,129 @@
+// A fake GPU driver: a DriverTable (src/backends/gpu/driver_table.h) whose entries keep just enough
+// state to drive the shared GPU layer without a GPU - a primary context, streams with pending
+// work, events, modules, a thread's current context - and that can fail any call on demand.
+//
+// Used by the white-box tests of the GPU layer (tests/gpu/gpu_backend_test.cpp) and by the
+// backend conformance suite (tests/conformance/), which runs the backend.h contract over
+// make_gpu_driver(fake_table(), ...). Built as the static library qd_fake_gpu_driver
+// (tests/meson.build) when the GPU layer is built in.
+//
+// What the fake models, and what it does not:
+// - Work: a launch adds `work_per_launch` units of pending work to its stream (0 by default);
+//   hold(stream) adds one. Pending work completes when the stream or an event on it is
+//   synchronized, or when complete_all_work() is called. A query meanwhile says not ready.
+// - Events: a record is pending while its stream has pending work at record time.
+// - stream_wait_event orders nothing (every stream runs "at once").
+// - Host functions run at enqueue, on a thread of their own (the real driver's callback thread),
+//   joined before launch_host_func returns: they never wait for pending work.
+// - Memory: addresses are made up and memcpy/memset do nothing, unless `backed_memory` is set
+//   before the allocations: then device memory is host memory (malloc) and copies and sets
+//   happen at enqueue.
+// - Modules: any image loads unless its text contains "bad" (then INVALID_PTX with a JIT log);
+//   every module has the functions k0 (no parameters), k1 (8 bytes) and k2 (8 and 4 bytes).
+// - Fault injection: the Nth counted call fails with fail_code (fail_at = N); `sticky` makes
+//   every counted call fail.
+//
+// The state is process-wide (g_fake); call reset() at the start of every test.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_constants.h"
+#include "backends/gpu/driver_table.h"
+
+namespace qdt::fake_gpu {
+
+namespace gpu = qd::backend::gpu;
+using gpu::Result;
+
+// The CUresult values the fake driver returns: the real driver's, from the one header that
+// holds them.
+constexpr Result kOk = qd::cuda_abi::kSuccess, kInvalidValue = qd::cuda_abi::kInvalidValue,
+                 kOutOfMemory = qd::cuda_abi::kOutOfMemory, kInvalidPtx = qd::cuda_abi::kInvalidPtx,
+                 kNotFound = qd::cuda_abi::kNotFound, kNotReady = qd::cuda_abi::kNotReady,
+                 kIllegalAddress = qd::cuda_abi::kIllegalAddress, kUnknown = qd::cuda_abi::kUnknown;
+
+struct FakeStream {
+    unsigned flags = 0;
+    int priority = 0;
+    gpu::NativeContext ctx = nullptr;
+    int pending = 0;  // queued work not yet complete
+};
+struct FakeEvent {
+    unsigned flags = 0;
+    FakeStream *stream = nullptr;  // where it was last recorded
+    bool pending = false;
+};
+struct FakeLaunch {
+    std::vector<void *> params;
+    std::string kernel;
+    bool code_loaded = false;  // func_load had loaded the kernel before this launch
+};
+
+struct Fake {
+    std::mutex mutex;
+    gpu::NativeContext primary = reinterpret_cast<gpu::NativeContext>(0x1000);
+    gpu::NativeContext other = reinterpret_cast<gpu::NativeContext>(0x2000);
+    int retains = 0;
+    std::set<FakeStream *> streams;
+    std::set<FakeEvent *> events;
+    std::set<std::string *> modules;  // a module is its image text
+    std::set<void *> host_blocks;
+    std::map<uint64_t, size_t> device_blocks;
+    std::set<uint64_t> backed_blocks;  // the device blocks that are malloc'd (backed_memory)
+    uint64_t next_address = 0x7000'0000'0000;
+    int stream_destroys = 0;
+    int dead_stream_calls = 0;  // query/synchronize on a stream already destroyed
+    std::vector<FakeLaunch> launches;
+    std::set<std::string> loaded_functions;  // by func_load
+    std::string last_image;  // what module_load_data read (up to the NUL)
+    int work_per_launch = 0;  // 1: launches leave the stream busy until synchronized
+    bool backed_memory = false;  // device allocations are malloc'd host memory; copies are real
+
+    // Fault injection: the Nth counted call fails with fail_code; sticky makes every later call
+    // fail with it too.
+    long calls = 0;
+    long fail_at = 0;
+    Result fail_code = kUnknown;
+    Result sticky = kOk;
+
+    // Frees every native object the fake holds and restores the defaults.
+    void reset();
+};
+
+extern Fake g_fake;
+// The calling thread's current context and its push stack (ctx_* entries).
+extern thread_local gpu::NativeContext t_current;
+extern thread_local std::vector<gpu::NativeContext> t_stack;
+// ctx_get_current calls so far.
+extern std::atomic<long> g_ctx_queries;
+
+// The fake of a native handle.
+inline FakeStream *fs(gpu::NativeStream s) { return reinterpret_cast<FakeStream *>(s); }
+inline FakeEvent *fe(gpu::NativeEvent e) { return reinterpret_cast<FakeEvent *>(e); }
+
+// A complete table over the f_* entries below (CUDA's context-stack model, kind CUDA, API name
+// "FAKE"). Tests may replace entries of their copy.
+gpu::DriverTable fake_table();
+
+// Adds one unit of pending work to the native stream `native` (a Stream's native_handle()):
+// it stays busy, and events recorded on it stay pending, until complete_all_work() or a
+// synchronize.
+void hold(uint64_t native);
+// Completes every pending piece of work of every stream and event.
+void complete_all_work();
+
+// The entries, for tests that call the fake directly (creating a "foreign" native stream) or
+// wrap one.
+Result f_stream_create(gpu::NativeStream *s, unsigned flags, int priority);
+Result f_stream_destroy(gpu::NativeStream s);
+Result f_stream_query(gpu::NativeStream s);
+Result f_event_create(gpu::NativeEvent *e, unsigned flags);
+
+}  // namespace qdt::fake_gpu
