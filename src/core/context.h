@@ -1,6 +1,6 @@
-// The core's objects: a Context owns everything, and every child (Stream, Event, Module,
-// Kernel) holds a reference to its Context, so a call racing with context destroy still finds
-// valid memory (and then an invalid handle or a shut-down backend), never freed memory.
+// The core's Context, and the lookup of a handle to an object of a usable context. A Context owns
+// everything made in it; its children (Stream, Event, Module, Kernel) are in core/objects.h,
+// which this header includes: code that works on contexts and their objects includes this one.
 //
 // The core knows no driver: it talks to backends only through src/backends/backend.h.
 #pragma once
@@ -18,6 +18,7 @@
 #include "core/alloc_registry.h"
 #include "core/event_pool.h"
 #include "core/handle_table.h"
+#include "core/objects.h"
 #include "core/resolve_cache.h"
 #include "core/stream_pool.h"
 
@@ -25,9 +26,6 @@ namespace qd::core {
 
 // fork_generation(): bumped in the child of every fork() (backends/common/fork_generation.h).
 
-enum class StreamKind : uint8_t { Owned, Leased, Borrowed, Default };
-
-class Stream;
 class OpObserver;  // core/submit.h
 
 class Context : public Object, public std::enable_shared_from_this<Context> {
@@ -101,56 +99,6 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     std::atomic<OpObserver *> observer_{nullptr};
 };
 
-class Stream : public Object, public std::enable_shared_from_this<Stream> {
-  public:
-    static constexpr Tag kTag = Tag::Stream;
-
-    Stream(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Stream> impl, StreamKind kind)
-        : ctx(std::move(ctx)), impl(std::move(impl)), kind(kind) {}
-
-    std::shared_ptr<Context> ctx;
-    std::shared_ptr<backend::Stream> impl;
-    const StreamKind kind;
-    uint32_t pool_slot = 0;  // reserved handle slot, for leases
-};
-
-class Event : public Object {
-  public:
-    static constexpr Tag kTag = Tag::Event;
-
-    Event(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Event> impl)
-        : ctx(std::move(ctx)), impl(std::move(impl)) {}
-
-    std::shared_ptr<Context> ctx;
-    std::shared_ptr<backend::Event> impl;
-};
-
-class Module : public Object {
-  public:
-    static constexpr Tag kTag = Tag::Module;
-
-    Module(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Module> impl)
-        : ctx(std::move(ctx)), impl(std::move(impl)) {}
-
-    std::shared_ptr<Context> ctx;
-    std::shared_ptr<backend::Module> impl;
-
-    // Handles of the kernels taken from this module, invalidated by unload.
-    std::mutex kernels_mutex;
-    std::vector<uint64_t> kernels;
-};
-
-class Kernel : public Object {
-  public:
-    static constexpr Tag kTag = Tag::Kernel;
-
-    Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Kernel> impl)
-        : ctx(std::move(ctx)), impl(std::move(impl)) {}
-
-    std::shared_ptr<Context> ctx;
-    std::shared_ptr<backend::Kernel> impl;
-};
-
 // Resolve a handle of type T (T::kTag) to a borrowed pointer, valid until the current API call
 // returns (see resolve_cache.h). Writes the message on failure.
 template <class T>
@@ -182,7 +130,5 @@ qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, 
 // Registers a new stream handle of the given kind and counts it.
 qd_status register_stream(const std::shared_ptr<Context> &ctx, std::shared_ptr<backend::Stream> impl,
                           StreamKind kind, uint64_t *out);
-
-
 
 }  // namespace qd::core

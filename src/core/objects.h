@@ -1,0 +1,73 @@
+// The children of a Context: Stream, Event, Module and Kernel, the objects a context's handles
+// name besides the context itself (core/context.h, which includes this header).
+//
+// Every child holds a reference to its Context, so a call racing with context destroy still
+// finds valid memory (and then an invalid handle or a shut-down backend), never freed memory.
+// Each wraps the backend's object (`impl`, src/backends/backend.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/handle_table.h"
+
+namespace qd::core {
+
+class Context;  // core/context.h
+
+enum class StreamKind : uint8_t { Owned, Leased, Borrowed, Default };
+
+class Stream : public Object, public std::enable_shared_from_this<Stream> {
+  public:
+    static constexpr Tag kTag = Tag::Stream;
+
+    Stream(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Stream> impl, StreamKind kind)
+        : ctx(std::move(ctx)), impl(std::move(impl)), kind(kind) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Stream> impl;
+    const StreamKind kind;
+    uint32_t pool_slot = 0;  // reserved handle slot, for leases
+};
+
+class Event : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Event;
+
+    Event(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Event> impl)
+        : ctx(std::move(ctx)), impl(std::move(impl)) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Event> impl;
+};
+
+class Module : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Module;
+
+    Module(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Module> impl)
+        : ctx(std::move(ctx)), impl(std::move(impl)) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Module> impl;
+
+    // Handles of the kernels taken from this module, invalidated by unload.
+    std::mutex kernels_mutex;
+    std::vector<uint64_t> kernels;
+};
+
+class Kernel : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Kernel;
+
+    Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Kernel> impl)
+        : ctx(std::move(ctx)), impl(std::move(impl)) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Kernel> impl;
+};
+
+}  // namespace qd::core
