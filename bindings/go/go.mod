@@ -1,0 +1,3 @@
+module qd
+
+go 1.19

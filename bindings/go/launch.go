@@ -1,0 +1,262 @@
+package qd
+
+// #include "qdgo.h"
+import "C"
+
+import (
+	"runtime"
+	"strconv"
+	"unsafe"
+)
+
+// LaunchConfig is the grid and block of a launch (qd_launch_config). The zero value is one
+// block of one thread. Otherwise every dimension must be at least 1 (qd checks it):
+// LaunchConfig{Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{256, 1, 1}}, or Grid1D(64, 256).
+//
+// On the CPU backend a host kernel is called once per block, in row-major block order, and loops
+// over the threads of its block itself; each block gets SharedMemBytes of zeroed scratch.
+type LaunchConfig struct {
+	Grid           [3]uint32
+	Block          [3]uint32
+	SharedMemBytes uint32
+}
+
+// Grid1D is a one-dimensional launch of blocks blocks of threads threads.
+func Grid1D(blocks, threads uint32) LaunchConfig {
+	return LaunchConfig{Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{threads, 1, 1}}
+}
+
+// fill writes cfg into dst and returns it, or nil (qd's default) for the zero config.
+func (cfg *LaunchConfig) fill(dst *C.qd_launch_config) *C.qd_launch_config {
+	if *cfg == (LaunchConfig{}) {
+		return nil
+	}
+	dst.struct_size = C.sizeof_qd_launch_config
+	for i := 0; i < 3; i++ {
+		dst.grid[i] = C.uint32_t(cfg.Grid[i])
+		dst.block[i] = C.uint32_t(cfg.Block[i])
+	}
+	dst.shared_mem_bytes = C.uint32_t(cfg.SharedMemBytes)
+	return dst
+}
+
+// Launch queues kernel k on the stream with typed arguments (qd_launch): qd.Uint32(n),
+// qd.Float32(x), qd.Address(buf.Ptr()), qd.Value(unsafe.Pointer(&s), unsafe.Sizeof(s)), ...
+// The values are copied before Launch returns, so the caller may change them at once.
+func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...Arg) error {
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	kh, err := k.handle()
+	if err != nil {
+		return err
+	}
+	b := argBlobs.Get().(*argBlob)
+	defer argBlobs.Put(b)
+	n, err := b.pack(k, args)
+	if err != nil {
+		return err
+	}
+	config := cfg.fill(&b.config)
+	err = resultError(C.gq_launch(h, kh, config, (*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n)))
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(k)
+	return err
+}
+
+// LaunchPacked queues k with arguments packed once by PackArgs (qd_launch): no Go value is
+// copied at the launch.
+func (s *Stream) LaunchPacked(k *Kernel, cfg LaunchConfig, p *PackedArgs) error {
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	kh, err := k.handle()
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return newError(StatusInvalidArgument, "packed arguments are nil")
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	entries, err := p.entries()
+	if err != nil {
+		return err
+	}
+	b := argBlobs.Get().(*argBlob)
+	defer argBlobs.Put(b)
+	config := cfg.fill(&b.config)
+	var lead unsafe.Pointer
+	leadSize := uint32(0)
+	if k.goFn != 0 {
+		if p.n+1 > C.QD_MAX_ARGS {
+			return newError(StatusInvalidArgument, "%d arguments: at most %d for a Go host kernel", p.n, C.QD_MAX_ARGS-1)
+		}
+		leadSize = goKernelHeaderSize(p.n)
+		putGoKernelHeader(b.data[:leadSize], k, func(i int) uint32 { return p.sizes[i] }, p.n)
+		lead = unsafe.Pointer(&b.data[0])
+	}
+	err = resultError(C.gq_launch_packed(h, kh, config, lead, C.uint32_t(leadSize), entries, C.uint32_t(p.n)))
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(k)
+	return err
+}
+
+// Task is one task of LaunchParallel (qd_task): tasks of one Group run in order on one pooled
+// stream, different groups run concurrently. Its arguments are Args, or Packed when set.
+type Task struct {
+	Group  uint32
+	Kernel *Kernel
+	Config LaunchConfig
+	Args   []Arg
+	Packed *PackedArgs
+}
+
+// LaunchParallel queues tasks on pooled streams (qd_launch_parallel): every task starts after
+// the work already queued on s, and s waits for all of them, without host synchronisation.
+// Every task is checked before anything is queued. No tasks is a successful no-op.
+//
+// The qd_task array points at argument arrays, so it is built in C memory (cgo forbids passing
+// C a Go array that holds Go pointers) and freed before LaunchParallel returns.
+func (s *Stream) LaunchParallel(tasks []Task) error {
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	if len(tasks) == 0 {
+		err = resultError(C.gq_launch_parallel(h, nil, 0))
+		runtime.KeepAlive(s)
+		return err
+	}
+	if uint64(len(tasks)) > 1<<32-1 {
+		return newError(StatusInvalidArgument, "%d tasks: too many", len(tasks))
+	}
+	// Size the C block: tasks, then each task's qd_arg array, then each task's values.
+	var nargs, nbytes uintptr
+	var locked []*PackedArgs
+	defer func() {
+		for _, p := range locked {
+			p.mu.RUnlock()
+		}
+	}()
+	for i := range tasks {
+		t := &tasks[i]
+		if _, err := t.Kernel.handle(); err != nil {
+			return taskError(i, err)
+		}
+		lead := 0
+		if t.Kernel.goFn != 0 {
+			lead = 1
+		}
+		if t.Packed != nil {
+			if !containsPack(locked, t.Packed) { // a pack used twice is read-locked once
+				t.Packed.mu.RLock()
+				locked = append(locked, t.Packed)
+			}
+			if _, err := t.Packed.entries(); err != nil {
+				return taskError(i, err)
+			}
+			if t.Packed.n+lead > C.QD_MAX_ARGS {
+				return taskError(i, newError(StatusInvalidArgument, "%d arguments: at most %d for a Go host kernel", t.Packed.n, C.QD_MAX_ARGS-1))
+			}
+			nargs += uintptr(t.Packed.n + lead)
+			if lead == 1 {
+				nbytes += uintptr(goKernelHeaderSize(t.Packed.n)+7) &^ 7
+			}
+			continue
+		}
+		if err := validateArgs(t.Args, lead); err != nil {
+			return taskError(i, err)
+		}
+		nargs += uintptr(len(t.Args) + lead)
+		if lead == 1 {
+			nbytes += uintptr(goKernelHeaderSize(len(t.Args))+7) &^ 7
+		}
+		for _, a := range t.Args {
+			nbytes += (uintptr(a.size) + 7) &^ 7
+		}
+	}
+	taskBytes := uintptr(len(tasks)) * C.sizeof_qd_task
+	mem := C.calloc(1, C.size_t(taskBytes+nargs*C.sizeof_qd_arg+nbytes+8))
+	if mem == nil {
+		return newError(StatusOutOfMemory, "no memory for %d tasks", len(tasks))
+	}
+	defer C.free(mem)
+	ctasks := unsafe.Slice((*C.qd_task)(mem), len(tasks))
+	argp := unsafe.Add(mem, taskBytes)
+	datap := unsafe.Add(argp, nargs*C.sizeof_qd_arg)
+	put := func(size uint32) unsafe.Pointer { // the next value slot, 8-byte aligned
+		p := datap
+		datap = unsafe.Add(datap, (uintptr(size)+7)&^7)
+		return p
+	}
+	for i := range tasks {
+		t, ct := &tasks[i], &ctasks[i]
+		ct.struct_size = C.sizeof_qd_task
+		ct.group = C.uint32_t(t.Group)
+		ct.kernel = C.qd_kernel(t.Kernel.h.Load())
+		ct.config.struct_size = C.sizeof_qd_launch_config
+		cfg := t.Config
+		if cfg == (LaunchConfig{}) {
+			cfg = Grid1D(1, 1)
+		}
+		cfg.fill(&ct.config)
+		entries := (*C.qd_arg)(argp)
+		n := 0
+		add := func(data unsafe.Pointer, size uint32) {
+			e := (*C.qd_arg)(unsafe.Add(argp, uintptr(n)*C.sizeof_qd_arg))
+			e.data = data
+			e.size = C.uint64_t(size)
+			n++
+		}
+		count, size := len(t.Args), func(j int) uint32 { return t.Args[j].size }
+		if t.Packed != nil {
+			count, size = t.Packed.n, func(j int) uint32 { return t.Packed.sizes[j] }
+		}
+		if t.Kernel.goFn != 0 {
+			hs := goKernelHeaderSize(count)
+			slot := put(hs)
+			putGoKernelHeader(unsafe.Slice((*byte)(slot), hs), t.Kernel, size, count)
+			add(slot, hs)
+		}
+		if t.Packed != nil {
+			packed := unsafe.Slice((*C.qd_arg)(t.Packed.mem), t.Packed.n)
+			for _, e := range packed {
+				add(e.data, uint32(e.size))
+			}
+		} else {
+			for _, a := range t.Args {
+				slot := put(a.size)
+				copyArg(unsafe.Slice((*byte)(slot), a.size), a)
+				add(slot, a.size)
+			}
+		}
+		if n > 0 {
+			ct.args = entries
+		}
+		ct.num_args = C.uint32_t(n)
+		argp = unsafe.Add(argp, uintptr(n)*C.sizeof_qd_arg)
+	}
+	err = resultError(C.gq_launch_parallel(h, &ctasks[0], C.uint32_t(len(tasks))))
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(tasks)
+	return err
+}
+
+func containsPack(packs []*PackedArgs, p *PackedArgs) bool {
+	for _, q := range packs {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func taskError(i int, err error) error {
+	if e, ok := err.(*Error); ok {
+		return &Error{Status: e.Status, Message: "task " + strconv.Itoa(i) + ": " + e.Message}
+	}
+	return err
+}

@@ -1,0 +1,273 @@
+/* qdgo.h: the C side of the Go binding, included by every cgo file of package qd.
+ *
+ * Every qd call goes through one static wrapper here that makes the qd call and, if it failed,
+ * copies qd_last_error_message() before returning. The message is thread-local and a goroutine
+ * may run on another OS thread at its next cgo call, so it must be read inside the same C call
+ * that failed; a second cgo call could read another thread's message. */
+#ifndef QD_GO_QDGO_H
+#define QD_GO_QDGO_H
+
+#if defined(__has_include)
+#if !__has_include(<qd/qd.h>)
+#error "qd (Go binding): <qd/qd.h> not found. Point PKG_CONFIG_PATH at the folder holding qd.pc (an installed libqd, or <build>/meson-uninstalled for a build tree), or build with -tags qd_nopkgconfig and set CGO_CFLAGS=-I<repo>/include and CGO_LDFLAGS='-L<build>/src -Wl,-rpath,<build>/src'. bindings/go/test does this for you."
+#endif
+#endif
+
+#include <qd/qd.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The outcome of one qd call: its status and, only on an error, a malloc'd copy of the
+ * thread-local message (the Go side frees it). */
+typedef struct gq_result {
+    qd_status status;
+    char *msg;
+} gq_result;
+
+static inline gq_result gq_finish(qd_status status) {
+    gq_result r;
+    r.status = status;
+    r.msg = NULL;
+    if (status < 0) r.msg = strdup(qd_last_error_message());
+    return r;
+}
+
+/* Host callbacks and Go host kernels: C trampolines (trampolines.c) that call into Go. */
+void gq_host_fn_trampoline(void *user_data);
+int32_t gq_host_kernel_trampoline(const qd_host_kernel_info *info, void *const *args);
+
+/* The hidden first argument of every launch of a Go host kernel: which Go function to run and
+ * the size of each user argument, so the kernel can check its argument accesses. */
+typedef struct gq_go_kernel_header {
+    uint64_t handle;  /* runtime/cgo.Handle of the kernel's Go function */
+    uint32_t magic;   /* GQ_GO_KERNEL_MAGIC */
+    uint32_t num_args;
+    uint32_t sizes[QD_MAX_ARGS];
+} gq_go_kernel_header;
+#define GQ_GO_KERNEL_MAGIC 0x6f47647du
+#define GQ_GO_KERNEL_HEADER_FIXED 16u
+
+
+/* The outcome of a qd call with one 64-bit output (a handle, an address, a count): value is
+ * written only on success. Returning it by value keeps Go from allocating an output slot. */
+typedef struct gq_u64 {
+    qd_status status;
+    char *msg;
+    uint64_t value;
+} gq_u64;
+
+static inline gq_u64 gq_finish_u64(qd_status status, uint64_t value) {
+    gq_u64 r;
+    gq_result f = gq_finish(status);
+    r.status = f.status;
+    r.msg = f.msg;
+    r.value = status == QD_SUCCESS ? value : 0;
+    return r;
+}
+
+/* ---- one wrapper per qd function: the qd call, then gq_finish ---------------------------- */
+
+static inline gq_u64 gq_device_count(uint32_t backend) {
+    uint32_t n = 0;
+    qd_status st = qd_device_count((qd_backend)backend, &n);
+    return gq_finish_u64(st, n);
+}
+static inline gq_result gq_device_get_info(uint32_t backend, uint32_t device, qd_device_info *out) {
+    return gq_finish(qd_device_get_info((qd_backend)backend, device, out));
+}
+
+static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32_t stream_pool,
+                                       uint32_t event_pool, uint32_t workers) {
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    qd_context out = 0;
+    d.backend = backend;
+    d.device = device;
+    d.stream_pool_size = stream_pool;
+    d.event_pool_size = event_pool;
+    d.cpu_worker_threads = workers;
+    qd_status st = qd_context_create(&d, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_context_destroy(qd_context c) { return gq_finish(qd_context_destroy(c)); }
+static inline gq_result gq_context_synchronize(qd_context c) { return gq_finish(qd_context_synchronize(c)); }
+static inline gq_u64 gq_context_default_stream(qd_context c) {
+    qd_stream out = 0;
+    qd_status st = qd_context_default_stream(c, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_context_get_stats(qd_context c, qd_context_stats *out) {
+    return gq_finish(qd_context_get_stats(c, out));
+}
+
+static inline gq_u64 gq_stream_create(qd_context c, uint32_t flags, int32_t priority) {
+    qd_stream_desc d = QD_STREAM_DESC_INIT;
+    qd_stream out = 0;
+    d.flags = flags;
+    d.priority = priority;
+    qd_status st = qd_stream_create(c, &d, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_stream_destroy(qd_stream s) { return gq_finish(qd_stream_destroy(s)); }
+static inline gq_result gq_stream_synchronize(qd_stream s) { return gq_finish(qd_stream_synchronize(s)); }
+static inline gq_result gq_stream_query(qd_stream s) { return gq_finish(qd_stream_query(s)); }
+static inline gq_result gq_stream_wait_event(qd_stream s, qd_event e) { return gq_finish(qd_stream_wait_event(s, e)); }
+static inline gq_u64 gq_stream_acquire(qd_context c) {
+    qd_stream out = 0;
+    qd_status st = qd_stream_acquire(c, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_stream_release(qd_stream s) { return gq_finish(qd_stream_release(s)); }
+static inline gq_result gq_stream_fork(qd_stream parent, uint32_t n, qd_stream *children) {
+    return gq_finish(qd_stream_fork(parent, n, children));
+}
+static inline gq_result gq_stream_join(qd_stream parent, const qd_stream *children, uint32_t n) {
+    return gq_finish(qd_stream_join(parent, children, n));
+}
+static inline gq_u64 gq_stream_set_active(qd_context c, qd_stream s) {
+    qd_stream previous = 0;
+    qd_status st = qd_stream_set_active(c, s, &previous);
+    return gq_finish_u64(st, previous);
+}
+static inline gq_u64 gq_stream_get_active(qd_context c) {
+    qd_stream out = 0;
+    qd_status st = qd_stream_get_active(c, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_u64 gq_stream_get_context(qd_stream s) {
+    qd_context out = 0;
+    qd_status st = qd_stream_get_context(s, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_u64 gq_stream_get_priority(qd_stream s) {
+    int32_t p = 0;
+    qd_status st = qd_stream_get_priority(s, &p);
+    return gq_finish_u64(st, (uint64_t)(uint32_t)p);
+}
+static inline gq_u64 gq_stream_priority_range(qd_context c) {
+    int32_t least = 0, greatest = 0;
+    qd_status st = qd_stream_priority_range(c, &least, &greatest);
+    return gq_finish_u64(st, ((uint64_t)(uint32_t)least << 32) | (uint32_t)greatest);
+}
+static inline gq_u64 gq_stream_native_handle(qd_stream s) {
+    uint64_t out = 0;
+    qd_status st = qd_stream_native_handle(s, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_u64 gq_stream_import(qd_context c, uint64_t native) {
+    qd_stream out = 0;
+    qd_status st = qd_stream_import(c, native, &out);
+    return gq_finish_u64(st, out);
+}
+
+static inline gq_u64 gq_event_create(qd_context c, uint32_t flags) {
+    qd_event out = 0;
+    qd_status st = qd_event_create(c, flags, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_event_destroy(qd_event e) { return gq_finish(qd_event_destroy(e)); }
+static inline gq_result gq_event_record(qd_stream s, qd_event e) { return gq_finish(qd_event_record(s, e)); }
+static inline gq_result gq_event_query(qd_event e) { return gq_finish(qd_event_query(e)); }
+static inline gq_result gq_event_synchronize(qd_event e) { return gq_finish(qd_event_synchronize(e)); }
+/* The milliseconds travel as the float's bits. */
+static inline gq_u64 gq_event_elapsed_ms(qd_event start, qd_event end) {
+    float ms = 0.0f;
+    uint32_t bits = 0;
+    qd_status st = qd_event_elapsed_ms(start, end, &ms);
+    memcpy(&bits, &ms, sizeof bits);
+    return gq_finish_u64(st, bits);
+}
+
+static inline gq_u64 gq_module_load(qd_context c, const void *image, uint64_t size) {
+    qd_module out = 0;
+    qd_status st = qd_module_load(c, image, size, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_module_unload(qd_module m) { return gq_finish(qd_module_unload(m)); }
+static inline gq_u64 gq_kernel_get(qd_module m, const char *name) {
+    qd_kernel out = 0;
+    qd_status st = qd_kernel_get(m, name, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_u64 gq_kernel_from_host_fn(qd_context c, const char *name) {
+    qd_kernel out = 0;
+    qd_status st = qd_kernel_from_host_fn(c, gq_host_kernel_trampoline, name, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_kernel_destroy(qd_kernel k) { return gq_finish(qd_kernel_destroy(k)); }
+
+/* A launch whose argument values lie back to back in blob, sizes[i] bytes each: the qd_arg
+ * array is built here, on the C stack, so Go never hands C memory that holds Go pointers.
+ * config NULL is one block of one thread. */
+static inline gq_result gq_too_many_args(void) {
+    gq_result r;
+    r.status = QD_ERROR_INVALID_ARGUMENT;
+    r.msg = strdup("more than QD_MAX_ARGS (64) arguments");
+    return r;
+}
+static inline gq_result gq_launch(qd_stream s, qd_kernel k, const qd_launch_config *config,
+                                  const uint8_t *blob, const uint32_t *sizes, uint32_t n) {
+    qd_arg args[QD_MAX_ARGS];
+    uint64_t offset = 0;
+    if (n > QD_MAX_ARGS) return gq_too_many_args();
+    for (uint32_t i = 0; i < n; ++i) {
+        args[i].data = blob + offset;
+        args[i].size = sizes[i];
+        offset += sizes[i];
+    }
+    return gq_finish(qd_launch(s, k, config, n ? args : NULL, n));
+}
+/* A launch of pre-packed arguments (C memory), after an optional leading argument (a Go
+ * kernel's header, in Go memory without pointers). */
+static inline gq_result gq_launch_packed(qd_stream s, qd_kernel k, const qd_launch_config *config,
+                                         const void *lead, uint32_t lead_size,
+                                         const qd_arg *packed, uint32_t n) {
+    qd_arg args[QD_MAX_ARGS];
+    if (!lead) return gq_finish(qd_launch(s, k, config, n ? packed : NULL, n));
+    if (n + 1 > QD_MAX_ARGS) return gq_too_many_args();
+    args[0].data = lead;
+    args[0].size = lead_size;
+    for (uint32_t i = 0; i < n; ++i) args[i + 1] = packed[i];
+    return gq_finish(qd_launch(s, k, config, args, n + 1));
+}
+static inline gq_result gq_launch_parallel(qd_stream s, const qd_task *tasks, uint32_t n) {
+    return gq_finish(qd_launch_parallel(s, tasks, n));
+}
+static inline gq_result gq_launch_host_fn(qd_stream s, uintptr_t handle) {
+    return gq_finish(qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)handle));
+}
+
+static inline gq_u64 gq_mem_alloc_async(qd_stream s, uint64_t bytes) {
+    uint64_t address = 0;
+    qd_status st = qd_mem_alloc_async(s, bytes, &address);
+    return gq_finish_u64(st, address);
+}
+static inline gq_result gq_mem_free_async(qd_stream s, uint64_t address) {
+    return gq_finish(qd_mem_free_async(s, address));
+}
+static inline gq_result gq_memcpy_async(qd_stream s, uint64_t dst, uint64_t src, uint64_t bytes) {
+    return gq_finish(qd_memcpy_async(s, dst, src, bytes));
+}
+static inline gq_result gq_memset_async(qd_stream s, uint64_t dst, uint8_t value, uint64_t bytes) {
+    return gq_finish(qd_memset_async(s, dst, value, bytes));
+}
+typedef struct gq_ptr {
+    qd_status status;
+    char *msg;
+    void *ptr;
+} gq_ptr;
+static inline gq_ptr gq_host_alloc(qd_context c, uint64_t bytes) {
+    gq_ptr r;
+    void *out = NULL;
+    gq_result f = gq_finish(qd_host_alloc(c, bytes, &out));
+    r.status = f.status;
+    r.msg = f.msg;
+    r.ptr = f.status == QD_SUCCESS ? out : NULL;
+    return r;
+}
+static inline gq_result gq_host_free(qd_context c, void *ptr) {
+    return gq_finish(qd_host_free(c, ptr));
+}
+
+#endif /* QD_GO_QDGO_H */
