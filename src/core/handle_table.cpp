@@ -74,74 +74,6 @@ qd_status HandleTable::remove(uint64_t handle, Tag tag, std::shared_ptr<Object> 
     return QD_SUCCESS;
 }
 
-qd_status HandleTable::reserve(Tag tag, uint64_t owner, std::shared_ptr<Object> obj,
-                               uint32_t *index) {
-    qd_status st = allocate_slot(index);
-    if (st != QD_SUCCESS) return st;
-    Slot &slot = *slot_at(*index);
-    SlotLock lock(slot);
-    slot.obj = std::move(obj);
-    slot.tag = tag;
-    slot.state = State::Reserved;
-    slot.owner.store(owner, std::memory_order_relaxed);
-    return QD_SUCCESS;
-}
-
-bool HandleTable::arm(uint32_t index, uint64_t *out) {
-    Slot &slot = *slot_at(index);
-    if (slot.state == State::Reserved) {
-        const uint64_t h = make(index, slot.generation, slot.tag);
-        slot.state = State::Armed;
-        slot.live.store(h, std::memory_order_release);
-        *out = h;
-        return true;
-    }
-    // Generations exhausted at the last disarm: the slot is retired for good and lets go of the
-    // object, under the slot lock that get() copies it under. Any other state means the slot
-    // was given back (context destroy) and may already belong to someone else: leave it alone.
-    std::shared_ptr<Object> dropped;  // released after the lock
-    SlotLock lock(slot);
-    if (slot.state == State::Retired) dropped = std::move(slot.obj);
-    return false;
-}
-
-qd_status HandleTable::disarm(uint64_t handle, Tag tag, Object **obj) {
-    if (tag_of(handle) == uint8_t(tag)) {
-        Slot *slot = slot_at(index_of(handle));
-        if (slot && slot->live.load(std::memory_order_relaxed) == handle &&
-            slot->state == State::Armed) {
-            if (obj) *obj = slot->obj.get();
-            disarm_slot(*slot);
-            return QD_SUCCESS;
-        }
-    }
-    return describe_failure(handle, tag);
-}
-
-// Armed -> reserved under a new generation, or retired when the generations are exhausted (the
-// pool notices at its next arm and reserves a fresh slot). The caller holds the slot lock or,
-// for the pool's serialised path, the pool lock.
-void HandleTable::disarm_slot(Slot &slot) {
-    slot.live.store(0, std::memory_order_release);
-    if (slot.generation == kMaxGeneration) {
-        slot.state = State::Retired;
-        retired_.fetch_add(1, std::memory_order_relaxed);
-    } else {
-        slot.generation++;
-        slot.state = State::Reserved;
-    }
-}
-
-void HandleTable::unreserve(uint32_t index) {
-    Slot &slot = *slot_at(index);
-    std::shared_ptr<Object> dropped;
-    SlotLock lock(slot);
-    dropped = std::move(slot.obj);
-    if (slot.state == State::Retired) return;
-    slot.state = State::Live;  // release_slot_locked expects a live or armed slot
-    release_slot_locked(slot, index);
-}
-
 std::vector<std::shared_ptr<Object>> HandleTable::remove_all_owned_by(uint64_t owner) {
     const uint32_t n = high_water_.load(std::memory_order_acquire);
     std::vector<std::shared_ptr<Object>> dropped;
@@ -155,7 +87,7 @@ std::vector<std::shared_ptr<Object>> HandleTable::remove_all_owned_by(uint64_t o
             release_slot_locked(*slot, i);
         } else if (slot->state == State::Armed) {
             // A pool lease: its slot stays reserved for the pool, which unreserves it itself.
-            disarm_slot(*slot);
+            revoke_locked(i);
         }
     }
     return dropped;  // destroyed by the caller, outside every slot lock
@@ -240,14 +172,7 @@ qd_status HandleTable::allocate_slot(uint32_t *index) {
 }
 
 void HandleTable::release_slot_locked(Slot &slot, uint32_t index) {
-    slot.live.store(0, std::memory_order_release);
-    if (slot.generation >= kMaxGeneration) {
-        // Reusing it would wrap the generation and let an ancient handle come back to life.
-        slot.state = State::Retired;
-        retired_.fetch_add(1, std::memory_order_relaxed);
-        return;
-    }
-    slot.generation++;
+    if (!end_generation(slot)) return;  // retired: never handed out again
     slot.state = State::Free;
     std::lock_guard<std::mutex> lock(alloc_mutex_);
     free_.push_back(index);

@@ -11,6 +11,11 @@
 // Concurrency: each slot has a tiny spin lock held only to copy or swap its shared_ptr. The
 // lock-free check() answers "is this handle live, and who owns it" without touching the object,
 // which is what the active-stream calls need to stay in the nanosecond range.
+//
+// This file is the plain handle storage: insert, resolve (get, check, is_live), remove. The
+// other protocol on the same slots, the pools' leases (a slot reserved for one object for life
+// and re-armed per lease: reserve, arm, disarm, unreserve), is core/lease_slots.h; HandleTable
+// inherits it, so both are called on the one table.
 #pragma once
 
 #include <qd/qd.h>
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "backends/common/spin_lock.h"
+#include "core/lease_slots.h"
 
 namespace qd::core {
 
@@ -34,7 +40,7 @@ struct Object {
     virtual ~Object() = default;
 };
 
-class HandleTable {
+class HandleTable : public LeaseSlots {
   public:
     static constexpr uint32_t kChunkBits = 12;
     static constexpr uint32_t kChunkSize = 1u << kChunkBits;
@@ -91,28 +97,9 @@ class HandleTable {
     // runs outside the slot lock.
     qd_status remove(uint64_t handle, Tag tag, std::shared_ptr<Object> *removed = nullptr);
 
-    // --- Pool support: a reserved slot is bound to one object for its whole life and re-armed
-    // with a fresh generation for each lease, so lease and release never touch the free list.
-    //
-    // arm() and disarm() take no slot lock: the caller serialises every arm and disarm of the
-    // slot (the stream pool, under its own lock) and keeps every other writer out meanwhile
-    // (the pool is closed, StreamPool::close, before context destroy disarms or unreserves its
-    // slots). One locked instruction per lease and per release instead of two (B3). Readers stay
-    // lock-free: they look at `live` only, and a reserved slot's object never changes (the
-    // retired case takes the slot lock to drop it).
-    qd_status reserve(Tag tag, uint64_t owner, std::shared_ptr<Object> obj, uint32_t *index);
-    // Make the reserved slot live under a new handle. False if its generations are exhausted
-    // (the slot is then retired and the object dropped; the caller reserves a new slot) or the
-    // slot was given back with unreserve() meanwhile.
-    bool arm(uint32_t index, uint64_t *out);
-    // Live -> reserved; *obj (optional) is the slot's object, which stays owned by the slot.
-    // QD_ERROR_INVALID_HANDLE if the handle is not a live armed (leased) handle.
-    qd_status disarm(uint64_t handle, Tag tag, Object **obj = nullptr);
-    // Give a reserved slot back (dropping its object).
-    void unreserve(uint32_t index);
-
-    // Invalidate every live, non-reserved handle owned by `owner`, and disarm its reserved
-    // ones. Used by context destroy; the removed objects are handed back to the caller.
+    // Invalidate every live, non-reserved handle owned by `owner`, and disarm its armed (leased)
+    // ones (LeaseSlots::revoke_locked). Used by context destroy; the removed objects are handed
+    // back to the caller.
     std::vector<std::shared_ptr<Object>> remove_all_owned_by(uint64_t owner);
 
     // --- Test hooks (not exported from libqd; white-box tests link the internal library).
@@ -129,9 +116,13 @@ class HandleTable {
     }
 
   private:
+    friend class LeaseSlots;  // the lease protocol works on these slots (core/lease_slots.h)
+
+    // Free and Live: plain handles. Reserved and Armed: a pool lease's slot (lease_slots.h).
+    // Retired: its generations are exhausted; never used again.
     enum class State : uint8_t { Free, Live, Reserved, Armed, Retired };
 
-    // A field written by one writer at a time (under the slot lock, or by the pool's serialised
+    // A field written by one writer at a time (under the slot lock, or by a pool's serialised
     // arm/disarm) and read by others, e.g. describe_failure's wording: relaxed atomic accesses,
     // which are plain moves on x86, keep those reads free of data races.
     template <class T>
@@ -186,7 +177,19 @@ class HandleTable {
     qd_status describe_failure(uint64_t handle, Tag tag) const;
     qd_status allocate_slot(uint32_t *index);
     void release_slot_locked(Slot &slot, uint32_t index);  // called with slot lock held
-    void disarm_slot(Slot &slot);
+    // Ends the slot's live handle and moves it to its next generation, or, when that would wrap
+    // the generation and let an ancient handle come back to life, retires it for good (false).
+    // The caller holds the slot lock or, for a lease, serialises the slot (lease_slots.h).
+    bool end_generation(Slot &slot) {
+        slot.live.store(0, std::memory_order_release);
+        if (slot.generation >= kMaxGeneration) {
+            slot.state = State::Retired;
+            retired_.fetch_add(1, std::memory_order_relaxed);
+            return false;
+        }
+        slot.generation++;
+        return true;
+    }
 
     std::atomic<Slot *> chunks_[kMaxChunks] = {};
     std::mutex alloc_mutex_;                 // guards free_, next_index_, chunk creation
