@@ -59,6 +59,9 @@ func statusError(status C.qd_status, msg *C.char) error {
 		text = C.GoString(msg)
 		C.free(unsafe.Pointer(msg))
 	}
+	if text == "" { // non-error statuses carry no message in qd
+		text = Status(status).Description()
+	}
 	return &Error{Status: Status(status), Message: text}
 }
 
