@@ -1,0 +1,101 @@
+//! Host callbacks in stream order ([`Stream::host_fn`]), panic-safe.
+//!
+//! A panic in a callback is caught in the C trampoline (it never unwinds into C). On the CPU
+//! backend it then faults the context as a C kernel returning non-zero does: every callback is
+//! followed on its stream by a tiny guard kernel that returns non-zero when its callback
+//! panicked, so later work on the stream fails with `DEVICE_LOST` and the message names
+//! "qd-rust host callback panicked". GPU backends cannot run host kernels; there the panic is
+//! caught and reported on stderr only.
+
+use crate::context::Context;
+use crate::error::{check, Result};
+use crate::stream::Stream;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+struct Slot {
+    f: Mutex<Option<Box<dyn FnOnce() + Send + 'static>>>,
+    panicked: AtomicBool,
+}
+
+impl Stream<'_> {
+    /// Queue `f` to run on a host thread after all earlier work on this stream; later work
+    /// waits for it. If this call fails, `f` is never called (it is dropped).
+    ///
+    /// `f` must not call blocking qd functions of the same context (they return
+    /// [`crate::Error::InvalidOperation`] there). A panic in `f` is caught; on the CPU backend
+    /// it faults the context.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// let ctx = qd::Context::new(qd::Backend::Cpu)?;
+    /// let s = qd::Stream::new(&ctx)?;
+    /// let (tx, rx) = mpsc::channel();
+    /// s.host_fn(move || tx.send(42).unwrap())?;
+    /// s.synchronize()?;
+    /// assert_eq!(rx.recv().unwrap(), 42);
+    /// # Ok::<(), qd::Error>(())
+    /// ```
+    pub fn host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        let slot = Arc::new(Slot { f: Mutex::new(Some(Box::new(f))), panicked: AtomicBool::new(false) });
+        let guard = if self.context().is_cpu() { Some(guard_kernel(self.context())?) } else { None };
+        let for_callback = Arc::into_raw(slot.clone()) as *mut c_void;
+        // SAFETY: `callback` has the C signature; it takes back the Arc reference passed here.
+        let status = unsafe { qd_sys::qd_launch_host_fn(self.raw(), Some(callback), for_callback) };
+        if status != qd_sys::QD_SUCCESS {
+            // SAFETY: qd never calls the callback after a failure: the reference is still ours.
+            drop(unsafe { Arc::from_raw(for_callback as *const Slot) });
+            return check(status);
+        }
+        if let Some(kernel) = guard {
+            let for_guard = Arc::into_raw(slot) as u64;
+            let arg = qd_sys::qd_arg { data: &for_guard as *const u64 as *const c_void, size: 8 };
+            // SAFETY: the guard kernel reads one u64, the Arc reference it takes back.
+            let st = unsafe { qd_sys::qd_launch(self.raw(), kernel, std::ptr::null(), &arg, 1) };
+            if st != qd_sys::QD_SUCCESS {
+                // SAFETY: not queued, so the reference is still ours. The callback is queued and
+                // runs; only the fault after a panic is lost (the context is lost already if
+                // this failed for DEVICE_LOST).
+                drop(unsafe { Arc::from_raw(for_guard as *const Slot) });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn guard_kernel(ctx: &Context) -> Result<qd_sys::qd_kernel> {
+    if let Some(k) = ctx.callback_guard.get() {
+        return Ok(*k);
+    }
+    let mut raw = 0;
+    // SAFETY: `guard` has the C signature; the name is a NUL-terminated literal.
+    check(unsafe {
+        qd_sys::qd_kernel_from_host_fn(ctx.raw(), Some(guard), c"qd-rust host callback panicked".as_ptr(), &mut raw)
+    })?;
+    if ctx.callback_guard.set(raw).is_err() {
+        // Another thread made one first; this one is not needed.
+        // SAFETY: our own, unused handle.
+        unsafe { qd_sys::qd_kernel_destroy(raw) };
+    }
+    Ok(*ctx.callback_guard.get().expect("set above"))
+}
+
+unsafe extern "C" fn callback(user_data: *mut c_void) {
+    // SAFETY: `user_data` is the Arc reference host_fn passed for this call.
+    let slot = unsafe { Arc::from_raw(user_data as *const Slot) };
+    let f = slot.f.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(f) = f {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+            slot.panicked.store(true, Ordering::Release);
+            std::mem::forget(payload);
+        }
+    }
+}
+
+unsafe extern "C" fn guard(_info: *const qd_sys::qd_host_kernel_info, args: *const *mut c_void) -> i32 {
+    // SAFETY: args[0] is qd's copy of the u64 that host_fn passed: an Arc reference to take back.
+    let slot = unsafe { Arc::from_raw((*args as *const u64).read_unaligned() as *const Slot) };
+    i32::from(slot.panicked.load(Ordering::Acquire))
+}

@@ -1,0 +1,216 @@
+//! [`HostKernel`]: CPU kernels written as Rust closures, panic-safe and with checked argument
+//! reads ([`HostArgs`]).
+//!
+//! The C host kernel signature has no user data, so every launch of a Rust kernel passes one
+//! hidden argument in front of the caller's: a header with the closure's address, the number
+//! of arguments and each one's size. One C trampoline reads it, calls the closure inside
+//! `catch_unwind`, and returns non-zero on an error or a panic, which faults the context as a
+//! C kernel returning non-zero does.
+
+use crate::args::{KernelArgs, LaunchConfig, Pod};
+use crate::context::Context;
+use crate::error::{check, Error, Result};
+use crate::module::Kernel;
+use crate::stream::Stream;
+use std::ffi::{c_void, CString};
+use std::fmt;
+use std::mem::size_of;
+use std::ops::Deref;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// The error a host kernel closure returns to fault its context (the launch's later work then
+/// fails with [`Error::DeviceLost`], and the message names the kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelFault;
+
+impl fmt::Display for KernelFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("host kernel fault")
+    }
+}
+
+impl std::error::Error for KernelFault {}
+
+/// What a host kernel returns: `Ok(())`, or `Err(KernelFault)` to fault the context.
+pub type KernelResult = std::result::Result<(), KernelFault>;
+
+type KernelFn = dyn Fn(&mut Block<'_>, &HostArgs<'_>) -> KernelResult + Send + Sync;
+
+pub(crate) struct HostClosure {
+    f: Box<KernelFn>,
+}
+
+/// One block of a host kernel launch (`qd_host_kernel_info`).
+#[derive(Debug)]
+pub struct Block<'a> {
+    /// This block's index in the grid.
+    pub block_idx: [u32; 3],
+    /// The grid's size in blocks.
+    pub grid_dim: [u32; 3],
+    /// The block's size in threads: the kernel loops over them itself.
+    pub block_dim: [u32; 3],
+    shared: &'a mut [u8],
+}
+
+impl Block<'_> {
+    /// This block's zeroed scratch ("shared memory") of the launch's `shared_mem_bytes`.
+    pub fn shared_mem(&mut self) -> &mut [u8] {
+        self.shared
+    }
+}
+
+/// The arguments of one host kernel launch, read by index with a size check.
+#[derive(Debug)]
+pub struct HostArgs<'a> {
+    args: &'a [*mut c_void],
+    sizes: &'a [u8],
+}
+
+impl HostArgs<'_> {
+    /// Number of arguments the launch passed.
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    /// Whether the launch passed no argument.
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+
+    /// The size in bytes of argument `i`.
+    pub fn size(&self, i: usize) -> Option<usize> {
+        let b = self.sizes.get(i * 4..i * 4 + 4)?;
+        Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    }
+
+    /// Argument `i` as a `T`. Fails (so that `?` faults the kernel) when there is no argument
+    /// `i` or its size is not `size_of::<T>()`.
+    pub fn get<T: Pod>(&self, i: usize) -> std::result::Result<T, KernelFault> {
+        match (self.args.get(i), self.size(i)) {
+            // SAFETY: qd's copy of argument i is `size` bytes at args[i]; T is Pod of that size,
+            // so any bytes are a valid T; the copy may be unaligned.
+            (Some(p), Some(size)) if size == size_of::<T>() => Ok(unsafe { (*p as *const T).read_unaligned() }),
+            _ => Err(KernelFault),
+        }
+    }
+}
+
+/// A CPU kernel written in Rust ([`HostKernel::new`]). It derefs to [`Kernel`], for tasks and
+/// pre-packed launches; [`Stream::launch_host`] launches it without `unsafe`, since the closure
+/// reads its arguments through checked [`HostArgs::get`].
+///
+/// `Send + Sync`: as [`Kernel`].
+#[derive(Debug)]
+pub struct HostKernel<'ctx> {
+    kernel: Kernel<'ctx>,
+}
+
+impl<'ctx> Deref for HostKernel<'ctx> {
+    type Target = Kernel<'ctx>;
+    fn deref(&self) -> &Kernel<'ctx> {
+        &self.kernel
+    }
+}
+
+impl<'ctx> HostKernel<'ctx> {
+    /// A kernel from a Rust closure or fn (CPU backend only). The closure runs once per block
+    /// on the stream's worker thread. A panic inside it is caught (it never unwinds into C)
+    /// and faults the context, as `Err(KernelFault)` does. `name` is used in messages.
+    /// Errors: [`Error::NotSupported`] on a GPU context.
+    ///
+    /// The closure lives until the context is destroyed (queued launches may outlive the
+    /// kernel handle), so make kernels once, not per launch.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// let ctx = qd::Context::new(qd::Backend::Cpu)?;
+    /// let total = Arc::new(AtomicU32::new(0));
+    /// let sink = total.clone();
+    /// let add = qd::HostKernel::new(&ctx, "add", move |_block, args| {
+    ///     sink.fetch_add(args.get::<u32>(0)?, Ordering::Relaxed);
+    ///     Ok(())
+    /// })?;
+    /// let s = qd::Stream::new(&ctx)?;
+    /// s.launch_host(&add, &qd::LaunchConfig::new().grid(3, 1, 1), (5u32,))?;
+    /// s.synchronize()?;
+    /// assert_eq!(total.load(Ordering::Relaxed), 15);
+    /// # Ok::<(), qd::Error>(())
+    /// ```
+    pub fn new<F>(ctx: &'ctx Context, name: &str, f: F) -> Result<HostKernel<'ctx>>
+    where
+        F: Fn(&mut Block<'_>, &HostArgs<'_>) -> KernelResult + Send + Sync + 'static,
+    {
+        let cname = CString::new(name)
+            .map_err(|_| Error::with_message(qd_sys::QD_ERROR_INVALID_ARGUMENT, "kernel name contains a NUL byte"))?;
+        let closure = Arc::new(HostClosure { f: Box::new(f) });
+        let mut raw = 0;
+        // SAFETY: `trampoline` has the C signature; `cname` is copied by qd; valid output.
+        check(unsafe { qd_sys::qd_kernel_from_host_fn(ctx.raw(), Some(trampoline), cname.as_ptr(), &mut raw) })?;
+        let ptr = NonNull::from(&*closure);
+        ctx.keep_alive(closure);
+        Ok(HostKernel { kernel: Kernel::from_parts(raw, ctx, Some(ptr)) })
+    }
+}
+
+impl Stream<'_> {
+    /// Launch a Rust host kernel. Safe: the closure reads its arguments with a size check,
+    /// and any memory it reaches through a [`crate::DevicePtr`] takes `unsafe` in the closure.
+    pub fn launch_host<A: KernelArgs>(&self, kernel: &HostKernel<'_>, config: &LaunchConfig, args: A) -> Result<()> {
+        // SAFETY: a Rust host kernel reads its arguments through HostArgs::get, which checks
+        // their sizes; dereferencing an address is the closure's own `unsafe`.
+        unsafe { self.launch(&kernel.kernel, config, args) }
+    }
+}
+
+/// Largest header: closure address, count, and one u32 size per argument.
+pub(crate) const HEADER_MAX: usize = 16 + 4 * qd_sys::QD_MAX_ARGS as usize;
+
+/// Write the hidden first argument of a Rust kernel's launch into `buf`; returns its length.
+#[inline]
+pub(crate) fn write_header(buf: &mut [u8; HEADER_MAX], closure: NonNull<HostClosure>, args: &[qd_sys::qd_arg]) -> usize {
+    let n = args.len().min(qd_sys::QD_MAX_ARGS as usize - 1);
+    buf[..8].copy_from_slice(&(closure.as_ptr() as usize as u64).to_ne_bytes());
+    buf[8..12].copy_from_slice(&(args.len() as u32).to_ne_bytes());
+    for (i, a) in args.iter().take(n).enumerate() {
+        let size = u32::try_from(a.size).unwrap_or(u32::MAX);
+        buf[16 + 4 * i..20 + 4 * i].copy_from_slice(&size.to_ne_bytes());
+    }
+    16 + 4 * n
+}
+
+/// The C entry point of every Rust host kernel.
+unsafe extern "C" fn trampoline(info: *const qd_sys::qd_host_kernel_info, args: *const *mut c_void) -> i32 {
+    let run = || -> KernelResult {
+        // SAFETY: qd passes a valid info for this block and the argument pointers of the launch;
+        // args[0] is the header this crate wrote (write_header), copied by qd.
+        unsafe {
+            let header = *args as *const u8;
+            let closure = (header as *const u64).read_unaligned() as usize as *const HostClosure;
+            let n = (header.add(8) as *const u32).read_unaligned() as usize;
+            let n = n.min(qd_sys::QD_MAX_ARGS as usize - 1);
+            let sizes = std::slice::from_raw_parts(header.add(16), 4 * n);
+            let user_args = std::slice::from_raw_parts(args.add(1), n);
+            let info = &*info;
+            let shared: &mut [u8] = if info.shared_mem.is_null() || info.shared_mem_bytes == 0 {
+                &mut []
+            } else {
+                std::slice::from_raw_parts_mut(info.shared_mem as *mut u8, info.shared_mem_bytes as usize)
+            };
+            let mut block =
+                Block { block_idx: info.block_idx, grid_dim: info.grid_dim, block_dim: info.block_dim, shared };
+            ((*closure).f)(&mut block, &HostArgs { args: user_args, sizes })
+        }
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(KernelFault)) => 1,
+        Err(payload) => {
+            // Dropping a panic payload can itself panic; leaking it cannot.
+            std::mem::forget(payload);
+            2
+        }
+    }
+}

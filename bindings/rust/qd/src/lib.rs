@@ -1,0 +1,43 @@
+#![doc = include_str!("../../README.md")]
+//!
+//! # Modules of this crate
+//!
+//! - [`Context`], [`ContextBuilder`], [`device_count`], [`device_info`], [`version`];
+//! - [`Stream`], [`Lease`], [`ActiveGuard`]: owned, leased, borrowed and default streams, and
+//!   the thread-local active stream as a scope;
+//! - [`Event`]: ordering across streams and timing;
+//! - [`Module`], [`Kernel`], [`HostKernel`]: kernels from images and from Rust closures;
+//! - [`Stream::launch`], [`LaunchPack`], [`Task`], [`Stream::launch_parallel`],
+//!   [`Stream::host_fn`]: scheduling work;
+//! - [`DeviceBuffer`], [`HostBuffer`], [`Transfer`]: stream-ordered memory and copies;
+//! - [`Error`], [`Result`].
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod active;
+mod args;
+mod callback;
+mod context;
+mod error;
+mod event;
+mod host_kernel;
+mod launch;
+mod memory;
+mod module;
+mod stream;
+mod transfer;
+
+pub use active::ActiveGuard;
+pub use args::{DevicePtr, KernelArg, KernelArgs, LaunchConfig, Pod};
+pub use context::{device_count, device_info, version, Backend, Context, ContextBuilder, DeviceInfo, Stats};
+pub use error::{Error, Result};
+pub use event::Event;
+pub use host_kernel::{Block, HostArgs, HostKernel, KernelFault, KernelResult};
+pub use launch::{LaunchPack, Task};
+pub use memory::DeviceBuffer;
+pub use module::{Kernel, Module};
+pub use stream::{Lease, Stream, StreamOptions};
+pub use transfer::{HostBuffer, HostData, Transfer};
+
+/// The raw FFI crate, re-exported for calls the safe API does not cover.
+pub use qd_sys as sys;
