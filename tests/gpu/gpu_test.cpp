@@ -1,7 +1,14 @@
-// GPU (CUDA) behaviour of qd through the public C API: kernels, modules, memory, ordering of
-// stream-parallel launches, overlap, imported and exported native streams, priorities,
-// interoperability with other libraries' current contexts, sticky faults (in a subprocess) and
-// fork.
+// CUDA behaviour of qd through the public C API: device properties, module formats and lazy
+// loading, parameter checks, overlap of parallel work on the device, imported and exported native
+// streams, priorities, interoperability with other libraries' current contexts, sticky faults (in
+// a subprocess) and fork.
+//
+// Only what is CUDA's own lives here: raw driver interop, the current-context (cuCtx*) behaviour,
+// PTX/cubin/fatbin specifics, lazy loading, parameter checking through cuFuncGetParamInfo, device
+// properties, and timing measurements of device concurrency. Behaviour every backend shares
+// (launch, memory, events, host functions, fork/join ordering) is in the backend-parameterised
+// semantic suite (tests/semantic), which runs on CUDA through the QDT_KERNEL_LIST kernels, so HIP
+// inherits it; tests/README.md lists what moved there.
 //
 // Every test skips visibly when the CUDA backend is unavailable (no driver, no device) or when
 // the test kernels were not built (no nvcc). Paths of the built kernels come from
@@ -183,39 +190,6 @@ TEST_F(Gpu, DeviceInfo_DescribesTheDevice) {
                 info.total_memory / 1073741824.0, info.driver_version);
 }
 
-TEST_F(Gpu, AddOne_EveryElementIncrementedTwice) {
-    const uint32_t n = 100000;
-    qd_kernel k = kernel("gpu_add_one");
-    uint64_t d = alloc(n * sizeof(uint64_t));
-    QD_OK(qd_memset_async(stream_, d, 0, n * sizeof(uint64_t)));
-    for (int i = 0; i < 2; ++i) QD_OK(launch(stream_, k, {{&d, 8}, {&n, 4}}, 64, 256));
-    uint64_t *h = host<uint64_t>(n);
-    QD_OK(qd_memcpy_async(stream_, addr(h), d, n * sizeof(uint64_t)));
-    QD_OK(qd_mem_free_async(stream_, d));
-    QD_OK(qd_stream_synchronize(stream_));
-    uint32_t wrong = 0;
-    for (uint32_t i = 0; i < n; ++i) wrong += h[i] != 2;
-    EXPECT_EQ(wrong, 0u);
-}
-
-TEST_F(Gpu, Launch_ArgumentsMayBeOverwrittenRightAfterTheCall) {
-    qd_kernel k = kernel("gpu_write_value");
-    const uint32_t n = 64;
-    uint64_t d = alloc(n * 8);
-    uint64_t dst = 0, value = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        dst = d + 8 * i;
-        value = 1000 + i;
-        QD_OK(launch(stream_, k, {{&dst, 8}, {&value, 8}}));
-        dst = 0;  // the driver copied the values: overwriting them must not matter
-        value = 0;
-    }
-    uint64_t *h = host<uint64_t>(n);
-    QD_OK(qd_memcpy_async(stream_, addr(h), d, n * 8));
-    QD_OK(qd_stream_synchronize(stream_));
-    for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(h[i], 1000u + i) << i;
-}
-
 TEST_F(Gpu, Launch_ArgumentsNotMatchingTheKernel_LaunchFailed) {
     qd_kernel k = kernel("gpu_write_value");  // (u64, u64)
     uint64_t a = 0;
@@ -224,13 +198,6 @@ TEST_F(Gpu, Launch_ArgumentsNotMatchingTheKernel_LaunchFailed) {
     QD_EXPECT(QD_ERROR_LAUNCH_FAILED, launch(stream_, k, {{&a, 8}, {&small, 4}}));
     QD_EXPECT(QD_ERROR_LAUNCH_FAILED, launch(stream_, k, {{&a, 8}, {&a, 8}}, 1, 4096));  // block too big
     QD_OK(qd_stream_synchronize(stream_));  // nothing was queued, nothing is lost
-}
-
-TEST_F(Gpu, KernelGet_UnknownName_NotFound) {
-    qd_kernel k = 0;
-    QD_EXPECT(QD_ERROR_NOT_FOUND, qd_kernel_get(module_, "no_such_kernel", &k));
-    EXPECT_NE(std::string(qd_last_error_message()).find("no_such_kernel"), std::string::npos)
-        << qd_last_error_message();
 }
 
 TEST_F(Gpu, Launch_EmptyKernelsWith0_1_8_16Parameters) {
@@ -335,122 +302,9 @@ TEST_F(Gpu, ModuleLoad_BadImages_InvalidImageWithAReason) {
     std::printf("  truncated fatbin: %s\n", qd_last_error_message());
 }
 
-TEST_F(Gpu, ModuleUnload_WithQueuedWork_TheWorkStillRuns) {
-    qd_module m = 0;
-    QD_OK(qd_module_load(ctx_, cubin_.data(), cubin_.size(), &m));
-    qd_kernel spin = 0, write = 0;
-    QD_OK(qd_kernel_get(m, "gpu_spin_us", &spin));
-    QD_OK(qd_kernel_get(m, "gpu_write_value", &write));
-    uint64_t d = alloc(8);
-    QD_OK(qd_memset_async(stream_, d, 0, 8));
-    uint32_t us = 20000;
-    uint64_t value = 7;
-    QD_OK(launch(stream_, spin, {{&us, 4}}));
-    QD_OK(launch(stream_, write, {{&d, 8}, {&value, 8}}));
-    QD_OK(qd_module_unload(m));
-    uint64_t *h = host<uint64_t>(1);
-    QD_OK(qd_memcpy_async(stream_, addr(h), d, 8));
-    QD_OK(qd_stream_synchronize(stream_));
-    EXPECT_EQ(h[0], 7u);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Memory
-// ---------------------------------------------------------------------------------------------
-
-TEST_F(Gpu, Memcpy_HostToDevice_DeviceToDevice_DeviceToHost) {
-    const uint32_t n = 1 << 16;
-    std::vector<uint32_t> src(n), back(n, 0);  // pageable host memory
-    for (uint32_t i = 0; i < n; ++i) src[i] = i * 2654435761u;
-    uint64_t a = alloc(n * 4), b = alloc(n * 4);
-    QD_OK(qd_memcpy_async(stream_, a, addr(src.data()), n * 4));           // H2D (pageable)
-    QD_OK(qd_memcpy_async(stream_, b, a, n * 4));                          // D2D
-    uint32_t *pinned = host<uint32_t>(n);
-    QD_OK(qd_memcpy_async(stream_, addr(pinned), b, n * 4));               // D2H (pinned)
-    QD_OK(qd_memcpy_async(stream_, addr(back.data()), b, n * 4));          // D2H (pageable)
-    QD_OK(qd_memset_async(stream_, a + 4, 0xAB, 8));
-    uint32_t patched[4] = {0, 0, 0, 0};
-    QD_OK(qd_memcpy_async(stream_, addr(patched), a, 16));
-    QD_OK(qd_stream_synchronize(stream_));
-    EXPECT_EQ(memcmp(pinned, src.data(), n * 4), 0);
-    EXPECT_EQ(back, src);
-    EXPECT_EQ(patched[0], src[0]);
-    EXPECT_EQ(patched[1], 0xABABABABu);
-    EXPECT_EQ(patched[2], 0xABABABABu);
-    EXPECT_EQ(patched[3], src[3]);
-    QD_OK(qd_mem_free_async(stream_, a));
-    QD_OK(qd_mem_free_async(stream_, b));
-}
-
-TEST_F(Gpu, HostAlloc_IsPinnedAndUsableByKernelsCopies) {
-    uint64_t *h = host<uint64_t>(1024);
-    ASSERT_NE(h, nullptr);
-    for (int i = 0; i < 1024; ++i) h[i] = i;
-    uint64_t d = alloc(1024 * 8);
-    QD_OK(qd_memcpy_async(stream_, d, addr(h), 1024 * 8));
-    uint32_t n = 1024;
-    QD_OK(launch(stream_, kernel("gpu_add_one"), {{&d, 8}, {&n, 4}}, 4, 256));
-    QD_OK(qd_memcpy_async(stream_, addr(h), d, 1024 * 8));
-    QD_OK(qd_stream_synchronize(stream_));
-    for (int i = 0; i < 1024; ++i) ASSERT_EQ(h[i], (uint64_t)i + 1);
-    QD_OK(qd_mem_free_async(stream_, d));
-    // Pinned memory is visible to the raw driver as page-locked: a truly asynchronous copy.
-    qd_context_stats stats = QD_CONTEXT_STATS_INIT;
-    QD_OK(qd_context_get_stats(ctx_, &stats));
-    EXPECT_GE(stats.host_bytes_allocated, 1024u * 8);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Ordering and concurrency
 // ---------------------------------------------------------------------------------------------
-
-// docs/reliability.md, category 8: a producer delayed on the launch stream, then a parallel launch
-// whose tasks read what it wrote, then a consumer reading what they wrote. Every trial uses its own
-// slots, and all trials are queued before one synchronisation, so they overlap on the device.
-TEST_F(Gpu, ParallelLaunch_AfterDelayedProducer_1000Trials_NoWrongResult) {
-    const uint32_t trials = 1000, groups = 8;
-    qd_kernel spin = kernel("gpu_spin_us"), write = kernel("gpu_write_value");
-    qd_kernel copy_add = kernel("gpu_copy_add"), sum = kernel("gpu_sum");
-    uint64_t src = alloc(trials * 8), mid = alloc(trials * groups * 8), out = alloc(trials * 8);
-    QD_OK(qd_memset_async(stream_, mid, 0, trials * groups * 8));
-    QD_OK(qd_memset_async(stream_, out, 0, trials * 8));
-    for (uint32_t t = 0; t < trials; ++t) {
-        uint32_t us = (t % 10 == 0) ? 200 : 20;
-        uint64_t p = src + 8 * t, value = 1000003ull * (t + 1);
-        QD_OK(launch(stream_, spin, {{&us, 4}}));
-        QD_OK(launch(stream_, write, {{&p, 8}, {&value, 8}}));
-        qd_task tasks[groups];
-        uint64_t dst[groups], adds[groups];
-        qd_arg args[groups][3];
-        for (uint32_t g = 0; g < groups; ++g) {
-            dst[g] = mid + 8 * (t * groups + g);
-            adds[g] = g;
-            args[g][0] = {&dst[g], 8};
-            args[g][1] = {&p, 8};
-            args[g][2] = {&adds[g], 8};
-            qd_task task = QD_TASK_INIT;
-            task.group = g;
-            task.kernel = copy_add;
-            task.args = args[g];
-            task.num_args = 3;
-            tasks[g] = task;
-        }
-        QD_OK(qd_launch_parallel(stream_, tasks, groups));
-        uint64_t o = out + 8 * t, in = mid + 8 * t * groups;
-        uint32_t n = groups;
-        QD_OK(launch(stream_, sum, {{&o, 8}, {&in, 8}, {&n, 4}}));
-    }
-    uint64_t *h = host<uint64_t>(trials);
-    QD_OK(qd_memcpy_async(stream_, addr(h), out, trials * 8));
-    QD_OK(qd_stream_synchronize(stream_));
-    uint32_t wrong = 0;
-    for (uint32_t t = 0; t < trials; ++t) {
-        const uint64_t expected = groups * 1000003ull * (t + 1) + groups * (groups - 1) / 2;
-        if (h[t] != expected && wrong++ < 5)
-            ADD_FAILURE() << "trial " << t << ": " << h[t] << " != " << expected;
-    }
-    EXPECT_EQ(wrong, 0u) << "of " << trials << " trials";
-}
 
 // Device timestamps show that the groups of one parallel launch run concurrently.
 TEST_F(Gpu, ParallelLaunch_GroupsOverlapOnTheDevice) {
@@ -505,8 +359,10 @@ TEST_F(Gpu, ParallelLaunch_GroupsOverlapOnTheDevice) {
     QD_OK(qd_event_destroy(end));
 }
 
-// Fork/join with per-child timing events: the children overlap, the parent waits for them.
-TEST_F(Gpu, ForkJoin_ChildrenOverlap_EventTimestamps) {
+// Fork/join with per-child timing events: the children overlap on the device (a timing
+// measurement, so it stays here; that every child runs between the fork and the join is checked
+// on every backend by PoolTest.ForkJoin_ChildrenRunBetweenTheForkAndTheJoin_EventTimes).
+TEST_F(Gpu, ForkJoin_ChildrenOverlapOnTheDevice_EventTimestamps) {
     const uint32_t n = 4;
     uint32_t us = 3000;
     qd_kernel spin = kernel("gpu_spin_us");
@@ -534,110 +390,14 @@ TEST_F(Gpu, ForkJoin_ChildrenOverlap_EventTimestamps) {
         float ms = 0;
         QD_OK(qd_event_elapsed_ms(b[i], e[i], &ms));
         EXPECT_GE(ms, 0.9f * us / 1000) << "child " << i;
-        EXPECT_LE(ms, total + 0.01f) << "the parent did not wait for child " << i;
         sum += ms;
         QD_OK(qd_event_destroy(b[i]));
         QD_OK(qd_event_destroy(e[i]));
     }
     std::printf("  %u children: sum %.2f ms, total %.2f ms\n", n, sum, total);
-    EXPECT_GT(sum, 1.5f * total);
+    EXPECT_GT(sum, 1.5f * total) << "the children did not overlap";
     QD_OK(qd_event_destroy(all_b));
     QD_OK(qd_event_destroy(all_e));
-}
-
-TEST_F(Gpu, StreamDestroy_WithPendingWork_ReturnsAtOnce_ContextSyncWaitsForIt) {
-    qd_stream s = 0;
-    QD_OK(qd_stream_create(ctx_, nullptr, &s));
-    // Everything that may synchronise the device implicitly (pinned host allocation does, in
-    // the driver) happens before the slow work is queued.
-    uint64_t *h = host<uint64_t>(1);
-    qd_stream probe = 0;
-    QD_OK(qd_stream_create(ctx_, nullptr, &probe));
-    uint64_t d = alloc(8, s);
-    QD_OK(qd_memset_async(s, d, 0, 8));
-    QD_OK(qd_stream_synchronize(s));
-    uint32_t us = 200000;  // 200 ms
-    uint64_t value = 99;
-    // Both kernels are got first: getting one loads its code, which may wait for work in flight
-    // (qd.h, qd_kernel_get).
-    qd_kernel spin = kernel("gpu_spin_us"), write = kernel("gpu_write_value");
-    QD_OK(launch(s, spin, {{&us, 4}}));
-    QD_OK(launch(s, write, {{&d, 8}, {&value, 8}}));
-    QD_OK(qd_stream_destroy(s));
-    // The work is still running: destroy did not wait for it.
-    h[0] = 1;
-    QD_OK(qd_memcpy_async(probe, addr(h), d, 8));
-    QD_OK(qd_stream_synchronize(probe));
-    EXPECT_EQ(h[0], 0u) << "stream destroy waited for its work";
-    // The context's synchronize still waits for the destroyed stream's work.
-    QD_OK(qd_context_synchronize(ctx_));
-    QD_OK(qd_memcpy_async(probe, addr(h), d, 8));
-    QD_OK(qd_mem_free_async(probe, d));
-    QD_OK(qd_stream_synchronize(probe));
-    EXPECT_EQ(h[0], 99u);
-    QD_OK(qd_stream_destroy(probe));
-}
-
-TEST_F(Gpu, Events_QueryElapsedAndWait) {
-    qd_event a = 0, b = 0, plain = 0;
-    QD_OK(qd_event_create(ctx_, QD_EVENT_TIMING, &a));
-    QD_OK(qd_event_create(ctx_, QD_EVENT_TIMING, &b));
-    QD_OK(qd_event_create(ctx_, 0, &plain));
-    uint32_t us = 5000;
-    QD_OK(qd_event_record(stream_, a));
-    QD_OK(launch(stream_, kernel("gpu_spin_us"), {{&us, 4}}));
-    QD_OK(qd_event_record(stream_, b));
-    QD_OK(qd_event_record(stream_, plain));
-    float ms = 0;
-    qd_status early = qd_event_elapsed_ms(a, b, &ms);
-    EXPECT_TRUE(early == QD_NOT_READY || early == QD_SUCCESS) << status_text(early);
-    QD_OK(qd_event_synchronize(b));
-    QD_OK(qd_event_query(plain) == QD_SUCCESS ? QD_SUCCESS : qd_event_synchronize(plain));
-    QD_OK(qd_event_elapsed_ms(a, b, &ms));
-    EXPECT_GE(ms, 4.5f);
-    QD_EXPECT(QD_ERROR_TIMING_DISABLED, qd_event_elapsed_ms(a, plain, &ms));
-    // A second stream waits for `b`.
-    qd_stream other = 0;
-    QD_OK(qd_stream_create(ctx_, nullptr, &other));
-    QD_OK(qd_stream_wait_event(other, b));
-    QD_OK(qd_stream_synchronize(other));
-    QD_OK(qd_stream_destroy(other));
-    for (qd_event e : {a, b, plain}) QD_OK(qd_event_destroy(e));
-}
-
-TEST_F(Gpu, HostFn_RunsInOrder_AndRefusesDriverCallsFromTheCallback) {
-    struct Probe {
-        qd_stream stream;
-        std::atomic<int> ran{0};
-        qd_status sync_status = 0, launch_status = 0;
-        bool in_order = false;
-        uint64_t *h = nullptr;
-        uint64_t d = 0;
-    } probe;
-    probe.stream = stream_;
-    uint64_t d = alloc(8);
-    uint64_t value = 5;
-    probe.h = host<uint64_t>(1);
-    probe.d = d;
-    QD_OK(launch(stream_, kernel("gpu_write_value"), {{&d, 8}, {&value, 8}}));
-    QD_OK(qd_memcpy_async(stream_, addr(probe.h), d, 8));
-    QD_OK(qd_launch_host_fn(
-        stream_,
-        [](void *u) {
-            auto *p = static_cast<Probe *>(u);
-            p->in_order = *p->h == 5;
-            p->sync_status = qd_stream_synchronize(p->stream);
-            p->launch_status = qd_memset_async(p->stream, p->d, 0, 8);
-            p->ran = 1;
-        },
-        &probe));
-    QD_OK(qd_stream_synchronize(stream_));
-    EXPECT_EQ(probe.ran.load(), 1);
-    EXPECT_TRUE(probe.in_order);
-    EXPECT_EQ(probe.sync_status, QD_ERROR_INVALID_OPERATION);
-    // CUDA forbids driver calls from a host function; qd refuses them instead of risking a hang.
-    EXPECT_EQ(probe.launch_status, QD_ERROR_INVALID_OPERATION) << qd_status_name(probe.launch_status);
-    QD_OK(qd_mem_free_async(stream_, d));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -846,28 +606,6 @@ TEST_F(GpuRaw, StreamCalls_WithNoOrAnotherContextCurrent_RunInTheStreamsContext)
     ASSERT_EQ(raw_.cuCtxSetCurrent(primary_), 0);
     QD_OK(qd_stream_destroy(waiter));
     QD_OK(qd_event_destroy(e));
-}
-
-// A fresh thread (no current context) works without any setup.
-TEST_F(Gpu, FreshThread_NeedsNoSetup) {
-    uint64_t d = alloc(8);
-    QD_OK(qd_stream_synchronize(stream_));
-    qd_status st = QD_ERROR_INTERNAL;
-    uint64_t got = 0;
-    std::thread t([&] {
-        uint64_t value = 17;
-        qd_arg args[2] = {{&d, 8}, {&value, 8}};
-        qd_kernel k = 0;
-        st = qd_kernel_get(module_, "gpu_write_value", &k);
-        if (st == QD_SUCCESS) st = qd_launch(stream_, k, nullptr, args, 2);
-        if (st == QD_SUCCESS) st = qd_memcpy_async(stream_, addr(&got), d, 8);
-        if (st == QD_SUCCESS) st = qd_stream_synchronize(stream_);
-        if (k) qd_kernel_destroy(k);
-    });
-    t.join();
-    EXPECT_EQ(st, QD_SUCCESS) << qd_status_name(st);
-    EXPECT_EQ(got, 17u);
-    QD_OK(qd_mem_free_async(stream_, d));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Lost contexts (a CPU kernel returning non-zero makes every later call DEVICE_LOST, naming the
 // kernel; destroy/release/unload still succeed) and blocking calls from inside host callbacks
 // and host kernels (INVALID_OPERATION instead of a deadlock).
+#include <atomic>
 #include <thread>
 
 #include "qd_test.h"
@@ -392,6 +393,46 @@ TEST_P(CallbackTest, BlockingCallsFromACpuHostKernel_AreInvalidOperation) {
     EXPECT_QD_OK(qd_stream_destroy(r.stream));
     EXPECT_QD_OK(qd_stream_synchronize(r.other_stream));
     EXPECT_QD_OK(qd_stream_destroy(r.other_stream));
+}
+
+// Moved from tests/gpu/gpu_test.cpp (Gpu.HostFn_RunsInOrder_AndRefusesDriverCallsFromTheCallback):
+// a host callback sees what a kernel and a copy queued before it wrote; from inside it, an
+// enqueue on its own stream is allowed on the CPU backend and refused on GPU backends (CUDA and
+// HIP forbid driver calls from a host function; qd refuses them rather than risk a hang).
+TEST_P(CallbackTest, HostFn_SeesEarlierKernelAndCopy_EnqueueFromIt_CpuAllowedGpuRefused) {
+    QDT_REQUIRE_KERNELS();
+    struct Probe {
+        qd_stream stream = 0;
+        uint64_t d = 0;
+        uint32_t *h = nullptr;
+        std::atomic<int> ran{0};
+        bool in_order = false;
+        qd_status sync_status = QD_SUCCESS, enqueue_status = QD_SUCCESS;
+    } probe;
+    probe.stream = new_stream();
+    probe.d = alloc(probe.stream, 4);
+    probe.h = static_cast<uint32_t *>(host_alloc(4));
+    *probe.h = 0;
+    ASSERT_QD_OK(launch_write_value(probe.stream, kernels_->write_value(), probe.d, 5));
+    ASSERT_QD_OK(qd_memcpy_async(probe.stream, (uint64_t)(uintptr_t)probe.h, probe.d, 4));
+    ASSERT_QD_OK(qd_launch_host_fn(
+        probe.stream,
+        [](void *u) {
+            auto *p = static_cast<Probe *>(u);
+            p->in_order = *p->h == 5;
+            p->sync_status = qd_stream_synchronize(p->stream);
+            p->enqueue_status = qd_memset_async(p->stream, p->d, 0, 4);
+            p->ran = 1;
+        },
+        &probe));
+    ASSERT_QD_OK(qd_stream_synchronize(probe.stream));
+    EXPECT_EQ(probe.ran.load(), 1);
+    EXPECT_TRUE(probe.in_order) << "the callback ran before the kernel and the copy ahead of it";
+    EXPECT_EQ(probe.sync_status, QD_ERROR_INVALID_OPERATION) << qd_status_name(probe.sync_status);
+    const qd_status expected = is_cpu() ? QD_SUCCESS : QD_ERROR_INVALID_OPERATION;
+    EXPECT_EQ(probe.enqueue_status, expected) << qd_status_name(probe.enqueue_status);
+    EXPECT_QD_OK(qd_mem_free_async(probe.stream, probe.d));
+    EXPECT_QD_OK(qd_stream_destroy(probe.stream));
 }
 
 QDT_INSTANTIATE_BACKENDS(CallbackTest);

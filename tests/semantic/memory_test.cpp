@@ -59,6 +59,27 @@ TEST_P(MemoryTest, PinnedHostMemory_WorksAsCopySourceAndDestination) {
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
+// Moved from tests/gpu/gpu_test.cpp (Gpu.HostAlloc_IsPinnedAndUsableByKernelsCopies): data copied
+// from pinned host memory to the device, changed by a kernel and copied back; the pinned bytes
+// are counted in the context's stats.
+TEST_P(MemoryTest, HostAlloc_KernelWorksOnDataCopiedFromAndBackToIt_StatsCountIt) {
+    QDT_REQUIRE_KERNELS();
+    const uint32_t n = 1024;
+    int32_t *h = static_cast<int32_t *>(host_alloc(n * sizeof(int32_t)));
+    ASSERT_NE(h, nullptr);
+    for (uint32_t i = 0; i < n; ++i) h[i] = (int32_t)i;
+    EXPECT_GE(get_stats(ctx_).host_bytes_allocated, n * sizeof(int32_t));
+    qd_stream s = new_stream();
+    uint64_t d = alloc(s, n * sizeof(int32_t));
+    ASSERT_QD_OK(qd_memcpy_async(s, d, addr(h), n * sizeof(int32_t)));
+    ASSERT_QD_OK(launch_add_one(s, kernels_->add_one(), d, n, 4, 256));
+    ASSERT_QD_OK(qd_memcpy_async(s, addr(h), d, n * sizeof(int32_t)));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    for (uint32_t i = 0; i < n; ++i) { ASSERT_EQ(h[i], (int32_t)i + 1) << i; }
+    EXPECT_QD_OK(qd_mem_free_async(s, d));
+    EXPECT_QD_OK(qd_stream_destroy(s));
+}
+
 TEST_P(MemoryTest, Stats_TrackAllocationsAndBytes) {
     qd_stream s = new_stream();
     const qd_context_stats base = get_stats(ctx_);

@@ -228,6 +228,37 @@ TEST_P(ModuleTest, Unload_WithQueuedWork_CodeStaysAliveUntilItRuns) {
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
+// Moved from tests/gpu/gpu_test.cpp (Gpu.KernelGet_UnknownName_NotFound): on every backend.
+TEST_P(ModuleTest, KernelGet_UnknownName_NotFoundNamingIt) {
+    QDT_LOAD_TEST_MODULE(m);
+    qd_kernel k = 0x5555;
+    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "qd_test_no_such_kernel",
+                  qd_kernel_get(m, "qd_test_no_such_kernel", &k));
+    EXPECT_EQ(k, 0x5555u);
+    EXPECT_QD_OK(qd_module_unload(m));
+}
+
+// Moved from tests/gpu/gpu_test.cpp (Gpu.ModuleUnload_WithQueuedWork_TheWorkStillRuns): a module
+// unloaded (and its kernels destroyed) right after queueing a delayed launch of one of them; the
+// work still runs. The spin only makes the work likely to be queued still; the result does not
+// depend on it.
+TEST_P(ModuleTest, Unload_RightAfterQueueingLaunches_TheWorkStillRuns) {
+    QDT_LOAD_TEST_MODULE(m);
+    qd_kernel spin = 0, write = 0;
+    ASSERT_QD_OK(qd_kernel_get(m, "qd_test_spin", &spin));
+    ASSERT_QD_OK(qd_kernel_get(m, "qd_test_write_value", &write));
+    qd_stream s = new_stream();
+    uint64_t d = alloc(s, 4);
+    ASSERT_QD_OK(qd_memset_async(s, d, 0, 4));
+    ASSERT_QD_OK(launch_spin(s, spin, 20000));
+    ASSERT_QD_OK(launch_write_value(s, write, d, 7));
+    ASSERT_QD_OK(qd_module_unload(m));  // destroys spin and write too
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_kernel_destroy(write)) << "unload invalidates kernels";
+    EXPECT_EQ(read_value<uint32_t>(s, d), 7u);
+    EXPECT_QD_OK(qd_mem_free_async(s, d));
+    EXPECT_QD_OK(qd_stream_destroy(s));
+}
+
 // ---------------------------------------------------------------------------------------------
 // qd_kernel_from_host_fn / qd_kernel_destroy
 // ---------------------------------------------------------------------------------------------
@@ -563,6 +594,50 @@ TEST_P(LaunchTest, ArgumentStorage_OverwrittenRightAfterLaunch_EveryTaskSeesItsO
     EXPECT_EQ(wrong, 0) << "tasks that saw another launch's (or overwritten) arguments";
     EXPECT_QD_OK(qd_mem_free_async(streams[0], out));
     for (qd_stream s : streams) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+}
+
+// Moved from tests/gpu/gpu_test.cpp (Gpu.AddOne_EveryElementIncrementedTwice): a grid of many
+// blocks of many threads covers every element, and two launches on one stream both apply.
+TEST_P(LaunchTest, AddOne_ManyBlocksTwice_EveryElementIncrementedTwice) {
+    QDT_REQUIRE_KERNELS();
+    const uint32_t n = 100000;
+    qd_stream s = new_stream();
+    uint64_t d = alloc(s, n * sizeof(int32_t));
+    ASSERT_QD_OK(qd_memset_async(s, d, 0, n * sizeof(int32_t)));
+    for (int i = 0; i < 2; ++i) { ASSERT_QD_OK(launch_add_one(s, kernels_->add_one(), d, n, 64, 256)); }
+    std::vector<uint8_t> bytes = read_back(s, d, n * sizeof(int32_t));
+    const int32_t *v = reinterpret_cast<const int32_t *>(bytes.data());
+    uint32_t wrong = 0;
+    for (uint32_t i = 0; i < n; ++i) wrong += v[i] != 2;
+    EXPECT_EQ(wrong, 0u) << "of " << n << " elements";
+    EXPECT_QD_OK(qd_mem_free_async(s, d));
+    EXPECT_QD_OK(qd_stream_destroy(s));
+}
+
+// Moved from tests/gpu/gpu_test.cpp (Gpu.FreshThread_NeedsNoSetup): a thread that never called qd
+// (on CUDA: no current context) gets a kernel, launches, copies and synchronises without setup.
+TEST_P(LaunchTest, FreshThread_KernelGetLaunchCopySync_NeedNoSetup) {
+    QDT_LOAD_TEST_MODULE(m);
+    uint64_t d = alloc(default_stream_, 4);
+    ASSERT_QD_OK(qd_stream_synchronize(default_stream_));
+    qd_status st = QD_ERROR_INTERNAL;
+    const char *step = "thread did not run";
+    uint32_t got = 0;
+    std::thread([&] {
+        qd_kernel k = 0;
+        step = "qd_kernel_get";
+        st = qd_kernel_get(m, "qd_test_write_value", &k);
+        if (st == QD_SUCCESS) step = "qd_launch", st = launch_write_value(default_stream_, k, d, 17);
+        if (st == QD_SUCCESS)
+            step = "qd_memcpy_async",
+            st = qd_memcpy_async(default_stream_, (uint64_t)(uintptr_t)&got, d, 4);
+        if (st == QD_SUCCESS) step = "qd_stream_synchronize", st = qd_stream_synchronize(default_stream_);
+        if (k) (void)qd_kernel_destroy(k);
+    }).join();
+    EXPECT_EQ(st, QD_SUCCESS) << step << ": " << qd_status_name(st);
+    EXPECT_EQ(got, 17u);
+    EXPECT_QD_OK(qd_mem_free_async(default_stream_, d));
+    EXPECT_QD_OK(qd_module_unload(m));
 }
 
 TEST_P(LaunchTest, OneStream_ManySmallTasks_RunInOrder) {

@@ -249,6 +249,48 @@ TEST_P(PoolTest, Fork_ChildrenWaitForTheParentAndJoinMakesParentWait) {
     EXPECT_QD_OK(qd_stream_destroy(parent));
 }
 
+// Moved from tests/gpu/gpu_test.cpp (the ordering half of Gpu.ForkJoin_ChildrenOverlap_EventTimestamps;
+// the overlap measurement stays there): timing events show every child's work completing after
+// the parent's fork point and before its join point. Orders only, no durations.
+TEST_P(PoolTest, ForkJoin_ChildrenRunBetweenTheForkAndTheJoin_EventTimes) {
+    QDT_REQUIRE_KERNELS();
+    const uint32_t n = 3;
+    qd_stream parent = new_stream();
+    qd_event fork_point = new_event(QD_EVENT_TIMING), join_point = new_event(QD_EVENT_TIMING);
+    qd_event begin[n], end[n];
+    for (uint32_t i = 0; i < n; ++i) {
+        begin[i] = new_event(QD_EVENT_TIMING);
+        end[i] = new_event(QD_EVENT_TIMING);
+    }
+    qd_stream kids[n];
+    ASSERT_QD_OK(launch_spin(parent, kernels_->spin(), 1000));
+    ASSERT_QD_OK(qd_event_record(parent, fork_point));
+    ASSERT_QD_OK(qd_stream_fork(parent, n, kids));
+    for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_QD_OK(qd_event_record(kids[i], begin[i]));
+        ASSERT_QD_OK(launch_spin(kids[i], kernels_->spin(), 1000));
+        ASSERT_QD_OK(qd_event_record(kids[i], end[i]));
+    }
+    ASSERT_QD_OK(qd_stream_join(parent, kids, n));
+    ASSERT_QD_OK(qd_event_record(parent, join_point));
+    ASSERT_QD_OK(qd_stream_synchronize(parent));
+    for (uint32_t i = 0; i < n; ++i) {
+        float after_fork = -1, before_join = -1, own = -1;
+        ASSERT_QD_OK(qd_event_elapsed_ms(fork_point, begin[i], &after_fork));
+        ASSERT_QD_OK(qd_event_elapsed_ms(end[i], join_point, &before_join));
+        ASSERT_QD_OK(qd_event_elapsed_ms(begin[i], end[i], &own));
+        EXPECT_GE(after_fork, 0.0f) << "child " << i << " began before the fork point";
+        EXPECT_GE(before_join, 0.0f) << "the join point came before child " << i << " ended";
+        EXPECT_GE(own, 0.0f) << "child " << i;
+        EXPECT_QD_OK(qd_event_destroy(begin[i]));
+        EXPECT_QD_OK(qd_event_destroy(end[i]));
+    }
+    EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u) << "join returns the children";
+    EXPECT_QD_OK(qd_event_destroy(fork_point));
+    EXPECT_QD_OK(qd_event_destroy(join_point));
+    EXPECT_QD_OK(qd_stream_destroy(parent));
+}
+
 TEST_P(PoolTest, Join_ArgumentErrors_ChangeNothing) {
     qd_stream parent = default_stream_;
     qd_stream kids[2];

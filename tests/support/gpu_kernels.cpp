@@ -14,8 +14,7 @@
 
 namespace qdt {
 
-std::unique_ptr<TestKernels> make_gpu_test_kernels(qd_backend backend, qd_context ctx,
-                                                   std::string *why) {
+bool read_gpu_test_image(qd_backend backend, std::vector<char> *image, std::string *why) {
     // QD_TEST_CUDA_KERNELS / QD_TEST_HIP_KERNELS name an image file (cubin, fatbin, PTX or HIP
     // code object) holding the QDT_KERNEL_LIST kernels. The build sets them when it makes one.
     const char *var = backend == QD_BACKEND_CUDA  ? "QD_TEST_CUDA_KERNELS"
@@ -24,16 +23,23 @@ std::unique_ptr<TestKernels> make_gpu_test_kernels(qd_backend backend, qd_contex
     const char *path = var ? getenv(var) : nullptr;
     if (!path || !*path) {
         if (why) *why = std::string(var ? var : "?") + " is not set (no GPU test image built)";
-        return nullptr;
+        return false;
     }
     std::ifstream file(path, std::ios::binary);
     if (!file) {
         if (why) *why = std::string("cannot read ") + path;
-        return nullptr;
+        return false;
     }
-    std::vector<char> image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    image->assign((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     // PTX is NUL-terminated text for the driver.
-    image.push_back('\0');
+    image->push_back('\0');
+    return true;
+}
+
+std::unique_ptr<TestKernels> make_gpu_test_kernels(qd_backend backend, qd_context ctx,
+                                                   std::string *why) {
+    std::vector<char> image;
+    if (!read_gpu_test_image(backend, &image, why)) return nullptr;
     return make_module_kernels(ctx, image.data(), image.size(), why);
 }
 

@@ -238,6 +238,20 @@ std::string param_name(const ::testing::TestParamInfo<qd_backend> &info);
                          << " backend yet (see tests/support/README.md)";                      \
     } while (0)
 
+// Declares `qd_module var` and loads the backend's test-kernel image into it as a module of its
+// own (load_test_module); skips visibly when a GPU backend has no image here. Unload it in the
+// test (or let the context's destroy do it).
+#define QDT_LOAD_TEST_MODULE(var)                                                              \
+    qd_module var = 0;                                                                         \
+    do {                                                                                       \
+        std::string why_;                                                                      \
+        const qd_status st_ = ::qdt::load_test_module(backend(), ctx_, &var, &why_);           \
+        if (st_ == QD_ERROR_NOT_FOUND && !is_cpu())                                            \
+            GTEST_SKIP() << "no test-kernel image for the " << ::qdt::backend_name(backend())  \
+                         << " backend: " << why_;                                              \
+        ASSERT_EQ(st_, QD_SUCCESS) << why_;                                                    \
+    } while (0)
+
 #define QDT_REQUIRE_CPU()                                                                      \
     do {                                                                                       \
         if (!is_cpu()) GTEST_SKIP() << "CPU-backend behaviour";                                \

@@ -273,7 +273,10 @@ def main():
     parser.add_argument("binary")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
-    extra = opts.args[1:] if opts.args[:1] == ["--"] else opts.args
+    if opts.args and opts.args[0] != "--":
+        parser.error("options go before BINARY; arguments for the tests go after '--' (got %r)"
+                     % opts.args[0])
+    extra = opts.args[1:]
     binary = os.path.abspath(opts.binary)
     if opts.self_test:
         return self_test(binary)

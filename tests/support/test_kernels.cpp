@@ -83,6 +83,20 @@ std::unique_ptr<TestKernels> make_module_kernels(qd_context ctx, const void *ima
     return k;
 }
 
+qd_status load_test_module(qd_backend backend, qd_context ctx, qd_module *out, std::string *why) {
+    std::vector<char> image;
+    if (backend == QD_BACKEND_CPU || backend == QD_BACKEND_DEFAULT) {
+        const std::string path = cpu_module_path();
+        image.assign(path.begin(), path.end());
+    } else if (!read_gpu_test_image(backend, &image, why)) {
+        return QD_ERROR_NOT_FOUND;
+    }
+    qd_status st = qd_module_load(ctx, image.data(), image.size(), out);
+    if (st != QD_SUCCESS && why)
+        *why = std::string("qd_module_load: ") + qd_status_name(st) + ": " + qd_last_error_message();
+    return st;
+}
+
 std::unique_ptr<TestKernels> make_test_kernels(qd_backend backend, qd_context ctx,
                                                std::string *why) {
     if (backend == QD_BACKEND_CPU || backend == QD_BACKEND_DEFAULT) {

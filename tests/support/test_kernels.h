@@ -64,6 +64,15 @@ std::unique_ptr<TestKernels> make_gpu_test_kernels(qd_backend backend, qd_contex
 std::unique_ptr<TestKernels> make_test_kernels(qd_backend backend, qd_context ctx,
                                                std::string *why);
 
+// Loads the test-kernel image of `backend` as a module of its own, for tests that need a module
+// handle (unload, kernel_get by name): CPU -> the CPU test module; CUDA/HIP -> the image named
+// by QD_TEST_CUDA_KERNELS / QD_TEST_HIP_KERNELS. Returns the qd_module_load status, or
+// QD_ERROR_NOT_FOUND when the backend has no image here; *why says why on failure.
+qd_status load_test_module(qd_backend backend, qd_context ctx, qd_module *out, std::string *why);
+
+// The GPU image of `backend` (NUL-appended, as PTX text needs), or false and *why.
+bool read_gpu_test_image(qd_backend backend, std::vector<char> *image, std::string *why);
+
 // Absolute path of the CPU test module (QD_TEST_CPU_MODULE, else the path built in).
 std::string cpu_module_path();
 
