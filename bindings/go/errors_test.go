@@ -179,7 +179,7 @@ func TestErrorsIs_ForEveryStatusTheCPUBackendReturns(t *testing.T) {
 			_, err := qd.Elapsed(newEvent(t, ctx, true), newEvent(t, ctx, true))
 			return err
 		}},
-		"not supported: native handle on CPU": {qd.ErrNotSupported, func() error { _, err := s.NativeHandle(); return err }},
+		"not supported: native handle on CPU":  {qd.ErrNotSupported, func() error { _, err := s.NativeHandle(); return err }},
 		"invalid argument: an unknown backend": {qd.ErrInvalidArgument, func() error { _, err := qd.DeviceCount(qd.Backend(99)); return err }},
 	}
 	for name, c := range cases {

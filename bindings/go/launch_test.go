@@ -22,7 +22,7 @@ func TestLaunch_PassesTypedArgumentsToTheKernel(t *testing.T) {
 	out := hostBuffer(t, ctx, 64)
 	k, err := ctx.NewHostKernel("echo", func(b *qd.HostBlock) error {
 		dst := unsafe.Slice((*byte)(b.Pointer(0)), 64)
-		binary.LittleEndian.PutUint32(dst[0:], uint32(b.Arg(1)[0]))               // uint8
+		binary.LittleEndian.PutUint32(dst[0:], uint32(b.Arg(1)[0]))                                        // uint8
 		binary.LittleEndian.PutUint32(dst[4:], uint32(int32(int16(binary.LittleEndian.Uint16(b.Arg(2)))))) // int16
 		binary.LittleEndian.PutUint32(dst[8:], b.Uint32(3))
 		binary.LittleEndian.PutUint64(dst[16:], uint64(b.Int64(4)))
@@ -170,8 +170,8 @@ func TestLaunch_BadInput_GetsAClearErrorAndQueuesNothing(t *testing.T) {
 		"grid overflow": {qd.ErrOverflow, func() error {
 			return s.Launch(k.noop, qd.LaunchConfig{Grid: [3]uint32{1 << 20, 1 << 20, 1}, Block: [3]uint32{1, 1, 1}})
 		}},
-		"pack of 65":    {qd.ErrInvalidArgument, func() error { _, err := qd.PackArgs(many...); return err }},
-		"nil pack":      {qd.ErrInvalidArgument, func() error { return s.LaunchPacked(k.noop, qd.LaunchConfig{}, nil) }},
+		"pack of 65":      {qd.ErrInvalidArgument, func() error { _, err := qd.PackArgs(many...); return err }},
+		"nil pack":        {qd.ErrInvalidArgument, func() error { return s.LaunchPacked(k.noop, qd.LaunchConfig{}, nil) }},
 		"nil task kernel": {qd.ErrInvalidHandle, func() error { return s.LaunchParallel([]qd.Task{{Group: 0}}) }},
 	}
 	for name, c := range cases {

@@ -1,0 +1,44 @@
+// Package qd is the Go binding of qd, an embeddable runtime for GPU streams and events, over its
+// C API (libqd, include/qd/qd.h) through cgo. One Go call is one qd call, plus error
+// translation and ownership.
+//
+// # Objects and ownership
+//
+// Context, Stream, Event, Module, Kernel, DeviceBuffer, HostBuffer and PackedArgs each have an
+// idempotent Close. Streams, events, modules, kernels and packed arguments also have a finalizer
+// as a safety net, because their destroy returns at once. A Context has none: destroying it
+// drains its work, which would block the runtime's single finalizer goroutine. A Context that
+// is never closed lives until the process exits (see Context). Device and host buffers have no
+// finalizer either: a device free is ordered on a stream, and a host free is immediate while
+// copies may still use the memory.
+//
+// # Streams are explicit
+//
+// Every call that schedules work is a method of its stream (Launch, Memcpy, RecordEvent, ...),
+// and nothing falls back to a default or current stream. qd's active stream is per OS thread,
+// and goroutines move between OS threads, so a value set in one goroutine can be read by
+// another, or lost: pass streams explicitly, and use Context.WithActiveStream (which locks the
+// OS thread for its scope) only for code that must read the active stream.
+//
+// # Errors
+//
+// A failed call returns a *Error with the Status and qd's message. The message is thread-local
+// in C, so it is read inside the same C call that failed (qdgo.h), never by a second cgo call
+// that may run on another thread. Each status has a sentinel (ErrInvalidHandle,
+// ErrPoolExhausted, ...), generated from abi/qd-api.json, for errors.Is.
+//
+// # Memory and cgo's pointer rules
+//
+// Asynchronous copies run after the call returns, so they take device addresses only: device
+// memory (Stream.Alloc) or pinned host memory (Context.HostAlloc). Go memory is never handed to
+// an asynchronous copy; copy Go data through a HostBuffer. Kernel arguments are values copied
+// before Launch returns, so they may live in Go memory; arrays that point at other arrays (the
+// task array of LaunchParallel, packed arguments) are built in C memory, since cgo forbids
+// passing C Go memory that holds Go pointers. The tests also run under GODEBUG=cgocheck=2.
+//
+// # Go callbacks
+//
+// Host callbacks (Stream.LaunchHostFunc) and Go host kernels (Context.NewHostKernel) reach Go
+// through runtime/cgo.Handle. A panic in one is recovered and becomes a fault of the context, as
+// a C host kernel returning non-zero does: later calls return errors matching ErrDeviceLost.
+package qd
