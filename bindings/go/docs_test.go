@@ -8,6 +8,7 @@ import (
 
 // README.md's quick start is Example_quickStart, which go test runs: keep the two equal.
 func TestReadmeQuickStart_IsExampleQuickStart(t *testing.T) {
+	inSourceTree(t)
 	readme, err := os.ReadFile("README.md")
 	must(t, err)
 	src, err := os.ReadFile("example_test.go")

@@ -28,6 +28,7 @@ type apiDescription struct {
 
 func readAPI(t *testing.T) apiDescription {
 	t.Helper()
+	inSourceTree(t)
 	raw, err := os.ReadFile(filepath.Join("..", "..", "abi", "qd-api.json"))
 	must(t, err)
 	var api apiDescription
@@ -162,9 +163,9 @@ func TestErrorsIs_ForEveryStatusTheCPUBackendReturns(t *testing.T) {
 		}},
 		"not found: kernel name": {qd.ErrNotFound, func() error { _, err := k.noopModule(t, ctx).Kernel("no_such_kernel"); return err }},
 		"invalid image: not a shared library": {qd.ErrInvalidImage, func() error {
-			path, err := filepath.Abs(filepath.Join("..", "..", "abi", "qd-api.json"))
-			must(t, err)
-			_, err = ctx.LoadModule(path)
+			path := filepath.Join(t.TempDir(), "not_a_library.so")
+			must(t, os.WriteFile(path, []byte("not an ELF file"), 0o644))
+			_, err := ctx.LoadModule(path)
 			return err
 		}},
 		"timing disabled": {qd.ErrTimingDisabled, func() error {

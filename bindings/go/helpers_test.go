@@ -30,6 +30,16 @@ func newContext(t testing.TB, opts ...func(*qd.ContextOptions)) *qd.Context {
 	return ctx
 }
 
+// inSourceTree skips a test that reads the package's sources (README, abi/qd-api.json) when
+// the test binary runs outside bindings/go, e.g. built with go test -c and copied elsewhere;
+// go test always runs it in bindings/go.
+func inSourceTree(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat("example_test.go"); err != nil {
+		t.Skip("not run from bindings/go (a copied test binary): the package's sources are not here")
+	}
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // 100 times out of 100, with nothing on stderr (internal/exitwithwork). Built once, run 100
 // times.
 func TestProgram_ExitingWithLiveObjectsAndPendingWork_Exits0(t *testing.T) {
+	inSourceTree(t) // go build needs the module's sources
 	if testing.Short() {
 		t.Skip("-short: the 100 runs are skipped")
 	}
