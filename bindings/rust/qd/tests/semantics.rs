@@ -214,6 +214,7 @@ fn queries_and_elapsed_time_report_not_ready_until_a_held_kernel_is_released() {
     assert!(matches!(end.elapsed_ms_since(&start), Err(qd::Error::NotReady(_))));
     poke(words.device_ptr(), 1);
     end.synchronize().unwrap();
+    s.synchronize().unwrap();
     assert!(s.query().unwrap());
     assert_eq!(peek(words.device_ptr().offset(4)), 1, "the kernel saw the host open the flag");
     assert!(end.elapsed_ms_since(&start).unwrap() >= 0.0);
