@@ -75,19 +75,25 @@ type argBlob struct {
 
 var argBlobs = sync.Pool{New: func() interface{} { return new(argBlob) }}
 
-// validate checks what qd cannot see through the packing: the Go-side values themselves.
+// validateArgs checks what qd cannot see through the packing (the Go-side values themselves),
+// and the count and total size before any copy, so that a huge Value is refused, not read.
 func validateArgs(args []Arg, lead int) error {
 	if len(args)+lead > C.QD_MAX_ARGS {
 		return newError(StatusInvalidArgument, "%d arguments: at most QD_MAX_ARGS (%d)%s",
 			len(args), C.QD_MAX_ARGS-lead, goKernelNote(lead))
 	}
+	total := uint64(0)
 	for i, a := range args {
+		total += uint64(a.size)
 		if !a.mem && a.size == 0 {
 			return newError(StatusInvalidArgument, "argument %d is the zero qd.Arg", i)
 		}
 		if a.mem && a.ptr == nil && a.size > 0 {
 			return newError(StatusInvalidArgument, "argument %d: nil pointer with size %d", i, a.size)
 		}
+	}
+	if total > C.QD_MAX_ARG_BYTES {
+		return newError(StatusOverflow, "the arguments' total size (%d bytes) exceeds QD_MAX_ARG_BYTES (%d)", total, C.QD_MAX_ARG_BYTES)
 	}
 	return nil
 }

@@ -170,7 +170,11 @@ func TestLaunch_BadInput_GetsAClearErrorAndQueuesNothing(t *testing.T) {
 		"grid overflow": {qd.ErrOverflow, func() error {
 			return s.Launch(k.noop, qd.LaunchConfig{Grid: [3]uint32{1 << 20, 1 << 20, 1}, Block: [3]uint32{1, 1, 1}})
 		}},
-		"pack of 65":      {qd.ErrInvalidArgument, func() error { _, err := qd.PackArgs(many...); return err }},
+		"pack of 65": {qd.ErrInvalidArgument, func() error { _, err := qd.PackArgs(many...); return err }},
+		"a 4 GiB Value in a task": {qd.ErrOverflow, func() error {
+			var x byte
+			return s.LaunchParallel([]qd.Task{{Kernel: k.noop, Args: []qd.Arg{qd.Value(unsafe.Pointer(&x), 1<<32-1)}}})
+		}},
 		"nil pack":        {qd.ErrInvalidArgument, func() error { return s.LaunchPacked(k.noop, qd.LaunchConfig{}, nil) }},
 		"nil task kernel": {qd.ErrInvalidHandle, func() error { return s.LaunchParallel([]qd.Task{{Group: 0}}) }},
 	}
