@@ -54,7 +54,7 @@ macro_rules! layout {
 }
 
 /// Sizes, alignments and field offsets of qd-sys's structs, as Rust lays them out.
-fn rust_layouts() -> BTreeMap<String, (usize, usize, Vec<(String, usize, usize)>)> {
+fn rust_layouts() -> Layouts {
     let mut m = BTreeMap::new();
     layout!(m, qd_context_desc {
         struct_size, backend, device, stream_pool_size, event_pool_size, cpu_worker_threads,

@@ -39,7 +39,7 @@ impl Backend {
 
 /// Number of devices of a backend (the CPU backend has exactly 1).
 ///
-/// Errors: [`Error::BackendUnavailable`] when the backend was not built in or its driver cannot
+/// Errors: [`Error::BackendUnavailable`](crate::Error::BackendUnavailable) when the backend was not built in or its driver cannot
 /// be loaded; the message carries the loader's reason.
 pub fn device_count(backend: Backend) -> Result<u32> {
     let mut n = 0u32;
@@ -150,9 +150,9 @@ impl ContextBuilder {
         self.cpu_worker_threads = n;
         self
     }
-    /// Create the context (`qd_context_create`). Errors: [`Error::InvalidArgument`] for a
-    /// number above its limit or a device out of range, [`Error::BackendUnavailable`],
-    /// [`Error::OutOfMemory`].
+    /// Create the context (`qd_context_create`). Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a
+    /// number above its limit or a device out of range, [`Error::BackendUnavailable`](crate::Error::BackendUnavailable),
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory).
     pub fn build(self) -> Result<Context> {
         let desc = qd_sys::qd_context_desc {
             backend: self.backend.raw(),
@@ -249,8 +249,8 @@ impl Context {
     }
 
     /// Block until all work queued on every stream of the context has completed.
-    /// Errors: [`Error::InvalidOperation`] from inside a host kernel or callback of this
-    /// context, [`Error::DeviceLost`].
+    /// Errors: [`Error::InvalidOperation`](crate::Error::InvalidOperation) from inside a host kernel or callback of this
+    /// context, [`Error::DeviceLost`](crate::Error::DeviceLost).
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: plain handle call.
         check(unsafe { qd_sys::qd_context_synchronize(self.raw) })
@@ -301,7 +301,7 @@ impl Context {
 
     /// This thread's active stream for this context, as a stream that is not destroyed when
     /// dropped. If that stream has been destroyed since it was set, calls with it return
-    /// [`Error::InvalidHandle`]; nothing falls back to another stream.
+    /// [`Error::InvalidHandle`](crate::Error::InvalidHandle); nothing falls back to another stream.
     pub fn active_stream(&self) -> Result<Stream<'_>> {
         Ok(Stream::unowned(self, self.active_stream_raw()?))
     }

@@ -190,7 +190,7 @@ impl Stream<'_> {
     /// Set `bytes` bytes of `dst` from byte `offset` to `value`, in stream order.
     /// Errors: [`Error::InvalidAddress`] for a range outside the buffer.
     pub fn memset_bytes<T: Pod>(&self, dst: &DeviceBuffer<'_, T>, offset: u64, bytes: u64, value: u8) -> Result<()> {
-        if offset.checked_add(bytes).is_none_or(|end| end > dst.byte_len()) {
+        if !matches!(offset.checked_add(bytes), Some(end) if end <= dst.byte_len()) {
             return Err(range_error("memset range runs past the end of the buffer"));
         }
         dst.note_use(self);

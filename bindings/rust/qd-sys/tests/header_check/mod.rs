@@ -488,12 +488,15 @@ pub fn compare_declarations(header: &Api, rust: &Api) -> Vec<String> {
     out
 }
 
+/// struct -> (size, align, [(field, offset, size)]).
+pub type Layouts = BTreeMap<String, (usize, usize, Vec<(String, usize, usize)>)>;
+
 /// What the C compiler makes of the header.
 #[derive(Debug, Default)]
 pub struct CFacts {
     pub values: BTreeMap<String, i64>,
     /// struct -> (size, align, [(field, offset, size)])
-    pub layouts: BTreeMap<String, (usize, usize, Vec<(String, usize, usize)>)>,
+    pub layouts: Layouts,
 }
 
 /// Build and run a C program that prints every constant, enum value and struct layout of the
@@ -562,7 +565,7 @@ pub fn compare_numbers(
     header: &Api,
     facts: &CFacts,
     rust_values: &BTreeMap<String, i64>,
-    rust_layouts: &BTreeMap<String, (usize, usize, Vec<(String, usize, usize)>)>,
+    rust_layouts: &Layouts,
     rust_statuses: &[(String, i64, String)],
     rust_first_sizes: &[(String, u32, String)],
 ) -> Vec<String> {
