@@ -1,4 +1,4 @@
-// The GPU kernel of `qd demo` (tools/qd.cpp, run_gpu_demo): the CPU demo's logistic_task, line
+// The GPU kernel of `qd demo` (tools/gpu_demo.cpp, run_gpu_demo): the CPU demo's logistic_task, line
 // for line, as a one-thread kernel. Launched like the CPU task (one block of one thread, the
 // TaskArgs struct as its only argument), so the demo's timed_run serves both backends; the
 // parallelism it shows is that of the groups, on concurrent streams.
@@ -6,7 +6,7 @@
 // the qd tool.
 #include <stdint.h>
 
-struct TaskArgs {           // the layout of TaskArgs in tools/qd.cpp
+struct TaskArgs {           // the layout of TaskArgs in tools/demo_common.h
     uint64_t input;         // double[] of every slice
     uint64_t output;        // double[], one sum per task
     uint32_t first;         // this task's first input element
