@@ -123,14 +123,17 @@ tuple_args!(16: A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 
 /// Grid and block of a launch (`qd_launch_config`). The default is one block of one thread.
 ///
 /// On the CPU backend a host kernel is called once per block, in row-major block order, and
-/// loops over the threads of its block itself.
+/// loops over the threads of its block itself. It has the layout of `qd_launch_config`, so a
+/// launch passes it to C as it is, without a copy.
 ///
 /// ```
 /// let cfg = qd::LaunchConfig::new().grid(4, 1, 1).block(128, 1, 1).shared_mem(256);
 /// assert_eq!(cfg.grid, [4, 1, 1]);
 /// ```
+#[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
+    struct_size: u32,
     /// Blocks in x, y, z (each at least 1).
     pub grid: [u32; 3],
     /// Threads per block in x, y, z (each at least 1).
@@ -139,42 +142,59 @@ pub struct LaunchConfig {
     pub shared_mem_bytes: u32,
 }
 
+// LaunchConfig is passed to C as a qd_launch_config: same size and field offsets.
+const _: () = {
+    use std::mem::offset_of;
+    assert!(size_of::<LaunchConfig>() == size_of::<qd_sys::qd_launch_config>());
+    assert!(std::mem::align_of::<LaunchConfig>() == std::mem::align_of::<qd_sys::qd_launch_config>());
+    assert!(offset_of!(LaunchConfig, struct_size) == offset_of!(qd_sys::qd_launch_config, struct_size));
+    assert!(offset_of!(LaunchConfig, grid) == offset_of!(qd_sys::qd_launch_config, grid));
+    assert!(offset_of!(LaunchConfig, block) == offset_of!(qd_sys::qd_launch_config, block));
+    assert!(offset_of!(LaunchConfig, shared_mem_bytes) == offset_of!(qd_sys::qd_launch_config, shared_mem_bytes));
+};
+
 impl Default for LaunchConfig {
     fn default() -> Self {
-        LaunchConfig { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 }
+        Self::new()
     }
 }
 
 impl LaunchConfig {
     /// One block of one thread.
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        LaunchConfig {
+            struct_size: size_of::<qd_sys::qd_launch_config>() as u32,
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_mem_bytes: 0,
+        }
     }
     /// Set the grid.
     #[must_use]
-    pub fn grid(mut self, x: u32, y: u32, z: u32) -> Self {
+    pub const fn grid(mut self, x: u32, y: u32, z: u32) -> Self {
         self.grid = [x, y, z];
         self
     }
     /// Set the block.
     #[must_use]
-    pub fn block(mut self, x: u32, y: u32, z: u32) -> Self {
+    pub const fn block(mut self, x: u32, y: u32, z: u32) -> Self {
         self.block = [x, y, z];
         self
     }
     /// Set the per-block scratch size.
     #[must_use]
-    pub fn shared_mem(mut self, bytes: u32) -> Self {
+    pub const fn shared_mem(mut self, bytes: u32) -> Self {
         self.shared_mem_bytes = bytes;
         self
     }
+    /// The configuration as the C struct it is laid out as.
+    #[inline(always)]
+    pub(crate) fn as_raw(&self) -> *const qd_sys::qd_launch_config {
+        self as *const LaunchConfig as *const qd_sys::qd_launch_config
+    }
     #[inline(always)]
     pub(crate) fn raw(&self) -> qd_sys::qd_launch_config {
-        qd_sys::qd_launch_config {
-            grid: self.grid,
-            block: self.block,
-            shared_mem_bytes: self.shared_mem_bytes,
-            ..qd_sys::QD_LAUNCH_CONFIG_INIT
-        }
+        // SAFETY: same layout (checked above), every bit pattern valid.
+        unsafe { *self.as_raw() }
     }
 }

@@ -38,7 +38,7 @@ impl Stream<'_> {
     pub unsafe fn launch<A: KernelArgs>(&self, kernel: &Kernel<'_>, config: &LaunchConfig, args: A) -> Result<()> {
         let packed = args.pack();
         let list = packed.as_ref();
-        let cfg = config.raw();
+        let cfg = config.as_raw();
         if let Some(closure) = kernel.host {
             // One slot goes to the hidden header (host_kernel.rs).
             if list.len() >= qd_sys::QD_MAX_ARGS as usize {
@@ -54,10 +54,10 @@ impl Stream<'_> {
             full[1..=list.len()].copy_from_slice(list);
             let count = list.len() as u32 + 1;
             // SAFETY: `full` holds `count` valid entries pointing into `header` and `args`.
-            return check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), &cfg, full.as_ptr(), count) });
+            return check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), cfg, full.as_ptr(), count) });
         }
         // SAFETY: `list` entries point into `args`, alive until this returns; qd copies them.
-        check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), &cfg, list.as_ptr(), list.len() as u32) })
+        check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), cfg, list.as_ptr(), list.len() as u32) })
     }
 
     /// Stream-parallel launch (`qd_launch_parallel`): tasks of one group run in order on one

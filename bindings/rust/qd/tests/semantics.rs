@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use qd::{DeviceBuffer, Event, LaunchConfig, Stream, Task};
 
-const ONE: LaunchConfig = LaunchConfig { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+const ONE: LaunchConfig = LaunchConfig::new();
 
 #[test]
 fn work_on_one_stream_runs_in_queue_order() {

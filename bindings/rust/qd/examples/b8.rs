@@ -1,0 +1,159 @@
+//! Benchmark B8 (../shared/BENCHMARKS.md) for Rust: the cost of the safe API over the raw C
+//! call, both sides in one binary, alternated batch by batch.
+//!
+//! 1. A no-op qd call: `qd_stream_query` on an idle stream, through `Stream::query` against
+//!    `qd_sys::qd_stream_query`. Bar: at most +2 ns.
+//! 2. A launch of an empty host kernel: `Stream::launch` against `qd_sys::qd_launch` with the
+//!    same kernel and stream. Bar: at most 1.05x. (The stream is synchronised between batches,
+//!    outside the timed loops.) For information, also a Rust closure kernel (`HostKernel`)
+//!    through `Stream::launch_host`, which adds its hidden header argument.
+//!
+//! Run: `cargo run --release --offline --example b8 [REPS] [CALLS] [LAUNCHES]`
+//! (defaults 201 batches of 20000 queries and of 2000 launches). Prints the minimum and median
+//! per-call nanoseconds of each side, their difference and ratio.
+
+use qd::{Backend, Context, Kernel, LaunchConfig, Stream};
+use std::hint::black_box;
+use std::time::Instant;
+
+unsafe extern "C" fn empty(_: *const qd::sys::qd_host_kernel_info, _: *const *mut std::ffi::c_void) -> i32 {
+    0
+}
+
+struct Stats {
+    min: f64,
+    median: f64,
+}
+
+fn stats(mut v: Vec<f64>) -> Stats {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Stats { min: v[0], median: v[v.len() / 2] }
+}
+
+fn per_call(n: usize, f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn report(what: &str, raw: Stats, safe: Stats, bar: &str) {
+    println!("{what}");
+    println!("  raw FFI : min {:8.2} ns  median {:8.2} ns", raw.min, raw.median);
+    println!("  qd crate: min {:8.2} ns  median {:8.2} ns", safe.min, safe.median);
+    println!(
+        "  crate - raw: min {:+.2} ns, median {:+.2} ns; crate / raw: min {:.3}x, median {:.3}x   (bar: {bar})",
+        safe.min - raw.min,
+        safe.median - raw.median,
+        safe.min / raw.min,
+        safe.median / raw.median
+    );
+}
+
+fn main() -> qd::Result<()> {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let reps = args.first().copied().unwrap_or(201);
+    let calls = args.get(1).copied().unwrap_or(20_000);
+    let launches = args.get(2).copied().unwrap_or(2_000);
+
+    let ctx = Context::new(Backend::Cpu)?;
+    let stream = Stream::new(&ctx)?;
+    let raw_stream = stream.raw();
+    stream.synchronize()?;
+
+    // 1. No-op call.
+    let (mut raw_q, mut safe_q) = (Vec::new(), Vec::new());
+    for rep in 0..reps + 1 {
+        let raw_side = || {
+            per_call(calls, || {
+                for _ in 0..calls {
+                    // SAFETY: a valid stream handle.
+                    black_box(unsafe { qd::sys::qd_stream_query(black_box(raw_stream)) });
+                }
+            })
+        };
+        let safe_side = || {
+            per_call(calls, || {
+                for _ in 0..calls {
+                    let _ = black_box(black_box(&stream).query());
+                }
+            })
+        };
+        // Alternate which side goes first, so that neither always follows the other.
+        let (r, s) = if rep % 2 == 0 { let r = raw_side(); (r, safe_side()) } else { let s = safe_side(); (raw_side(), s) };
+        if rep > 0 {
+            // The first batch warms caches and is not counted.
+            raw_q.push(r);
+            safe_q.push(s);
+        }
+    }
+    assert_eq!(stream.query(), Ok(true), "the stream stays idle");
+
+    // 2. Launch of an empty host kernel.
+    // SAFETY: `empty` reads nothing and returns 0.
+    let kernel = unsafe { Kernel::from_raw_host_fn(&ctx, empty, "empty")? };
+    let closure = qd::HostKernel::new(&ctx, "empty closure", |_, _| Ok(()))?;
+    let raw_kernel = kernel.raw();
+    let cfg = LaunchConfig::new();
+    let raw_cfg = qd::sys::QD_LAUNCH_CONFIG_INIT;
+    let (mut raw_l, mut safe_l, mut closure_l) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..reps + 1 {
+        let raw_side = || -> qd::Result<f64> {
+            let t = per_call(launches, || {
+                for _ in 0..launches {
+                    // SAFETY: valid handles; no arguments.
+                    let st = unsafe { qd::sys::qd_launch(raw_stream, raw_kernel, &raw_cfg, std::ptr::null(), 0) };
+                    black_box(st);
+                }
+            });
+            stream.synchronize()?;
+            Ok(t)
+        };
+        let safe_side = || -> qd::Result<f64> {
+            let t = per_call(launches, || {
+                for _ in 0..launches {
+                    // SAFETY: the kernel takes no arguments.
+                    let _ = black_box(unsafe { stream.launch(&kernel, &cfg, ()) });
+                }
+            });
+            stream.synchronize()?;
+            Ok(t)
+        };
+        let (r, s) = if rep % 2 == 0 {
+            let r = raw_side()?;
+            (r, safe_side()?)
+        } else {
+            let s = safe_side()?;
+            (raw_side()?, s)
+        };
+        let c = per_call(launches, || {
+            for _ in 0..launches {
+                let _ = black_box(stream.launch_host(&closure, &cfg, ()));
+            }
+        });
+        stream.synchronize()?;
+        if rep > 0 {
+            raw_l.push(r);
+            safe_l.push(s);
+            closure_l.push(c);
+        }
+    }
+
+    println!("B8 (Rust), {reps} batches; libqd {:#x}", qd::version());
+    report(&format!("no-op call: qd_stream_query on an idle stream ({calls} calls/batch)"), stats(raw_q), stats(safe_q), "+2 ns");
+    let raw_l = stats(raw_l);
+    let raw_l_median = raw_l.median;
+    report(
+        &format!("launch of an empty host kernel ({launches} launches/batch)"),
+        raw_l,
+        stats(safe_l),
+        "1.05x",
+    );
+    let c = stats(closure_l);
+    println!(
+        "  (info) Rust closure kernel via launch_host: min {:.2} ns, median {:.2} ns ({:.3}x raw median)",
+        c.min,
+        c.median,
+        c.median / raw_l_median
+    );
+    Ok(())
+}
