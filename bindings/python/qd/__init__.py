@@ -1,6 +1,6 @@
 """qd: GPU streams and events, from Python.
 
-A thin ctypes binding of libqd's C API (``include/qd/qd.h``). Every call that schedules work
+A thin binding of libqd's C API (through cffi when it is importable, else ctypes) (``include/qd/qd.h``). Every call that schedules work
 takes a keyword-only, required ``stream=``; omitting it or passing ``None`` raises TypeError.
 
 Quick start (CPU backend)::
@@ -68,6 +68,9 @@ __version__ = "0.1.0"
 
 #: The ctypes library object, with every function of qd.h declared (argtypes and restype).
 lib = _lib.lib
+#: How the binding calls libqd: "cffi" (ABI mode, when cffi is importable) or "ctypes"
+#: (QD_PYTHON_FFI=ctypes|cffi forces one).
+FFI: str = _lib.FFI
 #: The path libqd was loaded from.
 library_path: str = _lib.library_path
 
@@ -87,7 +90,7 @@ for _cls in list(globals().values()):
 del _name, _cls
 
 __all__ = [
-    "ArgumentRangeError", "ArgumentTypeError", "Backend", "BackendUnavailableError",
+    "FFI", "ArgumentRangeError", "ArgumentTypeError", "Backend", "BackendUnavailableError",
     "CallbackError", "Context", "ContextStatistics", "DeviceBuffer", "DeviceLostError",
     "DeviceProperties", "Event", "ForkedError", "HandleTypeError", "HostBuffer",
     "HostKernelFn", "HostKernelInfo", "InternalError", "InvalidAddressError",

@@ -75,7 +75,7 @@ _f_free = _lib.raw("qd_mem_free_async")
 _f_memcpy = _lib.raw("qd_memcpy_async")
 _f_memset = _lib.raw("qd_memset_async")
 
-_C_U32 = [c_uint32(i) for i in range(MAX_ARGS + 1)]  # shared, never mutated
+_C_U32 = [_lib.U32(i) for i in range(MAX_ARGS + 1)]  # shared, never mutated
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,4 +162,4 @@ def _backend(value: Union[Backend, str, int]) -> int:
     return _int(value, _I32_MIN, _I32_MAX, "qd_backend", "backend")
 
 
-_C_ZERO = c_uint64(0)  # the c_uint64 of every closed object (C rejects handle 0)
+_C_ZERO = _lib.H(0)  # the _c of every closed object (C rejects handle 0)

@@ -71,12 +71,14 @@ def _trampoline(key: Optional[int]) -> None:
 _TRAMPOLINE = _lib.HostFn(_trampoline)
 # Never freed, not even by module teardown: C may hold this pointer until every context is gone.
 ctypes.pythonapi.Py_IncRef(ctypes.py_object(_TRAMPOLINE))
+_TRAMPOLINE_C = _lib.fnptr(_TRAMPOLINE, "qd_host_fn")  # as the FFI in use passes it
+_ptr = _lib.ptr
 
 
 def _enqueue(stream_c: c_uint64, fn: Callable[[], Any], errors: list) -> int:
     key = next(_keys)
     _pending[key] = (fn, errors)
-    status = _f_launch_host_fn(stream_c, _TRAMPOLINE, c_void_p(key))
+    status = _f_launch_host_fn(stream_c, _TRAMPOLINE_C, _ptr(key))
     if status:
         _pending.pop(key, None)
     return status
@@ -95,7 +97,7 @@ _deferred_threads: List[threading.Thread] = []
 
 def _destroy_context(handle: int, keepalive: list, errors: list) -> None:
     try:
-        status = _f_ctx_destroy(c_uint64(handle))
+        status = _f_ctx_destroy(_lib.H(handle))
         if status == Status.ERROR_INVALID_OPERATION:
             # The last reference died inside a host callback or host kernel of this very
             # context (qd refuses to drain from its own worker): destroy it from a helper thread.

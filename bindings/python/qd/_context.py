@@ -24,6 +24,7 @@ from typing import (
 )
 
 from . import _lib
+from ._lib import C as _C, H as _H, ref as _ref
 from ._errors import (
     ArgumentTypeError,
     NotFoundError,
@@ -31,7 +32,7 @@ from ._errors import (
     Status,
 )
 from ._base import (
-    Backend, _I32_MAX, _I32_MIN, _backend, _err, _f_acquire, _f_ctx_destroy, _f_ctx_sync,
+    Backend, _C_ZERO, _I32_MAX, _I32_MIN, _backend, _err, _f_acquire, _f_ctx_destroy, _f_ctx_sync,
     _f_get_active, _f_set_active, _int, _stream_type_error, _u32, _u64,
 )
 from ._callbacks import _check_callback_errors, _destroy_context, _warn_unreported
@@ -44,7 +45,7 @@ from ._kernel import Module
 
 def version() -> Tuple[int, int, int]:
     """The loaded libqd's version as (major, minor, patch) (``qd_version``)."""
-    v = _lib.lib.qd_version()
+    v = _C.qd_version()
     return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
 
 
@@ -55,7 +56,7 @@ def device_count(backend: Union[Backend, str, int]) -> int:
         BackendUnavailableError: the backend is not built in, or its driver cannot be loaded.
     """
     count = c_uint32()
-    status = _lib.lib.qd_device_count(_backend(backend), byref(count))
+    status = _C.qd_device_count(_backend(backend), _ref(count))
     if status:
         raise _err(status)
     return count.value
@@ -77,7 +78,7 @@ class DeviceProperties:
 def device_properties(backend: Union[Backend, str, int], device: int = 0) -> DeviceProperties:
     """Describe one device (``qd_device_get_info``)."""
     info = _lib.DeviceInfo()
-    status = _lib.lib.qd_device_get_info(_backend(backend), _u32(device, "device"), byref(info))
+    status = _C.qd_device_get_info(_backend(backend), _u32(device, "device"), _ref(info))
     if status:
         raise _err(status)
     return DeviceProperties(Backend(info.backend), info.device,
@@ -145,18 +146,18 @@ class Context:
         desc.event_pool_size = _u32(event_pool_size, "event_pool_size")
         desc.cpu_worker_threads = _u32(cpu_worker_threads, "cpu_worker_threads")
         out = c_uint64()
-        status = _lib.lib.qd_context_create(byref(desc), byref(out))
+        status = _C.qd_context_create(_ref(desc), _ref(out))
         if status:
             raise _err(status)
         handle = out.value
         default = c_uint64()
-        status = _lib.lib.qd_context_default_stream(handle, byref(default))
+        status = _C.qd_context_default_stream(handle, _ref(default))
         if status:
             exc = _err(status)
-            _f_ctx_destroy(c_uint64(handle))
+            _f_ctx_destroy(_H(handle))
             raise exc
         self._h = handle
-        self._c = c_uint64(handle)
+        self._c = _H(handle)
         b = desc.backend
         self._backend = Backend.CPU if b == Backend.DEFAULT else Backend(b)
         self._device = desc.device
@@ -219,7 +220,7 @@ class Context:
         if status and status != Status.ERROR_INVALID_HANDLE:
             raise _err(status)
         self._h = 0
-        self._c.value = 0
+        self._c = _C_ZERO
         self._tls.rec.stream = None  # this thread's active stream died with the context
         self._finalizer.detach()
         _warn_unreported(self._cb_errors)
@@ -246,7 +247,7 @@ class Context:
         """Statistics of the context (``qd_context_get_stats``)."""
         self._check_open()
         raw = _lib.ContextStats()
-        status = _lib.lib.qd_context_get_stats(self._h, byref(raw))
+        status = _C.qd_context_get_stats(self._h, _ref(raw))
         if status:
             raise _err(status, self)
         return ContextStatistics(*(getattr(raw, name) for name, _ in raw._fields_[2:]))
@@ -255,7 +256,7 @@ class Context:
         """(least, greatest) stream priority: the default and the most urgent (smallest)."""
         self._check_open()
         least, greatest = c_int32(), c_int32()
-        status = _lib.lib.qd_stream_priority_range(self._h, byref(least), byref(greatest))
+        status = _C.qd_stream_priority_range(self._h, _ref(least), _ref(greatest))
         if status:
             raise _err(status, self)
         return least.value, greatest.value
@@ -282,10 +283,10 @@ class Context:
         desc.flags = 1 if non_blocking else 0
         desc.priority = _int(priority, _I32_MIN, _I32_MAX, "int32_t", "priority")
         out = c_uint64()
-        status = _lib.lib.qd_stream_create(self._h, byref(desc), byref(out))
+        status = _C.qd_stream_create(self._h, _ref(desc), _ref(out))
         if status:
             raise _err(status, self)
-        return _new_stream(self, out.value, StreamKind.OWNED, c=out)
+        return _new_stream(self, out.value, StreamKind.OWNED)
 
     def acquire_stream(self) -> "Stream":
         """Lease a stream from the context's pool (``qd_stream_acquire``).
@@ -309,17 +310,36 @@ class Context:
         s._kind = _LEASED  # (_owner stays unset: a lease has none)
         return s
 
+    if _lib.CFFI:  # the same, through cffi: handles are ints, the out cell a cffi uint64_t[1]
+        _doc = acquire_stream.__doc__
+
+        def acquire_stream(self) -> "Stream":  # noqa: F811
+            if not self._h:
+                raise ObjectClosedError("this qd.Context was closed")
+            out = _new_u64()
+            status = _f_acquire(self._c, out)
+            if status:
+                raise _err(status, self)
+            s = _STREAM_NEW(Stream)
+            s._h = s._key = s._c = out[0]
+            s._ctx = self
+            s._kind = _LEASED
+            return s
+
+        acquire_stream.__doc__ = _doc
+        del _doc
+
     def create_event(self, *, timing: bool = False) -> "Event":
         """Create an event (``qd_event_create``); ``timing=True`` records timestamps so that
         ``Event.elapsed_ms`` works."""
         self._check_open()
         out = c_uint64()
-        status = _lib.lib.qd_event_create(self._h, 1 if timing else 0, byref(out))
+        status = _C.qd_event_create(self._h, 1 if timing else 0, _ref(out))
         if status:
             raise _err(status, self)
         ev = _EVENT_NEW(Event)
-        ev._h = ev._key = out.value
-        ev._c = out
+        ev._h = ev._key = h = out.value
+        ev._c = _H(h)
         ev._ctx = self
         ev._timing = bool(timing)
         return ev
@@ -352,7 +372,7 @@ class Context:
         rec.ref = _weakref(stream)
         kind = stream._kind
         rec.stream = stream if (kind is _OWNED or kind is _LEASED or kind is _BORROWED) else None
-        prev = rec.prev.value
+        prev = rec.prev[0]
         if old is not None:
             old = old()
             if old is not None and old._key == prev:
@@ -378,7 +398,7 @@ class Context:
         if not self._h:
             raise ObjectClosedError("this qd.Context was closed")
         out = c_uint64()
-        status = _f_get_active(self._c, byref(out))
+        status = _f_get_active(self._c, _ref(out))
         if status:
             raise _err(status, self)
         if ref is not None:
@@ -443,12 +463,12 @@ class Context:
         if gpu and data and not data.endswith(b"\0"):
             data += b"\0"
         out = c_uint64()
-        status = _lib.lib.qd_module_load(self._h, c_char_p(data), len(data), byref(out))
+        status = _C.qd_module_load(self._h, _lib.cbytes(data), len(data), _ref(out))
         if status:
             raise _err(status, self)
         m = object.__new__(Module)
-        m._h = m._key = out.value
-        m._c = out
+        m._h = m._key = h = out.value
+        m._c = _H(h)
         m._ctx = self
         m._kernels = weakref.WeakSet()
         return m
@@ -463,7 +483,7 @@ class Context:
         self._check_open()
         n = _u64(nbytes, "nbytes")
         out = c_void_p()
-        status = _lib.lib.qd_host_alloc(self._h, n, byref(out))
+        status = _C.qd_host_alloc(self._h, n, _ref(out))
         if status:
             raise _err(status, self)
         hb = object.__new__(HostBuffer)
@@ -484,8 +504,8 @@ class _Record:
     def __init__(self) -> None:
         self.ref: Optional["weakref.ReferenceType[Stream]"] = None
         self.stream: Optional[Stream] = None
-        self.prev = c_uint64()
-        self.prev_ref = byref(self.prev)
+        self.prev = (c_uint64 * 1)()  # what qd_stream_set_active writes; read as prev[0]
+        self.prev_ref = _ref(self.prev)
 
 
 class _ActiveRecord(threading.local):
@@ -496,6 +516,10 @@ class _ActiveRecord(threading.local):
 
 
 _weakref = weakref.ref
+if _lib.CFFI:
+    import functools
+
+    _new_u64 = functools.partial(_lib.ffi.new, _lib.ffi.typeof("uint64_t[1]"))
 
 
 class _ActiveStreamScope:

@@ -27,6 +27,7 @@ from typing import (
 )
 
 from . import _lib
+from ._lib import C as _C, H as _H, NULL as _NULL, U32 as _U32, ref as _ref
 from ._errors import (
     ArgumentRangeError,
     ArgumentTypeError,
@@ -82,10 +83,10 @@ class Module(_ContextChild):
         else:
             raise ArgumentTypeError(f"name must be a str, not {type(name).__name__}")
         out = c_uint64()
-        status = _lib.lib.qd_kernel_get(self._h, raw_name, byref(out))
+        status = _C.qd_kernel_get(self._h, raw_name, _ref(out))
         if status:
             raise _err(status, self._ctx)
-        k = _new_kernel(self._ctx, out, raw_name.decode("utf-8", "replace"), self)
+        k = _new_kernel(self._ctx, out.value, raw_name.decode("utf-8", "replace"), self)
         self._kernels.add(k)
         return k
 
@@ -103,10 +104,10 @@ class Module(_ContextChild):
     unload = close
 
 
-def _new_kernel(ctx: Context, c: c_uint64, name: str, module: Optional[Module]) -> "Kernel":
+def _new_kernel(ctx: Context, handle: int, name: str, module: Optional[Module]) -> "Kernel":
     k = object.__new__(Kernel)
-    k._h = k._key = c.value
-    k._c = c
+    k._h = k._key = handle
+    k._c = _H(handle)
     k._ctx = ctx
     k._module = module
     k._name = name
@@ -189,11 +190,12 @@ class Kernel(_ContextChild):
             name = getattr(fn, "__name__", None)
         raw_name = name.encode("utf-8") if isinstance(name, str) else None
         out = c_uint64()
-        status = _lib.lib.qd_kernel_from_host_fn(ctx._h, cfn, raw_name, byref(out))
+        status = _C.qd_kernel_from_host_fn(ctx._h, _lib.fnptr(cfn, "qd_host_kernel_fn"),
+                                           _NULL if raw_name is None else raw_name, _ref(out))
         if status:
             raise _err(status, ctx)
         ctx._keep.append(cfn)
-        return _new_kernel(ctx, out, name or "", None)
+        return _new_kernel(ctx, out.value, name or "", None)
 
     @property
     def name(self) -> str:
@@ -222,10 +224,10 @@ class Kernel(_ContextChild):
         elif _cacheable(grid) and _cacheable(block) and type(shared_mem) is int:
             key = (grid, block, shared_mem)
         else:
-            return byref(_make_config(grid, block, shared_mem))
+            return _ref(_make_config(grid, block, shared_mem))
         ref = self._configs.get(key)
         if ref is None:
-            ref = byref(_make_config(grid, block, shared_mem))
+            ref = _ref(_make_config(grid, block, shared_mem))
             if len(self._configs) < 64:
                 self._configs[key] = ref
         return ref
@@ -251,7 +253,7 @@ class Kernel(_ContextChild):
         else:
             cfg = self._config_ref(grid, block, shared_mem)
         if not args:
-            status = _f_launch(sc, self._c, cfg, None, _C_U32[0])
+            status = _f_launch(sc, self._c, cfg, _NULL, _C_U32[0])
         else:
             # The fast path: the launch function made for the argument types of this kernel's
             # last launch (see _Layout); _MISS when these arguments do not fit it.
@@ -270,7 +272,7 @@ class Kernel(_ContextChild):
         """Any arguments: each converted on its own (and every mistake named)."""
         n = len(args)
         arr, keep = _pack_args(args, self._ctx)
-        status = _f_launch(sc, self._c, cfg, arr, _C_U32[n] if n <= MAX_ARGS else c_uint32(n))
+        status = _f_launch(sc, self._c, cfg, _ref(arr), _C_U32[n] if n <= MAX_ARGS else _U32(n))
         del keep  # the values arr points into lived until here
         return status
 
@@ -309,7 +311,7 @@ def _make_config(grid: Any, block: Any, shared_mem: Any) -> _lib.LaunchConfig:
     return cfg
 
 
-_DEFAULT_CONFIG = byref(_make_config(1, 1, 0))  # grid=1, block=1, shared_mem=0 (kept alive)
+_DEFAULT_CONFIG = _ref(_make_config(1, 1, 0))  # grid=1, block=1, shared_mem=0 (kept alive)
 
 
 _CDATA = ctypes.c_int.__mro__[-2]  # _ctypes._CData: the base of every ctypes instance
@@ -459,7 +461,7 @@ class _Layout:
         scope: Dict[str, Any] = {f"T{i}": t for i, t in enumerate(types)}
         scope.update(_MISS=_MISS, _StructError=struct.error, _bytes=bytes,
                      _pack_into=struct.Struct("".join(fmt)).pack_into, _buf=layout.buf,
-                     _arr=layout.arr, _n=_C_U32[n], _f_launch=_f_launch,
+                     _arr=_ref(layout.arr), _n=_C_U32[n], _f_launch=_f_launch,
                      _free=[True])
         exec("\n".join(lines) + "\n", scope)  # noqa: S102 (built above from type names only)
         layout.launch = scope["launch"]
@@ -494,19 +496,21 @@ def _pack_args(args: Sequence[Any], ctx: Any) -> Tuple[Any, List[Any]]:
 class Launcher:
     """A pre-packed launch (``Kernel.prepare``): ``launcher(stream=s)`` is one foreign call."""
 
-    __slots__ = ("_kernel", "_kc", "_cfg", "_cfg_ref", "_arr", "_n", "_values")
+    __slots__ = ("_kernel", "_kc", "_cfg", "_cfg_ref", "_arr", "_arr_ref", "_n", "_values")
 
     def __init__(self, kernel: Kernel, args: Sequence[Any], config: _lib.LaunchConfig) -> None:
         self._kernel = kernel
         self._kc = kernel._c
         self._cfg = config
-        self._cfg_ref = byref(config)
+        self._cfg_ref = _ref(config)
         if args:
             self._arr, self._values = _pack_args(args, kernel._ctx)
+            self._arr_ref = _ref(self._arr)
         else:
             self._arr, self._values = None, []
+            self._arr_ref = _NULL
         n = len(self._values)
-        self._n = _C_U32[n] if n <= MAX_ARGS else c_uint32(n)
+        self._n = _C_U32[n] if n <= MAX_ARGS else _U32(n)
 
     @property
     def kernel(self) -> Kernel:
@@ -527,7 +531,7 @@ class Launcher:
             raise stream._closed_error()
         if not kernel._h:
             raise kernel._closed_error()
-        status = _f_launch(stream._c, self._kc, self._cfg_ref, self._arr, self._n)
+        status = _f_launch(stream._c, self._kc, self._cfg_ref, self._arr_ref, self._n)
         if status:
             raise _err(status, kernel._ctx)
 
@@ -597,7 +601,7 @@ def launch_parallel(tasks: Iterable[Union[Task, Tuple[int, Kernel, Any, Any, Seq
         if t._arr is not None:
             slot.args = ctypes.cast(t._arr, _ARG_PTR)
             slot.num_args = len(t._values)
-    status = _f_launch_parallel(sc, arr, c_uint32(len(items)))
+    status = _f_launch_parallel(sc, _ref(arr), _U32(len(items)))
     if status:
         raise _err(status, stream._ctx)
 

@@ -48,6 +48,16 @@ __all__ = [
     "library_path",
     "lib",
     "raw",
+    "C",
+    "CFFI",
+    "FFI",
+    "H",
+    "U32",
+    "U64",
+    "U8",
+    "NULL",
+    "ffi",
+    "ref",
 ]
 
 #: The release of the header this binding mirrors (qd.h, QD_VERSION_MAJOR / _MINOR).
@@ -366,24 +376,180 @@ if (_version >> 16) != ABI_MAJOR or ((_version >> 8) & 0xFF) < ABI_MINOR:
     )
 
 
-def raw(name: str) -> "ctypes._CFuncPtr":
-    """A second function object for ``name`` without ``argtypes`` (restype still set).
-
-    Call it only with ctypes instances of the exact C parameter types (``c_uint64`` for
-    handles, ``byref(...)`` for pointers): ctypes then passes them without conversion.
-    """
+def _raw_ctypes(name: str) -> "ctypes._CFuncPtr":
     restype, _ = FUNCTIONS[name]
     fn = lib[name]
     fn.restype = restype
     return fn
 
 
+def raw(name: str) -> object:
+    """The function the binding's hot paths call for ``name``.
+
+    ctypes: a second function object without ``argtypes`` (restype still set). Call it only with
+    ctypes instances of the exact C parameter types (``H(h)`` for handles, ``ref(...)`` for
+    pointers, ``U32(n)`` for counts): ctypes then passes them without conversion.
+    cffi: the cffi function; it takes Python ints for integers and handles (``H`` and ``U32`` are
+    the identity) and cffi pointers (``ref(...)``).
+    """
+    if CFFI:
+        return getattr(C, name)
+    return _raw_ctypes(name)
+
+
+# ----------------------------------------------------------------------------------------------
+# The foreign function interface the binding calls through: cffi (ABI mode, declared from
+# abi/qd-api.json, which the wheel carries as qd/qd-api.json) when cffi is importable, else
+# ctypes. QD_PYTHON_FFI=ctypes|cffi forces one (cffi forced but unusable raises ImportError).
+# Both call the same libqd: the cffi library is opened from library_path.
+#
+# What differs is hidden behind a few names every module uses:
+#   C       the functions for ordinary calls: ctypes (with argtypes: ints convert) or cffi
+#   H, U32  a handle / a uint32 count as the hot functions take it (c_uint64 / c_uint32 or int)
+#   ref(o)  a pointer to a ctypes object (a struct mirror, c_uint64, an array of them): byref(o),
+#           or a cffi pointer into the same memory (ffi.from_buffer, which keeps o alive)
+#   NULL, ptr(addr), fnptr(ctypes_fn, "qd_host_fn"), cbytes(data), cstring(p)
+# Structs are always the ctypes mirrors above; callbacks are always ctypes functions (cffi gets
+# their address), so Python host kernels and callbacks see the same objects in both modes.
+# ----------------------------------------------------------------------------------------------
+
+_C_SCALARS = {"uint64_t", "uint32_t", "uint8_t", "int32_t", "float", "char", "void"}
+
+
+def declarations(api: Dict[str, object]) -> str:
+    """cffi ``cdef`` text of qd.h, generated from its machine-readable description
+    (abi/qd-api.json): handles, typedefs, enums, structs, function pointers and functions."""
+    out: List[str] = []
+    for h in api["handles"]:  # type: ignore[index]
+        out.append(f"typedef {h['type']} {h['name']};")
+    for t in api["typedefs"]:  # type: ignore[index]
+        out.append(f"typedef {t['type']} {t['name']};")
+    for e in api["enums"]:  # type: ignore[index]
+        values = ", ".join(f"{v['name']} = {v['value']}" for v in e["values"])
+        if e["c_name"].startswith("enum "):
+            out.append(f"{e['c_name']} {{ {values} }};")
+        else:
+            out.append(f"typedef enum {{ {values} }} {e['name']};")
+    for st in api["structs"]:  # type: ignore[index]
+        out.append(f"typedef struct {st['name']} {st['name']};")
+    for fp in api["function_pointers"]:  # type: ignore[index]
+        params = ", ".join(f"{p['type']} {p['name']}" for p in fp["params"]) or "void"
+        out.append(f"typedef {fp['return']} (*{fp['name']})({params});")
+    for st in api["structs"]:  # type: ignore[index]
+        fields = []
+        for f in st["fields"]:
+            dim = f"[{f['array_length']}]" if f.get("array_length") else ""
+            fields.append(f"    {f['type']} {f['name']}{dim};")
+        out.append(f"struct {st['name']} {{\n" + "\n".join(fields) + "\n};")
+    for fn in api["functions"]:  # type: ignore[index]
+        params = ", ".join(f"{p['type']} {p['name']}" for p in fn["params"]) or "void"
+        out.append(f"{fn['return']} {fn['name']}({params});")
+    return "\n".join(out) + "\n"
+
+
+def _api_description_path() -> Optional[str]:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.path.join(here, "qd-api.json"),  # an installed package (the wheel's copy)
+                 os.path.join(here, "..", "..", "..", "abi", "qd-api.json")):  # a checkout
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    return None
+
+
+def _open_cffi() -> Tuple[object, object, str]:
+    """(ffi, lib, why not): the cffi library, or (None, None, the reason it is not used)."""
+    mode = os.environ.get("QD_PYTHON_FFI", "").strip().lower()
+    if mode not in ("", "auto", "cffi", "ctypes"):
+        raise ImportError(f"QD_PYTHON_FFI={mode!r}: use 'cffi', 'ctypes' or leave it unset")
+    if mode == "ctypes":
+        return None, None, "QD_PYTHON_FFI=ctypes"
+    try:
+        import cffi
+    except ImportError as exc:
+        why = f"cffi is not importable ({exc})"
+    else:
+        path = _api_description_path()
+        if path is None:
+            why = "no qd-api.json next to the package or in the checkout's abi/"
+        else:
+            import json
+            with open(path, encoding="utf-8") as f:
+                api = json.load(f)
+            ffi = cffi.FFI()
+            ffi.cdef(declarations(api))
+            return ffi, ffi.dlopen(library_path), ""
+    if mode == "cffi":
+        raise ImportError(f"QD_PYTHON_FFI=cffi, but {why}")
+    return None, None, why
+
+
+ffi, _cffi_lib, why_not_cffi = _open_cffi()
+#: True when the binding calls libqd through cffi; ``FFI`` is "cffi" or "ctypes".
+CFFI = ffi is not None
+FFI = "cffi" if CFFI else "ctypes"
+
+if CFFI:
+    C = _cffi_lib
+    NULL = ffi.NULL
+    H = U32 = U64 = U8 = int
+
+    _REF_TYPES: Dict[type, str] = {c_uint64: "uint64_t *", c_uint32: "uint32_t *",
+                                   ctypes.c_int32: "int32_t *", c_float: "float *",
+                                   c_void_p: "void **", Arg: "qd_arg *", Task: "qd_task *"}
+    _REF_TYPES.update({mirror: f"{name} *" for name, mirror in STRUCTS.items()})
+    _from_buffer = ffi.from_buffer
+
+    def ref(obj: object) -> object:
+        """A cffi pointer to the ctypes object ``obj`` (kept alive by the pointer)."""
+        t = type(obj)
+        cdecl = _REF_TYPES.get(t)
+        if cdecl is None:
+            cdecl = _REF_TYPES[t._type_]  # type: ignore[attr-defined]  # an array
+        return _from_buffer(cdecl, obj, require_writable=True)
+
+    def ptr(address: Optional[int]) -> object:
+        return ffi.cast("void *", address or 0)
+
+    def fnptr(fn: object, cdecl: str) -> object:
+        return ffi.cast(cdecl, ctypes.cast(fn, c_void_p).value)
+
+    def cbytes(data: bytes) -> object:
+        return ffi.from_buffer(data)
+
+    def cstring(p: object) -> Optional[bytes]:
+        return ffi.string(p) if p != ffi.NULL else None
+else:
+    C = lib
+    NULL = None
+    H = c_uint64
+    U32 = c_uint32
+    U64 = c_uint64
+    U8 = c_uint8
+    _byref = ctypes.byref
+    _Array = ctypes.Array
+
+    def ref(obj: object) -> object:
+        """byref(obj); an array as itself (ctypes passes arrays as pointers)."""
+        return obj if isinstance(obj, _Array) else _byref(obj)
+
+    ptr = c_void_p
+
+    def fnptr(fn: object, cdecl: str) -> object:
+        return fn
+
+    def cbytes(data: bytes) -> object:
+        return c_char_p(data)
+
+    def cstring(p: object) -> Optional[bytes]:
+        return p  # type: ignore[return-value]  # restype c_char_p: already bytes or None
+
+
 def status_name(status: int) -> str:
     """``qd_status_name``: the name of a status, e.g. ``"QD_ERROR_INVALID_HANDLE"``."""
-    return lib.qd_status_name(status).decode("ascii", "replace")
+    return (cstring(C.qd_status_name(status)) or b"").decode("ascii", "replace")
 
 
 def last_error_message() -> str:
     """``qd_last_error_message``: this thread's description of its last failed qd call."""
-    msg: Optional[bytes] = lib.qd_last_error_message()
+    msg = cstring(C.qd_last_error_message())
     return msg.decode("utf-8", "replace") if msg else ""

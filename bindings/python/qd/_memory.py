@@ -25,6 +25,7 @@ from typing import (
 )
 
 from . import _lib
+from ._lib import C as _C, U8 as _U8, U64 as _U64, ref as _ref
 from ._errors import (
     ArgumentTypeError,
     InvalidAddressError,
@@ -163,7 +164,7 @@ class HostBuffer:
         self._address = 0
         if not self._ctx._h:
             return  # freed by the context
-        status = _lib.lib.qd_host_free(self._ctx._h, addr)
+        status = _C.qd_host_free(self._ctx._h, _lib.ptr(addr))
         if status and status != Status.ERROR_INVALID_HANDLE:
             raise _err(status, self._ctx)
 
@@ -188,7 +189,7 @@ def alloc(nbytes: int, *, stream: Stream) -> DeviceBuffer:
     sc = _stream_c(stream)
     n = _u64(nbytes, "nbytes")
     out = c_uint64()
-    status = _f_alloc(sc, c_uint64(n), byref(out))
+    status = _f_alloc(sc, _U64(n), _ref(out))
     if status:
         raise _err(status, stream._ctx)
     buf = object.__new__(DeviceBuffer)
@@ -214,7 +215,7 @@ def free(memory: Union[DeviceBuffer, int], *, stream: Stream) -> None:
         address = memory._address
     else:
         address = _u64(memory, "address")
-    status = _f_free(sc, c_uint64(address))
+    status = _f_free(sc, _U64(address))
     if status:
         raise _err(status, stream._ctx)
     if isinstance(memory, DeviceBuffer):
@@ -373,7 +374,7 @@ def memcpy(dst: Any, src: Any, nbytes: Optional[int] = None, *, stream: Stream) 
             if view is not None and n > view.size:
                 raise InvalidAddressError(
                     f"{name}: {n} bytes run past the end of a {view.size}-byte buffer")
-        status = _f_memcpy(sc, c_uint64(d), c_uint64(s), c_uint64(n))
+        status = _f_memcpy(sc, _U64(d), _U64(s), _U64(n))
         if status:
             raise _err(status, stream._ctx)
     except BaseException:
@@ -397,7 +398,7 @@ def memset(dst: Any, value: int, nbytes: Optional[int] = None, *, stream: Stream
         if dview is not None and n > dview.size:
             raise InvalidAddressError(
                 f"dst: {n} bytes run past the end of a {dview.size}-byte buffer")
-        status = _f_memset(sc, c_uint64(d), c_uint8(v), c_uint64(n))
+        status = _f_memset(sc, _U64(d), _U8(v), _U64(n))
         if status:
             raise _err(status, stream._ctx)
     except BaseException:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import operator
 from ctypes import (
     byref,
     c_float,
@@ -20,6 +21,7 @@ from typing import (
 )
 
 from . import _lib
+from ._lib import C as _C, H as _H, ref as _ref
 from ._errors import (
     ArgumentTypeError,
     HandleTypeError,
@@ -103,10 +105,10 @@ def _cuda_stream_handle(obj: Any) -> int:
 
 def _import_stream(ctx: "Context", native: int, owner: Any) -> "Stream":
     out = c_uint64()
-    status = _lib.lib.qd_stream_import(ctx._h, native, byref(out))
+    status = _C.qd_stream_import(ctx._h, native, _ref(out))
     if status:
         raise _err(status, ctx)
-    return _new_stream(ctx, out.value, _BORROWED, owner=owner, c=out)
+    return _new_stream(ctx, out.value, _BORROWED, owner=owner)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -386,7 +388,7 @@ class Stream(_ContextChild):
             raise PoolExhaustedError(
                 f"n = {count} exceeds the largest possible stream pool ({_MAX_POOL})")
         children = (c_uint64 * count)()
-        status = _lib.lib.qd_stream_fork(self._h, count, children)
+        status = _C.qd_stream_fork(self._h, count, _ref(children))
         if status:
             raise _err(status, self._ctx)
         ctx = self._ctx
@@ -408,7 +410,7 @@ class Stream(_ContextChild):
                     f"children must be qd.Stream leases, not {type(child).__name__}")
             child._check()
         arr = (c_uint64 * len(kids))(*[child._h for child in kids])
-        status = _lib.lib.qd_stream_join(self._h, arr, len(kids))
+        status = _C.qd_stream_join(self._h, _ref(arr), len(kids))
         if status:
             raise _err(status, self._ctx)
         for child in kids:
@@ -420,7 +422,7 @@ class Stream(_ContextChild):
         """The priority applied after clamping (``qd_stream_get_priority``)."""
         self._check()
         out = c_int32()
-        status = _lib.lib.qd_stream_get_priority(self._h, byref(out))
+        status = _C.qd_stream_get_priority(self._h, _ref(out))
         if status:
             raise _err(status, self._ctx)
         return out.value
@@ -434,7 +436,7 @@ class Stream(_ContextChild):
         """
         self._check()
         out = c_uint64()
-        status = _lib.lib.qd_stream_native_handle(self._h, byref(out))
+        status = _C.qd_stream_native_handle(self._h, _ref(out))
         if status:
             raise _err(status, self._ctx)
         return out.value
@@ -455,14 +457,22 @@ class Stream(_ContextChild):
 
     @classmethod
     def from_external(cls, ctx: Context, obj: Any) -> "Stream":
-        """Import a foreign CUDA stream as a borrowed qd stream (``qd_stream_import``).
+        """Import a foreign native stream as a borrowed qd stream (``qd_stream_import``); qd
+        never destroys the native stream. ``obj`` is one of, in this order:
 
-        ``obj`` is any object with ``__cuda_stream__`` (a torch / CuPy / cuda.core stream).
-        The returned Stream keeps ``obj`` alive until it is closed, and qd never destroys the
-        native stream.
+        - an object with ``__cuda_stream__`` (the CUDA stream protocol: cuda.core, current
+          PyTorch and CuPy, a qd stream);
+        - an ``int``: the raw native handle (a ``CUstream`` / ``hipStream_t`` as an integer),
+          **borrowed**: nothing keeps the native stream alive, so the caller must keep it alive
+          until this Stream is closed;
+        - an object with an integer ``.cuda_stream`` (``torch.cuda.Stream`` of older PyTorch)
+          or ``.ptr`` (``cupy.cuda.Stream`` of older CuPy).
+
+        The returned Stream keeps ``obj`` alive (for the object forms) until it is closed.
 
         Raises:
-            ArgumentTypeError: ``obj`` does not implement ``__cuda_stream__``.
+            ArgumentTypeError: ``obj`` is none of these (a ``TypeError`` naming what is
+                accepted); an int that does not fit 64 bits is an ``ArgumentRangeError``.
             NotSupportedError: ``ctx`` is a CPU context.
         """
         from ._context import Context  # (imported here: _context imports this module)
@@ -470,18 +480,46 @@ class Stream(_ContextChild):
         if not isinstance(ctx, Context):
             raise HandleTypeError(f"ctx must be a qd.Context, not {type(ctx).__name__}")
         ctx._check_open()
-        return _import_stream(ctx, _cuda_stream_handle(obj), obj)
+        native, owner = _external_handle(obj)
+        return _import_stream(ctx, native, owner)
+
+
+_EXTERNAL_EXPECTED = (
+    "an object with __cuda_stream__ (cuda.core, PyTorch, CuPy), a raw native stream handle as "
+    "an int (borrowed), or an object with an int .cuda_stream (PyTorch) or .ptr (CuPy)")
+
+
+def _external_handle(obj: Any) -> Tuple[int, Any]:
+    """(native handle, object to keep alive) of what ``Stream.from_external`` accepts."""
+    if hasattr(type(obj), "__cuda_stream__"):
+        return _cuda_stream_handle(obj), obj
+    if type(obj) is int:
+        return _u64(obj, "native stream handle"), None
+    if obj is None or isinstance(obj, (bool, float, str, bytes)):
+        raise ArgumentTypeError(
+            f"Stream.from_external takes {_EXTERNAL_EXPECTED}; not {type(obj).__name__}")
+    for attr in ("cuda_stream", "ptr"):
+        value = getattr(obj, attr, None)
+        if value is not None and not isinstance(value, bool):
+            try:
+                return _u64(operator.index(value), f"{type(obj).__name__}.{attr}"), obj
+            except TypeError:
+                pass
+    if hasattr(type(obj), "__index__"):  # an int-like raw handle (e.g. a numpy integer)
+        return _u64(operator.index(obj), "native stream handle"), None
+    raise ArgumentTypeError(
+        f"Stream.from_external takes {_EXTERNAL_EXPECTED}; a {type(obj).__name__} is none of "
+        "these")
 
 
 _STREAM_NEW = object.__new__
 _EVENT_NEW = object.__new__
 
 
-def _new_stream(ctx: Context, handle: int, kind: StreamKind, owner: Any = None,
-                c: Optional[c_uint64] = None) -> Stream:
+def _new_stream(ctx: Context, handle: int, kind: StreamKind, owner: Any = None) -> Stream:
     s = _STREAM_NEW(Stream)
     s._h = s._key = handle
-    s._c = c if c is not None else c_uint64(handle)
+    s._c = _H(handle)
     s._ctx = ctx
     s._kind = kind
     s._owner = owner
@@ -575,7 +613,7 @@ class Event(_ContextChild):
         if not end._h:
             raise end._closed_error()
         ms = c_float()
-        status = _lib.lib.qd_event_elapsed_ms(self._h, end._h, byref(ms))
+        status = _C.qd_event_elapsed_ms(self._h, end._h, _ref(ms))
         if status:
             raise _err(status, self._ctx)
         return ms.value

@@ -412,3 +412,39 @@ def test_foreign_stream_objects_as_stream_argument_on_cpu(ctx: qd.Context, kerne
         with pytest.raises(qd.HandleTypeError):
             kernels.noop.launch(stream=missing)
     qd.free(buf, stream=ctx.default_stream)
+
+
+class _TorchStyle:
+    """What older PyTorch streams offer: an int ``.cuda_stream`` and no ``__cuda_stream__``."""
+
+    def __init__(self, handle: object) -> None:
+        self.cuda_stream = handle
+
+
+class _CupyStyle:
+    """What older CuPy streams offer: an int ``.ptr``."""
+
+    def __init__(self, handle: object) -> None:
+        self.ptr = handle
+
+
+def test_from_external_accepts_the_forms_users_hold(ctx: qd.Context) -> None:
+    # Each form is parsed into a native handle and reaches qd_stream_import, which the CPU
+    # backend refuses (it has no native streams): NotSupportedError, not a TypeError.
+    for obj in (0x1234, _TorchStyle(0x1234), _CupyStyle(0x1234), _FakeCudaStream()):
+        with pytest.raises(qd.NotSupportedError):
+            qd.Stream.from_external(ctx, obj)
+
+
+def test_from_external_wrong_objects_name_what_is_expected(ctx: qd.Context) -> None:
+    for obj in (object(), None, True, 1.5, "0x1234", b"", _TorchStyle(None),
+                _CupyStyle("x"), _TorchStyle(1.5)):
+        with pytest.raises(TypeError) as info:
+            qd.Stream.from_external(ctx, obj)
+        assert isinstance(info.value, qd.ArgumentTypeError)
+        message = str(info.value)
+        for expected in ("__cuda_stream__", "int", ".cuda_stream", ".ptr"):
+            assert expected in message, message
+    for bad in (-1, 2**64, _TorchStyle(-1), _CupyStyle(2**64)):
+        with pytest.raises(qd.ArgumentRangeError):
+            qd.Stream.from_external(ctx, bad)
