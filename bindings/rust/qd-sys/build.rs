@@ -34,8 +34,9 @@ fn main() {
              or set QD_LIB_DIR to the directory holding libqd.so, or install qd so that \
              `pkg-config --libs qd` finds it.",
         );
-        // A build script reports failure by panicking; this is the message cargo shows.
-        panic!("{msg}");
+        // Cargo shows a failed build script's stderr.
+        eprintln!("{msg}");
+        std::process::exit(1);
     };
 
     println!("cargo:rustc-link-search=native={}", dir.display());
