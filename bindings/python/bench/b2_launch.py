@@ -33,7 +33,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import qd  # noqa: E402
-from qd import _base as _core  # noqa: E402  (the bare ctypes functions, for the floor figures)
+from qd import _base as _core  # noqa: E402  (the bare FFI functions, for the floor figures)
 
 # empty() and empty8(8 x u64): nvcc -ptx output, PTX ISA 7.0 for sm_75 and later.
 PTX = b"""
@@ -149,9 +149,9 @@ def bench_launch(args, ctx, k0, k8, tmp: str) -> None:
         for _ in range(m):
             launcher8(stream=s)
 
-    def raw_floor(launcher):  # the bare ctypes call the Launcher makes: the binding's floor
+    def raw_floor(launcher):  # the bare FFI call the Launcher makes: the binding's floor
         f, sc = _core._f_launch, s._c
-        kc, cfg, arr, n_c = launcher._kc, launcher._cfg_ref, launcher._arr, launcher._n
+        kc, cfg, arr, n_c = launcher._kc, launcher._cfg_ref, launcher._arr_ref, launcher._n
 
         def run(m: int) -> None:
             for _ in range(m):
@@ -236,7 +236,7 @@ def bench_launch(args, ctx, k0, k8, tmp: str) -> None:
         if "CuPy RawKernel" in res:
             line(f"launch {nargs} args, pre-packed vs CuPy", "qd", res["qd pre-packed"],
                  "CuPy RawKernel", res["CuPy RawKernel"])
-        line(f"(floor) launch {nargs} args, bare ctypes", "qd_launch", res["raw ctypes"])
+        line(f"(floor) launch {nargs} args, bare FFI", "qd_launch", res["raw ctypes"])
         if core_t:
             line(f"(anchor) launch {nargs} args", "cuda.core", core_t)
     s.close()
@@ -318,6 +318,12 @@ def bench_streams(args, ctx) -> None:
     cc = ctx._c
 
     def raw_pool(m: int) -> None:
+        if qd.FFI == "cffi":
+            ref = qd._lib.ffi.new("uint64_t[1]")
+            for _ in range(m):
+                f_acq(cc, ref)
+                f_rel(ref[0])
+            return
         out = ctypes.c_uint64()
         ref = ctypes.byref(out)
         for _ in range(m):
@@ -326,7 +332,7 @@ def bench_streams(args, ctx) -> None:
 
     def raw_set(m: int) -> None:
         prev = ctypes.c_uint64()
-        ref, a, b = ctypes.byref(prev), s._c, s2._c
+        ref, a, b = qd._lib.ref(prev), s._c, s2._c
         for _ in range(m // 2):
             f_set(cc, b, ref)
             f_set(cc, a, ref)
@@ -390,8 +396,8 @@ def bench_streams(args, ctx) -> None:
     t_scope = res.get("with torch.cuda.stream(s)")
     line("active stream with-scope", "qd", res["qd scope"],
          "with torch.cuda.stream()" if t_scope else None, t_scope)
-    line("(floor) acquire+release, bare ctypes", "2 C calls", res_pool["raw"])
-    line("(floor) set, bare ctypes", "1 C call", res["raw set"])
+    line("(floor) acquire+release, bare FFI", "2 C calls", res_pool["raw"])
+    line("(floor) set, bare FFI", "1 C call", res["raw set"])
     for name in ("torch.cuda.Stream()", "torch.cuda.current_stream()",
                  "with torch.cuda.stream(s)"):
         if name in res_pool or name in res:
@@ -418,7 +424,7 @@ def main() -> None:
                   "backend (a sanity check, not a B2 result)", flush=True)
             args.backend = "cpu"
     print(f"B2 python {sys.version.split()[0]}, qd {'.'.join(map(str, qd.version()))} "
-          f"({qd.library_path}), backend {args.backend}, repeats {args.repeats}", flush=True)
+          f"({qd.library_path}), FFI {qd.FFI}, backend {args.backend}, repeats {args.repeats}", flush=True)
     for name in ("cuda.core", "cupy", "torch"):
         try:
             mod = __import__(name, fromlist=["__version__"])

@@ -297,11 +297,10 @@ class Context:
         Raises:
             PoolExhaustedError: every stream of the pool is leased (never blocks).
         """
-        if not self._h:
-            raise ObjectClosedError("this qd.Context was closed")
         out = c_uint64()
-        status = _f_acquire(self._c, byref(out))
+        status = _f_acquire(self._c, byref(out))  # a closed context's _c is 0: C refuses it
         if status:
+            self._check_open()
             raise _err(status, self)
         s = _STREAM_NEW(Stream)
         s._h = s._key = out.value
@@ -314,11 +313,10 @@ class Context:
         _doc = acquire_stream.__doc__
 
         def acquire_stream(self) -> "Stream":  # noqa: F811
-            if not self._h:
-                raise ObjectClosedError("this qd.Context was closed")
             out = _new_u64()
             status = _f_acquire(self._c, out)
             if status:
+                self._check_open()
                 raise _err(status, self)
             s = _STREAM_NEW(Stream)
             s._h = s._key = s._c = out[0]
@@ -358,25 +356,32 @@ class Context:
         another stream is made active on this thread, the thread ends, or the context closes.
         (It also keeps the context alive meanwhile, as the stream does.)
         """
-        if not isinstance(stream, Stream):
+        # The fast path checks nothing before the C call: a closed stream or context has _c 0,
+        # which C refuses (QD_ERROR_INVALID_HANDLE); the error is then named below.
+        if type(stream) is not Stream and not isinstance(stream, Stream):
             raise _stream_type_error(stream)
-        if not stream._h:
-            raise stream._closed_error()
-        if not self._h:
-            raise ObjectClosedError("this qd.Context was closed")
         rec = self._tls.rec
         status = _f_set_active(self._c, stream._c, rec.prev_ref)
         if status:
+            if not stream._h or not stream._ctx._h:
+                raise stream._closed_error()
+            self._check_open()
             raise _err(status, self)
-        old = rec.ref
-        rec.ref = _weakref(stream)
+        old = rec.stream  # the Stream set before, held strongly or (default, view) weakly
+        if old is None:
+            ref = rec.ref
+            if ref is not None:
+                old = ref()
         kind = stream._kind
-        rec.stream = stream if (kind is _OWNED or kind is _LEASED or kind is _BORROWED) else None
+        if kind is _OWNED or kind is _LEASED or kind is _BORROWED:
+            rec.stream = stream  # held while active (see the docstring)
+            rec.ref = None
+        else:
+            rec.stream = None  # owns nothing: not kept alive (nor its context, by a cycle)
+            rec.ref = _weakref(stream)
         prev = rec.prev[0]
-        if old is not None:
-            old = old()
-            if old is not None and old._key == prev:
-                return old
+        if old is not None and old._key == prev:
+            return old
         return self._wrap(prev)
 
     def get_active_stream(self, *, refresh: bool = False) -> "Stream":
@@ -390,6 +395,9 @@ class Context:
         (``qd_stream_get_active``).
         """
         rec = self._tls.rec
+        stream = rec.stream
+        if stream is not None and stream._h and not refresh:
+            return stream
         ref = rec.ref
         if ref is not None and not refresh:
             stream = ref()
@@ -401,10 +409,11 @@ class Context:
         status = _f_get_active(self._c, _ref(out))
         if status:
             raise _err(status, self)
-        if ref is not None:
+        stream = rec.stream
+        if stream is None and ref is not None:
             stream = ref()
-            if stream is not None and stream._key == out.value:
-                return stream
+        if stream is not None and stream._key == out.value:
+            return stream
         stream = self._wrap(out.value)
         if refresh:
             rec.ref = _weakref(stream)

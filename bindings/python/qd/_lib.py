@@ -366,6 +366,7 @@ def _declare(cdll: ctypes.CDLL) -> None:
 
 lib, library_path = _load()
 _declare(lib)
+_pylib = ctypes.PyDLL(library_path)  # the same library; its calls keep the GIL (raw_gil)
 
 _version = lib.qd_version()
 if (_version >> 16) != ABI_MAJOR or ((_version >> 8) & 0xFF) < ABI_MINOR:
@@ -379,6 +380,21 @@ if (_version >> 16) != ABI_MAJOR or ((_version >> 8) & 0xFF) < ABI_MINOR:
 def _raw_ctypes(name: str) -> "ctypes._CFuncPtr":
     restype, _ = FUNCTIONS[name]
     fn = lib[name]
+    fn.restype = restype
+    return fn
+
+
+def raw_gil(name: str) -> object:
+    """Like :func:`raw`, for the few calls that only touch qd's bookkeeping and never wait
+    (``qd_stream_acquire``, ``_release``, ``_set_active``, ``_get_active``): with ctypes, a
+    function object of a ``PyDLL``, which keeps the GIL across the call instead of releasing and
+    re-taking it (a third of the cost of such a call). Safe because these calls are allowed
+    inside qd's host callbacks, so no qd thread holds what they need while it waits for the
+    GIL. cffi always releases the GIL: there this is :func:`raw`."""
+    if CFFI:
+        return getattr(C, name)
+    restype, _ = FUNCTIONS[name]
+    fn = _pylib[name]
     fn.restype = restype
     return fn
 

@@ -236,6 +236,13 @@ class Stream(_ContextChild):
         queued work still completes. Idempotent; does nothing on default-stream wrappers."""
         if not self._h:
             return
+        if self._kind is _LEASED:  # the fast path: a closed context's handle is refused by C
+            status = _f_release(self._c)
+            self._h = 0
+            self._c = _C_ZERO
+            if status and status != Status.ERROR_INVALID_HANDLE:
+                raise _err(status, self._ctx)
+            return
         if not self._ctx._h:  # destroyed with its context: nothing left to destroy
             self._h = 0
             self._c = _C_ZERO
