@@ -293,8 +293,10 @@ typedef struct qd_device_info {
     uint32_t struct_size;
     uint32_t backend;          /**< qd_backend */
     uint32_t device;           /**< ordinal */
-    uint32_t driver_version;   /**< CUDA: cuDriverGetVersion (e.g. 13000); CPU: 0 */
-    uint32_t compute_major;    /**< CUDA compute capability; CPU: 0 */
+    uint32_t driver_version;   /**< CUDA: cuDriverGetVersion (e.g. 13000); HIP:
+                                    hipDriverGetVersion; CPU: 0 */
+    uint32_t compute_major;    /**< CUDA compute capability; HIP: the device's (gfx) major and
+                                    minor as the runtime reports them; CPU: 0 */
     uint32_t compute_minor;
     uint32_t multiprocessors;  /**< GPU: multiprocessors; CPU: hardware threads */
     uint32_t reserved;
@@ -544,6 +546,9 @@ QD_API qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native);
 /** Wrap a native stream created outside qd as a borrowed stream. qd never destroys it:
  *  qd_stream_destroy and qd_context_destroy only forget it. The caller keeps the native stream
  *  alive until the borrowed handle is destroyed.
+ *  CUDA checks that the stream belongs to the context's device (QD_ERROR_INVALID_ARGUMENT
+ *  otherwise); HIP offers no such query, so there the caller must import only streams of the
+ *  context's device.
  *  - QD_ERROR_INVALID_ARGUMENT: out is NULL or native is 0.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
  *  - QD_ERROR_NOT_SUPPORTED: the CPU backend has no native streams.
@@ -603,7 +608,8 @@ QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms);
 /** Load a module. image/size is: CPU: the path of a shared library (size bytes, no NUL needed),
  *  which must contain a '/' so that no library search path is consulted; its exported
  *  qd_host_kernel_fn functions are kernels. CUDA: PTX (NUL-terminated text), cubin or fatbin.
- *  HIP: a code object.
+ *  HIP: a code object (ELF) or a clang offload bundle of them; a truncated bundle or ELF is
+ *  QD_ERROR_INVALID_IMAGE before the runtime reads it.
  *  - QD_ERROR_INVALID_ARGUMENT: image or out is NULL, size is 0, or (CPU) the path has no '/'
  *    or contains a NUL byte.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
@@ -617,7 +623,7 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
  *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or already unloaded. */
 QD_API qd_status qd_module_unload(qd_module module);
 
-/** Find a kernel in a module by name (CPU: the exported symbol; CUDA: the function name).
+/** Find a kernel in a module by name (CPU: the exported symbol; CUDA, HIP: the function name).
  *  Each call returns a new handle; destroy it with qd_kernel_destroy or let qd_module_unload do
  *  it.
  *  GPU: the kernel's code is loaded onto the device here, not at its first launch, so qd_launch
@@ -657,7 +663,9 @@ QD_API qd_status qd_kernel_destroy(qd_kernel kernel);
  *    count or the block's thread count overflows 32 bits.
  *  - QD_ERROR_INVALID_HANDLE: stream or kernel is 0, of the wrong type, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: kernel belongs to another context than stream.
- *  - QD_ERROR_LAUNCH_FAILED: the backend rejected the configuration for this kernel.
+ *  - QD_ERROR_LAUNCH_FAILED: the backend rejected the configuration for this kernel, or
+ *    (CUDA 12.4+) the arguments' count or sizes do not match the kernel's parameters. HIP cannot
+ *    describe a kernel's parameters, so there the arguments are passed unchecked.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_config *config,
                            const qd_arg *args, uint32_t num_args);
@@ -707,6 +715,8 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
  *  - QD_ERROR_INVALID_ARGUMENT: address is NULL, or bytes is 0.
  *  - QD_ERROR_OVERFLOW: bytes exceeds what the backend can address (e.g. near UINT64_MAX).
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: (HIP) the runtime has no stream-ordered allocation
+ *    (hipMallocAsync, a beta feature of HIP 5) or the device has no memory pools.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *address);
 
