@@ -123,7 +123,7 @@ tuple_args!(16: A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 
 /// Grid and block of a launch (`qd_launch_config`). The default is one block of one thread.
 ///
 /// On the CPU backend a host kernel is called once per block, in row-major block order, and
-/// loops over the threads of its block itself. It has the layout of `qd_launch_config`, so a
+/// loops over the threads of its block itself. `Send + Sync`: plain numbers. It has the layout of `qd_launch_config`, so a
 /// launch passes it to C as it is, without a copy.
 ///
 /// ```

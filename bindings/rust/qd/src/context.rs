@@ -6,7 +6,7 @@ use std::any::Any;
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// A qd backend.
+/// A qd backend. `Send + Sync`: a plain value.
 ///
 /// ```
 /// assert_eq!(qd::device_count(qd::Backend::Cpu)?, 1);
@@ -48,7 +48,7 @@ pub fn device_count(backend: Backend) -> Result<u32> {
     Ok(n)
 }
 
-/// What [`device_info`] reports about one device.
+/// What [`device_info`] reports about one device. `Send + Sync`: plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// The backend's `qd_backend` value.
@@ -103,6 +103,7 @@ pub fn version() -> u32 {
 }
 
 /// Options of a [`Context`]; 0 means the library's default for every number.
+/// `Send + Sync`: plain data.
 ///
 /// ```
 /// let ctx = qd::Context::builder()
@@ -327,6 +328,7 @@ impl Drop for Context {
 }
 
 /// Statistics of one context ([`Context::stats`]); fields as in `qd_context_stats`.
+/// `Send + Sync`: plain numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
     /// Streams with a valid handle: created, imported, leased and the default stream.

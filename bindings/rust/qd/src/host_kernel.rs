@@ -22,6 +22,8 @@ use std::sync::Arc;
 
 /// The error a host kernel closure returns to fault its context (the launch's later work then
 /// fails with [`Error::DeviceLost`], and the message names the kernel).
+///
+/// `Send + Sync`: a unit struct.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KernelFault;
 
@@ -43,6 +45,8 @@ pub(crate) struct HostClosure {
 }
 
 /// One block of a host kernel launch (`qd_host_kernel_info`).
+///
+/// `Send + Sync` as plain numbers and a `&mut [u8]` are; it lives for one call of the kernel.
 #[derive(Debug)]
 pub struct Block<'a> {
     /// This block's index in the grid.
@@ -62,6 +66,9 @@ impl Block<'_> {
 }
 
 /// The arguments of one host kernel launch, read by index with a size check.
+///
+/// Neither `Send` nor `Sync`: it points into qd's copies of this launch's arguments, valid
+/// only during this call of the kernel on this thread.
 #[derive(Debug)]
 pub struct HostArgs<'a> {
     args: &'a [*mut c_void],

@@ -18,7 +18,7 @@ enum Kind {
     Unowned,
 }
 
-/// Options of [`Stream::with_options`].
+/// Options of [`Stream::with_options`]. `Send + Sync`: plain data.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StreamOptions {
     /// Lower is more urgent; 0 is the default; clamped to [`Context::stream_priority_range`].

@@ -74,7 +74,7 @@ unsafe impl<T: Pod> HostData for Box<[T]> {
 /// waits. If waiting fails (a lost context), the buffer is leaked rather than freed while the
 /// copy might still use it.
 ///
-/// `Send` when the buffer is; `Sync` (its only `&self` method is a query).
+/// `Send`/`Sync` when the buffer is: it owns the buffer and an event (a handle).
 #[must_use = "dropping a transfer waits for the copy"]
 pub struct Transfer<'ctx, B: HostData> {
     buf: Option<B>,
