@@ -31,7 +31,7 @@ from ._context import (
     version,
 )
 from ._kernel import Kernel, Launcher, Module, Task, kernel_arg, launch_host_fn, launch_parallel
-from ._memory import DeviceBuffer, HostBuffer, alloc, free, memcpy, memset
+from ._memory import DeviceArray, DeviceBuffer, HostBuffer, alloc, free, memcpy, memset
 from ._stream import Event, Stream, StreamKind
 from ._errors import (
     ArgumentRangeError,
@@ -80,7 +80,7 @@ def status_name(status: int) -> str:
     return _lib.status_name(status)
 
 
-for _name in ("Backend", "Context", "ContextStatistics", "DeviceBuffer", "DeviceProperties",
+for _name in ("Backend", "Context", "ContextStatistics", "DeviceArray", "DeviceBuffer", "DeviceProperties",
               "Event", "HostBuffer", "Kernel", "Launcher", "Module", "Stream", "StreamKind",
               "Task", "QdError", "Status", "LibraryNotFoundError", "HostKernelInfo"):
     globals()[_name].__module__ = __name__  # shown (and pickled) as qd.X
@@ -91,7 +91,7 @@ del _name, _cls
 
 __all__ = [
     "FFI", "ArgumentRangeError", "ArgumentTypeError", "Backend", "BackendUnavailableError",
-    "CallbackError", "Context", "ContextStatistics", "DeviceBuffer", "DeviceLostError",
+    "CallbackError", "Context", "ContextStatistics", "DeviceArray", "DeviceBuffer", "DeviceLostError",
     "DeviceProperties", "Event", "ForkedError", "HandleTypeError", "HostBuffer",
     "HostKernelFn", "HostKernelInfo", "InternalError", "InvalidAddressError",
     "InvalidArgumentError", "InvalidHandleError", "InvalidImageError", "InvalidOperationError",

@@ -36,6 +36,8 @@ from ._errors import (
 from ._base import _U8_MAX, _err, _f_alloc, _f_free, _f_memcpy, _f_memset, _int, _u64
 from ._callbacks import _enqueue
 from ._stream import Stream, _as_stream, _stream_c
+from . import _interop
+from ._interop import DeviceArray
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -55,10 +57,56 @@ class DeviceBuffer:
     the stream that last uses the memory, which only the caller knows.
     """
 
-    __slots__ = ("_address", "_size", "_ctx", "_freed")
+    __slots__ = ("_address", "_size", "_ctx", "_freed", "_stream")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("allocate device memory with qd.alloc(nbytes, stream=...)")
+
+    # -- zero-copy interop (qd/_interop.py) -------------------------------------------------
+
+    @property
+    def stream(self) -> Stream:
+        """The stream consumers of ``__cuda_array_interface__`` / ``__dlpack__`` are ordered
+        after: the one the buffer was allocated on, until set to another (``buf.stream = s``:
+        the stream whose queued work last writes the memory)."""
+        return self._stream
+
+    @stream.setter
+    def stream(self, stream: Stream) -> None:
+        if not isinstance(stream, Stream):
+            raise ArgumentTypeError(f"stream must be a qd.Stream, not {type(stream).__name__}")
+        if stream._ctx is not self._ctx:
+            raise _wrong_context("stream", self, stream._ctx)
+        self._stream = stream
+
+    def view(self, dtype: Any = "uint8", shape: Any = None, *, offset: int = 0,
+             stream: Optional[Stream] = None) -> "DeviceArray":
+        """A typed, C-contiguous view (``DeviceArray``) of ``shape`` items of ``dtype``
+        (``"float32"``, ``"<f4"``, a NumPy dtype, ...) from byte ``offset``; the whole buffer as
+        a 1-D array by default. On a CUDA context ``torch.as_tensor(view, device="cuda")``,
+        ``cupy.asarray(view)``, ``numba.cuda.as_cuda_array(view)`` and
+        ``torch.from_dlpack(view)`` use the memory without a copy, ordered after ``stream``
+        (default: the buffer's ``stream``)."""
+        return DeviceArray(self, dtype, shape, offset, stream)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Version 3 of the CUDA array interface (CUDA contexts only; elsewhere the attribute
+        is absent): the buffer as 1-D ``uint8``, with ``stream`` = the native handle of
+        ``buf.stream``. Use ``buf.view(dtype, shape)`` for typed data."""
+        return _interop._cai(self, self._address, (self._size,), "|u1", self._stream)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """DLPack: ``(kDLCUDA, device)`` on CUDA, ``(kDLCPU, 0)`` on the CPU backend."""
+        return _interop._dlpack_device(self)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        """DLPack export of the buffer as 1-D ``uint8`` (a ``dltensor`` capsule; no copy). On
+        CUDA, the consumer's ``stream`` (a CUstream int; 1 or None: the legacy default
+        stream; -1: no ordering) is made to wait for ``buf.stream`` with a qd event."""
+        return _interop._dlpack(self, self._address, (self._size,), "|u1", self._stream,
+                                stream, copy)
 
     @property
     def address(self) -> int:
@@ -197,6 +245,7 @@ def alloc(nbytes: int, *, stream: Stream) -> DeviceBuffer:
     buf._size = n
     buf._ctx = stream._ctx
     buf._freed = False
+    buf._stream = stream
     return buf
 
 
