@@ -187,8 +187,15 @@ void CpuStream::drain() noexcept {
 }
 
 qd_status CpuStream::query() {
-    const uint64_t enqueued = enqueued_.load(std::memory_order_acquire);
-    return completed_.load(std::memory_order_acquire) >= enqueued ? QD_SUCCESS : QD_NOT_READY;
+    if (completed_.load(std::memory_order_acquire) >= enqueued_.load(std::memory_order_acquire))
+        return QD_SUCCESS;
+    // A record publishes its event and counts itself done in one hold of the lock (run()):
+    // taking it here means an event the caller saw complete is counted, so a stream whose last
+    // work was that record is idle.
+    std::lock_guard<SpinLock> lock(lock_);
+    return completed_.load(std::memory_order_relaxed) >= enqueued_.load(std::memory_order_relaxed)
+               ? QD_SUCCESS
+               : QD_NOT_READY;
 }
 
 // Spins, then blocks until `target` tasks have completed.
@@ -226,11 +233,24 @@ CpuStream::RunResult CpuStream::run(const std::shared_ptr<CpuStream> &self,
             task->~Task();
             queue_.pop_front(bytes);
             wake_hosts = count_completion_locked();
+        } else if (task->kind == TaskKind::kRecord) {
+            // The event completes and the record counts as done in one hold of the stream's
+            // lock (query() takes it before saying "not ready"), so a stream whose last event
+            // was seen complete queries idle, and an idle stream's last event is complete.
+            std::shared_ptr<void> marker = std::move(task->ref);
+            static_cast<Marker *>(marker.get())->publish(Marker::Clock::now(), worker.woken);
+            task->~Task();
+            queue_.pop_front(bytes);
+            wake_hosts = count_completion_locked();
+            lock.unlock();  // the marker's host waiters are woken under a mutex, never here
+            static_cast<Marker *>(marker.get())->wake_host_waiters();
+            marker.reset();
+            lock.lock();
         } else {
             // The head record stays put while enqueuers append behind it, so the task runs
             // without the lock.
             lock.unlock();
-            if (task->kind != TaskKind::kRecord && task->kind != TaskKind::kFree &&
+            if (task->kind != TaskKind::kFree &&
                 !worker.woken.empty()) {
                 // This task may take long: let other workers have the streams woken so far.
                 worker.scheduler->make_ready(worker.woken);

@@ -9,13 +9,14 @@ void Marker::complete_unpublished(Clock::time_point now) noexcept {
     done_.store(true, std::memory_order_release);
 }
 
-void Marker::complete(Clock::time_point now, StreamList &woken) noexcept {
+void Marker::publish(Clock::time_point now, StreamList &woken) noexcept {
     time_ = now;
-    {
-        std::lock_guard<SpinLock> lock(lock_);
-        done_.store(true, std::memory_order_seq_cst);
-        woken.splice_back(parked_);
-    }
+    std::lock_guard<SpinLock> lock(lock_);
+    done_.store(true, std::memory_order_seq_cst);
+    woken.splice_back(parked_);
+}
+
+void Marker::wake_host_waiters() noexcept {
     if (host_waiters_.load(std::memory_order_seq_cst) != 0) {
         // Taking the mutex orders this completion after a waiter's check of done_, so the
         // notification cannot fall between its check and its wait. The completer holds a

@@ -31,7 +31,14 @@ class Marker {
     void complete_unpublished(Clock::time_point now) noexcept;
     // Completes the marker: parked streams move to `woken` (the caller makes them ready) and
     // host threads blocked in wait() are woken. Called at most once.
-    void complete(Clock::time_point now, StreamList &woken) noexcept;
+    void complete(Clock::time_point now, StreamList &woken) noexcept {
+        publish(now, woken);
+        wake_host_waiters();
+    }
+    // complete() in two halves, for a caller that publishes under its own spin lock: publish()
+    // takes only the marker's spin lock and never blocks; wake_host_waiters() may take a mutex.
+    void publish(Clock::time_point now, StreamList &woken) noexcept;
+    void wake_host_waiters() noexcept;
     // Parks `stream` until completion; false (and nothing parked) if already complete.
     bool park(const std::shared_ptr<CpuStream> &stream) noexcept;
     // Blocks the calling host thread until completion (a bounded spin first).
