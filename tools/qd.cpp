@@ -2,11 +2,13 @@
 //
 //   qd info                     library version, and every backend with its devices
 //   qd demo [--backend B] ...   a stream-parallel workload on the best backend, checked and timed
+//   qd bench [--json FILE] ...  the benchmark suites that apply to this machine (bench_cmd.cpp)
 //   qd --help
 //
 // The tool uses only the public C API (include/qd/qd.h), like any other user of libqd.
 #include <qd/qd.h>
 
+#include "bench_cmd.h"
 #include "demo_common.h"
 
 #include <algorithm>
@@ -25,7 +27,7 @@ namespace {
 
 using namespace qd_tool;
 
-const char *const kUsage =
+const char *const kUsageHead =
     "usage: qd <command> [options]\n"
     "\n"
     "commands:\n"
@@ -38,11 +40,14 @@ const char *const kUsage =
     "      --backend cpu|cuda|hip   use this backend instead of the best available one\n"
     "      --groups N               independent groups of tasks (default 16)\n"
     "      --tasks N                tasks per group, run in order (default 4)\n"
-    "      --task-ms MS             target time of one task (default 3)\n"
+    "      --task-ms MS             target time of one task (default 3)\n";
+const char *const kUsageTail =
     "\n"
     "  -h, --help           print this help\n"
     "\n"
-    "Exit status: 0 success, 1 a qd call failed or the results did not match, 2 usage error.\n";
+    "Exit status: 0 success, 1 a qd call failed, the results did not match or a benchmark\n"
+    "suite could not run (a missed bar is not a failure), 2 usage error.\n";
+const std::string kUsage = std::string(kUsageHead) + kBenchUsage + kUsageTail;
 
 std::optional<qd_backend> parse_backend(const std::string &name) {
     if (name == "cpu") return QD_BACKEND_CPU;
@@ -290,7 +295,7 @@ bool parse_count(const char *text, uint32_t low, uint32_t high, uint32_t *out) {
 }
 
 int usage_error(const std::string &message) {
-    std::fprintf(stderr, "qd: %s\n\n%s", message.c_str(), kUsage);
+    std::fprintf(stderr, "qd: %s\n\n%s", message.c_str(), kUsage.c_str());
     return 2;
 }
 
@@ -299,7 +304,7 @@ int demo_main(int argc, char **argv) {
     for (int i = 0; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "-h" || arg == "--help") {
-            std::fputs(kUsage, stdout);
+            std::fputs(kUsage.c_str(), stdout);
             return 0;
         }
         if (i + 1 >= argc) return usage_error("demo: unknown option or missing value: " + arg);
@@ -333,11 +338,12 @@ int main(int argc, char **argv) {
     std::string command = argv[1];
     try {
         if (command == "-h" || command == "--help" || command == "help") {
-            std::fputs(kUsage, stdout);
+            std::fputs(kUsage.c_str(), stdout);
             return 0;
         }
         if (command == "info") return argc == 2 ? run_info() : usage_error("info takes no options");
         if (command == "demo") return demo_main(argc - 2, argv + 2);
+        if (command == "bench") return bench_main(argc - 2, argv + 2);
     } catch (const QdError &error) {
         std::fprintf(stderr, "qd %s: %s\n", command.c_str(), error.what());
         return 1;
