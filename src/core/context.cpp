@@ -1,4 +1,5 @@
 #include "core/context.h"
+#include "core/observers.h"
 #include "backends/common/limits.h"
 #include "common/first_sizes.h"
 
@@ -124,6 +125,14 @@ qd_status Context::destroy(uint64_t handle) {
 }
 
 Context::~Context() = default;
+
+qd_status Context::attach_observer(std::unique_ptr<OpObserver> observer) {
+    std::lock_guard<std::mutex> lock(observers_mutex_);
+    if (!observers_) observers_ = std::make_unique<ObserverSet>();
+    qd_status st = observers_->add(std::move(observer));
+    if (st == QD_SUCCESS) observer_.store(observers_.get(), std::memory_order_release);
+    return st;
+}
 
 qd_status Context::unusable() const {
     if (fork_generation_ != fork_generation())
@@ -260,6 +269,7 @@ void Context::tear_down() {
     stream_pool_->clear();
     event_pool_->clear();
     impl_->synchronize();  // drain; a lost context still drains (its work is skipped)
+    if (observers_) observers_->context_drained(*this);
     impl_->shutdown();
     for (uint64_t a : allocs_.take_all(AllocRegistry::Kind::Device)) impl_->mem_free_now(a);
     for (uint64_t p : allocs_.take_all(AllocRegistry::Kind::Host))

@@ -26,7 +26,8 @@ namespace qd::core {
 
 // fork_generation(): bumped in the child of every fork() (backends/common/fork_generation.h).
 
-class OpObserver;  // core/submit.h
+class OpObserver;   // core/submit.h
+class ObserverSet;  // core/observers.h
 
 class Context : public Object, public std::enable_shared_from_this<Context> {
   public:
@@ -69,10 +70,18 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     uint64_t default_stream() const { return default_stream_handle_; }
 
     // The observer of every operation submitted on this context's streams (core/submit.h), or
-    // nullptr. Attach it before the work it should see and detach it only when no other thread
-    // submits on the context; it must stay alive while attached.
+    // nullptr: the context's ObserverSet once something is attached.
     OpObserver *observer() const { return observer_.load(std::memory_order_acquire); }
-    void set_observer(OpObserver *observer) { observer_.store(observer, std::memory_order_release); }
+    // Attaches an observer (graph capture, trace, validation) for the rest of the context's
+    // life (core/observers.h); the operations submitted after this returns pass through it.
+    qd_status attach_observer(std::unique_ptr<OpObserver> observer);
+    // The context's observers (empty until attach_observer), for calls that drive one.
+    ObserverSet *observers() const { return observers_.get(); }
+    // A test seam: the chokepoint's observer pointer set directly (the test keeps `observer`
+    // alive and clears it before the context is destroyed).
+    void set_observer_for_test(OpObserver *observer) {
+        observer_.store(observer, std::memory_order_release);
+    }
 
     // Counts a child handle that was registered (+1) or removed (-1), for qd_context_get_stats;
     // only core/lifecycle.cpp and register_stream() call it.
@@ -97,6 +106,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     uint64_t default_stream_handle_ = 0;
     std::atomic<bool> torn_down_{false};
     std::atomic<OpObserver *> observer_{nullptr};
+    std::mutex observers_mutex_;
+    std::unique_ptr<ObserverSet> observers_;  // created by the first attach_observer
 };
 
 // Resolve a handle of type T (T::kTag) to a borrowed pointer, valid until the current API call

@@ -78,6 +78,10 @@ class OpObserver {
     virtual qd_status before(const Op &op, bool *consumed) = 0;
     // After the backend returned `status` (not called for a refused or consumed operation).
     virtual void after(const Op &op, qd_status status) = 0;
+    // The context's destroy has drained every stream (its work ran or, for a lost context, was
+    // skipped) and no operation will be submitted again; the backend is still up. An observer
+    // finishes here what needs the work done (a trace flushes, a capture is abandoned).
+    virtual void context_drained(Context &ctx) { (void)ctx; }
 };
 
 qd_status submit_observed(OpObserver &observer, const Op &op);

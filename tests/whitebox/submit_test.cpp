@@ -6,10 +6,12 @@
 #include <qd/qd.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/context.h"
+#include "core/observers.h"
 #include "core/submit.h"
 
 namespace {
@@ -65,11 +67,11 @@ class SubmitTest : public ::testing::Test {
         qd::core::Context *c = nullptr;
         ASSERT_EQ(qd::core::resolve(ctx_, &c), QD_SUCCESS);
         core_ = c;
-        core_->set_observer(&rec_);
+        core_->set_observer_for_test(&rec_);
         g_runs = 0;
     }
     void TearDown() override {
-        core_->set_observer(nullptr);
+        core_->set_observer_for_test(nullptr);
         EXPECT_EQ(qd_context_destroy(ctx_), QD_SUCCESS);
     }
     std::vector<OpKind> kinds() const {
@@ -183,12 +185,71 @@ TEST_F(SubmitTest, AnObserverThatConsumes_TakesTheOperationOver) {
 }
 
 TEST_F(SubmitTest, WithNoObserver_OperationsRunAsBefore) {
-    core_->set_observer(nullptr);
+    core_->set_observer_for_test(nullptr);
     qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
     ASSERT_EQ(qd_launch(s_, k_, &cfg, nullptr, 0), QD_SUCCESS);
     ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
     EXPECT_EQ(g_runs.load(), 1);
     EXPECT_TRUE(rec_.seen_before.empty());
+}
+
+// Several observers attach to one context (capture, trace, validation) through its ObserverSet.
+struct Named : qd::core::OpObserver {
+    Named(std::vector<std::string> *log, std::string name, bool consume)
+        : log(log), name(std::move(name)), consume(consume) {}
+    qd_status before(const Op &, bool *consumed) override {
+        log->push_back(name + ".before");
+        *consumed = consume;
+        return QD_SUCCESS;
+    }
+    void after(const Op &, qd_status) override { log->push_back(name + ".after"); }
+    void context_drained(qd::core::Context &) override { log->push_back(name + ".drained"); }
+    std::vector<std::string> *log;
+    std::string name;
+    bool consume;
+};
+
+TEST(ObserverSet, Observers_BeforeInOrder_AfterInReverse_ConsumeEndsTheWalk_DrainedAtDestroy) {
+    qd_context ctx = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    qd_stream s = 0;
+    ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    EXPECT_EQ(c->observer(), nullptr);
+    std::vector<std::string> log;
+    auto first = std::make_unique<Named>(&log, "a", false);
+    auto second = std::make_unique<Named>(&log, "b", false);
+    Named *b = second.get();
+    ASSERT_EQ(c->attach_observer(std::move(first)), QD_SUCCESS);
+    ASSERT_EQ(c->attach_observer(std::move(second)), QD_SUCCESS);
+    EXPECT_EQ(c->observers()->find<Named>()->name, "a");
+
+    ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before", "b.after", "a.after"}));
+
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    log.clear();
+    b->consume = true;  // b takes the operation over: nobody's after() runs, nothing runs
+    g_runs = 0;
+    ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before"}));
+    b->consume = false;
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 0);
+
+    for (size_t i = 2; i < qd::core::ObserverSet::kMaxObservers; ++i)
+        ASSERT_EQ(c->attach_observer(std::make_unique<Named>(&log, "x", false)), QD_SUCCESS);
+    EXPECT_EQ(c->attach_observer(std::make_unique<Named>(&log, "y", false)),
+              QD_ERROR_OUT_OF_MEMORY);
+
+    log.clear();
+    ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
+    ASSERT_GE(log.size(), 2u);
+    EXPECT_EQ(log[0], "a.drained");
+    EXPECT_EQ(log[1], "b.drained");
 }
 
 }  // namespace

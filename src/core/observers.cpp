@@ -1,0 +1,36 @@
+#include "core/observers.h"
+
+#include "common/error.h"
+
+namespace qd::core {
+
+qd_status ObserverSet::add(std::unique_ptr<OpObserver> observer) {
+    std::lock_guard<std::mutex> lock(add_mutex_);
+    const size_t n = count_.load(std::memory_order_relaxed);
+    if (n == kMaxObservers)
+        return fail(QD_ERROR_OUT_OF_MEMORY, "a context takes at most %zu observers",
+                    kMaxObservers);
+    slots_[n] = std::move(observer);
+    count_.store(n + 1, std::memory_order_release);
+    return QD_SUCCESS;
+}
+
+qd_status ObserverSet::before(const Op &op, bool *consumed) {
+    const size_t n = count();
+    for (size_t i = 0; i < n; ++i) {
+        qd_status st = slots_[i]->before(op, consumed);
+        if (st != QD_SUCCESS || *consumed) return st;
+    }
+    return QD_SUCCESS;
+}
+
+void ObserverSet::after(const Op &op, qd_status status) {
+    for (size_t i = count(); i-- > 0;) slots_[i]->after(op, status);
+}
+
+void ObserverSet::context_drained(Context &ctx) {
+    const size_t n = count();
+    for (size_t i = 0; i < n; ++i) slots_[i]->context_drained(ctx);
+}
+
+}  // namespace qd::core

@@ -1,0 +1,53 @@
+// The observers attached to a context, behind the submission chokepoint's one observer pointer
+// (core/submit.h): graph capture, the timeline trace and the validation mode each attach one,
+// and none adds a hook of its own.
+//
+// An observer stays attached for the rest of its context's life (it turns itself on and off
+// with its own state), so a submit racing on another thread never meets a freed observer; the
+// context destroys its observers after its streams are drained and its backend shut down.
+// With none attached the context's observer pointer is null and a submit costs one branch.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "core/submit.h"
+
+namespace qd::core {
+
+class ObserverSet final : public OpObserver {
+  public:
+    static constexpr size_t kMaxObservers = 4;
+
+    // Attaches `observer` for the context's life; QD_ERROR_OUT_OF_MEMORY (with a message) when
+    // kMaxObservers are attached already. Thread-safe.
+    qd_status add(std::unique_ptr<OpObserver> observer);
+
+    // The attached observer of type T, or null (for the API calls that drive one).
+    template <class T>
+    T *find() const {
+        for (size_t i = 0; i < count(); ++i)
+            if (auto *t = dynamic_cast<T *>(slots_[i].get())) return t;
+        return nullptr;
+    }
+
+    // In attach order; the first that refuses or consumes the operation ends the walk (later
+    // observers never see it). after() runs in reverse order, on every observer.
+    qd_status before(const Op &op, bool *consumed) override;
+    void after(const Op &op, qd_status status) override;
+    // Every observer, in attach order.
+    void context_drained(Context &ctx) override;
+
+  private:
+    size_t count() const { return count_.load(std::memory_order_acquire); }
+
+    std::mutex add_mutex_;
+    std::array<std::unique_ptr<OpObserver>, kMaxObservers> slots_;
+    std::atomic<size_t> count_{0};  // slots [0, count_) are set and never change again
+};
+
+}  // namespace qd::core
