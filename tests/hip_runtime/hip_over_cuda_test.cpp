@@ -8,6 +8,8 @@
 // here waits on time: a stream callback is awaited on a condition variable.
 #include <cuda.h>
 #include <dlfcn.h>
+
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <hip/hip_runtime_api.h>
 #include <spawn.h>
@@ -64,7 +66,10 @@ struct Hip {
 const Hip &hip() {
     static const Hip loaded = [] {
         Hip h;
-        h.lib = dlopen(QD_HIP_OVER_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+        // $QD_HIP_RUNTIME names the test runtime when the binary runs away from its build
+        // tree (tools/gpu-check carries both to the GPU machine).
+        const char *path = std::getenv("QD_HIP_RUNTIME");
+        h.lib = dlopen(path && *path ? path : QD_HIP_OVER_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
         if (!h.lib) {
             h.error = dlerror();
             return h;
