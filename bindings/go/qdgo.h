@@ -166,6 +166,16 @@ static inline gq_u64 gq_event_create(qd_context c, uint32_t flags) {
     qd_status st = qd_event_create(c, flags, &out);
     return gq_finish_u64(st, out);
 }
+/* Graphs (since 0.2). */
+static inline gq_result gq_stream_begin_capture(qd_stream s) { return gq_finish(qd_stream_begin_capture(s)); }
+static inline gq_u64 gq_stream_end_capture(qd_stream s) {
+    qd_graph out = 0;
+    qd_status st = qd_stream_end_capture(s, &out);
+    return gq_finish_u64(st, out);
+}
+static inline gq_result gq_graph_launch(qd_graph g, qd_stream s) { return gq_finish(qd_graph_launch(g, s)); }
+static inline gq_result gq_graph_update(qd_graph g, qd_graph from) { return gq_finish(qd_graph_update(g, from)); }
+static inline gq_result gq_graph_destroy(qd_graph g) { return gq_finish(qd_graph_destroy(g)); }
 static inline gq_result gq_event_destroy(qd_event e) { return gq_finish(qd_event_destroy(e)); }
 static inline gq_result gq_event_record(qd_stream s, qd_event e) { return gq_finish(qd_event_record(s, e)); }
 static inline gq_result gq_event_query(qd_event e) { return gq_finish(qd_event_query(e)); }

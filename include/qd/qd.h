@@ -284,9 +284,11 @@ typedef struct qd_context_stats {
     uint64_t live_allocations;    /**< qd_mem_alloc_async blocks not yet freed */
     uint64_t bytes_allocated;     /**< their total size */
     uint64_t host_bytes_allocated;/**< qd_host_alloc bytes not yet freed */
+    uint64_t live_graphs;         /**< (since 0.2) graphs (qd_stream_end_capture) not yet
+                                       destroyed */
 } qd_context_stats;
 #define QD_CONTEXT_STATS_INIT                                                                   \
-    { (uint32_t)sizeof(qd_context_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+    { (uint32_t)sizeof(qd_context_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** What qd_device_get_info reports. */
 typedef struct qd_device_info {
@@ -764,6 +766,112 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out);
  *  - QD_ERROR_INVALID_ADDRESS: ptr is not a live qd_host_alloc block of this context.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed. */
 QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
+
+/* ---------------------------------------------------------------------------------------------
+ * Graphs (since 0.2)
+ *
+ * A graph is a piece of stream work captured once and replayed many times. Capture starts on
+ * one stream (its origin) with qd_stream_begin_capture. From then on, work queued on the
+ * origin, and on every stream that joins the capture, is recorded instead of run. A stream
+ * joins a capture by waiting on an event recorded inside it: the children of qd_stream_fork
+ * (the fork records on the origin and each child waits), the pooled streams of
+ * qd_launch_parallel, and any stream that qd_stream_wait_event's an event recorded in the
+ * capture. qd_stream_end_capture ends it and returns the graph; every stream that joined must
+ * have joined back first (the origin waits, directly or through other streams, for the last
+ * operation of each: qd_stream_join, or a record there and a wait on the origin).
+ *
+ * What is captured: qd_launch, qd_launch_parallel, qd_launch_host_fn, qd_memcpy_async,
+ * qd_memset_async, qd_stream_fork and qd_stream_join, qd_event_record and qd_stream_wait_event
+ * between streams of the capture. A record of a user event inside a capture is a dependency
+ * inside the graph only: the event itself is not recorded, neither by the capture nor by
+ * replays, and querying or synchronizing it while the capture is open is
+ * QD_ERROR_INVALID_OPERATION, as is waiting on it from a stream of another capture.
+ * Argument values are copied at capture, as qd_launch copies them; memcpy and memset keep
+ * their addresses, and host callbacks their fn and user_data, which must stay valid as long as
+ * the graph may be replayed.
+ *
+ * What is refused while a stream captures (QD_ERROR_INVALID_OPERATION, and the capture stays
+ * as it was, usable): qd_stream_synchronize and qd_stream_query of it, qd_mem_alloc_async and
+ * qd_mem_free_async on it (stream-ordered allocation is not captured), a wait on an event last
+ * recorded outside the capture, qd_stream_destroy and qd_stream_release of it, qd_graph_launch
+ * on it, and qd_stream_begin_capture on it again. qd_context_synchronize is allowed: captured
+ * work never runs, so it waits only for work queued outside captures.
+ *
+ * Pool leases taken during a capture (qd_stream_fork, qd_launch_parallel) are not handed to
+ * anyone else until the capture ends: a joined child's handle is stale at once, as after any
+ * join, but its stream stays with the capture (a later qd_launch_parallel of the same capture
+ * reuses it) and goes back to the pool when qd_stream_end_capture returns, or when the context
+ * is destroyed.
+ *
+ * Replay (qd_graph_launch) queues the whole graph on a stream of the graph's context: it starts
+ * after the work already queued there, later work there waits for all of it, and its branches
+ * run on pooled streams with the same ordering and concurrency as the captured calls had
+ * (fork and join by pooled events, no host synchronization). CPU: replay re-queues the
+ * recorded tasks on those streams. CUDA, HIP: in this release a replay also re-queues the
+ * recorded operations (one driver call each); native driver graphs are not used yet.
+ *
+ * New arguments without a new capture: capture the same calls again with other values and
+ * call qd_graph_update(graph, new_graph), as cuGraphExecUpdate does: the shape must be the
+ * same, and every later replay of graph uses the new values.
+ * ------------------------------------------------------------------------------------------- */
+
+/** A captured graph. Destroy with qd_graph_destroy. */
+typedef uint64_t qd_graph;
+
+/** Start capturing the work queued on stream (it becomes the capture's origin).
+ *  Threads: any. Captures on different streams (also on different threads) are independent.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: stream is already capturing (its own capture, or one it
+ *    joined).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_begin_capture(qd_stream stream);
+
+/** End the capture whose origin is stream and return what it recorded as a new graph (an
+ *  empty capture gives an empty graph, whose replay is a no-op). The streams that joined the
+ *  capture stop capturing, and the pool leases it held go back to the pool.
+ *  On QD_ERROR_INVALID_OPERATION because a stream has not joined back, the capture stays open
+ *  and unchanged: join that stream and call this again.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: graph is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: stream is not capturing; stream joined a capture but is not
+ *    its origin; a stream that joined the capture has not joined back to the origin (the
+ *    message names its handle, or says it was a stream of qd_launch_parallel).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
+
+/** Replay graph on stream, a stream of the graph's context (any stream: not necessarily the
+ *  one it was captured on). The whole graph starts after the work already queued on stream,
+ *  and later work on stream waits for all of it. Never blocks. Branches run on pooled streams
+ *  that are leased for the call and given back before it returns (their work still runs in
+ *  order); if the pool has fewer free streams than the graph has branches, branches share
+ *  streams, and if it has none, every branch runs on stream itself, in an order the graph
+ *  allows (less concurrent, never wrong).
+ *  Threads: any; replays of one graph may run concurrently with each other and with
+ *  qd_graph_update (each replay uses the values current when it is queued).
+ *  - QD_ERROR_INVALID_HANDLE: graph or stream is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context than graph.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing.
+ *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
+
+/** Give graph the values of from, a graph captured from the same calls with other arguments:
+ *  every later replay of graph runs from's kernels, launch dimensions, argument values, copy
+ *  and set ranges and host callbacks. Replays already queued keep their values. from stays
+ *  valid and unchanged.
+ *  The shape must match: the same number of streams, and the same operations in the same
+ *  order on the same streams, with the same dependencies between them.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_HANDLE: graph or from is 0, not a graph, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: graph and from belong to different contexts.
+ *  - QD_ERROR_INVALID_OPERATION: the shapes differ (the message names the first difference).
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from);
+
+/** Destroy a graph. Returns at once: replays already queued still run to completion. The
+ *  handle is invalid from the moment this returns.
+ *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or already destroyed. */
+QD_API qd_status qd_graph_destroy(qd_graph graph);
 
 #ifdef __cplusplus
 } /* extern "C" */

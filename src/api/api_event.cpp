@@ -1,5 +1,6 @@
 // Events.
 #include "api/guard.h"
+#include "core/capture.h"
 #include "core/context.h"
 #include "core/object_ops.h"
 #include "core/lifecycle.h"
@@ -45,6 +46,7 @@ QD_API qd_status qd_event_query(qd_event event) {
     return api::guarded([&]() -> qd_status {
         Event *e = nullptr;
         qd_status st = core::resolve_usable(event, &e);
+        if (st == QD_SUCCESS) st = core::refuse_if_captured_event(*e, event, "qd_event_query");
         if (st != QD_SUCCESS) return st;
         return core::query(*e);
     });
@@ -54,6 +56,8 @@ QD_API qd_status qd_event_synchronize(qd_event event) {
     return api::guarded([&]() -> qd_status {
         Event *e = nullptr;
         qd_status st = core::resolve_usable(event, &e);
+        if (st == QD_SUCCESS)
+            st = core::refuse_if_captured_event(*e, event, "qd_event_synchronize");
         if (st == QD_SUCCESS) st = core::synchronize(*e);
         return st;
     });

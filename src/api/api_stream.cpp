@@ -2,6 +2,7 @@
 #include "common/first_sizes.h"
 #include "api/guard.h"
 #include "core/active_stream.h"
+#include "core/capture.h"
 #include "core/context.h"
 #include "core/object_ops.h"
 #include "core/lifecycle.h"
@@ -50,6 +51,7 @@ QD_API qd_status qd_stream_synchronize(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
         Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
+        if (st == QD_SUCCESS) st = core::refuse_if_capturing(*s, stream, "qd_stream_synchronize");
         if (st == QD_SUCCESS) st = core::synchronize(*s);
         return st;
     });
@@ -59,6 +61,7 @@ QD_API qd_status qd_stream_query(qd_stream stream) {
     return api::guarded([&]() -> qd_status {
         Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
+        if (st == QD_SUCCESS) st = core::refuse_if_capturing(*s, stream, "qd_stream_query");
         if (st != QD_SUCCESS) return st;
         return core::query(*s);
     });
@@ -70,7 +73,12 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
         Event *e = nullptr;
         qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
-        return core::submit_wait(*s, *e);
+        st = core::submit_wait(*s, *e);
+        // A stream that joined a capture by this wait is named by this handle in its messages.
+        if (st == QD_SUCCESS && __builtin_expect(s->ctx->observer() != nullptr, 0))
+            if (core::CaptureObserver *obs = core::capture_observer(*s->ctx))
+                obs->note_handle(*s, stream);
+        return st;
     });
 }
 

@@ -177,6 +177,7 @@ void Context::fill_stats(qd_context_stats *out) const {
     s.live_allocations = allocs_.live_allocations();
     s.bytes_allocated = allocs_.device_bytes();
     s.host_bytes_allocated = allocs_.host_bytes();
+    s.live_graphs = count(live_graphs_);
     const size_t n = out->struct_size < sizeof s ? out->struct_size : sizeof s;
     std::memcpy(out, &s, n);
 }
@@ -235,6 +236,7 @@ void Context::counted(Tag tag, int64_t delta) {
         case Tag::Event: c = &live_events_; break;
         case Tag::Module: c = &live_modules_; break;
         case Tag::Kernel: c = &live_kernels_; break;
+        case Tag::Graph: c = &live_graphs_; break;
         default: return;
     }
     c->fetch_add(delta, std::memory_order_relaxed);

@@ -89,7 +89,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
 
   private:
     // Live-object counters for qd_context_get_stats.
-    std::atomic<int64_t> live_streams_{0}, live_events_{0}, live_modules_{0}, live_kernels_{0};
+    std::atomic<int64_t> live_streams_{0}, live_events_{0}, live_modules_{0}, live_kernels_{0},
+        live_graphs_{0};
 
     Context() = default;
     qd_status unusable() const;  // the error half of usable()

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "core/capture.h"
 #include "core/context.h"
 
 namespace qd::core {
@@ -57,6 +58,9 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
         undo();
         return fail(st, "%s", reason.c_str());
     }
+    // Children of a capturing parent joined its capture: name them in its messages.
+    if (CaptureObserver *obs = capture_observer(ctx))
+        for (uint32_t i = 0; i < n; ++i) obs->note_handle(*kids[i], handles[i]);
     std::copy(handles.begin(), handles.end(), children);
     return QD_SUCCESS;
 }
@@ -102,7 +106,20 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
         st = link_streams(ctx, *kids[i], &target, 1, OpOrigin::Join);
         if (st != QD_SUCCESS) return st;
     }
+    CaptureObserver *obs = capture_observer(ctx);
     for (uint32_t i = 0; i < n; ++i) {
+        // A child that is a lane of a capture stays with the capture until it ends (core/
+        // capture.h): its handle goes stale now, its stream goes back to the pool then.
+        if (obs && obs->capturing(*kids[i])) {
+            std::shared_ptr<Stream> kept;
+            if (ctx.stream_pool().detach(children[i], &kept) != QD_SUCCESS) {
+                st = QD_ERROR_INVALID_HANDLE;
+            } else if (!obs->keep_lease(kept)) {
+                std::vector<std::shared_ptr<Stream>> back{std::move(kept)};
+                ctx.stream_pool().release_internal(back);
+            }
+            continue;
+        }
         // A racing release of the same child makes this fail; the join itself is complete.
         if (ctx.stream_pool().release(children[i]) != QD_SUCCESS) st = QD_ERROR_INVALID_HANDLE;
     }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "core/capture.h"
 
 namespace qd::core {
 
@@ -95,6 +96,8 @@ qd_status destroy_stream(uint64_t handle) {
                     (unsigned long long)handle, stream_kind_name(s->kind),
                     s->kind == StreamKind::Leased ? "give it back with qd_stream_release"
                                                   : "it lives as long as its context");
+    st = refuse_if_capturing(*s, handle, "qd_stream_destroy");
+    if (st != QD_SUCCESS) return st;
     std::shared_ptr<Object> removed;
     st = remove_child(handle, Tag::Stream, &removed);
     if (st != QD_SUCCESS) return st;
@@ -156,6 +159,10 @@ qd_status release_stream(uint64_t handle) {
         return resolve(handle, &s);  // writes why the handle is not live
     qd_status st = resolve(owner, &c);
     if (st != QD_SUCCESS) return st;
+    if (__builtin_expect(c->observer() != nullptr, 0) && resolve(handle, &s) == QD_SUCCESS) {
+        st = refuse_if_capturing(*s, handle, "qd_stream_release");
+        if (st != QD_SUCCESS) return st;
+    }
     st = c->stream_pool().release(handle);
     if (st == QD_SUCCESS) return st;
     if (resolve(handle, &s) != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;

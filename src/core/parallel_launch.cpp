@@ -3,6 +3,7 @@
 
 #include "common/first_sizes.h"
 #include "common/error.h"
+#include "core/capture.h"
 #include "core/context.h"
 #include "core/fork_join.h"
 #include "core/launch_validation.h"
@@ -87,8 +88,17 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     if (st != QD_SUCCESS || num_tasks == 0) return st;
 
     std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
-    st = ctx.stream_pool().acquire_internal(uint32_t(groups.size()), &leases);
-    if (st != QD_SUCCESS) return st;
+    // Inside a capture the leases stay with the capture until it ends (core/capture.h); the
+    // ones it already holds from earlier parallel launches of the same capture are reused.
+    CaptureObserver *capture = capture_observer(ctx);
+    if (capture) capture->reuse_leases(*parent, uint32_t(groups.size()), &leases);
+    if (leases.size() < groups.size()) {
+        std::vector<std::shared_ptr<Stream>> more;
+        st = ctx.stream_pool().acquire_internal(uint32_t(groups.size() - leases.size()), &more);
+        if (st != QD_SUCCESS && leases.empty()) return st;
+        for (auto &m : more) leases.push_back(std::move(m));
+        st = QD_SUCCESS;  // fewer streams than groups: groups share them (below)
+    }
     const uint32_t k = uint32_t(leases.size());
     std::vector<Stream *> lanes(k);
     for (uint32_t i = 0; i < k; ++i) lanes[i] = leases[i].get();
@@ -107,6 +117,12 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     for (uint32_t i = 0; i < k; ++i) {
         qd_status js = link_streams(ctx, *lanes[i], &parent, 1, OpOrigin::ParallelLaunch);
         if (st == QD_SUCCESS) st = js;
+    }
+    if (capture) {
+        std::vector<std::shared_ptr<Stream>> back;
+        for (auto &l : leases)
+            if (!capture->keep_lease(l)) back.push_back(std::move(l));
+        leases.swap(back);
     }
     ctx.stream_pool().release_internal(leases);
     if (!reason.empty()) return fail(st, "%s", reason.c_str());

@@ -65,6 +65,19 @@ qd_status StreamPool::release(uint64_t handle) {
     return QD_SUCCESS;
 }
 
+qd_status StreamPool::detach(uint64_t handle, std::shared_ptr<Stream> *out) {
+    Guard g(lock_);
+    if (cleared_)
+        return fail(QD_ERROR_INVALID_HANDLE,
+                    "stream 0x%016llx is stale: its context is being destroyed",
+                    (unsigned long long)handle);
+    Object *obj = nullptr;
+    qd_status st = HandleTable::instance().disarm(handle, Tag::Stream, &obj);
+    if (st != QD_SUCCESS) return st;
+    *out = static_cast<Stream *>(obj)->shared_from_this();
+    return QD_SUCCESS;
+}
+
 void StreamPool::close() {
     Guard g(lock_);
     cleared_ = true;

@@ -35,6 +35,7 @@ enum class OpOrigin : uint8_t {
     Fork,            // qd_stream_fork: the parent's record, each child's wait
     Join,            // qd_stream_join: each child's record, the parent's wait
     ParallelLaunch,  // qd_launch_parallel: its fork, its launches, its join
+    GraphLaunch,     // qd_graph_launch: the replay of a captured operation (core/capture.h)
 };
 
 struct Op {

@@ -17,7 +17,7 @@ QDT_STATIC_ASSERT(launch_config_size, sizeof(qd_launch_config) == 32);
 QDT_STATIC_ASSERT(arg_size, sizeof(qd_arg) == 16);
 QDT_STATIC_ASSERT(task_size, sizeof(qd_task) == 64);
 QDT_STATIC_ASSERT(host_kernel_info_size, sizeof(qd_host_kernel_info) == 56);
-QDT_STATIC_ASSERT(context_stats_size, sizeof(qd_context_stats) == 128);
+QDT_STATIC_ASSERT(context_stats_size, sizeof(qd_context_stats) == 136);
 QDT_STATIC_ASSERT(device_info_size, sizeof(qd_device_info) == 168);
 QDT_STATIC_ASSERT(task_args_offset, offsetof(qd_task, args) == 48);
 QDT_STATIC_ASSERT(info_shared_mem_offset, offsetof(qd_host_kernel_info, shared_mem) == 48);

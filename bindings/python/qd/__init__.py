@@ -33,6 +33,7 @@ from ._context import (
 from ._kernel import Kernel, Launcher, Module, Task, kernel_arg, launch_host_fn, launch_parallel
 from ._memory import DeviceArray, DeviceBuffer, HostBuffer, alloc, free, memcpy, memset
 from ._stream import Event, Stream, StreamKind
+from ._graph import Graph
 from ._errors import (
     ArgumentRangeError,
     ArgumentTypeError,
@@ -81,7 +82,7 @@ def status_name(status: int) -> str:
 
 
 for _name in ("Backend", "Context", "ContextStatistics", "DeviceArray", "DeviceBuffer", "DeviceProperties",
-              "Event", "HostBuffer", "Kernel", "Launcher", "Module", "Stream", "StreamKind",
+              "Event", "Graph", "HostBuffer", "Kernel", "Launcher", "Module", "Stream", "StreamKind",
               "Task", "QdError", "Status", "LibraryNotFoundError", "HostKernelInfo"):
     globals()[_name].__module__ = __name__  # shown (and pickled) as qd.X
 for _cls in list(globals().values()):
@@ -92,7 +93,7 @@ del _name, _cls
 __all__ = [
     "FFI", "ArgumentRangeError", "ArgumentTypeError", "Backend", "BackendUnavailableError",
     "CallbackError", "Context", "ContextStatistics", "DeviceArray", "DeviceBuffer", "DeviceLostError",
-    "DeviceProperties", "Event", "ForkedError", "HandleTypeError", "HostBuffer",
+    "DeviceProperties", "Event", "ForkedError", "Graph", "HandleTypeError", "HostBuffer",
     "HostKernelFn", "HostKernelInfo", "InternalError", "InvalidAddressError",
     "InvalidArgumentError", "InvalidHandleError", "InvalidImageError", "InvalidOperationError",
     "Kernel", "LaunchFailedError", "Launcher", "LibraryNotFoundError", "Module",

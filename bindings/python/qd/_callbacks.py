@@ -52,11 +52,17 @@ def _check_callback_errors(ctx: "Context") -> None:
 
 _pending: dict = {}
 _keys = itertools.count(1)
+# Callbacks a graph captured (qd.h, "Graphs"): every replay calls the same user_data again, so
+# they are not popped; they live until their context is destroyed (key -> (fn, errors, ctx)).
+_persistent: dict = {}
 
 
 def _trampoline(key: Optional[int]) -> None:
     try:
-        fn, errors = _pending.pop(key)
+        entry = _pending.pop(key, None)
+        if entry is None:
+            entry = _persistent[key][:2]
+        fn, errors = entry
     except BaseException:  # interpreter shutdown, or an unknown key: nothing to run
         return
     try:
@@ -73,6 +79,28 @@ _TRAMPOLINE = _lib.HostFn(_trampoline)
 ctypes.pythonapi.Py_IncRef(ctypes.py_object(_TRAMPOLINE))
 _TRAMPOLINE_C = _lib.fnptr(_TRAMPOLINE, "qd_host_fn")  # as the FFI in use passes it
 _ptr = _lib.ptr
+
+
+def _capture_mark() -> int:
+    """A key below every callback queued from now on (Stream.capture() on entry)."""
+    return next(_keys)
+
+
+def _capture_keep(start: int, ctx_handle: int) -> None:
+    """At the end of a capture: the callbacks queued since ``start`` that have not run were
+    captured (captured work never runs during its capture), so replays call them again. A
+    callback queued meanwhile on another stream that simply has not run yet is kept too; it
+    still runs exactly once, and is dropped with its context."""
+    end = next(_keys)
+    for key in [k for k in list(_pending) if start < k < end]:
+        entry = _pending.pop(key, None)
+        if entry is not None:
+            _persistent[key] = (entry[0], entry[1], ctx_handle)
+
+
+def _drop_persistent(ctx_handle: int) -> None:
+    for key in [k for k, v in list(_persistent.items()) if v[2] == ctx_handle]:
+        _persistent.pop(key, None)
 
 
 def _enqueue(stream_c: c_uint64, fn: Callable[[], Any], errors: list) -> int:
@@ -107,6 +135,7 @@ def _destroy_context(handle: int, keepalive: list, errors: list) -> None:
                 _deferred_threads.append(thread)
             thread.start()
             return
+        _drop_persistent(handle)
         _warn_unreported(errors)
     except BaseException:
         pass

@@ -112,6 +112,7 @@ class ContextStatistics:
     live_allocations: int
     bytes_allocated: int
     host_bytes_allocated: int
+    live_graphs: int = 0  # since 0.2
 
 
 class Context:

@@ -171,6 +171,7 @@ class ContextStats(_Described):
             "live_allocations",
             "bytes_allocated",
             "host_bytes_allocated",
+            "live_graphs",
         )
     ]
 
@@ -279,6 +280,12 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_memset_async": (_status, [_handle, c_uint64, c_uint8, c_uint64]),
     "qd_host_alloc": (_status, [_handle, c_uint64, POINTER(c_void_p)]),
     "qd_host_free": (_status, [_handle, c_void_p]),
+    # graphs (since 0.2)
+    "qd_stream_begin_capture": (_status, [_handle]),
+    "qd_stream_end_capture": (_status, [_handle, _out_handle]),
+    "qd_graph_launch": (_status, [_handle, _handle]),
+    "qd_graph_update": (_status, [_handle, _handle]),
+    "qd_graph_destroy": (_status, [_handle]),
 }
 
 # ----------------------------------------------------------------------------------------------

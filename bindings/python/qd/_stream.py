@@ -382,6 +382,31 @@ class Stream(_ContextChild):
             raise _err(status, self._ctx)
         return ev
 
+    def capture(self) -> Any:
+        """Capture the work queued on this stream (and on the streams forked from it) into a
+        graph instead of running it (qd.h, "Graphs")::
+
+            with stream.capture() as graph:
+                kernel.launch(x, stream=stream)
+            graph.launch(stream=stream)
+
+        The capture begins on entry and ends on exit; the graph is usable after the block.
+        Inside it, ``synchronize``/``query`` of the stream, allocation on it and waits on
+        events recorded outside the capture raise InvalidOperationError.
+        """
+        from ._graph import Capture
+
+        return Capture(self)
+
+    def end_capture(self) -> Any:
+        """End the capture of this stream and return its qd.Graph (``qd_stream_end_capture``).
+        Only needed after ``with stream.capture()`` raised InvalidOperationError because a
+        forked stream had not joined back: the stream is then still capturing; join that
+        stream, then call this."""
+        from ._graph import end_capture
+
+        return end_capture(self)
+
     def fork(self, n: int) -> List["Stream"]:
         """Lease ``n`` streams from the pool, each waiting for the work queued on this stream
         so far (``qd_stream_fork``; events, no host sync). Give them back with ``join``.

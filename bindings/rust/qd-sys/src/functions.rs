@@ -76,4 +76,11 @@ extern "C" {
     pub fn qd_memset_async(stream: qd_stream, dst: u64, value: u8, bytes: u64) -> qd_status;
     pub fn qd_host_alloc(ctx: qd_context, bytes: u64, out: *mut *mut c_void) -> qd_status;
     pub fn qd_host_free(ctx: qd_context, ptr: *mut c_void) -> qd_status;
+
+    // Graphs (since 0.2).
+    pub fn qd_stream_begin_capture(stream: qd_stream) -> qd_status;
+    pub fn qd_stream_end_capture(stream: qd_stream, graph: *mut qd_graph) -> qd_status;
+    pub fn qd_graph_launch(graph: qd_graph, stream: qd_stream) -> qd_status;
+    pub fn qd_graph_update(graph: qd_graph, from: qd_graph) -> qd_status;
+    pub fn qd_graph_destroy(graph: qd_graph) -> qd_status;
 }

@@ -16,6 +16,8 @@ pub type qd_event = u64;
 pub type qd_module = u64;
 /// `qd_kernel` handle.
 pub type qd_kernel = u64;
+/// `qd_graph` handle (since 0.2).
+pub type qd_graph = u64;
 /// `qd_backend` (a C enum of 32 bits, stored as `uint32_t` in descriptors).
 pub type qd_backend = u32;
 
@@ -144,6 +146,8 @@ pub struct qd_context_stats {
     pub live_allocations: u64,
     pub bytes_allocated: u64,
     pub host_bytes_allocated: u64,
+    /// Since 0.2.
+    pub live_graphs: u64,
 }
 /// `QD_CONTEXT_STATS_INIT`.
 pub const QD_CONTEXT_STATS_INIT: qd_context_stats = qd_context_stats {
@@ -164,6 +168,7 @@ pub const QD_CONTEXT_STATS_INIT: qd_context_stats = qd_context_stats {
     live_allocations: 0,
     bytes_allocated: 0,
     host_bytes_allocated: 0,
+    live_graphs: 0,
 };
 
 /// `qd_device_info`: what `qd_device_get_info` reports.

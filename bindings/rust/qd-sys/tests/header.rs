@@ -71,7 +71,7 @@ fn rust_layouts() -> Layouts {
         struct_size, reserved, live_streams, live_events, live_modules, live_kernels,
         stream_pool_capacity, stream_pool_created, stream_pool_leased, stream_pool_hits,
         stream_pool_misses, event_pool_created, event_pool_hits, event_pool_misses,
-        live_allocations, bytes_allocated, host_bytes_allocated
+        live_allocations, bytes_allocated, host_bytes_allocated, live_graphs
     });
     layout!(m, qd_device_info {
         struct_size, backend, device, driver_version, compute_major, compute_minor,

@@ -1,0 +1,121 @@
+"""Graphs: ``with stream.capture() as graph`` and ``graph.launch(stream=...)`` (qd.h,
+"Graphs"): replays equal direct execution, updates with new arguments, Python host callbacks
+that run on every replay, and the misuse errors."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+import qd
+
+
+def _step(kernels, s: qd.Stream, data, log, value: int, calls: list) -> None:
+    kernels.add_one.launch(ctypes.addressof(data), ctypes.c_uint32(len(data)), block=4, stream=s)
+    kids = s.fork(2)
+    for i, k in enumerate(kids):
+        kernels.append_log.launch(ctypes.addressof(log), ctypes.c_uint32(value + i), stream=k)
+    s.join(kids)
+    qd.launch_parallel([qd.Task(kernels.add_one, ctypes.addressof(data), ctypes.c_uint32(4),
+                                block=4, group=g) for g in range(2)], stream=s)
+    qd.launch_host_fn(lambda: calls.append(value), stream=s)
+
+
+def test_capture_and_replay_equal_direct(kernels, ctx: qd.Context) -> None:
+    s = ctx.create_stream()
+    direct = (ctypes.c_int32 * 4)()
+    replayed = (ctypes.c_int32 * 4)()
+    log_d = (ctypes.c_uint32 * 64)()
+    log_r = (ctypes.c_uint32 * 64)()  # 2 appends per replay
+    calls: list = []
+    _step(kernels, s, direct, log_d, 5, calls)
+    s.synchronize()
+    assert list(direct) == [3, 3, 3, 3] and calls == [5]
+    with s.capture() as graph:
+        _step(kernels, s, replayed, log_r, 5, calls)
+    assert isinstance(graph, qd.Graph)
+    assert list(replayed) == [0, 0, 0, 0] and calls == [5], "captured work ran"
+    other = ctx.create_stream()
+    for i in range(1, 11):
+        graph.launch(stream=other)
+        other.synchronize()
+        assert list(replayed) == [3 * i] * 4
+        assert log_r[0] == 2 * i and sorted(log_r[1:3]) == [5, 6]
+        assert calls == [5] * (i + 1), "the captured Python callback runs on every replay"
+    graph.close()
+    graph.close()  # idempotent
+    with pytest.raises(qd.ObjectClosedError):
+        graph.launch(stream=s)
+    assert ctx.stats().live_graphs == 0
+    assert ctx.stats().stream_pool_leased == 0
+
+
+def test_update_with_new_arguments(kernels, ctx: qd.Context, stream: qd.Stream) -> None:
+    log = (ctypes.c_uint32 * 64)()
+
+    def capture(value: int) -> qd.Graph:
+        with stream.capture() as g:
+            kernels.append_log.launch(ctypes.addressof(log), ctypes.c_uint32(value), stream=stream)
+        return g
+
+    graph = capture(0)
+    for i in range(1, 31):
+        with capture(100 + i) as fresh:
+            graph.update(fresh)
+        graph.launch(stream=stream)
+    stream.synchronize()
+    assert log[0] == 30
+    assert list(log[1:31]) == [100 + i for i in range(1, 31)]
+    with stream.capture() as two:
+        kernels.noop.launch(stream=stream)
+        kernels.noop.launch(stream=stream)
+    with pytest.raises(qd.InvalidOperationError):
+        graph.update(two)
+    with pytest.raises(qd.HandleTypeError):
+        graph.update(stream)  # type: ignore[arg-type]
+    graph.close()
+    two.close()
+
+
+def test_misuse(kernels, ctx: qd.Context, stream: qd.Stream) -> None:
+    with stream.capture() as g:
+        with pytest.raises(qd.InvalidOperationError):
+            stream.synchronize()
+        with pytest.raises(qd.InvalidOperationError):
+            stream.query()
+        with pytest.raises(qd.InvalidOperationError):
+            qd.alloc(64, stream=stream)
+        with pytest.raises(qd.InvalidOperationError):
+            g.launch(stream=stream)  # still being captured
+        with pytest.raises(qd.InvalidOperationError):
+            stream.capture().__enter__()  # already capturing
+    g.launch(stream=stream)
+    stream.synchronize()
+    # An unjoined fork: the end names the child; the capture stays open until it is joined.
+    with pytest.raises(qd.InvalidOperationError) as info:
+        with stream.capture():
+            kids = stream.fork(1)
+    assert f"{kids[0].handle:016x}" in str(info.value)
+    stream.join(kids)
+    g2 = stream.end_capture()  # still capturing: end it now that the child joined back
+    g2.launch(stream=stream)
+    other = qd.Context("cpu")
+    try:
+        with pytest.raises(qd.WrongContextError):
+            g2.launch(stream=other.create_stream())
+    finally:
+        other.close()
+    with pytest.raises(TypeError):
+        qd.Graph()
+
+
+def test_exception_in_block_ends_capture_and_propagates(kernels, ctx: qd.Context,
+                                                       stream: qd.Stream) -> None:
+    with pytest.raises(ZeroDivisionError):
+        with stream.capture() as g:
+            kernels.noop.launch(stream=stream)
+            1 / 0
+    assert g.closed
+    stream.synchronize()  # no longer capturing
+    assert ctx.stats().live_graphs == 0
