@@ -836,6 +836,70 @@ void bench_fanout(const Options &opt, Report &rep) {
 
 }  // namespace
 
+// 5. Graphs (issue 13): one replay of a captured step of 64 empty tasks in 8 groups
+// (qd_launch_parallel, captured once) against the same 64 tasks launched directly with
+// qd_launch_parallel, alternated; per step, with the synchronize (end to end) and the host
+// call alone (enqueue, the clock stops before the synchronize).
+void bench_graph(const Options &opt, Report &rep, const Env &env) {
+    if (!opt.selected("graph/replay-64x8") && !opt.selected("graph/enqueue-64x8")) return;
+    constexpr int kTasks = 64, kGroups = 8, kIters = 500;
+    qd_stream s;
+    CHECK(qd_stream_create(env.ctx, nullptr, &s));
+    std::vector<qd_task> tasks(kTasks);
+    for (int i = 0; i < kTasks; ++i) {
+        tasks[i] = QD_TASK_INIT;
+        tasks[i].kernel = env.empty;
+        tasks[i].group = uint32_t(i % kGroups);
+    }
+    qd_graph g = 0;
+    CHECK(qd_stream_begin_capture(s));
+    CHECK(qd_launch_parallel(s, tasks.data(), kTasks));
+    CHECK(qd_stream_end_capture(s, &g));
+
+    auto end_to_end = [&](bool replay) {
+        return [&, replay]() -> double {
+            const auto a = Clock::now();
+            for (int i = 0; i < kIters; ++i) {
+                if (replay) CHECK(qd_graph_launch(g, s));
+                else CHECK(qd_launch_parallel(s, tasks.data(), kTasks));
+                CHECK(qd_stream_synchronize(s));
+            }
+            return elapsed_ns(a, Clock::now()) / kIters / 1000.0;
+        };
+    };
+    auto enqueue_only = [&](bool replay) {
+        return [&, replay]() -> double {
+            double ns = 0;
+            for (int i = 0; i < kIters; ++i) {
+                const auto a = Clock::now();
+                if (replay) CHECK(qd_graph_launch(g, s));
+                else CHECK(qd_launch_parallel(s, tasks.data(), kTasks));
+                ns += elapsed_ns(a, Clock::now());
+                CHECK(qd_stream_synchronize(s));
+            }
+            return ns / kIters / 1000.0;
+        };
+    };
+    if (opt.selected("graph/replay-64x8")) {
+        Samples smp = alternate(opt, end_to_end(true), end_to_end(false));
+        Figure f = make("graph/replay-64x8", median(smp.qd), "us");
+        with_anchor(f, median(smp.anchor), "us (the same 64 tasks by qd_launch_parallel)",
+                    median(smp.qd) / median(smp.anchor));
+        f.bar = "none (replay + synchronize per step)";
+        rep.add(f, &smp);
+    }
+    if (opt.selected("graph/enqueue-64x8")) {
+        Samples smp = alternate(opt, enqueue_only(true), enqueue_only(false));
+        Figure f = make("graph/enqueue-64x8", median(smp.qd), "us");
+        with_anchor(f, median(smp.anchor), "us (the qd_launch_parallel call)",
+                    median(smp.qd) / median(smp.anchor));
+        f.bar = "none (host time of the call)";
+        rep.add(f, &smp);
+    }
+    CHECK(qd_graph_destroy(g));
+    CHECK(qd_stream_destroy(s));
+}
+
 int main(int argc, char **argv) {
     Options opt;
     if (!opt.parse(argc, argv)) return 2;
@@ -864,6 +928,7 @@ int main(int argc, char **argv) {
     bench_wake(opt, rep, env);
     bench_forkjoin(opt, rep, env, workers);
     bench_fanout(opt, rep);
+    bench_graph(opt, rep, env);
     rep.summary();
 
     CHECK(qd_kernel_destroy(env.empty));

@@ -1,4 +1,4 @@
-// GPU benchmarks B1, B3, B4, B5 and B6 of docs/benchmarks.md: qd against the raw CUDA driver,
+// GPU benchmarks B1, B3, B4, B5, B5g, B6 and B9 of docs/benchmarks.md: qd against the raw CUDA driver,
 // side by side in one process, alternated repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
@@ -315,6 +315,215 @@ void bench_fanout(const qdbench::Options &opt, qdbench::Report &report, Setup &s
 }
 
 // ---------------------------------------------------------------------------------------------
+// B5g: the B5 fan-out captured once (qd_launch_parallel inside qd_stream_begin_capture) and
+// replayed, against the hand-written raw DAG, and against the same DAG hand-captured into a
+// raw CUDA graph (cuStreamBeginCapture_v2 ... cuGraphLaunch). Device time with events.
+// ---------------------------------------------------------------------------------------------
+
+void bench_graph_fanout(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    const uint32_t tasks = 64;
+    qd_kernel k = s.qd_kernel_named("gpu_fanout_20us");
+    CUfunction fn = s.raw_kernel_named("gpu_fanout_20us");
+    CUevent start = nullptr, stop = nullptr, fork = nullptr;
+    RAW(cuEventCreate(&start, rawcuda::CU_EVENT_DEFAULT));
+    RAW(cuEventCreate(&stop, rawcuda::CU_EVENT_DEFAULT));
+    RAW(cuEventCreate(&fork, rawcuda::CU_EVENT_DISABLE_TIMING));
+    std::vector<CUstream> workers(32);
+    std::vector<CUevent> joins(32);
+    for (int i = 0; i < 32; ++i) {
+        RAW(cuStreamCreate(&workers[i], rawcuda::CU_STREAM_NON_BLOCKING));
+        RAW(cuEventCreate(&joins[i], rawcuda::CU_EVENT_DISABLE_TIMING));
+    }
+    const int runs = 3;
+    auto elapsed_us = [&] {
+        RAW(cuEventSynchronize(stop));
+        float ms = 0;
+        RAW(cuEventElapsedTime(&ms, start, stop));
+        return ms * 1000.0;
+    };
+    auto raw_dag = [&](CUstream on, uint32_t K) {
+        RAW(cuEventRecord(fork, on));
+        for (uint32_t w = 0; w < K; ++w) RAW(cuStreamWaitEvent(workers[w], fork, 0));
+        for (uint32_t i = 0; i < tasks; ++i)
+            RAW(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, workers[i % K], nullptr, nullptr));
+        for (uint32_t w = 0; w < K; ++w) {
+            RAW(cuEventRecord(joins[w], workers[w]));
+            RAW(cuStreamWaitEvent(on, joins[w], 0));
+        }
+    };
+    for (uint32_t K : {8u, 32u}) {
+        const std::string name = "fanout-64x20us/K=" + std::to_string(K);
+        const bool vs_dag = opt.selected("B5g " + name + " vs-dag");
+        const bool vs_graph = opt.selected("B5g " + name + " vs-graph") && g_raw.has_graphs();
+        if (!vs_dag && !vs_graph) continue;
+        qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+        cfg.block[0] = 32;
+        std::vector<qd_task> list(tasks);
+        for (uint32_t i = 0; i < tasks; ++i) {
+            qd_task t = QD_TASK_INIT;
+            t.group = i % K;
+            t.kernel = k;
+            t.config = cfg;
+            list[i] = t;
+        }
+        qd_graph graph = 0;
+        QD(qd_stream_begin_capture(s.stream));
+        QD(qd_launch_parallel(s.stream, list.data(), tasks));
+        QD(qd_stream_end_capture(s.stream, &graph));
+        rawcuda::CUgraph raw_graph = nullptr;
+        rawcuda::CUgraphExec raw_exec = nullptr;
+        if (vs_graph) {
+            RAW(cuStreamBeginCapture(s.native2, rawcuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+            raw_dag(s.native2, K);
+            RAW(cuStreamEndCapture(s.native2, &raw_graph));
+            RAW(cuGraphInstantiateWithFlags(&raw_exec, raw_graph, 0));
+        }
+        auto qd_side = [&] {
+            double total = 0;
+            for (int r = 0; r < runs; ++r) {
+                RAW(cuEventRecord(start, s.native));
+                QD(qd_graph_launch(graph, s.stream));
+                RAW(cuEventRecord(stop, s.native));
+                total += elapsed_us();
+            }
+            return total / runs;
+        };
+        auto dag_side = [&] {
+            double total = 0;
+            for (int r = 0; r < runs; ++r) {
+                RAW(cuEventRecord(start, s.native));
+                raw_dag(s.native, K);
+                RAW(cuEventRecord(stop, s.native));
+                total += elapsed_us();
+            }
+            return total / runs;
+        };
+        auto graph_side = [&] {
+            double total = 0;
+            for (int r = 0; r < runs; ++r) {
+                RAW(cuEventRecord(start, s.native));
+                RAW(cuGraphLaunch(raw_exec, s.native));
+                RAW(cuEventRecord(stop, s.native));
+                total += elapsed_us();
+            }
+            return total / runs;
+        };
+        auto add = [&](const char *suffix, const char *anchor_unit, const Samples &smp) {
+            Figure fig;
+            fig.bench = "B5g";
+            fig.name = name + " " + suffix;
+            fig.qd = median_of(smp.qd);
+            fig.unit = "us";
+            fig.has_anchor = true;
+            fig.anchor = median_of(smp.anchor);
+            fig.anchor_unit = anchor_unit;
+            fig.has_ratio = true;
+            fig.ratio = fig.qd / fig.anchor;
+            // docs/benchmarks.md: the replay at most 0.8x the per-launch DAG at K = 8.
+            if (K == 8 && std::string(suffix) == "vs-dag") {
+                fig.bar = "<= 0.8x the per-launch DAG at K=8";
+                fig.verdict = fig.ratio <= 0.8 ? Verdict::Pass : Verdict::Miss;
+            } else {
+                fig.bar = "none (INFO)";
+            }
+            report.add(fig, &smp);
+        };
+        if (vs_dag)
+            add("vs-dag", "us (hand-written DAG)", qdbench::alternate(opt, qd_side, dag_side));
+        if (vs_graph)
+            add("vs-graph", "us (the DAG hand-captured into a CUDA graph)",
+                qdbench::alternate(opt, qd_side, graph_side));
+        if (raw_exec) RAW(cuGraphExecDestroy(raw_exec));
+        if (raw_graph) RAW(cuGraphDestroy(raw_graph));
+        QD(qd_graph_destroy(graph));
+    }
+    if (!g_raw.has_graphs())
+        std::printf("# B5g vs-graph skipped: the driver has no stream capture entry points\n");
+    for (int i = 0; i < 32; ++i) {
+        RAW(cuStreamDestroy(workers[i]));
+        RAW(cuEventDestroy(joins[i]));
+    }
+    RAW(cuEventDestroy(start));
+    RAW(cuEventDestroy(stop));
+    RAW(cuEventDestroy(fork));
+    QD(qd_kernel_destroy(k));
+}
+
+// ---------------------------------------------------------------------------------------------
+// B9: host time of one replay of a 64-launch graph, and of an argument update (a capture of
+// the same 64 launches with a new argument + qd_graph_update) plus the replay, against 64
+// qd_launch calls. Enqueue only: the clock stops before the synchronize.
+// ---------------------------------------------------------------------------------------------
+
+void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    const bool replay = opt.selected("B9 replay-64");
+    const bool update = opt.selected("B9 update+replay-64");
+    if (!replay && !update) return;
+    const int launches = 64;
+    qd_kernel k = s.qd_kernel_named("gpu_empty1");
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    uint64_t value = 0;
+    const qd_arg arg = {&value, sizeof value};
+    auto enqueue64 = [&] {
+        for (int i = 0; i < launches; ++i) QD(qd_launch(s.stream, k, &cfg, &arg, 1));
+    };
+    auto capture = [&](uint64_t v) {
+        value = v;
+        qd_graph g = 0;
+        QD(qd_stream_begin_capture(s.stream));
+        enqueue64();
+        QD(qd_stream_end_capture(s.stream, &g));
+        return g;
+    };
+    qd_graph graph = capture(1);
+    auto direct_side = [&] {
+        auto t0 = Clock::now();
+        enqueue64();
+        auto t1 = Clock::now();
+        QD(qd_stream_synchronize(s.stream));
+        return elapsed_ns(t0, t1) / 1000.0;
+    };
+    auto replay_side = [&] {
+        auto t0 = Clock::now();
+        QD(qd_graph_launch(graph, s.stream));
+        auto t1 = Clock::now();
+        QD(qd_stream_synchronize(s.stream));
+        return elapsed_ns(t0, t1) / 1000.0;
+    };
+    uint64_t next = 2;
+    auto update_side = [&] {
+        auto t0 = Clock::now();
+        qd_graph fresh = capture(next++);
+        QD(qd_graph_update(graph, fresh));
+        QD(qd_graph_destroy(fresh));
+        QD(qd_graph_launch(graph, s.stream));
+        auto t1 = Clock::now();
+        QD(qd_stream_synchronize(s.stream));
+        return elapsed_ns(t0, t1) / 1000.0;
+    };
+    auto add = [&](const char *name, const char *what, const Samples &smp) {
+        Figure fig;
+        fig.bench = "B9";
+        fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "us (64 qd_launch calls)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = std::string("none (") + what + "; INFO)";
+        report.add(fig, &smp);
+    };
+    if (replay) add("replay-64", "one qd_graph_launch", qdbench::alternate(opt, replay_side, direct_side));
+    if (update)
+        add("update+replay-64", "capture with a new argument + qd_graph_update + qd_graph_launch",
+            qdbench::alternate(opt, update_side, direct_side));
+    QD(qd_graph_destroy(graph));
+    QD(qd_kernel_destroy(k));
+}
+
+// ---------------------------------------------------------------------------------------------
 // B6: record+wait, async alloc+free
 // ---------------------------------------------------------------------------------------------
 
@@ -462,6 +671,8 @@ int main(int argc, char **argv) {
     bench_pool(opt, report, s);
     bench_active(opt, report, s);
     bench_fanout(opt, report, s);
+    bench_graph_fanout(opt, report, s);
+    bench_graph_replay(opt, report, s);
     bench_events_memory(opt, report, s);
     report.summary();
 

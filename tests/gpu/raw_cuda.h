@@ -29,6 +29,11 @@ using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
+struct CUgraph_st;
+struct CUgraphExec_st;
+using CUgraph = CUgraph_st *;
+using CUgraphExec = CUgraphExec_st *;
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;  // CUstreamCaptureMode
 
 // From the one header that holds qd's CUDA constants (src/backends/cuda/cuda_constants.h).
 constexpr CUresult CUDA_SUCCESS = qd::cuda_abi::kSuccess;
@@ -75,6 +80,14 @@ struct Driver {
     CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
     CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
     CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
+    // Optional (null when the driver lacks them): stream capture into a CUDA graph, for the
+    // benchmarks' hand-captured anchor (B5g).
+    CUresult (*cuStreamBeginCapture)(CUstream, int mode) = nullptr;
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *) = nullptr;
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long) = nullptr;
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+    CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+    CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
 
     // Loads libcuda.so.1 and calls cuInit(0). False (error says why) when there is no driver.
     bool load() {
@@ -124,6 +137,15 @@ struct Driver {
         bind(cuMemFreeAsync, "cuMemFreeAsync");
         bind(cuMemcpyAsync, "cuMemcpyAsync");
         bind(cuGetErrorName, "cuGetErrorName");
+        auto optional = [&](auto &slot, const char *name) {
+            slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(lib, name));
+        };
+        optional(cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+        optional(cuStreamEndCapture, "cuStreamEndCapture");
+        optional(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+        optional(cuGraphLaunch, "cuGraphLaunch");
+        optional(cuGraphExecDestroy, "cuGraphExecDestroy");
+        optional(cuGraphDestroy, "cuGraphDestroy");
         if (!ok) return false;
         CUresult r = cuInit(0);
         if (r != CUDA_SUCCESS) {
@@ -131,6 +153,11 @@ struct Driver {
             return false;
         }
         return true;
+    }
+
+    bool has_graphs() const {
+        return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
+               cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
     }
 
     std::string name(CUresult r) const {
