@@ -16,9 +16,9 @@ using namespace qdt;
 
 namespace {
 
-enum Kind { kContext, kStream, kEvent, kModule, kKernel, kKinds };
+enum Kind { kContext, kStream, kEvent, kModule, kKernel, kGraph, kKinds };
 const char *kind_name(int k) {
-    static const char *names[] = {"context", "stream", "event", "module", "kernel"};
+    static const char *names[] = {"context", "stream", "event", "module", "kernel", "graph"};
     return names[k];
 }
 
@@ -62,6 +62,12 @@ class InvalidHandleFuzz : public ::testing::Test {
         ASSERT_QD_OK(qd_event_create(G, 0, &GE));
         ASSERT_QD_OK(qd_kernel_from_host_fn(G, &ok_kernel, "g", &GK));
         ASSERT_QD_OK(qd_module_load(G, path.data(), path.size(), &GM));
+        auto empty_graph = [](qd_stream s, qd_graph *out) {
+            ASSERT_QD_OK(qd_stream_begin_capture(s));
+            ASSERT_QD_OK(qd_stream_end_capture(s, out));
+        };
+        empty_graph(S, &GR);
+        empty_graph(GS, &GGR);
         // Destroyed objects of F, and objects of a destroyed context.
         qd_stream ds = 0;
         qd_event de = 0;
@@ -78,6 +84,10 @@ class InvalidHandleFuzz : public ::testing::Test {
         qd_stream released = 0;
         ASSERT_QD_OK(qd_stream_acquire(F, &released));
         ASSERT_QD_OK(qd_stream_release(released));
+        qd_graph dg = 0;
+        empty_graph(S, &dg);
+        ASSERT_QD_OK(qd_graph_destroy(dg));
+        dead[kGraph] = {dg};
         dead[kStream] = {ds, released};
         dead[kEvent] = {de};
         dead[kKernel] = {dk};
@@ -93,7 +103,10 @@ class InvalidHandleFuzz : public ::testing::Test {
         ASSERT_QD_OK(qd_event_create(X, 0, &xe));
         ASSERT_QD_OK(qd_kernel_from_host_fn(X, &ok_kernel, "x", &xk));
         ASSERT_QD_OK(qd_module_load(X, path.data(), path.size(), &xm));
+        qd_graph xg = 0;
+        empty_graph(xs, &xg);
         ASSERT_QD_OK(qd_context_destroy(X));
+        dead[kGraph].push_back(xg);
         dead[kContext] = {X};
         dead[kStream].insert(dead[kStream].end(), {xs, xd});
         dead[kEvent].push_back(xe);
@@ -105,6 +118,7 @@ class InvalidHandleFuzz : public ::testing::Test {
         valid[kEvent] = {E, E2, GE};
         valid[kModule] = {M, GM};
         valid[kKernel] = {K, KM, GK};
+        valid[kGraph] = {GR, GGR};
         for (int k = 0; k < kKinds; ++k) live[k].insert(valid[k].begin(), valid[k].end());
         baseline = get_stats(F);
         build_entries();
@@ -180,6 +194,14 @@ class InvalidHandleFuzz : public ::testing::Test {
             t.kernel = h;
             return qd_launch_parallel(S, &t, 1);
         });
+        // Graphs (since 0.2).
+        add("qd_stream_begin_capture", kStream, [](uint64_t h) { return qd_stream_begin_capture(h); });
+        add("qd_stream_end_capture", kStream, [](uint64_t h) { qd_graph g; return qd_stream_end_capture(h, &g); });
+        add("qd_graph_launch(stream)", kStream, [this](uint64_t h) { return qd_graph_launch(GR, h); });
+        add("qd_graph_launch(graph)", kGraph, [this](uint64_t h) { return qd_graph_launch(h, S); });
+        add("qd_graph_update(graph)", kGraph, [this](uint64_t h) { return qd_graph_update(h, GR); });
+        add("qd_graph_update(from)", kGraph, [this](uint64_t h) { return qd_graph_update(GR, h); });
+        add("qd_graph_destroy", kGraph, [](uint64_t h) { return qd_graph_destroy(h); });
     }
 
     // Runs one input through one entry; records failures (first few in detail).
@@ -212,6 +234,7 @@ class InvalidHandleFuzz : public ::testing::Test {
     qd_event E = 0, E2 = 0, GE = 0;
     qd_module M = 0, GM = 0;
     qd_kernel K = 0, KM = 0, GK = 0;
+    qd_graph GR = 0, GGR = 0;
     uint64_t A = 0;
     void *H = nullptr;
     std::string path;
@@ -273,6 +296,7 @@ TEST_F(InvalidHandleFuzz, EveryEntryPoint_ForgedHandles_ReturnAnErrorAndNeverCra
     EXPECT_EQ(now.stream_pool_leased, baseline.stream_pool_leased);
     EXPECT_EQ(now.live_allocations, baseline.live_allocations);
     EXPECT_EQ(now.host_bytes_allocated, baseline.host_bytes_allocated);
+    EXPECT_EQ(now.live_graphs, baseline.live_graphs);
     EXPECT_EQ(g_host_fn_calls.load(), 0);
     qd_stream active = 0;
     EXPECT_QD_OK(qd_stream_get_active(F, &active));
@@ -291,10 +315,12 @@ TEST_F(InvalidHandleFuzz, EveryEntryPoint_ForgedHandles_ReturnAnErrorAndNeverCra
                 break;
             }
             case kKernel: break;
+            case kGraph: break;
             }
         }
     EXPECT_QD_OK(qd_launch(S, K, nullptr, nullptr, 0));
     EXPECT_QD_OK(qd_launch(S, KM, nullptr, nullptr, 0));
+    EXPECT_QD_OK(qd_graph_launch(GR, S));
     EXPECT_QD_OK(qd_stream_synchronize(S));
 }
 

@@ -378,6 +378,59 @@ TEST_P(GraphTest, Leases_StayWithTheCaptureUntilItEnds) {
     EXPECT_QD_OK(qd_graph_destroy(g));
 }
 
+TEST_P(GraphTest, Leases_AnotherThreadNeverGetsAStreamOfTheCapture) {
+    // The redesign of qd_launch_parallel and qd_stream_join under capture: their streams stay
+    // with the capture, so a lease another thread takes meanwhile is never a capturing stream
+    // (its work runs at once, and it may synchronize).
+    QDT_REQUIRE_KERNELS();
+    qd_context c = small_pool(4);
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    qd_kernel k = 0;
+    if (is_cpu()) {
+        ASSERT_QD_OK(qd_kernel_from_host_fn(c, [](const qd_host_kernel_info *, void *const *) -> int32_t { return 0; }, "nop", &k));
+    }
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    qd_stream kids[2];
+    ASSERT_QD_OK(qd_stream_fork(s, 2, kids));
+    ASSERT_QD_OK(qd_stream_join(s, kids, 2));
+    if (k) {
+        qd_task t[2] = {QD_TASK_INIT, QD_TASK_INIT};
+        t[0].kernel = t[1].kernel = k;
+        t[1].group = 1;
+        ASSERT_QD_OK(qd_launch_parallel(s, t, 2));
+    }
+    std::atomic<int> ran{0};
+    qd_status results[4] = {QD_ERROR_INTERNAL, QD_ERROR_INTERNAL, QD_ERROR_INTERNAL, QD_ERROR_INTERNAL};
+    std::thread other([&] {
+        qd_stream l[2] = {0, 0};
+        results[0] = qd_stream_acquire(c, &l[0]);
+        results[1] = qd_stream_acquire(c, &l[1]);
+        qd_stream third = 0;
+        results[2] = qd_stream_acquire(c, &third);  // the capture holds the other two
+        qd_status st = QD_SUCCESS;
+        for (qd_stream x : l) {
+            if (!x) continue;
+            if (st == QD_SUCCESS) st = qd_launch_host_fn(x, [](void *u) { static_cast<std::atomic<int> *>(u)->fetch_add(1); }, &ran);
+            if (st == QD_SUCCESS) st = qd_stream_synchronize(x);
+            if (st == QD_SUCCESS) st = qd_stream_release(x);
+        }
+        results[3] = st;
+    });
+    other.join();
+    EXPECT_QD_OK(results[0]);
+    EXPECT_QD_OK(results[1]);
+    EXPECT_EQ(results[2], QD_ERROR_POOL_EXHAUSTED);
+    EXPECT_QD_OK(results[3]) << "a lease of another thread was a capturing stream";
+    EXPECT_EQ(ran.load(), 2) << "work on another thread's lease was recorded instead of run";
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    EXPECT_EQ(get_stats(c).stream_pool_leased, 0u);
+    EXPECT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
 TEST_P(GraphTest, Misuse_EveryStatus) {
     QDT_REQUIRE_KERNELS();
     qd_stream s = new_stream();
