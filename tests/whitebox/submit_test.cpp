@@ -253,3 +253,55 @@ TEST(ObserverSet, Observers_BeforeInOrder_AfterInReverse_ConsumeEndsTheWalk_Drai
 }
 
 }  // namespace
+
+// Graph capture (core/capture.h) is an observer like any other: it consumes the operations of a
+// capturing stream, so an observer attached after it never sees them, and a replay submits them
+// again through the chokepoint, with the fork/join structure of the captured calls, as
+// OpOrigin::GraphLaunch.
+TEST(SubmitGraph, CapturedOperationsAreConsumed_AndAReplaySubmitsThemAgain) {
+    struct Forward : qd::core::OpObserver {
+        explicit Forward(Recorder *r) : rec(r) {}
+        qd_status before(const Op &op, bool *consumed) override { return rec->before(op, consumed); }
+        void after(const Op &op, qd_status status) override { rec->after(op, status); }
+        Recorder *rec;
+    };
+    Recorder rec;
+    qd_context ctx = 0;
+    qd_stream s = 0;
+    qd_kernel k = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+    ASSERT_EQ(qd_kernel_from_host_fn(ctx, count_kernel, "count", &k), QD_SUCCESS);
+    g_runs = 0;
+    ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);  // attaches the capture observer
+    qd::core::Context *c = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    ASSERT_EQ(c->attach_observer(std::make_unique<Forward>(&rec)), QD_SUCCESS);
+    qd_task tasks[3] = {QD_TASK_INIT, QD_TASK_INIT, QD_TASK_INIT};
+    for (int i = 0; i < 3; ++i) {
+        tasks[i].kernel = k;
+        tasks[i].group = uint32_t(i % 2);
+    }
+    ASSERT_EQ(qd_launch_parallel(s, tasks, 3), QD_SUCCESS);
+    EXPECT_TRUE(rec.seen_before.empty()) << "a captured operation reached a later observer";
+    qd_graph g = 0;
+    ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+    ASSERT_EQ(qd_graph_launch(g, s), QD_SUCCESS);
+    std::vector<OpKind> kinds;
+    for (const Seen &x : rec.seen) kinds.push_back(x.kind);
+    // the captured fork (record + 2 waits), 3 launches, the join (2 x record + wait)
+    ASSERT_EQ(kinds, (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
+                                          OpKind::Launch, OpKind::Launch, OpKind::Launch,
+                                          OpKind::Record, OpKind::Wait, OpKind::Record,
+                                          OpKind::Wait}));
+    for (const Seen &x : rec.seen) EXPECT_EQ(x.origin, OpOrigin::GraphLaunch);
+    EXPECT_EQ(rec.seen[3].stream, rec.seen[5].stream);  // group 0's two tasks: one stream
+    EXPECT_NE(rec.seen[3].stream, rec.seen[4].stream);
+    EXPECT_EQ(rec.seen[3].kernel, "count");
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 3);
+    EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
+    EXPECT_EQ(qd_context_destroy(ctx), QD_SUCCESS);  // before rec goes
+}
