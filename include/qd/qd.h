@@ -426,19 +426,21 @@ QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd
  *  QD_ERROR_INVALID_HANDLE.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or already destroyed.
  *  - QD_ERROR_INVALID_OPERATION: stream is the default stream, or a pool lease (use
- *    qd_stream_release). */
+ *    qd_stream_release); stream is capturing ("Graphs"). */
 QD_API qd_status qd_stream_destroy(qd_stream stream);
 
 /** Block until all work queued on the stream so far has completed.
  *  Threads: any, except a host kernel or callback of the same context.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
- *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context.
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context; stream
+ *    is capturing ("Graphs").
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_synchronize(qd_stream stream);
 
 /** QD_SUCCESS if all work queued on the stream has completed, QD_NOT_READY if not. Never blocks.
  *  Threads: any.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs").
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_query(qd_stream stream);
 
@@ -449,6 +451,9 @@ QD_API qd_status qd_stream_query(qd_stream stream);
  *  Threads: any.
  *  - QD_ERROR_INVALID_HANDLE: stream or event is 0, of the wrong type, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: stream and event belong to different contexts.
+ *  - QD_ERROR_INVALID_OPERATION: ("Graphs") stream is capturing and the event's latest record
+ *    was made outside its capture; or the event's latest record is inside another capture.
+ *    A stream that is not capturing and waits on a record made inside a capture joins it.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event);
 
@@ -470,7 +475,8 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out);
 /** Return a leased stream to its pool. Returns at once; work queued on it still completes.
  *  Threads: any.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, destroyed, or already released.
- *  - QD_ERROR_INVALID_OPERATION: stream is not a pool lease (owned, borrowed or default). */
+ *  - QD_ERROR_INVALID_OPERATION: stream is not a pool lease (owned, borrowed or default); the
+ *    lease is capturing ("Graphs": join it back with qd_stream_join instead). */
 QD_API qd_status qd_stream_release(qd_stream stream);
 
 /** Fork: lease n streams from the pool into children[0..n) and make each wait for the work
@@ -486,7 +492,9 @@ QD_API qd_status qd_stream_fork(qd_stream parent, uint32_t n, qd_stream *childre
 /** Join: make parent wait for all work queued so far on each child (pooled events; no host
  *  synchronisation), then release every child to the pool. children must be pool leases
  *  (from qd_stream_fork or qd_stream_acquire) of parent's context. Everything is validated
- *  before anything is queued: on an error nothing changes.
+ *  before anything is queued: on an error nothing changes. A child that is capturing
+ *  ("Graphs") is released too (its handle is stale at once), but its stream stays with the
+ *  capture until the capture ends.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: children is NULL, n is 0, or a child appears twice or equals
  *    parent.
@@ -582,13 +590,16 @@ QD_API qd_status qd_event_record(qd_stream stream, qd_event event);
 /** QD_SUCCESS if the most recent record has completed (or the event was never recorded),
  *  QD_NOT_READY if not. Never blocks.
  *  - QD_ERROR_INVALID_HANDLE: event is 0, not an event, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: the latest record is inside a capture that is still open
+ *    ("Graphs").
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_event_query(qd_event event);
 
 /** Block until the most recent record has completed (returns at once if never recorded).
  *  Threads: any, except a host kernel or callback of the same context.
  *  - QD_ERROR_INVALID_HANDLE: event is 0, not an event, or destroyed.
- *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context.
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context; the
+ *    latest record is inside a capture that is still open ("Graphs").
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_event_synchronize(qd_event event);
 
@@ -719,6 +730,7 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_NOT_SUPPORTED: (HIP) the runtime has no stream-ordered allocation
  *    (hipMallocAsync, a beta feature of HIP 5) or the device has no memory pools.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs": allocation is not captured).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *address);
 
@@ -729,6 +741,7 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
  *  - QD_ERROR_INVALID_ADDRESS: address is not the start of a live allocation of this context
  *    (unknown, already freed, or from another context).
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs": freeing is not captured).
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
 
