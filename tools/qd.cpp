@@ -9,6 +9,7 @@
 #include <qd/qd.h>
 
 #include "bench_cmd.h"
+#include "trace_view.h"
 #include "demo_common.h"
 
 #include <algorithm>
@@ -40,7 +41,11 @@ const char *const kUsageHead =
     "      --backend cpu|cuda|hip   use this backend instead of the best available one\n"
     "      --groups N               independent groups of tasks (default 16)\n"
     "      --tasks N                tasks per group, run in order (default 4)\n"
-    "      --task-ms MS             target time of one task (default 3)\n";
+    "      --task-ms MS             target time of one task (default 3)\n"
+    "      --trace FILE.json        write the demo's timeline (as QD_TRACE=FILE.json does)\n"
+    "  trace view TRACE.json -o PAGE.html\n"
+    "                       draw a QD_TRACE timeline as one self-contained HTML page (lanes per\n"
+    "                       stream, slices, the arrows from records to waits; zoom and hover)\n";
 const char *const kUsageTail =
     "\n"
     "  -h, --help           print this help\n"
@@ -319,6 +324,10 @@ int demo_main(int argc, char **argv) {
         } else if (arg == "--tasks") {
             if (!parse_count(value, 1, 1024, &options.tasks_per_group))
                 return usage_error("demo: --tasks takes 1..1024");
+        } else if (arg == "--trace") {
+            // The library reads QD_TRACE when a context is created (core/trace.h).
+            if (*value == '\0' || ::setenv("QD_TRACE", value, 1) != 0)
+                return usage_error("demo: --trace takes a file name");
         } else if (arg == "--task-ms") {
             char *end = nullptr;
             options.task_ms = std::strtod(value, &end);
@@ -344,6 +353,7 @@ int main(int argc, char **argv) {
         if (command == "info") return argc == 2 ? run_info() : usage_error("info takes no options");
         if (command == "demo") return demo_main(argc - 2, argv + 2);
         if (command == "bench") return bench_main(argc - 2, argv + 2);
+        if (command == "trace") return run_trace(argc - 2, argv + 2);
     } catch (const QdError &error) {
         std::fprintf(stderr, "qd %s: %s\n", command.c_str(), error.what());
         return 1;

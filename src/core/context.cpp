@@ -1,5 +1,6 @@
 #include "core/context.h"
 #include "core/observers.h"
+#include "core/trace.h"
 #include "backends/common/limits.h"
 #include "common/first_sizes.h"
 
@@ -101,6 +102,12 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
         return fail(st, "%s", reason.c_str());
     }
     table.get(ctx->default_stream_handle_, Tag::Stream, &ctx->default_stream_);
+    st = TraceObserver::attach_if_requested(*ctx);  // QD_TRACE (core/trace.h)
+    if (st != QD_SUCCESS) {
+        const std::string reason = last_error_message();
+        destroy(ctx->handle_);
+        return fail(st, "%s", reason.c_str());
+    }
     *out = ctx->handle_;
     return QD_SUCCESS;
 }
