@@ -57,9 +57,8 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address) {
     return api::guarded([&]() -> qd_status {
         Stream *s = nullptr;
         qd_status st = core::resolve_usable(stream, &s);
-        if (st == QD_SUCCESS) st = s->ctx->allocs().remove(AllocRegistry::Kind::Device, address);
         if (st != QD_SUCCESS) return st;
-        return core::submit_mem_free(*s, address);
+        return core::mem_free(*s, address);
     });
 }
 

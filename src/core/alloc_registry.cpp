@@ -56,7 +56,7 @@ bool AllocRegistry::insert(Kind kind, uint64_t address, uint64_t bytes,
     return true;
 }
 
-qd_status AllocRegistry::remove(Kind kind, uint64_t address) {
+qd_status AllocRegistry::remove(Kind kind, uint64_t address, uint64_t *removed_bytes) {
     Map::node_type dropped;  // freed after the lock, when the spare list is full
     Guard g(lock_);
     auto &map = map_of(kind);
@@ -68,6 +68,7 @@ qd_status AllocRegistry::remove(Kind kind, uint64_t address) {
                     (unsigned long long)address,
                     kind == Kind::Device ? "qd_mem_alloc_async" : "qd_host_alloc");
     const uint64_t bytes = it->second;
+    if (removed_bytes) *removed_bytes = bytes;
     if (spare_.capacity() == 0) spare_.reserve(kSpareNodes);  // may throw: nothing changed yet
     if (spare_.size() < kSpareNodes)
         spare_.push_back(map.extract(it));  // no allocation: capacity is reserved

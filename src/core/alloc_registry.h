@@ -36,7 +36,8 @@ class AllocRegistry {
     // false, so a block made during a destroy is either swept by it or refused here.
     bool insert(Kind kind, uint64_t address, uint64_t bytes, const std::atomic<bool> &closed);
     // QD_ERROR_INVALID_ADDRESS (with message) when address is not the start of a live block.
-    qd_status remove(Kind kind, uint64_t address);
+    // *bytes (when given) receives the removed block's size.
+    qd_status remove(Kind kind, uint64_t address, uint64_t *bytes = nullptr);
     // Checks [address, address+bytes) against every registry of the process (every context's
     // device and host blocks). QD_ERROR_INVALID_ADDRESS when the range starts inside a block
     // but runs past its end, or starts exactly at a block's end (one past the last byte) where

@@ -1,6 +1,7 @@
 #include "core/object_ops.h"
 
 #include <cstring>
+#include <string>
 
 #include "common/error.h"
 #include "core/submit.h"
@@ -110,6 +111,27 @@ qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
     }
     if (st == QD_SUCCESS) *address = a;
     return st;
+}
+
+// The block leaves the registry first, so a second free of it (on any thread) is refused at
+// once; if the stream then refuses the free (an observer such as graph capture, or the backend),
+// the block goes back into the registry: it stays the caller's, freeable later, and a context
+// destroy still frees it.
+qd_status mem_free(Stream &stream, uint64_t address) {
+    Context &ctx = *stream.ctx;
+    uint64_t bytes = 0;
+    qd_status st = ctx.allocs().remove(AllocRegistry::Kind::Device, address, &bytes);
+    if (st != QD_SUCCESS) return st;
+    st = submit_mem_free(stream, address);
+    if (st != QD_SUCCESS) {
+        const std::string reason = last_error_message();
+        // Refused only once the context's destroy has begun, which then frees nothing it
+        // cannot see: free the block now rather than lose it.
+        if (ctx.register_allocation(AllocRegistry::Kind::Device, address, bytes) != QD_SUCCESS)
+            ctx.impl().mem_free_now(address);
+        return fail(st, "%s", reason.c_str());
+    }
+    return QD_SUCCESS;
 }
 
 qd_status host_alloc(Context &ctx, uint64_t bytes, void **out) {

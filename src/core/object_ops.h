@@ -33,6 +33,8 @@ void priority_range(Context &ctx, int32_t *least, int32_t *greatest);
 // Stream-ordered and pinned host allocations, registered with the context (bytes is validated:
 // 1 .. 2^56). Each block gets one guard byte past its end (see object_ops.cpp).
 qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address);
+// Frees a block in stream order; a free the stream refuses leaves the block registered.
+qd_status mem_free(Stream &stream, uint64_t address);
 qd_status host_alloc(Context &ctx, uint64_t bytes, void **out);
 qd_status host_free(Context &ctx, void *ptr);
 

@@ -186,8 +186,8 @@ class FakeGpuHarness : public Harness {
   public:
     explicit FakeGpuHarness(bool backed_memory) {
         fake::g_fake.reset();
-        fake::t_current = nullptr;
-        fake::t_stack.clear();
+        fake::current_context() = nullptr;
+        fake::context_stack().clear();
         fake::g_fake.backed_memory = backed_memory;
         caps_.host_visible_memory = backed_memory;
         caps_.native_streams = true;

@@ -27,7 +27,7 @@
 namespace {
 
 // The fake driver (tests/support/fake_gpu_driver.h): g_fake, fake_table(), the thread's current
-// context t_current, fault injection.
+// context current_context(), fault injection.
 using namespace qdt::fake_gpu;
 
 // ---------------------------------------------------------------------------------------------
@@ -48,8 +48,8 @@ class GpuBackend : public ::testing::Test {
   protected:
     void SetUp() override {
         g_fake.reset();
-        t_current = nullptr;
-        t_stack.clear();
+        current_context() = nullptr;
+        context_stack().clear();
         ASSERT_EQ(gpu::make_gpu_driver(fake_table(), qd::backend::DlLibrary(), &driver_), QD_SUCCESS)
             << qd::last_error_message();
         qd::backend::ContextParams params;
@@ -144,7 +144,7 @@ TEST_F(GpuBackend, ImportedStream_IsForgottenNeverDestroyed) {
     const qd::backend::gpu::NativeCounters *c = gpu::native_counters(driver_.get());
     ASSERT_NE(c, nullptr);
     gpu::NativeStream raw = nullptr;
-    t_current = g_fake.primary;
+    current_context() = g_fake.primary;
     ASSERT_EQ(f_stream_create(&raw, 1, 0), kOk);
     const int destroys = g_fake.stream_destroys;
     const uint64_t destroyed = c->streams_destroyed;
@@ -170,7 +170,7 @@ TEST_F(GpuBackend, ImportedStream_IsForgottenNeverDestroyed) {
 // cuStreamSynchronize on a native stream its owner (PyTorch) had already destroyed: SIGSEGV.
 TEST_F(GpuBackend, ForgottenImportedStream_IsNeverTouchedAfterItsOwnerDestroysIt) {
     gpu::NativeStream raw = nullptr;
-    t_current = g_fake.primary;
+    current_context() = g_fake.primary;
     ASSERT_EQ(f_stream_create(&raw, 1, 0), kOk);
     std::shared_ptr<Stream> s;
     ASSERT_EQ(ctx_->import_stream(reinterpret_cast<uintptr_t>(raw), &s), QD_SUCCESS);
@@ -188,7 +188,7 @@ TEST_F(GpuBackend, Import_PseudoStreamsAndForeignContexts_InvalidArgument) {
     EXPECT_EQ(ctx_->import_stream(1, &s), QD_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(ctx_->import_stream(2, &s), QD_ERROR_INVALID_ARGUMENT);
     gpu::NativeStream foreign = nullptr;
-    t_current = g_fake.other;
+    current_context() = g_fake.other;
     ASSERT_EQ(f_stream_create(&foreign, 1, 0), kOk);
     EXPECT_EQ(ctx_->import_stream(reinterpret_cast<uintptr_t>(foreign), &s),
               QD_ERROR_INVALID_ARGUMENT);
@@ -292,7 +292,7 @@ TEST_F(GpuBackend, NonStickyErrors_MapByRuleOrFallback_ContextNotLost) {
 // current-context call at all, and leaves another library's context current.
 TEST(GpuBackendStreamContext, StreamCallsUseTheStreamsContext_NoCurrentContextCalls) {
     g_fake.reset();
-    t_current = g_fake.other;
+    current_context() = g_fake.other;
     gpu::DriverTable t = fake_table();
     t.stream_calls_use_stream_context = true;
     std::unique_ptr<Driver> driver;
@@ -318,8 +318,8 @@ TEST(GpuBackendStreamContext, StreamCallsUseTheStreamsContext_NoCurrentContextCa
     EXPECT_EQ(s->mem_free(addr), QD_SUCCESS);
     EXPECT_EQ(s->query(), QD_SUCCESS);
     EXPECT_EQ(g_ctx_queries.load(), before) << "an enqueue checked the current context";
-    EXPECT_EQ(t_current, g_fake.other);
-    t_current = nullptr;
+    EXPECT_EQ(current_context(), g_fake.other);
+    current_context() = nullptr;
     e.reset();
     k.reset();
     m.reset();
@@ -410,13 +410,13 @@ TEST_F(GpuBackend, CallbackScope_CpuWorkerMayCallTheDriver_DriverCallbackThreadM
 
 TEST_F(GpuBackend, CurrentContext_OtherLibrarysIsRestored_EmptyThreadGetsOurs) {
     auto s = stream();
-    t_current = g_fake.other;
+    current_context() = g_fake.other;
     EXPECT_EQ(s->query(), QD_SUCCESS);
-    EXPECT_EQ(t_current, g_fake.other) << "another library's current context was changed";
-    EXPECT_TRUE(t_stack.empty()) << "push without pop";
+    EXPECT_EQ(current_context(), g_fake.other) << "another library's current context was changed";
+    EXPECT_TRUE(context_stack().empty()) << "push without pop";
     std::thread([&] {
         EXPECT_EQ(s->query(), QD_SUCCESS);
-        EXPECT_EQ(t_current, g_fake.primary);
+        EXPECT_EQ(current_context(), g_fake.primary);
     }).join();
 }
 

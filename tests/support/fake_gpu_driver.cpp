@@ -9,8 +9,12 @@
 namespace qdt::fake_gpu {
 
 Fake g_fake;
+namespace {
 thread_local gpu::NativeContext t_current = nullptr;
 thread_local std::vector<gpu::NativeContext> t_stack;
+}  // namespace
+gpu::NativeContext &current_context() { return t_current; }
+std::vector<gpu::NativeContext> &context_stack() { return t_stack; }
 std::atomic<long> g_ctx_queries{0};
 
 void Fake::reset() {

@@ -98,9 +98,11 @@ struct Fake {
 };
 
 extern Fake g_fake;
-// The calling thread's current context and its push stack (ctx_* entries).
-extern thread_local gpu::NativeContext t_current;
-extern thread_local std::vector<gpu::NativeContext> t_stack;
+// The calling thread's current context and its push stack (ctx_* entries). Functions, not
+// extern thread_locals: GCC's UBSan flags a reference bound to another unit's thread_local
+// (through its TLS wrapper) as a null reference.
+gpu::NativeContext &current_context();
+std::vector<gpu::NativeContext> &context_stack();
 // ctx_get_current calls so far.
 extern std::atomic<long> g_ctx_queries;
 
