@@ -9,17 +9,7 @@ using namespace qd;
 
 extern "C" {
 
-QD_API const char *qd_status_name(qd_status status) {
-    switch (status) {
-#define QD_STATUS_NAME_CASE_(name, value, text) \
-    case value:                                 \
-        return #name;
-        QD_STATUS_LIST(QD_STATUS_NAME_CASE_)
-#undef QD_STATUS_NAME_CASE_
-    default:
-        return "QD_STATUS_UNKNOWN";
-    }
-}
+QD_API const char *qd_status_name(qd_status status) { return status_name(status); }
 
 QD_API const char *qd_last_error_message(void) { return last_error_message(); }
 

@@ -21,4 +21,16 @@ qd_status fail(qd_status status, const char *fmt, ...) {
 
 const char *last_error_message() noexcept { return t_message; }
 
+const char *status_name(qd_status status) {
+    switch (status) {
+#define QD_STATUS_NAME_CASE_(name, value, text) \
+    case value:                                 \
+        return #name;
+        QD_STATUS_LIST(QD_STATUS_NAME_CASE_)
+#undef QD_STATUS_NAME_CASE_
+    default:
+        return "QD_STATUS_UNKNOWN";
+    }
+}
+
 }  // namespace qd

@@ -14,6 +14,10 @@ namespace qd {
 // Writes the message (truncated to the buffer) and returns status unchanged.
 qd_status fail(qd_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// The status's name ("QD_ERROR_INVALID_HANDLE"), from qd.h's status list; "QD_STATUS_UNKNOWN"
+// for a value not in it. qd_status_name() returns this.
+const char *status_name(qd_status status);
+
 // The current thread's message; "" until the first failure. Never null.
 const char *last_error_message() noexcept;
 

@@ -54,18 +54,6 @@ const char *origin_name(OpOrigin origin) {
     return "other";
 }
 
-const char *status_name(qd_status status) {
-    switch (status) {
-#define QD_TRACE_STATUS_CASE_(name, value, text) \
-    case value:                                   \
-        return #name;
-        QD_STATUS_LIST(QD_TRACE_STATUS_CASE_)
-#undef QD_TRACE_STATUS_CASE_
-    default:
-        return "QD_STATUS_UNKNOWN";
-    }
-}
-
 const char *backend_label(qd_backend kind) {
     switch (kind) {
     case QD_BACKEND_CUDA: return "cuda";

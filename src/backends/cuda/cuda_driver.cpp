@@ -86,12 +86,7 @@ constexpr gpu::ErrorRule kErrorRules[] = {
 };
 
 // Each table entry and the libcuda symbols that provide it, preferred first.
-struct Binding {
-    Fn fn;
-    const char *names[2];
-};
-
-constexpr Binding kBindings[] = {
+constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::init, {"cuInit"}},
     {Fn::driver_get_version, {"cuDriverGetVersion"}},
     {Fn::get_error_name, {"cuGetErrorName"}},
@@ -193,18 +188,7 @@ qd_status make_cuda_driver(std::unique_ptr<Driver> *out) {
     if (!library) return fail(QD_ERROR_BACKEND_UNAVAILABLE, "cannot load the CUDA driver: %s", why);
 
     gpu::DriverTable table = cuda_constants();
-    for (const Binding &b : kBindings) {
-        for (const char *name : b.names) {
-            if (name == nullptr) break;
-            if (void *address = library.symbol(name)) {
-                gpu::set_entry(table, b.fn, address);
-                table.symbol[static_cast<size_t>(b.fn)] = name;
-                break;
-            }
-        }
-        // A missing entry keeps its first name, so the "lacks" message names the symbol.
-        if (!gpu::has_entry(table, b.fn)) table.symbol[static_cast<size_t>(b.fn)] = b.names[0];
-    }
+    gpu::bind_symbols(table, library, kBindings, sizeof kBindings / sizeof kBindings[0]);
     Fn missing = gpu::first_missing(table);
     if (missing != Fn::count)
         return fail(QD_ERROR_BACKEND_UNAVAILABLE,

@@ -2,6 +2,8 @@
 // list of (entry, symbol) pairs without naming each member.
 #include "backends/gpu/driver_table.h"
 
+#include "backends/gpu/gpu_backend.h"
+
 namespace qd::backend::gpu {
 
 void set_entry(DriverTable &table, Fn fn, void *address) {
@@ -47,6 +49,22 @@ Fn first_missing(const DriverTable &table) {
             if (!has_entry(table, fn)) return fn;
     }
     return Fn::count;
+}
+
+void bind_symbols(DriverTable &table, const DlLibrary &library, const SymbolBinding *bindings,
+                  size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+        const SymbolBinding &b = bindings[i];
+        for (const char *name : b.names) {
+            if (name == nullptr) break;
+            if (void *address = library.symbol(name)) {
+                set_entry(table, b.fn, address);
+                table.symbol[static_cast<size_t>(b.fn)] = name;
+                break;
+            }
+        }
+        if (!has_entry(table, b.fn)) table.symbol[static_cast<size_t>(b.fn)] = b.names[0];
+    }
 }
 
 const char *entry_name(Fn fn) {

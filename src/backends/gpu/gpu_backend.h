@@ -26,6 +26,18 @@ struct NativeCounters {
     std::atomic<uint64_t> modules_unloaded{0};
 };
 
+// One table entry and the library symbols that provide it, preferred first (a vendor loader's
+// list of them is data: {Fn::launch_kernel, {"cuLaunchKernel"}}).
+struct SymbolBinding {
+    Fn fn;
+    const char *names[2];
+};
+
+// Fills each listed entry from the first of its symbols the library has, and names the entry by
+// that symbol (by its first symbol when none is there, so a "lacks" message names it).
+void bind_symbols(DriverTable &table, const DlLibrary &library, const SymbolBinding *bindings,
+                  size_t count);
+
 // Builds the GPU driver over a complete table (first_missing(table) == Fn::count) whose init
 // entry has already succeeded. library keeps the vendor library loaded for the process.
 // QD_ERROR_BACKEND_UNAVAILABLE when the driver reports no device.

@@ -144,12 +144,7 @@ Result adapt_memset_d8_async(DevicePtr dst, unsigned char value, size_t bytes, N
 
 // The entries whose HIP function has the table's signature as it is. Each table entry and the
 // symbols that provide it, preferred first.
-struct Binding {
-    Fn fn;
-    const char *names[2];
-};
-
-constexpr Binding kDirect[] = {
+constexpr gpu::SymbolBinding kDirect[] = {
     {Fn::init, {"hipInit"}},
     {Fn::driver_get_version, {"hipDriverGetVersion"}},
     {Fn::device_get_count, {"hipGetDeviceCount"}},
@@ -267,17 +262,7 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
         return fail(QD_ERROR_BACKEND_UNAVAILABLE, "cannot load libamdhip64: %s", tried.c_str());
 
     gpu::DriverTable table = hip_constants();
-    for (const Binding &b : kDirect) {
-        for (const char *name : b.names) {
-            if (name == nullptr) break;
-            if (void *address = library.symbol(name)) {
-                gpu::set_entry(table, b.fn, address);
-                table.symbol[static_cast<size_t>(b.fn)] = name;
-                break;
-            }
-        }
-        if (!gpu::has_entry(table, b.fn)) table.symbol[static_cast<size_t>(b.fn)] = b.names[0];
-    }
+    gpu::bind_symbols(table, library, kDirect, sizeof kDirect / sizeof kDirect[0]);
 
     // The adapted entries: each needs its HIP function, except the optional ones.
     HipFunctions hip;
