@@ -424,7 +424,9 @@ def main() -> None:
                   "backend (a sanity check, not a B2 result)", flush=True)
             args.backend = "cpu"
     print(f"B2 python {sys.version.split()[0]}, qd {'.'.join(map(str, qd.version()))} "
-          f"({qd.library_path}), FFI {qd.FFI}, backend {args.backend}, repeats {args.repeats}", flush=True)
+          f"({qd.library_path}), FFI {qd.FFI}, qd._speedups "
+          f"{'in use' if qd._lib.SPEEDUPS is not None else 'off: ' + qd._lib.why_not_speedups}, "
+          f"backend {args.backend}, repeats {args.repeats}", flush=True)
     for name in ("cuda.core", "cupy", "torch"):
         try:
             mod = __import__(name, fromlist=["__version__"])

@@ -14,9 +14,12 @@ work in any virtual environment of any Python >= 3.8, with or without build isol
 
 What a wheel holds: the ``qd`` package (``*.py``, ``py.typed``), ``qd/libqd.so.0`` (a release
 build of libqd, configured with ``-Dtests=false -Dbench=false -Dtools=false -Dexamples=false``)
-and ``qd/qd-api.json`` (abi/qd-api.json, from which the cffi path declares the C API). The
-package is ctypes/cffi only (no extension module), so the wheel is tagged ``py3-none-<platform>``:
-it installs on any Python >= 3.8 of the same OS and architecture.
+and ``qd/qd-api.json`` (abi/qd-api.json, from which the cffi path declares the C API); and,
+when the building Python is CPython >= 3.10 with its headers and a C compiler (``cc``, or
+``$CC``) is there, ``qd/_speedups.abi3.so`` (``qd/_speedups.c``: the four stream bookkeeping
+calls compiled, against the stable ABI). A wheel with it is tagged ``cp310-abi3-<platform>`` and
+installs on any CPython >= 3.10 of the same OS and architecture; without it the package calls
+libqd through ctypes/cffi only and the wheel is tagged ``py3-none-<platform>`` (any Python >= 3.8).
 
 Config settings (``pip ... -C key=value`` / ``--config-settings key=value``), each also an
 environment variable:
@@ -27,6 +30,8 @@ environment variable:
   default the one this file is in (``bindings/python/build_backend`` -> ``../../..``), or the
   ``libqd/`` folder of an sdist.
 - ``setup-args`` / ``QD_PY_SETUP_ARGS``: extra ``meson setup`` arguments (space-separated).
+- ``speedups`` / ``QD_PY_SPEEDUPS``: ``auto`` (the default: build ``qd._speedups`` when it can be
+  built, and say why not otherwise), ``yes`` (fail if it cannot be built) or ``no``.
 """
 
 from __future__ import annotations
@@ -132,6 +137,40 @@ def _build_libqd(config: Optional[Mapping[str, Any]], scratch: Path) -> Path:
     return soname.resolve()  # the real file, libqd.so.<version>
 
 
+def _build_speedups(config: Optional[Mapping[str, Any]], scratch: Path) -> Optional[Path]:
+    """Compile qd/_speedups.c against the stable ABI of CPython 3.10; the path of the module, or
+    None (with the reason logged) when it cannot be built and the setting allows that."""
+    mode = (_setting(config, "speedups", "QD_PY_SPEEDUPS") or "auto").strip().lower()
+    if mode not in ("auto", "yes", "no"):
+        raise RuntimeError(f"speedups={mode!r}: use auto, yes or no")
+    if mode == "no":
+        _log("qd._speedups: not built (speedups=no)")
+        return None
+    why = ""
+    include = Path(sysconfig.get_paths()["include"])
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if sys.implementation.name != "cpython" or sys.version_info < (3, 10):
+        why = f"needs CPython >= 3.10 (this is {sys.implementation.name} {sys.version.split()[0]})"
+    elif not (include / "Python.h").exists():
+        why = f"no Python.h in {include} (Debian/Ubuntu: apt-get install python3-dev)"
+    elif not cc:
+        why = "no C compiler (cc) on PATH"
+    if not why:
+        out = scratch / "_speedups.abi3.so"
+        cmd = cc.split() + ["-O2", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{include}",
+                            f"-I{_source_dir(config) / 'include'}",
+                            str(PACKAGE_ROOT / NAME / "_speedups.c"), "-o", str(out)]
+        _log(f"qd._speedups: {' '.join(cmd)}")
+        done = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.STDOUT)
+        if done.returncode == 0:
+            return out
+        why = f"the compiler failed (exit status {done.returncode})"
+    if mode == "yes":
+        raise RuntimeError(f"qd._speedups cannot be built (speedups=yes): {why}")
+    _log(f"qd._speedups: not built, {why}; the package calls libqd through ctypes/cffi only")
+    return None
+
+
 def _api_description(config: Optional[Mapping[str, Any]]) -> Path:
     return _source_dir(config) / "abi" / "qd-api.json"
 
@@ -144,9 +183,9 @@ def _package_files() -> List[Tuple[Path, str]]:
         rel = path.relative_to(PACKAGE_ROOT)
         if not path.is_file() or "__pycache__" in rel.parts:
             continue
-        if path.name.startswith("libqd.so") or path.suffix in (".pyc", ".pyo") or \
-                path.name == "qd-api.json":
-            continue  # the built library and the API description are added by the build
+        if path.name.startswith("libqd.so") or path.suffix in (".pyc", ".pyo", ".c", ".so") \
+                or path.name == "qd-api.json":
+            continue  # built files and the API description are added by the build
         out.append((path, rel.as_posix()))
     return out
 
@@ -174,9 +213,9 @@ def _metadata(project: Dict[str, Any]) -> str:
     return "\n".join(lines) + "\n" + body
 
 
-def _tag() -> str:
+def _tag(compiled: bool = False) -> str:
     platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    return f"py3-none-{platform}"
+    return f"cp310-abi3-{platform}" if compiled else f"py3-none-{platform}"
 
 
 def _dist_info() -> str:
@@ -188,9 +227,10 @@ def _record_line(path: str, data: bytes) -> str:
     return f"{path},sha256={digest},{len(data)}"
 
 
-def _write_wheel(wheel_directory: str, files: List[Tuple[str, bytes, int]]) -> str:
+def _write_wheel(wheel_directory: str, files: List[Tuple[str, bytes, int]],
+                 compiled: bool = False) -> str:
     project = _project()
-    tag = _tag()
+    tag = _tag(compiled)
     dist_info = _dist_info()
     name = f"{NAME}-{project['version']}-{tag}.whl"
     files = list(files) + [
@@ -247,7 +287,10 @@ def build_wheel(wheel_directory: str, config_settings: Optional[Mapping[str, Any
         api = _api_description(config_settings)
         if api.exists():
             files.append((f"{NAME}/qd-api.json", api.read_bytes(), 0o644))
-        return _write_wheel(wheel_directory, files)
+        speedups = _build_speedups(config_settings, scratch)
+        if speedups is not None:
+            files.append((f"{NAME}/_speedups.abi3.so", speedups.read_bytes(), 0o755))
+        return _write_wheel(wheel_directory, files, compiled=speedups is not None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -264,7 +307,7 @@ def build_sdist(sdist_directory: str,
 
     def skip(info: tarfile.TarInfo) -> Optional[tarfile.TarInfo]:
         parts = Path(info.name).parts
-        if "__pycache__" in parts or info.name.endswith((".pyc", ".so.0")) or \
+        if "__pycache__" in parts or info.name.endswith((".pyc", ".so.0", ".so")) or \
                 ".pytest_cache" in parts or Path(info.name).name.startswith("libqd.so"):
             return None
         info.uid = info.gid = 0

@@ -42,6 +42,13 @@ from ._stream import (
 from ._memory import HostBuffer
 from ._kernel import Module
 
+# qd._speedups (see _lib.SPEEDUPS): acquire and the active stream without a foreign call.
+_SP = _lib.SPEEDUPS
+if _SP is not None:
+    _sp_acquire = _SP.acquire  # type: ignore[attr-defined]
+    _sp_set_active = _SP.set_active  # type: ignore[attr-defined]
+    _sp_get_active = _SP.get_active  # type: ignore[attr-defined]
+
 
 def version() -> Tuple[int, int, int]:
     """The loaded libqd's version as (major, minor, patch) (``qd_version``)."""
@@ -328,6 +335,24 @@ class Context:
         acquire_stream.__doc__ = _doc
         del _doc
 
+    if _SP is not None:  # the same, through qd._speedups: ints in, the handle (or the status) out
+        _doc = acquire_stream.__doc__
+
+        def acquire_stream(self) -> "Stream":  # noqa: F811
+            h = _sp_acquire(self._h)  # a closed context's _h is 0: C refuses it
+            if h <= 0:
+                self._check_open()
+                raise _err(h, self)
+            s = _STREAM_NEW(Stream)
+            s._h = s._key = h
+            s._c = _H(h)
+            s._ctx = self
+            s._kind = _LEASED
+            return s
+
+        acquire_stream.__doc__ = _doc
+        del _doc
+
     def create_event(self, *, timing: bool = False) -> "Event":
         """Create an event (``qd_event_create``); ``timing=True`` records timestamps so that
         ``Event.elapsed_ms`` works."""
@@ -362,12 +387,21 @@ class Context:
         if type(stream) is not Stream and not isinstance(stream, Stream):
             raise _stream_type_error(stream)
         rec = self._tls.rec
-        status = _f_set_active(self._c, stream._c, rec.prev_ref)
-        if status:
-            if not stream._h or not stream._ctx._h:
-                raise stream._closed_error()
-            self._check_open()
-            raise _err(status, self)
+        if _SP is not None:
+            prev = _sp_set_active(self._h, stream._h)
+            if prev <= 0:
+                if not stream._h or not stream._ctx._h:
+                    raise stream._closed_error()
+                self._check_open()
+                raise _err(prev, self)
+        else:
+            status = _f_set_active(self._c, stream._c, rec.prev_ref)
+            if status:
+                if not stream._h or not stream._ctx._h:
+                    raise stream._closed_error()
+                self._check_open()
+                raise _err(status, self)
+            prev = rec.prev[0]
         old = rec.stream  # the Stream set before, held strongly or (default, view) weakly
         if old is None:
             ref = rec.ref
@@ -380,7 +414,6 @@ class Context:
         else:
             rec.stream = None  # owns nothing: not kept alive (nor its context, by a cycle)
             rec.ref = _weakref(stream)
-        prev = rec.prev[0]
         if old is not None and old._key == prev:
             return old
         return self._wrap(prev)
@@ -406,16 +439,22 @@ class Context:
                 return stream
         if not self._h:
             raise ObjectClosedError("this qd.Context was closed")
-        out = c_uint64()
-        status = _f_get_active(self._c, _ref(out))
-        if status:
-            raise _err(status, self)
+        if _SP is not None:
+            h = _sp_get_active(self._h)
+            if h <= 0:
+                raise _err(h, self)
+        else:
+            out = c_uint64()
+            status = _f_get_active(self._c, _ref(out))
+            if status:
+                raise _err(status, self)
+            h = out.value
         stream = rec.stream
         if stream is None and ref is not None:
             stream = ref()
-        if stream is not None and stream._key == out.value:
+        if stream is not None and stream._key == h:
             return stream
-        stream = self._wrap(out.value)
+        stream = self._wrap(h)
         if refresh:
             rec.ref = _weakref(stream)
             rec.stream = None  # C's active stream is another one now

@@ -51,6 +51,7 @@ __all__ = [
     "C",
     "CFFI",
     "FFI",
+    "SPEEDUPS",
     "H",
     "U32",
     "U64",
@@ -565,6 +566,46 @@ else:
 
     def cstring(p: object) -> Optional[bytes]:
         return p  # type: ignore[return-value]  # restype c_char_p: already bytes or None
+
+
+# ----------------------------------------------------------------------------------------------
+# qd._speedups (qd/_speedups.c): the four bookkeeping calls (acquire, release, set and get the
+# active stream) compiled, used in both FFI modes when present. A wheel built where a C compiler
+# and Python's headers exist carries it; bindings/python/test builds one for the in-tree suite.
+# QD_PYTHON_SPEEDUPS=0 turns it off; =PATH loads that file (an error if it cannot be loaded).
+# ----------------------------------------------------------------------------------------------
+
+
+def _load_speedups() -> Tuple[Optional[object], str]:
+    """(module, why not): the bound qd._speedups module, or (None, the reason it is not used)."""
+    setting = os.environ.get("QD_PYTHON_SPEEDUPS", "").strip()
+    if setting == "0":
+        return None, "QD_PYTHON_SPEEDUPS=0"
+    if setting in ("", "1"):
+        try:
+            from . import _speedups as mod  # type: ignore[attr-defined]
+        except ImportError as exc:
+            if setting == "1":
+                raise ImportError(f"QD_PYTHON_SPEEDUPS=1, but qd._speedups is not there ({exc})")
+            return None, f"qd._speedups is not built ({exc})"
+    else:
+        import importlib.machinery
+        import importlib.util
+        loader = importlib.machinery.ExtensionFileLoader("qd._speedups", setting)
+        spec = importlib.util.spec_from_file_location("qd._speedups", setting, loader=loader)
+        if spec is None:
+            raise ImportError(f"QD_PYTHON_SPEEDUPS={setting!r} is not a loadable module")
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+    address = ctypes.cast
+    mod.bind(*(address(lib[name], c_void_p).value for name in (  # type: ignore[attr-defined]
+        "qd_stream_acquire", "qd_stream_release", "qd_stream_set_active",
+        "qd_stream_get_active")))
+    return mod, ""
+
+
+#: The compiled bookkeeping calls (qd/_speedups.c), or None; ``why_not_speedups`` says why.
+SPEEDUPS, why_not_speedups = _load_speedups()
 
 
 def status_name(status: int) -> str:

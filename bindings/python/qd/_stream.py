@@ -41,6 +41,10 @@ from ._callbacks import _check_callback_errors
 if TYPE_CHECKING:
     from ._context import Context
 
+# qd._speedups (see _lib.SPEEDUPS): a lease's release without a foreign call.
+_SP = _lib.SPEEDUPS
+_sp_release = _SP.release if _SP is not None else None  # type: ignore[attr-defined]
+
 
 def _stream_c(stream: Any, ctx: Optional["Context"] = None) -> c_uint64:
     """The c_uint64 of an open stream, or the error (``stream=`` of every scheduling call).
@@ -237,7 +241,7 @@ class Stream(_ContextChild):
         if not self._h:
             return
         if self._kind is _LEASED:  # the fast path: a closed context's handle is refused by C
-            status = _f_release(self._c)
+            status = _sp_release(self._h) if _SP is not None else _f_release(self._c)
             self._h = 0
             self._c = _C_ZERO
             if status and status != Status.ERROR_INVALID_HANDLE:
@@ -291,7 +295,10 @@ class Stream(_ContextChild):
                     _f_stream_destroy(self._c)
                 elif kind is _LEASED:
                     self._h = 0
-                    _f_release(self._c)
+                    if _SP is not None:
+                        _sp_release(h)
+                    else:
+                        _f_release(self._c)
         except BaseException:
             pass
 

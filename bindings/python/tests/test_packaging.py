@@ -6,6 +6,7 @@ step; QD_TEST_SKIP_PIP=1 skips it here (it builds libqd: about a minute on 2 cor
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,7 @@ def _run(cmd, **kw) -> subprocess.CompletedProcess:
 
 def _clean_env() -> dict:
     env = dict(os.environ)
-    for var in ("PYTHONPATH", "QD_LIBRARY", "QD_BUILD_DIR", "QD_PYTHON_FFI"):
+    for var in ("PYTHONPATH", "QD_LIBRARY", "QD_BUILD_DIR", "QD_PYTHON_FFI", "QD_PYTHON_SPEEDUPS"):
         env.pop(var, None)
     env["PIP_NO_INDEX"] = "1"  # never reach for a package index
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
@@ -80,6 +81,24 @@ def test_fresh_venv_install_carries_libqd(installed) -> None:
     pkg = Path(where).parent
     assert (pkg / "qd-api.json").exists()
     assert not list(venv.glob("lib/python*/site-packages/qd_build_backend*"))
+
+
+def test_install_compiles_speedups_where_it_can(installed) -> None:
+    venv, tmp, env = installed
+    probe = _run([str(venv / "bin" / "python"), "-c",
+                  "import sys, sysconfig, os; print(sys.version_info >= (3, 10) and "
+                  "os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"],
+                 env=env, cwd=str(tmp))
+    check = _run([str(venv / "bin" / "python"), "-c",
+                  "import qd, os; print(qd._lib.SPEEDUPS is not None); print(qd._lib.why_not_speedups);"
+                  "print(sorted(os.listdir(os.path.dirname(qd.__file__))))"], env=env, cwd=str(tmp))
+    assert check.returncode == 0, check.stderr
+    in_use, why, files = check.stdout.split("\n")[:3]
+    assert "_speedups.c" not in files  # the source stays in the source tree
+    if probe.stdout.strip() != "True" or not shutil.which(os.environ.get("CC", "cc")):
+        pytest.skip("this Python cannot build qd._speedups (needs >= 3.10, Python.h and cc)")
+    assert in_use == "True", why
+    assert "_speedups.abi3.so" in files
 
 
 def test_qd_library_still_overrides(installed) -> None:
