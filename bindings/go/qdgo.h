@@ -167,6 +167,10 @@ static inline gq_u64 gq_event_create(qd_context c, uint32_t flags) {
     return gq_finish_u64(st, out);
 }
 /* Graphs (since 0.2). */
+/* Timeline trace (since 0.2). */
+static inline gq_result gq_trace_start(qd_context c, const char *path) { return gq_finish(qd_trace_start(c, path)); }
+static inline gq_result gq_trace_stop(qd_context c) { return gq_finish(qd_trace_stop(c)); }
+static inline gq_result gq_trace_flush(qd_context c) { return gq_finish(qd_trace_flush(c)); }
 static inline gq_result gq_stream_begin_capture(qd_stream s) { return gq_finish(qd_stream_begin_capture(s)); }
 static inline gq_u64 gq_stream_end_capture(qd_stream s) {
     qd_graph out = 0;

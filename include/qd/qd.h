@@ -363,6 +363,7 @@ QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_devi
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: desc or out is NULL; struct_size too small; backend unknown;
  *    device out of range; pool size or worker count above its limit; flags or reserved not 0.
+ *    QD_TRACE is set and the trace cannot start (see "Timeline trace"; from release 0.2).
  *  - QD_ERROR_BACKEND_UNAVAILABLE: the backend cannot be loaded (see qd_device_count).
  *  - QD_ERROR_OUT_OF_MEMORY: the handle table, threads or native context could not be made. */
 QD_API qd_status qd_context_create(const qd_context_desc *desc, qd_context *out);
@@ -885,6 +886,92 @@ QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from);
  *  handle is invalid from the moment this returns.
  *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or already destroyed. */
 QD_API qd_status qd_graph_destroy(qd_graph graph);
+
+/* ---------------------------------------------------------------------------------------------
+ * Timeline trace (since 0.2)
+ *
+ * A trace records every operation a context's streams run (launches by kernel name, copies and
+ * sets with their bytes, host callbacks, allocs and frees, event records and waits, the parts
+ * of fork, join, qd_launch_parallel and graph replays) with the time it ran on the device or
+ * the CPU backend's worker, and writes it as a Chrome trace event JSON file that Perfetto
+ * (ui.perfetto.dev) and chrome://tracing open; `qd trace view FILE.json -o FILE.html` draws it
+ * as a page. In the file: one process per context, one track per stream, one track per host
+ * thread for the enqueue calls, an arrow from each event record to each wait that consumed it
+ * (fork and join included), and markers for a fault (the kernel that lost the context) and for
+ * a full ring.
+ *
+ * The window. Tracing is per context: qd_trace_start opens a window, qd_trace_stop closes it
+ * and writes the file. The window holds exactly the operations whose call (qd_launch, ...)
+ * returned after qd_trace_start returned and before qd_trace_stop was called; an operation
+ * racing with start or stop on another thread may fall on either side. Operations still
+ * running on the device when qd_trace_stop is called are in the window: stop waits for them
+ * to complete (not for later work) and writes their times. qd_trace_flush writes the window
+ * so far without closing it.
+ *
+ * The file. Several contexts may trace into one path: each writes its own part (its process
+ * in the file), and a context that writes again replaces its own part, so the file is complete
+ * valid JSON after every write and holds every context of this process written to that path.
+ * Each write goes to PATH.tmp and is renamed over PATH.
+ *
+ * Bounded memory. A window records at most QD_TRACE_CAPACITY operations (an environment
+ * variable, read with secure_getenv at each start: 1 to 16777216, default 65536). When it is
+ * full the newest operations are dropped, not the oldest: operations past the capacity run as
+ * usual but are not recorded; the file counts them (process label "dropped N" and a "trace
+ * full: N operations not recorded" marker).
+ *
+ * Without code changes. The environment variable QD_TRACE=PATH (read with secure_getenv when
+ * a context is created) is a qd_trace_start(ctx, PATH) at every qd_context_create and, unless
+ * the program stopped it, a qd_trace_stop at qd_context_destroy (after the drain, so work in
+ * flight at destroy is in the file; a file that cannot be written then is reported on stderr).
+ * A context destroyed while traced through qd_trace_start is stopped the same way.
+ *
+ * Cost. Never started, a context pays nothing (no observer is attached). While on, every
+ * operation costs two timing-event records on its stream, a mutex and two host clock reads;
+ * the events are read when the file is written, never on the launch path (bench/RESULTS.md
+ * has the figures). After the first start the context keeps its observer: a stopped trace
+ * costs each operation one extra indirect call and an atomic load.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Start tracing ctx: open a new window whose operations will be written to path (by
+ *  qd_trace_stop, qd_trace_flush, or the context's destroy). Blocks briefly: it records and
+ *  waits for a reference event that puts the streams' clocks on the host's. A window of an
+ *  earlier start .. stop is discarded (its file stays as written).
+ *  Threads: any, except a host kernel or callback of this context.
+ *  - QD_ERROR_INVALID_ARGUMENT: path is NULL or empty; QD_TRACE_CAPACITY is set and not a
+ *    number in 1..16777216; path cannot be written (its directory does not exist or is not
+ *    writable, or path is a directory: checked by creating PATH.tmp); tracing stays off.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: ctx is already being traced (a second start, or QD_TRACE is
+ *    set); the running window is unchanged. Called from a host kernel or callback of ctx.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_trace_start(qd_context ctx, const char *path);
+
+/** Stop tracing ctx and write the file: operations queued after this is called are not
+ *  recorded; the window's operations still running are waited for (only they), then the file
+ *  is written. Works on a lost context (the file then marks the fault). On a write failure
+ *  tracing is off all the same and the window is kept: qd_trace_flush writes it again.
+ *  Threads: any, except a host kernel or callback of this context. Blocks until the window's
+ *  operations have completed.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: ctx is not being traced (never started, or already
+ *    stopped). Called from a host kernel or callback of ctx.
+ *  - QD_ERROR_INVALID_ARGUMENT: the file cannot be written (its directory was removed or made
+ *    read-only since qd_trace_start; the message names the path and the reason).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_FORKED. */
+QD_API qd_status qd_trace_stop(qd_context ctx);
+
+/** Write the window so far to its path without stopping: the operations whose call returned
+ *  before this one, waited for until they complete. Tracing goes on, and a later flush or stop
+ *  rewrites the file with everything (the window is not emptied: QD_TRACE_CAPACITY still counts
+ *  from the start). After a stop, writes the stopped window again.
+ *  Threads: any, except a host kernel or callback of this context. Blocks until those
+ *  operations have completed.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: ctx was never traced. Called from a host kernel or callback
+ *    of ctx.
+ *  - QD_ERROR_INVALID_ARGUMENT: the file cannot be written (as for qd_trace_stop).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_FORKED. */
+QD_API qd_status qd_trace_flush(qd_context ctx);
 
 #ifdef __cplusplus
 } /* extern "C" */

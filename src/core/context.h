@@ -48,6 +48,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
             return QD_SUCCESS;
         return unusable();
     }
+    // Created before a fork() of this process (calls in the child get QD_ERROR_FORKED).
+    bool forked() const { return fork_generation_ != fork_generation(); }
     // For blocking calls: refuses them from inside this context's host kernels and callbacks.
     qd_status may_block() const;
 

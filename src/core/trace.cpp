@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/stat.h>
 #include <map>
 #include <sstream>
 #include <thread>
 
 #include "common/error.h"
 #include "core/context.h"
+#include "core/observers.h"
 
 namespace qd::core {
 
@@ -85,12 +87,9 @@ double us_since_epoch(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch()).count();
 }
 
-}  // namespace
-
-qd_status TraceObserver::attach_if_requested(Context &ctx) {
-    const char *path = ::secure_getenv("QD_TRACE");
-    if (!path || !*path) return QD_SUCCESS;
-    size_t capacity = kDefaultCapacity;
+// The window's capacity: QD_TRACE_CAPACITY, or the default.
+qd_status capacity_from_environment(size_t *capacity) {
+    *capacity = kDefaultCapacity;
     if (const char *c = ::secure_getenv("QD_TRACE_CAPACITY"); c && *c) {
         char *end = nullptr;
         const unsigned long long v = std::strtoull(c, &end, 10);
@@ -98,94 +97,252 @@ qd_status TraceObserver::attach_if_requested(Context &ctx) {
             return fail(QD_ERROR_INVALID_ARGUMENT,
                         "QD_TRACE_CAPACITY='%s' is not a number of operations in 1..%zu", c,
                         kMaxCapacity);
-        capacity = static_cast<size_t>(v);
+        *capacity = static_cast<size_t>(v);
     }
-    auto trace = std::make_unique<TraceObserver>(ctx, path, capacity);
-    if (qd_status st = trace->start(ctx); st != QD_SUCCESS) return st;
-    return ctx.attach_observer(std::move(trace));
+    return QD_SUCCESS;
 }
 
-TraceObserver::TraceObserver(Context &ctx, std::string path, size_t capacity)
-    : ctx_(ctx), path_(std::move(path)), capacity_(capacity), id_(g_next_id.fetch_add(1)) {
-    slots_.reserve(capacity_ < 4096 ? capacity_ : 4096);
+// The trace files of this process. A file holds one part per context written into it (the part
+// of a context that writes again replaces its earlier one), so every write leaves a complete,
+// valid file. Written to path.tmp, then renamed over path.
+class TraceFiles {
+  public:
+    static TraceFiles &instance() {
+        static TraceFiles files;
+        return files;
+    }
+
+    // Whether path can be written the way write() writes it (its .tmp created and renamed).
+    qd_status check_writable(const std::string &path) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        struct stat st;
+        if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' is a directory",
+                        path.c_str());
+        const std::string tmp = path + ".tmp";
+        FILE *f = std::fopen(tmp.c_str(), "w");
+        if (!f)
+            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
+                        tmp.c_str(), std::strerror(errno));
+        std::fclose(f);
+        std::remove(tmp.c_str());
+        return QD_SUCCESS;
+    }
+
+    qd_status write(const std::string &path, uint32_t id, std::string part) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::map<uint32_t, std::string> &mine = parts_[path];
+        mine[id] = std::move(part);
+        const std::string tmp = path + ".tmp";
+        FILE *f = std::fopen(tmp.c_str(), "w");
+        if (!f)
+            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
+                        tmp.c_str(), std::strerror(errno));
+        std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
+        bool first = true;
+        for (const auto &p : mine) {
+            if (p.second.empty()) continue;
+            if (!first) std::fputs(",\n", f);
+            first = false;
+            std::fputs(p.second.c_str(), f);
+        }
+        std::fputs("\n]}\n", f);
+        const bool closed = std::fclose(f) == 0;
+        if (!closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+            const int err = errno;
+            std::remove(tmp.c_str());
+            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
+                        path.c_str(), std::strerror(err));
+        }
+        return QD_SUCCESS;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::map<std::string, std::map<uint32_t, std::string>> parts_;
+};
+
+qd_status already_on(const std::string &path) {
+    return fail(QD_ERROR_INVALID_OPERATION,
+                "the context is already being traced (into '%s'); qd_trace_stop it first",
+                path.c_str());
 }
+
+TraceObserver *attached_trace(Context &ctx) {
+    ObserverSet *set = ctx.observers();
+    return set ? set->find<TraceObserver>() : nullptr;
+}
+
+}  // namespace
+
+qd_status TraceObserver::attach_if_requested(Context &ctx) {
+    const char *path = ::secure_getenv("QD_TRACE");
+    if (!path || !*path) return QD_SUCCESS;
+    const qd_status st = start(ctx, path);
+    if (st != QD_SUCCESS) return fail(st, "QD_TRACE='%s': %s", path, last_error_message());
+    return QD_SUCCESS;
+}
+
+qd_status TraceObserver::find_or_attach(Context &ctx, TraceObserver **out) {
+    static std::mutex attach_mutex;
+    std::lock_guard<std::mutex> lock(attach_mutex);
+    if ((*out = attached_trace(ctx))) return QD_SUCCESS;
+    qd_status st = ctx.attach_observer(std::make_unique<TraceObserver>(ctx));
+    if (st != QD_SUCCESS) return st;
+    *out = attached_trace(ctx);
+    return *out ? QD_SUCCESS : fail(QD_ERROR_INTERNAL, "the trace observer was not attached");
+}
+
+qd_status TraceObserver::start(Context &ctx, const char *path) {
+    TraceObserver *trace = attached_trace(ctx);
+    if (trace) {
+        std::lock_guard<std::mutex> control(trace->control_);
+        if (trace->on_.load(std::memory_order_acquire)) return already_on(trace->window_->path);
+    }
+    size_t capacity = 0;
+    qd_status st = capacity_from_environment(&capacity);
+    if (st == QD_SUCCESS) st = TraceFiles::instance().check_writable(path);
+    if (st == QD_SUCCESS) st = find_or_attach(ctx, &trace);
+    if (st != QD_SUCCESS) return st;
+    return trace->begin_window(path, capacity);
+}
+
+qd_status TraceObserver::stop(Context &ctx) {
+    TraceObserver *trace = attached_trace(ctx);
+    if (!trace || !trace->on_.load(std::memory_order_acquire))
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "the context is not being traced (qd_trace_start starts a trace)");
+    return trace->end_window(true);
+}
+
+qd_status TraceObserver::flush(Context &ctx) {
+    TraceObserver *trace = attached_trace(ctx);
+    if (!trace)
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "the context was never traced (qd_trace_start starts a trace)");
+    std::lock_guard<std::mutex> control(trace->control_);
+    {
+        std::lock_guard<std::mutex> lock(trace->mutex_);
+        if (!trace->window_)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "the context was never traced (qd_trace_start starts a trace)");
+    }
+    return trace->write_snapshot();
+}
+
+TraceObserver::TraceObserver(Context &ctx) : ctx_(ctx), id_(g_next_id.fetch_add(1)) {}
 
 TraceObserver::~TraceObserver() = default;
 
 // The reference event: recorded on a stream of its own and waited for, then the host clock is
 // read. Every traced event's time is the reference's plus their elapsed time.
-qd_status TraceObserver::start(Context &ctx) {
+qd_status TraceObserver::begin_window(std::string path, size_t capacity) {
+    std::lock_guard<std::mutex> control(control_);
+    if (on_.load(std::memory_order_acquire))  // a start that raced with this one won
+        return already_on(window_->path);
+    auto w = std::make_unique<Window>();
+    w->path = std::move(path);
+    w->capacity = capacity;
+    w->slots.reserve(capacity < 4096 ? capacity : 4096);
     std::shared_ptr<backend::Stream> stream;
-    qd_status st = ctx.impl().create_stream(QD_STREAM_NON_BLOCKING, 0, &stream);
-    if (st == QD_SUCCESS) st = ctx.impl().create_event(true, &reference_);
-    if (st == QD_SUCCESS) st = stream->record(*reference_);
-    if (st == QD_SUCCESS) st = reference_->synchronize();
+    qd_status st = ctx_.impl().create_stream(QD_STREAM_NON_BLOCKING, 0, &stream);
+    if (st == QD_SUCCESS) st = ctx_.impl().create_event(true, &w->reference);
+    if (st == QD_SUCCESS) st = stream->record(*w->reference);
+    if (st == QD_SUCCESS) st = w->reference->synchronize();
     if (st != QD_SUCCESS)
-        return fail(st, "QD_TRACE: the trace's reference event failed: %s", last_error_message());
+        return fail(st, "the trace's reference event failed: %s", last_error_message());
     (void)epoch();
-    reference_time_ = Clock::now();
+    w->reference_time = Clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    window_ = std::move(w);
+    on_.store(true, std::memory_order_release);
     return QD_SUCCESS;
 }
 
-uint32_t TraceObserver::thread_index() {
-    std::ostringstream id;
-    id << std::this_thread::get_id();
-    auto [it, inserted] = threads_.emplace(id.str(), static_cast<uint32_t>(threads_.size()));
-    (void)inserted;
-    return it->second;
+qd_status TraceObserver::end_window(bool report) {
+    std::lock_guard<std::mutex> control(control_);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!on_.load(std::memory_order_acquire)) {
+            if (!report) return QD_SUCCESS;
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "the context is not being traced (qd_trace_start starts a trace)");
+        }
+        on_.store(false, std::memory_order_release);
+    }
+    return write_snapshot();
 }
 
-uint32_t TraceObserver::track_of(const Stream &stream) {
-    auto it = track_of_.find(&stream);
-    if (it != track_of_.end() && !it->second.stream.expired()) return it->second.tid;
-    const uint32_t tid = static_cast<uint32_t>(track_names_.size()) + 1;
+// Under control_. The operations whose submit has returned are in the copy; their end events
+// are waited for (the work they bracket was queued before this call), then the file is written.
+qd_status TraceObserver::write_snapshot() {
+    Window copy;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        copy = *window_;
+    }
+    for (Slot &s : copy.slots)
+        if (s.completed && s.ended) (void)s.end->synchronize();  // a lost context: not timed
+    std::string part = render(copy);
+    return TraceFiles::instance().write(copy.path, id_, std::move(part));
+}
+
+uint32_t TraceObserver::track_of(Window &w, const Stream &stream) {
+    auto it = w.track_of.find(&stream);
+    if (it != w.track_of.end() && !it->second.stream.expired()) return it->second.tid;
+    const uint32_t tid = static_cast<uint32_t>(w.track_names.size()) + 1;
     std::string name;
     switch (stream.kind) {
     case StreamKind::Default: name = "default stream"; break;
-    case StreamKind::Owned: name = "stream " + std::to_string(++owned_) + " (owned)"; break;
+    case StreamKind::Owned: name = "stream " + std::to_string(++w.owned) + " (owned)"; break;
     case StreamKind::Leased:
         name = "pool stream (leased, slot " + std::to_string(stream.pool_slot) + ")";
         break;
-    case StreamKind::Borrowed: name = "stream " + std::to_string(++owned_) + " (imported)"; break;
+    case StreamKind::Borrowed: name = "stream " + std::to_string(++w.owned) + " (imported)"; break;
     }
-    track_names_.push_back(std::move(name));
-    track_of_[&stream] = Track{stream.weak_from_this(), tid};
+    w.track_names.push_back(std::move(name));
+    w.track_of[&stream] = Window::Track{stream.weak_from_this(), tid};
     return tid;
 }
 
 qd_status TraceObserver::before(const Op &op, bool *consumed) {
     (void)consumed;
+    if (!on_.load(std::memory_order_acquire)) return QD_SUCCESS;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (flushed_) return QD_SUCCESS;
-    if (slots_.size() >= capacity_) {
-        ++dropped_;
+    if (!on_.load(std::memory_order_relaxed)) return QD_SUCCESS;
+    Window &w = *window_;
+    if (w.slots.size() >= w.capacity) {  // full: the newest are dropped, and counted
+        ++w.dropped;
         return QD_SUCCESS;
     }
-    Slot &s = slots_.emplace_back();
+    Slot &s = w.slots.emplace_back();
     s.kind = op.kind;
     s.origin = op.origin;
-    s.track = track_of(*op.stream);
+    s.track = track_of(w, *op.stream);
     if (op.kind == OpKind::Launch && op.kernel)
         std::snprintf(s.name, sizeof s.name, "%s", op.kernel->impl->name());
     s.bytes = op.bytes;
-    s.event = op.event;
-    s.thread = thread_index();
+    s.thread = w.threads.emplace(std::this_thread::get_id(), static_cast<uint32_t>(w.threads.size()))
+                   .first->second;
     s.host_begin = Clock::now();
     if (ctx_.impl().create_event(true, &s.begin) == QD_SUCCESS)
         s.begun = op.stream->impl->record(*s.begin) == QD_SUCCESS;
     // Keyed by the submit's Op (the same object reaches after()); an entry whose after() never
     // comes (a captured operation) is replaced by the next submit at that address.
-    in_flight_[&op] = slots_.size() - 1;
+    w.in_flight[&op] = w.slots.size() - 1;
     return QD_SUCCESS;
 }
 
+// Also after a stop: an operation whose before() was in the window is completed in it.
 void TraceObserver::after(const Op &op, qd_status status) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = in_flight_.find(&op);
-    if (it == in_flight_.end()) return;  // not recorded (the ring was full)
-    Slot &s = slots_[it->second];
+    if (!window_) return;
+    Window &w = *window_;
+    auto it = w.in_flight.find(&op);
+    if (it == w.in_flight.end()) return;  // not recorded (the ring was full, or off)
     const size_t index = it->second;
-    in_flight_.erase(it);
+    Slot &s = w.slots[index];
+    w.in_flight.erase(it);
     s.status = status;
     s.completed = true;
     s.host_end = Clock::now();
@@ -193,36 +350,34 @@ void TraceObserver::after(const Op &op, qd_status status) {
         s.ended = op.stream->impl->record(*s.end) == QD_SUCCESS;
     if (status != QD_SUCCESS) return;
     if (op.kind == OpKind::Record) {
-        last_record_[op.event] = index;
+        w.last_record[op.event] = index;
     } else if (op.kind == OpKind::Wait) {
-        auto r = last_record_.find(op.event);
-        if (r != last_record_.end()) s.flow_from = static_cast<int64_t>(r->second);
+        auto r = w.last_record.find(op.event);
+        if (r != w.last_record.end()) s.flow_from = static_cast<int64_t>(r->second);
     }
 }
 
+// A context destroyed while traced: its stop (the streams are drained; nobody can see a status,
+// so a file that cannot be written is said on stderr).
 void TraceObserver::context_drained(Context &ctx) {
-    std::string part;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (flushed_) return;
-        flushed_ = true;
-        part = render(ctx);
-    }
-    trace_write_part(path_, std::move(part));
+    (void)ctx;
+    if (end_window(false) != QD_SUCCESS)
+        std::fprintf(stderr, "qd: trace: %s\n", last_error_message());
 }
 
-std::string TraceObserver::render(Context &ctx) {
+std::string TraceObserver::render(const Window &w) {
+    Context &ctx = ctx_;
     std::string out;
     char buf[512];
     auto add = [&](const std::string &event) {
         if (!out.empty()) out += ",\n";
         out += event;
     };
-    const double reference_us = us_since_epoch(reference_time_);
+    const double reference_us = us_since_epoch(w.reference_time);
     // The device (or worker) time of a completed event, on the host's steady clock.
     auto device_us = [&](backend::Event &e, double *t) {
         float ms = 0;
-        if (ctx.impl().elapsed_ms(*reference_, e, &ms) != QD_SUCCESS) return false;
+        if (ctx.impl().elapsed_ms(*w.reference, e, &ms) != QD_SUCCESS) return false;
         *t = reference_us + static_cast<double>(ms) * 1000.0;
         return true;
     };
@@ -235,14 +390,14 @@ std::string TraceObserver::render(Context &ctx) {
     std::snprintf(buf, sizeof buf,
                   "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_labels\",\"args\":{\"labels\":"
                   "\"operations recorded %zu, dropped %" PRIu64 " (QD_TRACE_CAPACITY %zu)\"}}",
-                  id_, slots_.size(), dropped_, capacity_);
+                  id_, w.slots.size(), w.dropped, w.capacity);
     add(buf);
 
-    for (uint32_t tid = 1; tid <= track_names_.size(); ++tid) {
+    for (uint32_t tid = 1; tid <= w.track_names.size(); ++tid) {
         std::snprintf(buf, sizeof buf,
                       "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{"
                       "\"name\":\"%s\"}}",
-                      id_, tid, track_names_[tid - 1].c_str());
+                      id_, tid, w.track_names[tid - 1].c_str());
         add(buf);
         std::snprintf(buf, sizeof buf,
                       "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_sort_index\","
@@ -250,7 +405,7 @@ std::string TraceObserver::render(Context &ctx) {
                       id_, tid, tid);
         add(buf);
     }
-    for (const auto &t : threads_) {
+    for (const auto &t : w.threads) {
         std::snprintf(buf, sizeof buf,
                       "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{"
                       "\"name\":\"host thread %u (enqueue)\"}}",
@@ -258,11 +413,11 @@ std::string TraceObserver::render(Context &ctx) {
         add(buf);
     }
 
-    std::vector<double> begin_us(slots_.size(), 0.0);
-    std::vector<bool> timed(slots_.size(), false);
+    std::vector<double> begin_us(w.slots.size(), 0.0);
+    std::vector<bool> timed(w.slots.size(), false);
     uint64_t flow = 0;
-    for (size_t i = 0; i < slots_.size(); ++i) {
-        const Slot &s = slots_[i];
+    for (size_t i = 0; i < w.slots.size(); ++i) {
+        const Slot &s = w.slots[i];
         if (!s.completed) continue;
         const uint32_t tid = s.track;
         const std::string name = s.kind == OpKind::Launch && s.name[0] ? escape(s.name)
@@ -303,13 +458,13 @@ std::string TraceObserver::render(Context &ctx) {
             std::snprintf(buf, sizeof buf,
                           "{\"ph\":\"s\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,"
                           "\"name\":\"%s\",\"cat\":\"dependency\"}",
-                          flow, id_, slots_[r].track, begin_us[r],
-                          origin_name(slots_[r].origin));
+                          flow, id_, w.slots[r].track, begin_us[r],
+                          origin_name(w.slots[r].origin));
             add(buf);
             std::snprintf(buf, sizeof buf,
                           "{\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
                           "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"}",
-                          flow, id_, tid, b, origin_name(slots_[r].origin));
+                          flow, id_, tid, b, origin_name(w.slots[r].origin));
             add(buf);
         }
     }
@@ -320,37 +475,14 @@ std::string TraceObserver::render(Context &ctx) {
                       id_, us_since_epoch(Clock::now()), escape(ctx.impl().lost_state().message().c_str()).c_str());
         add(buf);
     }
-    if (dropped_) {
+    if (w.dropped) {
         std::snprintf(buf, sizeof buf,
                       "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%u,\"ts\":%.3f,\"name\":\"trace full: "
                       "%" PRIu64 " operations not recorded\",\"cat\":\"overflow\"}",
-                      id_, us_since_epoch(Clock::now()), dropped_);
+                      id_, us_since_epoch(Clock::now()), w.dropped);
         add(buf);
     }
     return out;
-}
-
-void trace_write_part(const std::string &path, std::string part) {
-    static std::mutex mutex;
-    static std::map<std::string, std::vector<std::string>> parts;
-    std::lock_guard<std::mutex> lock(mutex);
-    std::vector<std::string> &mine = parts[path];
-    if (!part.empty()) mine.push_back(std::move(part));
-    const std::string tmp = path + ".tmp";
-    FILE *f = std::fopen(tmp.c_str(), "w");
-    if (!f) {
-        std::fprintf(stderr, "qd: QD_TRACE: cannot write '%s': %s\n", tmp.c_str(), std::strerror(errno));
-        return;
-    }
-    std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
-    for (size_t i = 0; i < mine.size(); ++i) {
-        if (i) std::fputs(",\n", f);
-        std::fputs(mine[i].c_str(), f);
-    }
-    std::fputs("\n]}\n", f);
-    const bool ok = std::fclose(f) == 0;
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
-        std::fprintf(stderr, "qd: QD_TRACE: cannot write '%s': %s\n", path.c_str(), std::strerror(errno));
 }
 
 }  // namespace qd::core

@@ -2,23 +2,29 @@
 // every operation a context's streams run, and writes them as a Chrome trace event file that
 // Perfetto and chrome://tracing open (`qd trace view` draws it without either).
 //
-// Turned on with no code change by the environment variable QD_TRACE=path.json (read with
-// secure_getenv when a context is created): every context created afterwards is traced, and
-// each context's timeline is written into that one file when the context is destroyed (one
-// process per context, one track per stream, one per host thread that enqueued work). Off by
-// default; off, nothing of this runs (no observer is attached, the chokepoint's branch is not
-// taken).
+// Turned on per context by qd_trace_start(ctx, path) and off by qd_trace_stop(ctx), which writes
+// the file; qd_trace_flush(ctx) writes what the window holds so far (qd.h, "Timeline trace",
+// says what each call promises). With no code change, the environment variable QD_TRACE=path.json
+// (read with secure_getenv when a context is created) is a start at every context's creation and
+// a stop at its destroy. Several contexts traced into one path share the file: each writes its
+// own part (one process per context, one track per stream, one per host thread that enqueued
+// work), and a context that writes again replaces its part. Off by default; never started, no
+// observer is attached and the chokepoint's branch is not taken. Once started, the observer stays
+// attached for the context's life (core/observers.h); stopped, it costs a submit one atomic load
+// behind the observer walk.
 //
 // How times are taken: two timing events of the context's own backend bracket every traced
 // operation on its stream (recorded just before and just after it), so a slice is the time the
 // operation ran on the CPU backend's worker or on the device, not the time it was queued. The
-// events are read after the context has drained its streams (at destroy), never on the launch
-// path; a reference event recorded and synchronized when tracing starts puts every stream on
-// the host's steady clock. Cost when on: two event records per operation (on the CPU backend
-// two queued markers, on a GPU two event records), a mutex, and the host clock read twice.
+// events are read when the file is written (stop, flush, destroy), never on the launch path; a
+// reference event recorded and synchronized when the window starts puts every stream on the
+// host's steady clock. Cost when on: two event records per operation (on the CPU backend two
+// queued markers, on a GPU two event records), a mutex, and the host clock read twice
+// (bench/RESULTS.md measures it).
 //
-// Memory is bounded: the trace keeps at most QD_TRACE_CAPACITY operations per context (default
-// 65536); later ones are not recorded, and the file says how many were dropped.
+// Memory is bounded: a window keeps at most QD_TRACE_CAPACITY operations (default 65536); the
+// ring drops the newest (operations past the capacity are not recorded), and the file says how
+// many were dropped.
 #pragma once
 
 #include <qd/qd.h>
@@ -29,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -38,10 +45,15 @@ namespace qd::core {
 
 class TraceObserver final : public OpObserver {
   public:
-    // Attaches a trace to ctx when QD_TRACE names a file. QD_SUCCESS when tracing is off.
+    // QD_TRACE at context creation: a start into that path. QD_SUCCESS when it is not set.
     static qd_status attach_if_requested(Context &ctx);
+    // The C API (qd.h, "Timeline trace"); the context is resolved and usable (start) or
+    // resolved and not forked (stop, flush).
+    static qd_status start(Context &ctx, const char *path);
+    static qd_status stop(Context &ctx);
+    static qd_status flush(Context &ctx);
 
-    TraceObserver(Context &ctx, std::string path, size_t capacity);
+    explicit TraceObserver(Context &ctx);
     ~TraceObserver() override;
 
     qd_status before(const Op &op, bool *consumed) override;
@@ -54,10 +66,9 @@ class TraceObserver final : public OpObserver {
     struct Slot {
         OpKind kind = OpKind::Launch;
         OpOrigin origin = OpOrigin::Api;
-        uint32_t track = 0;  // the stream's track (named when first seen: tracks_)
+        uint32_t track = 0;  // the stream's track (named when first seen: Window::track_names)
         char name[64] = {0};  // the kernel's name (copied: the kernel may be gone by the flush)
         uint64_t bytes = 0;
-        const backend::Event *event = nullptr;  // Record/Wait: the event, to draw its arrow
         std::shared_ptr<backend::Event> begin, end;
         Clock::time_point host_begin, host_end;
         uint32_t thread = 0;
@@ -68,38 +79,42 @@ class TraceObserver final : public OpObserver {
         int64_t flow_from = -1;  // Wait: the slot of the record it consumed
     };
 
-    qd_status start(Context &ctx);  // the reference event
-    uint32_t thread_index();        // under mutex_
-    uint32_t track_of(const Stream &stream);  // under mutex_
-    std::string render(Context &ctx);
+    // What one start .. stop records. Copied for a flush, so the events are waited for and the
+    // file is rendered without holding the lock that submits take.
+    struct Window {
+        std::string path;
+        size_t capacity = 0;
+        std::vector<Slot> slots;
+        uint64_t dropped = 0;
+        std::unordered_map<const Op *, size_t> in_flight;  // before() -> after() of one submit
+        std::unordered_map<const backend::Event *, size_t> last_record;
+        std::unordered_map<std::thread::id, uint32_t> threads;
+        // A stream's track, found by address; the weak reference tells a new stream at a freed
+        // stream's address from the old one.
+        struct Track {
+            std::weak_ptr<const Stream> stream;
+            uint32_t tid;
+        };
+        std::unordered_map<const Stream *, Track> track_of;
+        std::vector<std::string> track_names;  // [tid - 1]
+        uint32_t owned = 0;
+        std::shared_ptr<backend::Event> reference;
+        Clock::time_point reference_time;
+    };
+
+    static qd_status find_or_attach(Context &ctx, TraceObserver **out);
+    qd_status begin_window(std::string path, size_t capacity);  // blocks on the reference event
+    qd_status end_window(bool report);  // off, then write; report: failures as a status
+    qd_status write_snapshot();        // copy the window, wait for its events, write the file
+    static uint32_t track_of(Window &w, const Stream &stream);
+    std::string render(const Window &w);
 
     Context &ctx_;
-    const std::string path_;
-    const size_t capacity_;
-    uint32_t id_ = 0;  // this context's process id in the file
-
-    std::mutex mutex_;
-    std::vector<Slot> slots_;
-    uint64_t dropped_ = 0;
-    std::unordered_map<const Op *, size_t> in_flight_;  // before() -> after() of one submit
-    std::unordered_map<const backend::Event *, size_t> last_record_;
-    std::unordered_map<std::string, uint32_t> threads_;
-    // A stream's track, found by address; the weak reference tells a new stream at a freed
-    // stream's address from the old one.
-    struct Track {
-        std::weak_ptr<const Stream> stream;
-        uint32_t tid;
-    };
-    std::unordered_map<const Stream *, Track> track_of_;
-    std::vector<std::string> track_names_;  // [tid - 1]
-    uint32_t owned_ = 0;
-    std::shared_ptr<backend::Event> reference_;
-    Clock::time_point reference_time_;
-    bool flushed_ = false;
+    const uint32_t id_;  // this context's process id in the file
+    std::atomic<bool> on_{false};
+    std::mutex control_;  // one start, stop or flush at a time (they block outside mutex_)
+    std::mutex mutex_;    // window_ (submits take it while on)
+    std::unique_ptr<Window> window_;  // the current window, or after a stop the last one
 };
-
-// The file every traced context writes its part into (process-wide; each destroy rewrites the
-// file with every part so far, so it is complete and valid JSON after every context destroy).
-void trace_write_part(const std::string &path, std::string part);
 
 }  // namespace qd::core

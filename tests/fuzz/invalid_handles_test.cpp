@@ -202,6 +202,10 @@ class InvalidHandleFuzz : public ::testing::Test {
         add("qd_graph_update(graph)", kGraph, [this](uint64_t h) { return qd_graph_update(h, GR); });
         add("qd_graph_update(from)", kGraph, [this](uint64_t h) { return qd_graph_update(GR, h); });
         add("qd_graph_destroy", kGraph, [](uint64_t h) { return qd_graph_destroy(h); });
+        // Timeline trace (since 0.2).
+        add("qd_trace_start", kContext, [](uint64_t h) { return qd_trace_start(h, "/tmp/qd-forged-trace.json"); });
+        add("qd_trace_stop", kContext, [](uint64_t h) { return qd_trace_stop(h); });
+        add("qd_trace_flush", kContext, [](uint64_t h) { return qd_trace_flush(h); });
     }
 
     // Runs one input through one entry; records failures (first few in detail).

@@ -34,6 +34,7 @@ from ._kernel import Kernel, Launcher, Module, Task, kernel_arg, launch_host_fn,
 from ._memory import DeviceArray, DeviceBuffer, HostBuffer, alloc, free, memcpy, memset
 from ._stream import Event, Stream, StreamKind
 from ._graph import Graph
+from ._trace import trace
 from ._errors import (
     ArgumentRangeError,
     ArgumentTypeError,
@@ -102,5 +103,5 @@ __all__ = [
     "QdOverflowError", "Status", "Stream", "StreamKind", "Task", "TimingDisabledError",
     "WrongContextError", "alloc", "device_count", "device_properties", "free", "kernel_arg",
     "launch_host_fn", "launch_parallel", "lib", "library_path", "memcpy", "memset",
-    "status_name", "version",
+    "status_name", "trace", "version",
 ]

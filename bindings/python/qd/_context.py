@@ -41,6 +41,7 @@ from ._stream import (
 )
 from ._memory import HostBuffer
 from ._kernel import Module
+from ._trace import _new_context as _trace_new_context
 
 # qd._speedups (see _lib.SPEEDUPS): acquire and the active stream without a foreign call.
 _SP = _lib.SPEEDUPS
@@ -181,6 +182,11 @@ class Context:
         self._wait_events: List[Event] = []
         self._finalizer = weakref.finalize(self, _destroy_context, handle, self._keep,
                                            self._cb_errors)
+        try:
+            _trace_new_context(self)  # inside a qd.trace block that covers every context
+        except BaseException:
+            self.close()
+            raise
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -268,6 +274,53 @@ class Context:
         if status:
             raise _err(status, self)
         return least.value, greatest.value
+
+    # -- timeline trace ---------------------------------------------------------------------
+
+    def start_trace(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Start tracing this context into ``path`` (``qd_trace_start``): every operation of
+        its streams from now on is recorded, with the time it ran, for a Chrome trace JSON file
+        that Perfetto opens (``qd trace view`` draws it). ``stop_trace()`` writes the file; so
+        does closing the context while traced. :func:`qd.trace` wraps this in a ``with``.
+
+        Raises:
+            InvalidArgumentError: path cannot be written (its directory is missing or read-only,
+                or it is a directory), or ``QD_TRACE_CAPACITY`` is malformed.
+            InvalidOperationError: the context is already traced (a second start, or
+                ``QD_TRACE`` is set).
+        """
+        raw = os.fsencode(path)
+        self._check_open()
+        status = _C.qd_trace_start(self._h, raw)
+        if status:
+            raise _err(status, self)
+
+    def stop_trace(self) -> None:
+        """Stop tracing and write the file (``qd_trace_stop``): waits for the traced work still
+        running (only it), then writes every operation of the window.
+
+        Raises:
+            InvalidOperationError: the context is not being traced.
+            InvalidArgumentError: the file cannot be written any more (tracing is off all the
+                same; ``flush_trace()`` writes it again).
+        """
+        self._check_open()
+        status = _C.qd_trace_stop(self._h)
+        if status:
+            raise _err(status, self)
+
+    def flush_trace(self) -> None:
+        """Write the trace so far without stopping it (``qd_trace_flush``); after
+        ``stop_trace()``, write the stopped trace again.
+
+        Raises:
+            InvalidOperationError: the context was never traced.
+            InvalidArgumentError: the file cannot be written.
+        """
+        self._check_open()
+        status = _C.qd_trace_flush(self._h)
+        if status:
+            raise _err(status, self)
 
     # -- streams ----------------------------------------------------------------------------
 

@@ -287,6 +287,10 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_graph_launch": (_status, [_handle, _handle]),
     "qd_graph_update": (_status, [_handle, _handle]),
     "qd_graph_destroy": (_status, [_handle]),
+    # timeline trace (since 0.2)
+    "qd_trace_start": (_status, [_handle, c_char_p]),
+    "qd_trace_stop": (_status, [_handle]),
+    "qd_trace_flush": (_status, [_handle]),
 }
 
 # ----------------------------------------------------------------------------------------------

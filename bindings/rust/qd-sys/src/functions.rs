@@ -83,4 +83,9 @@ extern "C" {
     pub fn qd_graph_launch(graph: qd_graph, stream: qd_stream) -> qd_status;
     pub fn qd_graph_update(graph: qd_graph, from: qd_graph) -> qd_status;
     pub fn qd_graph_destroy(graph: qd_graph) -> qd_status;
+
+    // Timeline trace (since 0.2).
+    pub fn qd_trace_start(ctx: qd_context, path: *const c_char) -> qd_status;
+    pub fn qd_trace_stop(ctx: qd_context) -> qd_status;
+    pub fn qd_trace_flush(ctx: qd_context) -> qd_status;
 }

@@ -25,6 +25,7 @@ mod launch;
 mod memory;
 mod module;
 mod stream;
+mod trace;
 mod transfer;
 
 pub use active::ActiveGuard;
@@ -37,6 +38,7 @@ pub use launch::{LaunchPack, Task};
 pub use memory::DeviceBuffer;
 pub use module::{Kernel, Module};
 pub use stream::{Lease, Stream, StreamOptions};
+pub use trace::Trace;
 pub use transfer::{HostBuffer, HostData, Transfer};
 
 /// The raw FFI crate, re-exported for calls the safe API does not cover.

@@ -1,0 +1,293 @@
+// The timeline trace's API (qd.h, "Timeline trace"): qd_trace_start, qd_trace_stop,
+// qd_trace_flush. The file holds exactly the operations of the window (memsets of distinct
+// sizes before, inside and after it tell them apart), work still queued at stop included; a
+// flush writes the window so far and tracing goes on; a full ring drops the newest and counts
+// them; every misuse status; a path that cannot be written, at start and at stop; QD_TRACE is a
+// start that the program may stop; a destroy while traced writes the file; two contexts share
+// one file. (tests/trace/check_trace.py checks the file's content event by event.)
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "qd_test.h"
+
+using namespace qdt;
+
+namespace {
+
+std::string read_file(const std::string &path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+size_t count(const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// The number of memset slices of `bytes` bytes in a trace file.
+size_t memsets(const std::string &text, uint64_t bytes) {
+    return count(text, "\"cat\":\"memset\",\"args\":{\"origin\":\"api\",\"bytes\":" +
+                           std::to_string(bytes) + "}");
+}
+
+class TraceTest : public BackendTest {
+  protected:
+    void SetUp() override {
+        BackendTest::SetUp();
+        if (skipped_ || HasFatalFailure()) return;
+        char tmpl[] = "/tmp/qd-trace-test-XXXXXX";
+        ASSERT_NE(::mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+        path_ = dir_ + "/trace.json";
+        stream_ = new_stream();
+        buf_ = alloc(stream_, 4096);
+    }
+
+    void TearDown() override {
+        if (buf_) {
+            EXPECT_QD_OK(qd_mem_free_async(stream_, buf_));
+            EXPECT_QD_OK(qd_stream_synchronize(stream_));
+        }
+        if (stream_) { EXPECT_QD_OK(qd_stream_destroy(stream_)); }
+        BackendTest::TearDown();
+        if (!dir_.empty()) {
+            std::remove(path_.c_str());
+            std::remove((dir_ + "/other.json").c_str());
+            ::rmdir(dir_.c_str());
+        }
+        ::unsetenv("QD_TRACE_CAPACITY");
+    }
+
+    qd_status memset_n(uint64_t bytes) { return qd_memset_async(stream_, buf_, 0x5a, bytes); }
+
+    std::string dir_, path_;
+    qd_stream stream_ = 0;
+    uint64_t buf_ = 0;
+};
+
+// Blocks its stream until released (the test's other thread releases it, whatever the order).
+void wait_for_gate(void *flag) {
+    auto *f = static_cast<std::atomic<bool> *>(flag);
+    while (!f->load()) std::this_thread::yield();
+}
+
+TEST_P(TraceTest, StartStop_FileHoldsExactlyTheWindowsOperations_QueuedWorkIncluded) {
+    ASSERT_QD_OK(memset_n(111));
+    ASSERT_QD_OK(qd_stream_synchronize(stream_));
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    std::atomic<bool> gate{false};
+    ASSERT_QD_OK(qd_launch_host_fn(stream_, wait_for_gate, &gate));
+    for (int i = 0; i < 3; ++i) ASSERT_QD_OK(memset_n(222));
+    // The three memsets are queued behind the gate when stop is called (or have run, if the
+    // releasing thread came first): either way they are in the window.
+    std::thread releaser([&] { gate.store(true); });
+    EXPECT_QD_OK(qd_trace_stop(ctx_));
+    releaser.join();
+    ASSERT_QD_OK(memset_n(333));
+    ASSERT_QD_OK(qd_stream_synchronize(stream_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(memsets(t, 111), 0u) << "before the start";
+    EXPECT_EQ(memsets(t, 222), 3u) << "inside the window";
+    EXPECT_EQ(memsets(t, 333), 0u) << "after the stop";
+    EXPECT_EQ(count(t, "\"cat\":\"host callback\""), 1u);
+    EXPECT_EQ(count(t, "\"name\":\"enqueue memset\""), 3u) << "each enqueue once";
+    EXPECT_EQ(count(t, "operations recorded 4, dropped 0"), 1u);
+}
+
+TEST_P(TraceTest, Flush_WhileOn_WritesTheWindowSoFarAndTracingGoesOn) {
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(memset_n(222));
+    ASSERT_QD_OK(qd_trace_flush(ctx_));
+    std::string t = read_file(path_);
+    EXPECT_EQ(memsets(t, 222), 1u);
+    ASSERT_QD_OK(memset_n(444));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    t = read_file(path_);
+    EXPECT_EQ(memsets(t, 222), 1u) << "the flushed part is rewritten, not repeated";
+    EXPECT_EQ(memsets(t, 444), 1u);
+    EXPECT_EQ(count(t, "\"name\":\"process_name\""), 1u) << "one part per context";
+    // After the stop, a flush writes the stopped window again.
+    std::remove(path_.c_str());
+    EXPECT_QD_OK(qd_trace_flush(ctx_));
+    EXPECT_EQ(memsets(read_file(path_), 444), 1u);
+}
+
+TEST_P(TraceTest, SecondStart_IsInvalidOperation_AndTheWindowGoesOn) {
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(memset_n(222));
+    const std::string other = dir_ + "/other.json";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "already", qd_trace_start(ctx_, other.c_str()));
+    ASSERT_QD_OK(memset_n(444));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(memsets(t, 222), 1u);
+    EXPECT_EQ(memsets(t, 444), 1u);
+    EXPECT_NE(::access(other.c_str(), F_OK), 0) << "the refused start wrote nothing";
+}
+
+TEST_P(TraceTest, StopOrFlush_WhenNotTracing_IsInvalidOperation) {
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "not being traced", qd_trace_stop(ctx_));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "never traced", qd_trace_flush(ctx_));
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "not being traced", qd_trace_stop(ctx_));
+}
+
+TEST_P(TraceTest, BadHandlesAndArguments_AreRefusedWithTheirStatus) {
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_trace_start(0, path_.c_str()));
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_trace_stop(0));
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_trace_flush(0));
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_trace_start(stream_, path_.c_str())) << "wrong type";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "path", qd_trace_start(ctx_, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "empty", qd_trace_start(ctx_, ""));
+    EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_trace_start(0, nullptr)) << "arguments first";
+    qd_context c = other_context();
+    ASSERT_QD_OK(qd_trace_start(c, path_.c_str()));
+    ASSERT_QD_OK(qd_context_destroy(c));
+    extra_contexts_.clear();
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_trace_stop(c)) << "a destroyed context";
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_trace_flush(c));
+}
+
+TEST_P(TraceTest, Start_PathThatCannotBeWritten_IsInvalidArgument_AndTracingStaysOff) {
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "cannot be written",
+                  qd_trace_start(ctx_, (dir_ + "/no/such/dir/t.json").c_str()));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "directory", qd_trace_start(ctx_, dir_.c_str()));
+    EXPECT_QD(QD_ERROR_INVALID_OPERATION, qd_trace_stop(ctx_)) << "tracing stayed off";
+    qd_context_stats s = QD_CONTEXT_STATS_INIT;
+    ASSERT_QD_OK(qd_context_get_stats(ctx_, &s));
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str())) << "a good path still starts";
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+}
+
+TEST_P(TraceTest, Stop_WhenThePathWasRemoved_IsInvalidArgument_AndFlushWritesItLater) {
+    const std::string sub = dir_ + "/sub";
+    ASSERT_EQ(::mkdir(sub.c_str(), 0700), 0);
+    const std::string path = sub + "/t.json";
+    ASSERT_QD_OK(qd_trace_start(ctx_, path.c_str()));
+    ASSERT_QD_OK(memset_n(222));
+    ASSERT_EQ(::rmdir(sub.c_str()), 0);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "cannot be written", qd_trace_stop(ctx_));
+    EXPECT_QD(QD_ERROR_INVALID_OPERATION, qd_trace_stop(ctx_)) << "tracing is off all the same";
+    ASSERT_QD_OK(memset_n(444));
+    ASSERT_EQ(::mkdir(sub.c_str(), 0700), 0);
+    EXPECT_QD_OK(qd_trace_flush(ctx_)) << "the kept window is written";
+    const std::string t = read_file(path);
+    EXPECT_EQ(memsets(t, 222), 1u);
+    EXPECT_EQ(memsets(t, 444), 0u);
+    std::remove(path.c_str());
+    ::rmdir(sub.c_str());
+}
+
+TEST_P(TraceTest, RestartAfterStop_OpensANewWindowThatReplacesTheContextsPart) {
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(memset_n(222));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    ASSERT_QD_OK(memset_n(333));
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(memset_n(444));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(memsets(t, 222), 0u) << "the first window's part was replaced";
+    EXPECT_EQ(memsets(t, 333), 0u);
+    EXPECT_EQ(memsets(t, 444), 1u);
+}
+
+TEST_P(TraceTest, FullRing_DropsTheNewestAndCountsThem) {
+    ASSERT_EQ(::setenv("QD_TRACE_CAPACITY", "4", 1), 0);
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    for (uint64_t n = 1; n <= 6; ++n) ASSERT_QD_OK(memset_n(n));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    ASSERT_QD_OK(qd_stream_synchronize(stream_));
+    const std::string t = read_file(path_);
+    for (uint64_t n = 1; n <= 4; ++n) EXPECT_EQ(memsets(t, n), 1u) << "the oldest are kept: " << n;
+    for (uint64_t n = 5; n <= 6; ++n) EXPECT_EQ(memsets(t, n), 0u) << "the newest are dropped: " << n;
+    EXPECT_EQ(count(t, "operations recorded 4, dropped 2 (QD_TRACE_CAPACITY 4)"), 1u);
+    EXPECT_EQ(count(t, "trace full: 2 operations not recorded"), 1u);
+    // Dropped operations still ran.
+    EXPECT_QD_OK(qd_stream_synchronize(stream_));
+}
+
+TEST_P(TraceTest, BadCapacity_IsInvalidArgument) {
+    ASSERT_EQ(::setenv("QD_TRACE_CAPACITY", "lots", 1), 0);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "QD_TRACE_CAPACITY",
+                  qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_EQ(::setenv("QD_TRACE_CAPACITY", "0", 1), 0);
+    EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_trace_start(ctx_, path_.c_str()));
+}
+
+TEST_P(TraceTest, DestroyWhileTraced_WritesTheFileWithTheQueuedWork) {
+    qd_context c = other_context();
+    qd_stream s = new_stream(c);
+    uint64_t b = alloc(s, 64);
+    ASSERT_QD_OK(qd_trace_start(c, path_.c_str()));
+    for (int i = 0; i < 5; ++i) ASSERT_QD_OK(qd_memset_async(s, b, 1, 7));
+    ASSERT_QD_OK(qd_context_destroy(c));
+    extra_contexts_.clear();
+    EXPECT_EQ(memsets(read_file(path_), 7), 5u);
+}
+
+TEST_P(TraceTest, TraceEnvironment_IsAStartThatTheProgramMayStop) {
+    ASSERT_EQ(::setenv("QD_TRACE", path_.c_str(), 1), 0);
+    qd_context c = other_context();
+    ::unsetenv("QD_TRACE");
+    ASSERT_NE(c, 0u);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "already", qd_trace_start(c, path_.c_str()));
+    qd_stream s = new_stream(c);
+    uint64_t b = alloc(s, 64);
+    ASSERT_QD_OK(qd_memset_async(s, b, 1, 9));
+    EXPECT_QD_OK(qd_trace_stop(c));
+    EXPECT_EQ(memsets(read_file(path_), 9), 1u);
+    ASSERT_QD_OK(qd_memset_async(s, b, 1, 10));
+    ASSERT_QD_OK(qd_context_destroy(c));  // stopped: the destroy writes nothing more
+    extra_contexts_.clear();
+    EXPECT_EQ(memsets(read_file(path_), 10), 0u);
+}
+
+TEST_P(TraceTest, TwoContextsIntoOnePath_EachHasItsProcess) {
+    qd_context c = other_context();
+    qd_stream s = new_stream(c);
+    uint64_t b = alloc(s, 64);
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(qd_trace_start(c, path_.c_str()));
+    ASSERT_QD_OK(memset_n(222));
+    ASSERT_QD_OK(qd_memset_async(s, b, 1, 9));
+    ASSERT_QD_OK(qd_trace_stop(c));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(count(t, "\"name\":\"process_name\""), 2u);
+    EXPECT_EQ(memsets(t, 222), 1u);
+    EXPECT_EQ(memsets(t, 9), 1u);
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+}
+
+void stop_from_callback(void *p) {
+    auto *args = static_cast<std::pair<qd_context, std::atomic<qd_status> *> *>(p);
+    args->second->store(qd_trace_stop(args->first));
+}
+
+TEST_P(TraceTest, StopFromAHostCallback_IsInvalidOperation) {
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    std::atomic<qd_status> got{QD_SUCCESS};
+    std::pair<qd_context, std::atomic<qd_status> *> args{ctx_, &got};
+    ASSERT_QD_OK(qd_launch_host_fn(stream_, stop_from_callback, &args));
+    ASSERT_QD_OK(qd_stream_synchronize(stream_));
+    EXPECT_EQ(got.load(), QD_ERROR_INVALID_OPERATION);
+    EXPECT_QD_OK(qd_trace_stop(ctx_)) << "still on: the refused stop changed nothing";
+}
+
+QDT_INSTANTIATE_BACKENDS(TraceTest);
+
+}  // namespace
