@@ -243,7 +243,6 @@ qd_status TraceObserver::begin_window(std::string path, size_t capacity) {
     auto w = std::make_unique<Window>();
     w->path = std::move(path);
     w->capacity = capacity;
-    w->slots.reserve(capacity < 4096 ? capacity : 4096);
     std::shared_ptr<backend::Stream> stream;
     qd_status st = ctx_.impl().create_stream(QD_STREAM_NON_BLOCKING, 0, &stream);
     if (st == QD_SUCCESS) st = ctx_.impl().create_event(true, &w->reference);
@@ -322,8 +321,11 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     if (op.kind == OpKind::Launch && op.kernel)
         std::snprintf(s.name, sizeof s.name, "%s", op.kernel->impl->name());
     s.bytes = op.bytes;
-    s.thread = w.threads.emplace(std::this_thread::get_id(), static_cast<uint32_t>(w.threads.size()))
-                   .first->second;
+    const std::thread::id me = std::this_thread::get_id();
+    auto t = w.threads.find(me);
+    if (t == w.threads.end())
+        t = w.threads.emplace(me, static_cast<uint32_t>(w.threads.size())).first;
+    s.thread = t->second;
     s.host_begin = Clock::now();
     if (ctx_.impl().create_event(true, &s.begin) == QD_SUCCESS)
         s.begun = op.stream->impl->record(*s.begin) == QD_SUCCESS;

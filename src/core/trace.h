@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -84,7 +85,8 @@ class TraceObserver final : public OpObserver {
     struct Window {
         std::string path;
         size_t capacity = 0;
-        std::vector<Slot> slots;
+        std::deque<Slot> slots;  // grows without moving what it holds (a vector's regrowth
+                                 // copied every slot: most of the cost of tracing on)
         uint64_t dropped = 0;
         std::unordered_map<const Op *, size_t> in_flight;  // before() -> after() of one submit
         std::unordered_map<const backend::Event *, size_t> last_record;
