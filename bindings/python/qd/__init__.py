@@ -35,6 +35,8 @@ from ._memory import DeviceArray, DeviceBuffer, HostBuffer, alloc, free, memcpy,
 from ._stream import Event, Stream, StreamKind
 from ._graph import Graph
 from ._trace import trace
+
+trace.__module__ = __name__  # shown as qd.trace
 from ._errors import (
     ArgumentRangeError,
     ArgumentTypeError,
