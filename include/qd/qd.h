@@ -103,7 +103,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define QD_VERSION_MAJOR 0
-#define QD_VERSION_MINOR 1
+#define QD_VERSION_MINOR 2
 #define QD_VERSION_PATCH 0
 /** Encoded as (major << 16) | (minor << 8) | patch. */
 #define QD_VERSION ((QD_VERSION_MAJOR << 16) | (QD_VERSION_MINOR << 8) | QD_VERSION_PATCH)
@@ -713,6 +713,8 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
  *  previous state, waits do not wait for it). Do not block in a callback to delay device work.
  *  - QD_ERROR_INVALID_ARGUMENT: fn is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: ("Graphs", since 0.2) stream is capturing natively on a HIP
+ *    runtime whose host functions are stream callbacks, which a capture cannot hold.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data);
 
@@ -819,10 +821,19 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  *
  * Replay (qd_graph_launch) queues the whole graph on a stream of the graph's context: it starts
  * after the work already queued there, later work there waits for all of it, and its branches
- * run on pooled streams with the same ordering and concurrency as the captured calls had
- * (fork and join by pooled events, no host synchronization). CPU: replay re-queues the
- * recorded tasks on those streams. CUDA, HIP: in this release a replay also re-queues the
- * recorded operations (one driver call each); native driver graphs are not used yet.
+ * run with the same ordering and concurrency as the captured calls had (no host
+ * synchronization). CPU: replay re-queues the recorded tasks on pooled streams, forked and
+ * joined by pooled events. CUDA, HIP (since 0.2): the capture is also a driver stream capture
+ * (relaxed mode, so that any thread may end it), ended and instantiated by
+ * qd_stream_end_capture, and a replay is one graph launch (cuGraphLaunch / hipGraphLaunch); the
+ * driver orders the launches of one graph after each other, on any stream. A driver without
+ * the graph entry points, or a context with the timeline trace or validation attached, gets
+ * the CPU's way: a replay re-queues the recorded operations (one driver call each), so those
+ * observers see each one. A host function queued during a native capture on a HIP runtime
+ * whose host functions are stream callbacks (no hipLaunchHostFunc) is QD_ERROR_NOT_SUPPORTED,
+ * nothing is queued and the capture goes on. A driver error inside a native capture ends it as
+ * a whole: qd_stream_end_capture then returns QD_ERROR_INVALID_OPERATION with the driver's
+ * reason, and no graph.
  *
  * New arguments without a new capture: capture the same calls again with other values and
  * call qd_graph_update(graph, new_graph), as cuGraphExecUpdate does: the shape must be the
@@ -836,7 +847,8 @@ typedef uint64_t qd_graph;
  *  Threads: any. Captures on different streams (also on different threads) are independent.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: stream is already capturing (its own capture, or one it
- *    joined).
+ *    joined); (CUDA, HIP) the driver refused to begin a capture on it (an imported stream that
+ *    another library is capturing).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_begin_capture(qd_stream stream);
 
@@ -850,7 +862,9 @@ QD_API qd_status qd_stream_begin_capture(qd_stream stream);
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: stream is not capturing; stream joined a capture but is not
  *    its origin; a stream that joined the capture has not joined back to the origin (the
- *    message names its handle, or says it was a stream of qd_launch_parallel).
+ *    message names its handle, or says it was a stream of qd_launch_parallel); (CUDA, HIP)
+ *    the driver invalidated the capture because an operation inside it failed: the capture is
+ *    over, no graph is returned, and its leases go back to the pool.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
 
@@ -861,8 +875,9 @@ QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
  *  order); if the pool has fewer free streams than the graph has branches, branches share
  *  streams, and if it has none, every branch runs on stream itself, in an order the graph
  *  allows (less concurrent, never wrong).
- *  Threads: any; replays of one graph may run concurrently with each other and with
- *  qd_graph_update (each replay uses the values current when it is queued).
+ *  Threads: any; replays of one graph may be queued concurrently with each other and with
+ *  qd_graph_update (each replay uses the values current when it is queued). On CUDA and HIP a
+ *  replay of a native graph also runs after the replays of the same graph queued before it.
  *  - QD_ERROR_INVALID_HANDLE: graph or stream is 0, of the wrong type, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context than graph.
  *  - QD_ERROR_INVALID_OPERATION: stream is capturing.
@@ -878,7 +893,9 @@ QD_API qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
  *  Threads: any.
  *  - QD_ERROR_INVALID_HANDLE: graph or from is 0, not a graph, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: graph and from belong to different contexts.
- *  - QD_ERROR_INVALID_OPERATION: the shapes differ (the message names the first difference).
+ *  - QD_ERROR_INVALID_OPERATION: the shapes differ (the message names the first difference);
+ *    (CUDA, HIP) the driver refused to update the instantiated graph (the message names its
+ *    reason); the graph keeps its values.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from);
 

@@ -11,6 +11,10 @@ qd_status Stream::get_native_handle(uint64_t *out) const {
     return QD_SUCCESS;
 }
 
+qd_status Stream::begin_capture(std::unique_ptr<Capture> *) {
+    return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native graphs");
+}
+
 qd_status Context::import_stream(uint64_t, std::shared_ptr<Stream> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native streams to import");
 }

@@ -28,7 +28,9 @@
 
 namespace qd::backend {
 
+class Capture;
 class Event;
+class Graph;
 class Kernel;
 class Module;
 class Stream;
@@ -98,6 +100,13 @@ class Stream {
     // qd_stream_native_handle: the native stream, or QD_ERROR_NOT_SUPPORTED with the backend's
     // reason when it has none.
     virtual qd_status get_native_handle(uint64_t *out) const;
+    // Native graph capture (qd.h, "Graphs"; core/capture.h drives it). Starts a driver capture
+    // with this stream as its origin: from then on the driver records, instead of running, the
+    // work queued here and on every stream that waits on an event recorded inside it. Backends
+    // without native graphs return QD_ERROR_NOT_SUPPORTED (with the reason) and the core
+    // records and re-issues the operations itself.
+    virtual qd_status begin_capture(std::unique_ptr<Capture> *out);
+
     // Called when the handle of a borrowed (imported) stream is destroyed, directly or by its
     // context's destroy. Its owner may destroy the native stream at once, so from here on the
     // backend must never touch it again (no synchronize, query or destroy), even while this
@@ -114,6 +123,38 @@ class Event {
     // QD_SUCCESS if the latest record completed or there was none, QD_NOT_READY otherwise.
     virtual qd_status query() = 0;
     virtual qd_status synchronize() = 0;
+};
+
+// A native graph: what one capture recorded, instantiated for launch.
+class Graph {
+  public:
+    // Dropping the last reference returns at once; launches in flight complete, and what they
+    // need (host-function payloads) lives until they have.
+    virtual ~Graph() = default;
+    // Queue the whole graph on `stream` (a stream of the same context, not capturing): it
+    // starts after the work queued there, and later work there waits for all of it. Launches
+    // of one graph are ordered after each other (the driver's rule), on any stream.
+    virtual qd_status launch(Stream &stream) = 0;
+    // Take the argument values, copy ranges and host functions of `from`, a graph of the same
+    // shape; later launches use them. QD_ERROR_INVALID_OPERATION (naming the driver's reason)
+    // when the driver refuses, and this graph is unchanged.
+    virtual qd_status update(Graph &from) = 0;
+};
+
+// An open native capture (Stream::begin_capture). Destroying it without end() abandons it:
+// the driver capture is ended and what it recorded dropped.
+class Capture {
+  public:
+    virtual ~Capture() = default;
+    // A host function queued on `lane`, a stream of this capture: it runs once per launch of
+    // the graph, so its payload belongs to the graph, not to a single call.
+    // QD_ERROR_NOT_SUPPORTED when the driver's host-function entry cannot be captured (a
+    // stream-callback fallback); nothing is queued and the capture stays usable.
+    virtual qd_status host_fn(Stream &lane, qd_host_fn fn, void *user_data) = 0;
+    // End the capture on its origin and instantiate the graph. Every stream that joined must
+    // have joined back (the core checks that first). On failure the capture is over all the
+    // same (the driver ended it) and nothing is returned.
+    virtual qd_status end(std::shared_ptr<Graph> *out) = 0;
 };
 
 class Kernel {

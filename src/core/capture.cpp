@@ -22,6 +22,11 @@ struct CaptureObserver::Capture {
     std::vector<std::shared_ptr<Stream>> held;   // leases given back during the capture
     std::shared_ptr<GraphData> data = std::make_shared<GraphData>();
     std::unordered_map<const backend::Kernel *, std::shared_ptr<Kernel>> kernels;
+    // Native capture: the pooled events recorded in it (back to the pool at the end), and the
+    // driver capture. Declared last, destroyed first: an abandoned driver capture ends while
+    // its streams are still alive.
+    std::vector<std::shared_ptr<backend::Event>> proxies;
+    std::unique_ptr<backend::Capture> native;
 
     uint32_t add_lane(std::shared_ptr<Stream> s, uint64_t handle) {
         lanes.push_back(std::move(s));
@@ -107,6 +112,37 @@ qd_status CaptureObserver::record_node(Capture &c, uint32_t lane, const Op &op) 
     return QD_SUCCESS;
 }
 
+qd_status CaptureObserver::submit_native(Capture &c, uint32_t lane, const Op &op) {
+    backend::Stream &s = *op.stream->impl;
+    qd_status st = QD_SUCCESS;
+    std::shared_ptr<backend::Event> proxy;
+    switch (op.kind) {
+        case OpKind::Launch: st = s.launch(*op.kernel->impl, *op.dims, op.args, op.num_args); break;
+        case OpKind::Memcpy: st = s.memcpy(op.dst, op.src, op.bytes); break;
+        case OpKind::Memset: st = s.memset(op.dst, op.value, op.bytes); break;
+        case OpKind::HostFn: st = c.native->host_fn(s, op.fn, op.user_data); break;
+        case OpKind::Record:
+            // A pooled proxy, never the caller's event: a record inside a capture is a
+            // dependency inside the graph only (qd.h), and the driver refuses most calls on an
+            // event last recorded in a capture.
+            c.proxies.reserve(c.proxies.size() + 1);
+            st = ctx_.event_pool().get(&proxy);
+            if (st == QD_SUCCESS) st = s.record(*proxy);
+            if (st == QD_SUCCESS) c.proxies.push_back(proxy);
+            break;
+        case OpKind::Wait: st = s.wait(*records_.at(op.event).proxy); break;
+        case OpKind::MemAlloc:
+        case OpKind::MemFree: return QD_ERROR_INTERNAL;
+    }
+    if (st != QD_SUCCESS) {
+        if (proxy) ctx_.event_pool().put(std::move(proxy));
+        return st;
+    }
+    st = record_node(c, lane, op);
+    if (st == QD_SUCCESS && proxy) records_[op.event].proxy = proxy.get();
+    return st;
+}
+
 qd_status CaptureObserver::before(const Op &op, bool *consumed) {
     if (open_.load(std::memory_order_acquire) == 0) return QD_SUCCESS;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -122,6 +158,11 @@ qd_status CaptureObserver::before(const Op &op, bool *consumed) {
         auto rec = records_.find(op.event);
         if (rec == records_.end()) return QD_SUCCESS;
         Capture &c = *rec->second.capture;
+        // Natively the wait itself makes the stream join the driver capture.
+        if (c.native) {
+            qd_status st = op.stream->impl->wait(*rec->second.proxy);
+            if (st != QD_SUCCESS) return st;
+        }
         const uint32_t l = c.add_lane(op.stream->shared_from_this(), 0);
         lanes_[op.stream] = LaneRef{&c, l};
         qd_status st = record_node(c, l, op);
@@ -155,7 +196,8 @@ qd_status CaptureObserver::before(const Op &op, bool *consumed) {
         }
         default: break;
     }
-    qd_status st = record_node(c, lane->second.lane, op);
+    qd_status st = c.native ? submit_native(c, lane->second.lane, op)
+                            : record_node(c, lane->second.lane, op);
     if (st == QD_SUCCESS) *consumed = true;
     return st;
 }
@@ -174,6 +216,13 @@ qd_status CaptureObserver::begin(Stream &stream, uint64_t handle) {
     }
     auto c = std::make_unique<Capture>();
     c->origin_handle = handle;
+    // Natively only while no other observer is attached: the trace and validation must see
+    // each operation (they would also queue work of their own on the capturing streams).
+    ObserverSet *set = ctx_.observers();
+    if (set && set->size() == 1) {
+        qd_status st = stream.impl->begin_capture(&c->native);
+        if (st != QD_SUCCESS && st != QD_ERROR_NOT_SUPPORTED) return st;
+    }
     c->add_lane(stream.shared_from_this(), handle);
     lanes_[&stream] = LaneRef{c.get(), 0};
     captures_.push_back(std::move(c));
@@ -189,9 +238,11 @@ void CaptureObserver::end_locked(Capture &c) {
     open_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-qd_status CaptureObserver::end(Stream &stream, std::shared_ptr<const GraphData> *out) {
+qd_status CaptureObserver::end(Stream &stream, std::shared_ptr<const GraphData> *out,
+                               std::shared_ptr<backend::Graph> *native) {
     std::vector<std::shared_ptr<Stream>> held;
     std::unique_ptr<Capture> done;
+    qd_status st = QD_SUCCESS;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = lanes_.find(&stream);
@@ -232,7 +283,10 @@ qd_status CaptureObserver::end(Stream &stream, std::shared_ptr<const GraphData> 
                         "its origin 0x%016llx",
                         l, (unsigned long long)c.origin_handle);
         }
-        *out = c.data;
+        // The driver's end: on failure the capture is over all the same (the driver ended it),
+        // so it is cleaned up below like a successful one and nothing is returned.
+        if (c.native) st = c.native->end(native);
+        if (st == QD_SUCCESS) *out = c.data;
         held.swap(c.held);
         end_locked(c);
         auto pos = std::find_if(captures_.begin(), captures_.end(),
@@ -241,7 +295,8 @@ qd_status CaptureObserver::end(Stream &stream, std::shared_ptr<const GraphData> 
         captures_.erase(pos);
     }
     if (!held.empty()) ctx_.stream_pool().release_internal(held);
-    return QD_SUCCESS;
+    for (auto &e : done->proxies) ctx_.event_pool().put(std::move(e));
+    return st;
 }
 
 bool CaptureObserver::capturing(const Stream &stream) const {
@@ -296,6 +351,8 @@ void CaptureObserver::context_drained(Context &) {
         abandoned.swap(captures_);
         open_.store(0, std::memory_order_release);
     }
+    // Driver captures end before their streams can go.
+    for (auto &c : abandoned) c->native.reset();
     // The pool is cleared already: dropping the held leases only drops references.
 }
 
@@ -308,6 +365,10 @@ qd_status Graph::launch(Stream &stream) {
     const auto &nodes = data->nodes;
     if (nodes.empty()) return QD_SUCCESS;
     Context &c = *stream.ctx;
+    if (std::shared_ptr<backend::Graph> native = this->native()) {
+        ObserverSet *set = c.observers();
+        if (set && set->size() == 1) return submit_graph_launch(stream, *native);
+    }
     std::vector<std::shared_ptr<Stream>> leases;
     if (data->lanes > 1) {
         qd_status st = c.stream_pool().acquire_internal(data->lanes - 1, &leases);
@@ -383,8 +444,15 @@ qd_status Graph::update_from(const Graph &from) {
                         "dependency)",
                         i);
     }
+    const std::shared_ptr<backend::Graph> native = this->native(), from_native = from.native();
+    if (native && from_native) {
+        qd_status st = native->update(*from_native);
+        if (st != QD_SUCCESS) return st;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     data_ = theirs;
+    // Values from a recording-only graph: later replays re-issue them.
+    if (!from_native) native_.reset();
     return QD_SUCCESS;
 }
 
@@ -453,14 +521,15 @@ qd_status end_capture(uint64_t stream, uint64_t *graph) {
                     "capture)",
                     (unsigned long long)stream);
     std::shared_ptr<const GraphData> data;
-    st = obs->end(*s, &data);
+    std::shared_ptr<backend::Graph> native;
+    st = obs->end(*s, &data, &native);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
         return fail(st, "qd_stream_end_capture of stream 0x%016llx: %s",
                     (unsigned long long)stream, reason.c_str());
     }
     Context &c = *s->ctx;
-    auto g = std::make_shared<Graph>(c.shared_from_this(), std::move(data));
+    auto g = std::make_shared<Graph>(c.shared_from_this(), std::move(data), std::move(native));
     st = c.adopt(Tag::Graph, std::move(g), graph);
     if (st == QD_SUCCESS) c.counted(Tag::Graph, +1);
     return st;

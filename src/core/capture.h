@@ -15,8 +15,17 @@
 // Leases (fork, parallel launch) released while their stream is a lane stay with the capture
 // until it ends, so no other holder can submit to a capturing stream.
 //
-// The same recording serves every backend: GPU backends replay by re-issuing the recorded
-// operations (native driver graphs are not used yet; src/backends/gpu/README.md).
+// Native driver graphs: when the backend captures natively (backend::Stream::begin_capture:
+// CUDA and HIP with the graph entry points) and the capture observer is the context's only
+// observer, the capture also begins a driver capture on its origin, and the operations of
+// its streams pass to the driver (submitted here, so that the driver records them) while the
+// observer keeps the same bookkeeping and recording: lanes, joins, refused calls, held leases,
+// the nodes (for update's shape check, and to re-issue when a trace or validation is attached
+// later). Records and waits use pooled proxy events (a user event is never recorded by a
+// capture, on any backend); host functions go to the native capture, which gives their
+// payloads to the graph. The end instantiates the driver graph, and a replay is one driver
+// launch. Otherwise (the CPU backend, a driver without graphs, other observers attached) the
+// recording alone serves: a replay re-issues the recorded operations.
 #pragma once
 
 #include <qd/qd.h>
@@ -61,8 +70,9 @@ class Graph : public Object {
   public:
     static constexpr Tag kTag = Tag::Graph;
 
-    Graph(std::shared_ptr<Context> ctx, std::shared_ptr<const GraphData> data)
-        : ctx(std::move(ctx)), data_(std::move(data)) {}
+    Graph(std::shared_ptr<Context> ctx, std::shared_ptr<const GraphData> data,
+          std::shared_ptr<backend::Graph> native)
+        : ctx(std::move(ctx)), data_(std::move(data)), native_(std::move(native)) {}
 
     // qd_graph_launch: `stream` is of this graph's context, usable and not capturing.
     qd_status launch(Stream &stream);
@@ -73,12 +83,18 @@ class Graph : public Object {
         std::lock_guard<std::mutex> lock(mutex_);
         return data_;
     }
+    // The instantiated driver graph, or null (recorded only).
+    std::shared_ptr<backend::Graph> native() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return native_;
+    }
 
     std::shared_ptr<Context> ctx;
 
   private:
     mutable std::mutex mutex_;
     std::shared_ptr<const GraphData> data_;
+    std::shared_ptr<backend::Graph> native_;
 };
 
 class CaptureObserver final : public OpObserver {
@@ -91,7 +107,9 @@ class CaptureObserver final : public OpObserver {
     void context_drained(Context &ctx) override;
 
     qd_status begin(Stream &stream, uint64_t handle);
-    qd_status end(Stream &stream, std::shared_ptr<const GraphData> *out);
+    // *native: the instantiated driver graph of a native capture, else null.
+    qd_status end(Stream &stream, std::shared_ptr<const GraphData> *out,
+                  std::shared_ptr<backend::Graph> *native);
 
     // Is the stream a lane of an open capture?
     bool capturing(const Stream &stream) const;
@@ -119,10 +137,13 @@ class CaptureObserver final : public OpObserver {
         Capture *capture;
         int32_t node;
         std::shared_ptr<backend::Event> keep;  // a user event stays alive while referenced
+        backend::Event *proxy = nullptr;       // native capture: what the driver recorded
     };
 
     // With mutex_ held.
     qd_status record_node(Capture &c, uint32_t lane, const Op &op);
+    // A native capture: submits op to the driver (which records it), then records the node.
+    qd_status submit_native(Capture &c, uint32_t lane, const Op &op);
     void end_locked(Capture &c);
 
     Context &ctx_;

@@ -35,6 +35,9 @@ class ObserverSet final : public OpObserver {
         return nullptr;
     }
 
+    // How many observers are attached.
+    size_t size() const { return count(); }
+
     // In attach order; the first that refuses or consumes the operation ends the walk (later
     // observers never see it). after() runs in reverse order, on every observer.
     qd_status before(const Op &op, bool *consumed) override;

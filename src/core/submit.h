@@ -153,4 +153,12 @@ inline qd_status submit_memset(Stream &s, uint64_t dst, uint8_t value, uint64_t 
 
 #undef QD_SUBMIT_OBSERVED_
 
+// qd_graph_launch of a native driver graph (core/capture.h): the whole graph in one operation.
+// Used only while the capture observer is the context's one observer, and it never sees a
+// replay (the launch stream is not capturing). With a trace or validation attached a replay
+// re-issues the recorded operations through the functions above instead, so they see each one.
+inline qd_status submit_graph_launch(Stream &s, backend::Graph &graph) {
+    return graph.launch(*s.impl);
+}
+
 }  // namespace qd::core

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -66,6 +67,9 @@ class GpuBackend : public ::testing::Test {
         EXPECT_TRUE(g_fake.streams.empty()) << g_fake.streams.size() << " native streams leaked";
         EXPECT_TRUE(g_fake.events.empty()) << g_fake.events.size() << " native events leaked";
         EXPECT_TRUE(g_fake.modules.empty()) << g_fake.modules.size() << " modules leaked";
+        EXPECT_TRUE(g_fake.graphs.empty()) << g_fake.graphs.size() << " native graphs leaked";
+        EXPECT_TRUE(g_fake.execs.empty()) << g_fake.execs.size() << " executable graphs leaked";
+        EXPECT_TRUE(g_fake.captures.empty()) << g_fake.captures.size() << " captures left open";
     }
 
     std::shared_ptr<Stream> stream(uint32_t flags = QD_STREAM_NON_BLOCKING, int priority = 0) {
@@ -599,6 +603,158 @@ TEST(GpuFaultInjection, EveryCallOfAScenario_FailsCleanly) {
 
 // In a fork child, inherited objects refuse with QD_ERROR_FORKED and their destruction makes no
 // driver call (the child cannot use the parent's driver state).
+// ---------------------------------------------------------------------------------------------
+// Native graphs (graph.cpp): capture, instantiate, launch, update; host-function payloads
+// ---------------------------------------------------------------------------------------------
+
+using qd::backend::Capture;
+using qd::backend::Graph;
+
+void count_call(void *user) { ++*static_cast<std::atomic<int> *>(user); }
+
+TEST_F(GpuBackend, NativeCapture_RecordsInsteadOfRunning_GraphLaunchRunsIt_RelaxedMode) {
+    auto s = stream();
+    auto k = kernel("k0");
+    std::unique_ptr<Capture> cap;
+    ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(g_fake.capture_mode, 2) << "stream_begin_capture takes the table's capture_mode";
+    std::atomic<int> calls{0};
+    ASSERT_EQ(s->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS);
+    ASSERT_EQ(cap->host_fn(*s, count_call, &calls), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(calls.load(), 0) << "a captured host function ran at capture";
+    EXPECT_TRUE(g_fake.launches.empty()) << "a captured launch ran at capture";
+    std::shared_ptr<Graph> g;
+    ASSERT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+    cap.reset();
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(g->launch(*s), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(g_fake.graph_launches, 3);
+    EXPECT_EQ(g_fake.launches.size(), 3u);
+    EXPECT_EQ(calls.load(), 3) << "the captured host function runs once per launch";
+    g.reset();  // TearDown checks that the graph and its executable were destroyed
+}
+
+TEST_F(GpuBackend, NativeGraph_DestroyedWithLaunchesInFlight_HostFnPayloadLivesUntilTheyRan) {
+    // The trampoline record of a captured host function belongs to the graph, not to its first
+    // call, and a launch holds it until it ran: destroying the graph with launches in flight
+    // frees nothing they still call (AddressSanitizer reports the use after free this once was).
+    auto s = stream();
+    std::unique_ptr<Capture> cap;
+    ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+    std::atomic<int> calls{0};
+    ASSERT_EQ(cap->host_fn(*s, count_call, &calls), QD_SUCCESS);
+    std::shared_ptr<Graph> g;
+    ASSERT_EQ(cap->end(&g), QD_SUCCESS);
+    cap.reset();
+    g_fake.hold_host_fns = true;  // launched host functions are now "in flight"
+    ASSERT_EQ(g->launch(*s), QD_SUCCESS);
+    ASSERT_EQ(g->launch(*s), QD_SUCCESS);
+    g.reset();
+    EXPECT_EQ(calls.load(), 0);
+    g_fake.hold_host_fns = false;
+    run_held_host_fns();  // each launch: the host function, then its epilogue
+    EXPECT_EQ(calls.load(), 2);
+    EXPECT_EQ(ctx_->synchronize(), QD_SUCCESS);  // runs the releases the epilogue deferred
+}
+
+TEST_F(GpuBackend, NativeGraph_Update_TakesTheOtherGraphsValuesAndHostFns_OtherShapeRefused) {
+    auto s = stream();
+    auto k = kernel("k0");
+    std::atomic<int> a{0}, b{0};
+    auto capture = [&](std::atomic<int> *counter, int launches) {
+        std::unique_ptr<Capture> cap;
+        EXPECT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+        for (int i = 0; i < launches; ++i) EXPECT_EQ(s->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS);
+        EXPECT_EQ(cap->host_fn(*s, count_call, counter), QD_SUCCESS);
+        std::shared_ptr<Graph> g;
+        EXPECT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+        return g;
+    };
+    std::shared_ptr<Graph> ga = capture(&a, 1), gb = capture(&b, 1), gc = capture(&b, 2);
+    ASSERT_TRUE(ga && gb && gc);
+    ASSERT_EQ(ga->update(*gb), QD_SUCCESS) << qd::last_error_message();
+    gb.reset();  // ga holds what its nodes now call
+    ASSERT_EQ(ga->launch(*s), QD_SUCCESS);
+    EXPECT_EQ(a.load(), 0);
+    EXPECT_EQ(b.load(), 1);
+    EXPECT_EQ(ga->update(*gc), QD_ERROR_INVALID_OPERATION);
+    EXPECT_NE(std::string(qd::last_error_message()).find("refused"), std::string::npos)
+        << qd::last_error_message();
+    ASSERT_EQ(ga->launch(*s), QD_SUCCESS);
+    EXPECT_EQ(b.load(), 2) << "a refused update changed the graph";
+}
+
+TEST_F(GpuBackend, NativeCapture_StreamCallbackHostFns_RefusedWithNotSupported_CaptureGoesOn) {
+    // A HIP runtime without hipLaunchHostFunc: host functions are stream callbacks, which a
+    // capture cannot hold. A host function inside a capture is refused; nothing is queued.
+    gpu::DriverTable t = fake_table();
+    t.host_func_capturable = false;
+    t.symbol[static_cast<size_t>(gpu::Fn::launch_host_func)] = "hipStreamAddCallback";
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::unique_ptr<Capture> cap;
+        ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+        std::atomic<int> calls{0};
+        EXPECT_EQ(cap->host_fn(*s, count_call, &calls), QD_ERROR_NOT_SUPPORTED);
+        EXPECT_NE(std::string(qd::last_error_message()).find("hipStreamAddCallback"),
+                  std::string::npos)
+            << qd::last_error_message();
+        std::shared_ptr<Graph> g;
+        ASSERT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+        ASSERT_EQ(g->launch(*s), QD_SUCCESS);
+        EXPECT_EQ(calls.load(), 0);
+        EXPECT_EQ(g_fake.graph_launches, 1);
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
+TEST_F(GpuBackend, NativeGraphs_AnEntryAbsent_BeginCaptureNotSupported) {
+    gpu::DriverTable t = fake_table();
+    t.graph_exec_update = nullptr;
+    t.symbol[static_cast<size_t>(gpu::Fn::graph_exec_update)] = "cuGraphExecUpdate_v2";
+    EXPECT_FALSE(gpu::has_native_graphs(t));
+    EXPECT_EQ(gpu::first_missing(t), gpu::Fn::count) << "the graph entries are optional";
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::unique_ptr<Capture> cap;
+        EXPECT_EQ(s->begin_capture(&cap), QD_ERROR_NOT_SUPPORTED);
+        EXPECT_FALSE(cap);
+        EXPECT_TRUE(g_fake.captures.empty()) << "the driver capture began anyway";
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
+TEST_F(GpuBackend, NativeCapture_ContextSynchronizeSkipsCapturingStreams_AbandonEndsIt) {
+    auto s = stream(), other = stream();
+    auto k = kernel("k0");
+    std::unique_ptr<Capture> cap;
+    ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+    // A stream joins by waiting on an event recorded inside the capture.
+    std::shared_ptr<Event> e;
+    ASSERT_EQ(ctx_->create_event(false, &e), QD_SUCCESS);
+    ASSERT_EQ(s->record(*e), QD_SUCCESS);
+    ASSERT_EQ(other->wait(*e), QD_SUCCESS);
+    ASSERT_EQ(other->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS);
+    // The fake fails a synchronize of a capturing stream, as the driver does.
+    EXPECT_EQ(ctx_->synchronize(), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(g_fake.captures.size(), 1u);
+    cap.reset();  // abandoned: the driver capture ends and its graph is destroyed
+    EXPECT_TRUE(g_fake.captures.empty());
+    EXPECT_EQ(s->synchronize(), QD_SUCCESS) << "the origin is still capturing";
+    EXPECT_EQ(other->synchronize(), QD_SUCCESS) << "a joined stream is still capturing";
+}
+
 TEST_F(GpuBackend, ForkChild_RefusesAndForgetsWithoutDriverCalls) {
     auto s = stream();
     std::shared_ptr<Event> e;

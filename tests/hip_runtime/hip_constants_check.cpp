@@ -47,9 +47,14 @@ QD_CHECK(kCooperativeLaunchTooLarge, hipErrorCooperativeLaunchTooLarge);
 QD_CHECK(kNotSupported, hipErrorNotSupported);
 QD_CHECK(kStreamCaptureUnsupported, hipErrorStreamCaptureUnsupported);
 QD_CHECK(kStreamCaptureInvalidated, hipErrorStreamCaptureInvalidated);
+QD_CHECK(kStreamCaptureMerge, hipErrorStreamCaptureMerge);
+QD_CHECK(kStreamCaptureUnmatched, hipErrorStreamCaptureUnmatched);
+QD_CHECK(kStreamCaptureUnjoined, hipErrorStreamCaptureUnjoined);
+QD_CHECK(kStreamCaptureIsolation, hipErrorStreamCaptureIsolation);
 QD_CHECK(kStreamCaptureImplicit, hipErrorStreamCaptureImplicit);
 QD_CHECK(kCapturedEvent, hipErrorCapturedEvent);
 QD_CHECK(kStreamCaptureWrongThread, hipErrorStreamCaptureWrongThread);
+QD_CHECK(kGraphExecUpdateFailure, hipErrorGraphExecUpdateFailure);
 QD_CHECK(kUnknown, hipErrorUnknown);
 QD_CHECK(kRuntimeMemory, hipErrorRuntimeMemory);
 QD_CHECK(kRuntimeOther, hipErrorRuntimeOther);
@@ -73,6 +78,10 @@ QD_CHECK(kJitErrorLogBufferSizeBytes, hipJitOptionErrorLogBufferSizeBytes);
 
 // hipMemcpyKind
 QD_CHECK(kMemcpyDefault, hipMemcpyDefault);
+
+// Graphs
+QD_CHECK(kStreamCaptureModeRelaxed, hipStreamCaptureModeRelaxed);
+QD_CHECK(kStreamCaptureStatusNone, hipStreamCaptureStatusNone);
 
 #undef QD_CHECK
 

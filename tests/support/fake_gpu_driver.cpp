@@ -24,6 +24,16 @@ void Fake::reset() {
     for (auto *m : modules) delete m;
     for (void *p : host_blocks) free(p);
     for (uint64_t p : backed_blocks) free(reinterpret_cast<void *>(static_cast<uintptr_t>(p)));
+    for (auto *c : captures) delete c;
+    for (auto *g : graphs) delete g;
+    for (auto *g : execs) delete g;
+    captures.clear();
+    graphs.clear();
+    execs.clear();
+    capture_mode = -1;
+    graph_launches = 0;
+    hold_host_fns = false;
+    held_host_fns.clear();
     streams.clear();
     events.clear();
     modules.clear();
@@ -155,12 +165,18 @@ Result f_stream_synchronize(gpu::NativeStream s) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     if (!g_fake.streams.count(fs(s))) return ++g_fake.dead_stream_calls, 400;  // real: SIGSEGV
+    if (fs(s)->capture) return qd::cuda_abi::kStreamCaptureUnsupported;
     fs(s)->pending = 0;
     for (auto *e : g_fake.events)
         if (e->stream == fs(s)) e->pending = false;
     return kOk;
 }
-Result f_stream_wait_event(gpu::NativeStream, gpu::NativeEvent, unsigned) { INJECT(); return kOk; }
+Result f_stream_wait_event(gpu::NativeStream s, gpu::NativeEvent e, unsigned) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (fe(e)->capture && !fs(s)->capture) fs(s)->capture = fe(e)->capture;  // joins it
+    return kOk;
+}
 // Not injected: the backend falls back to the priority it asked for, by design.
 Result f_stream_get_priority(gpu::NativeStream s, int *p) {
     *p = fs(s)->priority;
@@ -190,6 +206,7 @@ Result f_event_record(gpu::NativeEvent e, gpu::NativeStream s) {
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     fe(e)->stream = fs(s);
     fe(e)->pending = fs(s)->pending > 0;
+    fe(e)->capture = fs(s)->capture;
     return kOk;
 }
 Result f_event_query(gpu::NativeEvent e) {
@@ -262,6 +279,10 @@ Result f_launch(gpu::NativeFunction f, unsigned, unsigned, unsigned, unsigned, u
     INJECT();
     auto *p = reinterpret_cast<const Param2 *>(f);
     std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (fs(s)->capture) {
+        fs(s)->capture->graph->kernels.push_back(p->name);
+        return kOk;
+    }
     FakeLaunch l;
     l.kernel = p->name;
     l.code_loaded = g_fake.loaded_functions.count(p->name) != 0;
@@ -271,9 +292,111 @@ Result f_launch(gpu::NativeFunction f, unsigned, unsigned, unsigned, unsigned, u
     return kOk;
 }
 // Like the real driver, host functions run on a driver-owned thread.
-Result f_launch_host_func(gpu::NativeStream, gpu::HostFn fn, void *user) {
+Result f_launch_host_func(gpu::NativeStream s, gpu::HostFn fn, void *user) {
     INJECT();
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        if (fs(s)->capture) {
+            fs(s)->capture->graph->host_fns.emplace_back(fn, user);
+            return kOk;
+        }
+        if (g_fake.hold_host_fns) {
+            g_fake.held_host_fns.emplace_back(fn, user);
+            return kOk;
+        }
+    }
     std::thread(fn, user).join();
+    return kOk;
+}
+
+Result f_stream_begin_capture(gpu::NativeStream s, int mode) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (fs(s)->capture) return 401;  // CUDA_ERROR_ILLEGAL_STATE
+    auto *c = new FakeCapture{fs(s), new FakeGraph};
+    g_fake.captures.insert(c);
+    fs(s)->capture = c;
+    g_fake.capture_mode = mode;
+    return kOk;
+}
+Result f_stream_end_capture(gpu::NativeStream s, gpu::NativeGraph *graph) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    FakeCapture *c = fs(s)->capture;
+    if (!c || c->origin != fs(s)) return qd::cuda_abi::kStreamCaptureUnmatched;
+    for (auto *x : g_fake.streams)
+        if (x->capture == c) x->capture = nullptr;
+    for (auto *e : g_fake.events)
+        if (e->capture == c) e->capture = nullptr;
+    g_fake.graphs.insert(c->graph);
+    *graph = reinterpret_cast<gpu::NativeGraph>(c->graph);
+    g_fake.captures.erase(c);
+    delete c;
+    return kOk;
+}
+Result f_stream_is_capturing(gpu::NativeStream s, int *status) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    *status = fs(s)->capture ? 1 : 0;
+    return kOk;
+}
+Result f_graph_instantiate(gpu::NativeGraphExec *exec, gpu::NativeGraph graph, unsigned long long) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *x = new FakeGraph(*reinterpret_cast<FakeGraph *>(graph));
+    g_fake.execs.insert(x);
+    *exec = reinterpret_cast<gpu::NativeGraphExec>(x);
+    return kOk;
+}
+Result f_graph_launch(gpu::NativeGraphExec exec, gpu::NativeStream s) {
+    INJECT();
+    std::vector<std::pair<gpu::HostFn, void *>> run;
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        auto *x = reinterpret_cast<FakeGraph *>(exec);
+        if (!g_fake.execs.count(x)) return 400;
+        ++g_fake.graph_launches;
+        for (const auto &k : x->kernels) {
+            FakeLaunch l;
+            l.kernel = k;
+            g_fake.launches.push_back(l);
+            fs(s)->pending += g_fake.work_per_launch;
+        }
+        if (g_fake.hold_host_fns) {
+            for (const auto &h : x->host_fns) g_fake.held_host_fns.push_back(h);
+        } else {
+            run = x->host_fns;
+        }
+    }
+    for (const auto &h : run) std::thread(h.first, h.second).join();
+    return kOk;
+}
+Result f_graph_exec_update(gpu::NativeGraphExec exec, gpu::NativeGraph graph,
+                           gpu::GraphExecUpdateInfo *info) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *x = reinterpret_cast<FakeGraph *>(exec);
+    auto *g = reinterpret_cast<FakeGraph *>(graph);
+    *info = gpu::GraphExecUpdateInfo{0, nullptr, nullptr};
+    if (x->kernels.size() != g->kernels.size() || x->host_fns.size() != g->host_fns.size()) {
+        info->result = 2;  // CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED
+        return qd::cuda_abi::kGraphExecUpdateFailure;
+    }
+    *x = *g;
+    return kOk;
+}
+Result f_graph_exec_destroy(gpu::NativeGraphExec exec) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *x = reinterpret_cast<FakeGraph *>(exec);
+    if (!g_fake.execs.erase(x)) return 400;
+    delete x;
+    return kOk;
+}
+Result f_graph_destroy(gpu::NativeGraph graph) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *g = reinterpret_cast<FakeGraph *>(graph);
+    if (!g_fake.graphs.erase(g)) return 400;
+    delete g;
     return kOk;
 }
 Result f_mem_alloc_async(gpu::DevicePtr *p, size_t bytes, gpu::NativeStream) {
@@ -415,6 +538,15 @@ gpu::DriverTable fake_table() {
     t.memset_d8_async = f_memset_async;
     t.host_alloc = f_host_alloc;
     t.host_free = f_host_free;
+    t.stream_begin_capture = f_stream_begin_capture;
+    t.stream_end_capture = f_stream_end_capture;
+    t.stream_is_capturing = f_stream_is_capturing;
+    t.graph_instantiate = f_graph_instantiate;
+    t.graph_launch = f_graph_launch;
+    t.graph_exec_update = f_graph_exec_update;
+    t.graph_exec_destroy = f_graph_exec_destroy;
+    t.graph_destroy = f_graph_destroy;
+    t.capture_mode = 2;
     return t;
 }
 
@@ -422,6 +554,15 @@ void hold(uint64_t native) {
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     FakeStream *s = fs(reinterpret_cast<gpu::NativeStream>(static_cast<uintptr_t>(native)));
     if (g_fake.streams.count(s)) ++s->pending;
+}
+
+void run_held_host_fns() {
+    std::vector<std::pair<gpu::HostFn, void *>> run;
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        run.swap(g_fake.held_host_fns);
+    }
+    for (const auto &h : run) std::thread(h.first, h.second).join();
 }
 
 void complete_all_work() {

@@ -49,16 +49,29 @@ constexpr Result kOk = qd::cuda_abi::kSuccess, kInvalidValue = qd::cuda_abi::kIn
                  kNotFound = qd::cuda_abi::kNotFound, kNotReady = qd::cuda_abi::kNotReady,
                  kIllegalAddress = qd::cuda_abi::kIllegalAddress, kUnknown = qd::cuda_abi::kUnknown;
 
+struct FakeCapture;
 struct FakeStream {
     unsigned flags = 0;
     int priority = 0;
     gpu::NativeContext ctx = nullptr;
     int pending = 0;  // queued work not yet complete
+    FakeCapture *capture = nullptr;  // the stream capture it records into
 };
 struct FakeEvent {
     unsigned flags = 0;
     FakeStream *stream = nullptr;  // where it was last recorded
     bool pending = false;
+    FakeCapture *capture = nullptr;  // last recorded inside this capture
+};
+// A captured graph (and, copied, an executable graph): the kernels and host functions queued
+// on the capture's streams, in order.
+struct FakeGraph {
+    std::vector<std::string> kernels;
+    std::vector<std::pair<gpu::HostFn, void *>> host_fns;
+};
+struct FakeCapture {
+    FakeStream *origin = nullptr;
+    FakeGraph *graph = nullptr;
 };
 struct FakeLaunch {
     std::vector<void *> params;
@@ -85,6 +98,19 @@ struct Fake {
     std::string last_image;  // what module_load_data read (up to the NUL)
     int work_per_launch = 0;  // 1: launches leave the stream busy until synchronized
     bool backed_memory = false;  // device allocations are malloc'd host memory; copies are real
+
+    // Graphs. A stream capture records launches and host functions into its graph; a stream
+    // that waits on an event recorded in a capture joins it; synchronizing a capturing stream
+    // fails (and invalidates nothing: the fake only reports it). A launch of an executable
+    // graph runs its host functions (and appends its kernels to `launches`).
+    std::set<FakeCapture *> captures;
+    std::set<FakeGraph *> graphs;
+    std::set<FakeGraph *> execs;
+    int capture_mode = -1;  // the mode of the last stream_begin_capture
+    int graph_launches = 0;
+    // Host functions are held (queued, not run) until run_held_host_fns(): "in flight".
+    bool hold_host_fns = false;
+    std::vector<std::pair<gpu::HostFn, void *>> held_host_fns;
 
     // Fault injection: the Nth counted call fails with fail_code; sticky makes every later call
     // fail with it too.
@@ -120,6 +146,8 @@ gpu::DriverTable fake_table();
 void hold(uint64_t native);
 // Completes every pending piece of work of every stream and event.
 void complete_all_work();
+// Runs the host functions held while hold_host_fns was set, in queue order.
+void run_held_host_fns();
 
 // The entries, for tests that call the fake directly (creating a "foreign" native stream) or
 // wrap one.

@@ -68,7 +68,7 @@ from ._errors import (
 from ._lib import HostKernelFn, HostKernelInfo, LibraryNotFoundError
 
 #: The version of this binding.
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The ctypes library object, with every function of qd.h declared (argtypes and restype).
 lib = _lib.lib

@@ -63,7 +63,7 @@ __all__ = [
 
 #: The release of the header this binding mirrors (qd.h, QD_VERSION_MAJOR / _MINOR).
 ABI_MAJOR = 0
-ABI_MINOR = 1
+ABI_MINOR = 2
 
 # ----------------------------------------------------------------------------------------------
 # Struct mirrors. Field for field as in qd.h; tests/test_api_description.py compares names,

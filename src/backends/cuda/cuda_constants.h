@@ -56,9 +56,14 @@ enum : int {
     kCompatNotSupportedOnDevice = 804,
     kStreamCaptureUnsupported = 900,
     kStreamCaptureInvalidated = 901,
+    kStreamCaptureMerge = 902,
+    kStreamCaptureUnmatched = 903,
+    kStreamCaptureUnjoined = 904,
+    kStreamCaptureIsolation = 905,
     kStreamCaptureImplicit = 906,
     kCapturedEvent = 907,
     kStreamCaptureWrongThread = 908,
+    kGraphExecUpdateFailure = 910,
     kInvalidClusterSize = 912,
     kUnknown = 999,
 };
@@ -76,5 +81,7 @@ inline constexpr int kJitErrorLogBuffer = 5;            // CU_JIT_ERROR_LOG_BUFF
 inline constexpr int kJitErrorLogBufferBytes = 6;       // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 inline constexpr unsigned long kStreamLegacy = 0x1;     // CU_STREAM_LEGACY
 inline constexpr unsigned long kStreamPerThread = 0x2;  // CU_STREAM_PER_THREAD
+inline constexpr int kStreamCaptureModeRelaxed = 2;     // CU_STREAM_CAPTURE_MODE_RELAXED
+inline constexpr int kStreamCaptureStatusNone = 0;      // CU_STREAM_CAPTURE_STATUS_NONE
 
 }  // namespace qd::cuda_abi

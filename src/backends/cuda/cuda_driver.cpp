@@ -68,6 +68,11 @@ constexpr gpu::ErrorRule kErrorRules[] = {
     {kStreamCaptureImplicit, QD_ERROR_INVALID_OPERATION, false},
     {kCapturedEvent, QD_ERROR_INVALID_OPERATION, false},
     {kStreamCaptureWrongThread, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureMerge, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureUnmatched, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureUnjoined, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureIsolation, QD_ERROR_INVALID_OPERATION, false},
+    {kGraphExecUpdateFailure, QD_ERROR_INVALID_OPERATION, false},
     // Sticky faults.
     {kEccUncorrectable, QD_ERROR_DEVICE_LOST, true},
     {kNvlinkUncorrectable, QD_ERROR_DEVICE_LOST, true},
@@ -130,6 +135,15 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::memset_d8_async, {"cuMemsetD8Async"}},
     {Fn::host_alloc, {"cuMemHostAlloc"}},
     {Fn::host_free, {"cuMemFreeHost"}},
+    // Native graphs (optional, CUDA 12.0+ for cuGraphExecUpdate_v2).
+    {Fn::stream_begin_capture, {"cuStreamBeginCapture_v2"}},
+    {Fn::stream_end_capture, {"cuStreamEndCapture"}},
+    {Fn::stream_is_capturing, {"cuStreamIsCapturing"}},
+    {Fn::graph_instantiate, {"cuGraphInstantiateWithFlags"}},
+    {Fn::graph_launch, {"cuGraphLaunch"}},
+    {Fn::graph_exec_update, {"cuGraphExecUpdate_v2"}},
+    {Fn::graph_exec_destroy, {"cuGraphExecDestroy"}},
+    {Fn::graph_destroy, {"cuGraphDestroy"}},
 };
 
 // A CUDA fat binary starts with {uint32 magic 0xBA55ED50, uint16 version, uint16 header size,
@@ -175,6 +189,14 @@ gpu::DriverTable cuda_constants() {
     t.pseudo_streams[0] = kStreamLegacy;
     t.pseudo_streams[1] = kStreamPerThread;
     t.fat_binary_size = cuda_fat_binary_size;
+    // Relaxed, not thread-local: qd_stream_end_capture may be called from any thread (qd.h),
+    // which the driver allows only in relaxed mode (the other modes fail the end with
+    // CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD; Go code cannot even choose its thread). What the
+    // stricter modes guard against, calls that would synchronise with the capturing stream,
+    // qd refuses itself on a capturing stream, and its streams never synchronise implicitly
+    // (non-blocking).
+    t.capture_mode = kStreamCaptureModeRelaxed;
+    t.capture_status_none = kStreamCaptureStatusNone;
     return t;
 }
 

@@ -106,6 +106,15 @@ qd_status GpuContext::synchronize() {
     const DriverTable &t = dc_->t;
     qd_status status = QD_SUCCESS;
     for (const auto &stream : dc_->live_streams()) {
+        // A stream of a native capture runs nothing until the graph is launched, and
+        // synchronizing it would invalidate the capture (qd.h: qd_context_synchronize is
+        // allowed during a capture and waits only for work queued outside it).
+        if (dc_->open_captures.load(std::memory_order_acquire) > 0) {
+            int capture_status = t.capture_status_none;
+            if (t.stream_is_capturing(stream->native(), &capture_status) == t.success &&
+                capture_status != t.capture_status_none)
+                continue;
+        }
         Result r = t.stream_synchronize(stream->native());
         if (r != t.success) {
             status = dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::stream_synchronize,

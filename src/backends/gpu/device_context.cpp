@@ -151,6 +151,8 @@ void DeviceContext::release_stream(NativeStream stream, bool owned) {
 void DeviceContext::release_event(NativeEvent event) { release(Kind::event, event); }
 void DeviceContext::release_module(NativeModule module) { release(Kind::module, module); }
 void DeviceContext::release_host(void *ptr) { release(Kind::host, ptr); }
+void DeviceContext::release_graph(NativeGraph graph) { release(Kind::graph, graph); }
+void DeviceContext::release_graph_exec(NativeGraphExec exec) { release(Kind::graph_exec, exec); }
 
 void DeviceContext::release_device_now(DevicePtr address) {
     if (!can_release_now()) return;
@@ -192,6 +194,14 @@ void DeviceContext::release(Kind kind, void *handle) {
         break;
     case Kind::host:
         t.host_free(handle);
+        break;
+    case Kind::graph:
+        t.graph_destroy(static_cast<NativeGraph>(handle));
+        break;
+    case Kind::graph_exec:
+        // Launches in flight complete: the driver frees the executable graph after them.
+        t.graph_exec_destroy(static_cast<NativeGraphExec>(handle));
+        counters.graphs_destroyed.fetch_add(1, std::memory_order_relaxed);
         break;
     }
 }

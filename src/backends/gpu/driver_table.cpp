@@ -32,6 +32,16 @@ bool has_entry(const DriverTable &table, Fn fn) {
     return false;
 }
 
+bool has_native_graphs(const DriverTable &table) {
+    static constexpr Fn kGraphs[] = {Fn::stream_begin_capture, Fn::stream_end_capture,
+                                     Fn::stream_is_capturing, Fn::graph_instantiate,
+                                     Fn::graph_launch,         Fn::graph_exec_update,
+                                     Fn::graph_exec_destroy,   Fn::graph_destroy};
+    for (Fn fn : kGraphs)
+        if (!has_entry(table, fn)) return false;
+    return true;
+}
+
 Fn first_missing(const DriverTable &table) {
 #define QD_GPU_CHECK_(name, required, params)                                                   \
     if ((required) && table.name == nullptr) return Fn::name;

@@ -23,15 +23,27 @@ struct NativeStreamTag;
 struct NativeEventTag;
 struct NativeModuleTag;
 struct NativeFunctionTag;
+struct NativeGraphTag;
+struct NativeGraphExecTag;
 using NativeContext = NativeContextTag *;    // CUcontext
 using NativeStream = NativeStreamTag *;      // CUstream / hipStream_t
 using NativeEvent = NativeEventTag *;        // CUevent / hipEvent_t
 using NativeModule = NativeModuleTag *;      // CUmodule / hipModule_t
 using NativeFunction = NativeFunctionTag *;  // CUfunction / hipFunction_t
+using NativeGraph = NativeGraphTag *;          // CUgraph / hipGraph_t
+using NativeGraphExec = NativeGraphExecTag *;  // CUgraphExec / hipGraphExec_t
 using NativeDevice = int;                    // CUdevice / hipDevice_t
 using DevicePtr = uint64_t;                  // CUdeviceptr
 using Result = int;                          // CUresult / hipError_t
 using HostFn = void (*)(void *user_data);    // CUhostFn / hipHostFn_t
+
+// What graph_exec_update reports (CUgraphExecUpdateResultInfo's layout): result is the
+// driver's CUgraphExecUpdateResult (0: success), the nodes where it stopped, if any.
+struct GraphExecUpdateInfo {
+    int result;
+    void *error_node;
+    void *error_from_node;
+};
 
 // The driver-table list: X(name, required, parameters). Every entry returns a Result.
 // "required = false" entries may be left null; the backend then does without them (the
@@ -95,7 +107,19 @@ using HostFn = void (*)(void *user_data);    // CUhostFn / hipHostFn_t
     X(memset_d8_async, true,                                                                   \
       (DevicePtr dst, unsigned char value, size_t bytes, NativeStream stream))                 \
     X(host_alloc, true, (void **ptr, size_t bytes, unsigned flags))                            \
-    X(host_free, true, (void *ptr))
+    X(host_free, true, (void *ptr))                                                            \
+    /* native graphs, all optional: without every one of them the core records a capture */    \
+    /* itself and a replay re-issues the recorded operations (core/capture.h) */               \
+    X(stream_begin_capture, false, (NativeStream stream, int mode))                            \
+    X(stream_end_capture, false, (NativeStream stream, NativeGraph * graph))                   \
+    X(stream_is_capturing, false, (NativeStream stream, int *status))                          \
+    X(graph_instantiate, false,                                                                \
+      (NativeGraphExec * exec, NativeGraph graph, unsigned long long flags))                   \
+    X(graph_launch, false, (NativeGraphExec exec, NativeStream stream))                        \
+    X(graph_exec_update, false,                                                                \
+      (NativeGraphExec exec, NativeGraph graph, GraphExecUpdateInfo * info))                   \
+    X(graph_exec_destroy, false, (NativeGraphExec exec))                                       \
+    X(graph_destroy, false, (NativeGraph graph))
 
 // One value per entry, in list order.
 enum class Fn : uint32_t {
@@ -157,6 +181,8 @@ struct DriverTable {
     int attr_multiprocessors = 0;
     int jit_error_log_buffer = 0;          // module_load_data options: where the JIT writes
     int jit_error_log_buffer_bytes = 0;    // its error log, and the buffer's size
+    int capture_mode = 0;                  // stream_begin_capture's mode (see the loaders)
+    int capture_status_none = 0;           // stream_is_capturing: the stream is not capturing
 
     // True when every call that takes a stream handle (launch, event record, stream wait,
     // async copies, memset, stream-ordered alloc/free, host functions, stream synchronize and
@@ -166,6 +192,11 @@ struct DriverTable {
     bool stream_calls_use_stream_context = false;
 
     CurrentModel current_model = CurrentModel::context_stack;
+
+    // False when launch_host_func is a stream-callback fallback (a HIP runtime without
+    // hipLaunchHostFunc): a stream callback cannot be captured, so a host function inside a
+    // native capture is refused (QD_ERROR_NOT_SUPPORTED) instead.
+    bool host_func_capturable = true;
 
     // Pseudo stream handles that name "the legacy stream" or "the per-thread stream" rather
     // than a stream (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). qd refuses to import them.
@@ -180,6 +211,8 @@ struct DriverTable {
 void set_entry(DriverTable &table, Fn fn, void *address);
 // True when the entry is filled.
 bool has_entry(const DriverTable &table, Fn fn);
+// True when every native-graph entry is filled (stream_begin_capture ... graph_destroy).
+bool has_native_graphs(const DriverTable &table);
 // The first required entry left null, or Fn::count when the table is complete.
 Fn first_missing(const DriverTable &table);
 // The neutral name of an entry ("launch_kernel").

@@ -24,6 +24,8 @@ struct NativeCounters {
     std::atomic<uint64_t> events_destroyed{0};
     std::atomic<uint64_t> modules_loaded{0};
     std::atomic<uint64_t> modules_unloaded{0};
+    std::atomic<uint64_t> graphs_instantiated{0};
+    std::atomic<uint64_t> graphs_destroyed{0};
 };
 
 // One table entry and the library symbols that provide it, preferred first (a vendor loader's

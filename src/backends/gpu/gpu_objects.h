@@ -98,6 +98,13 @@ class DeviceContext {
     void release_event(NativeEvent event);
     void release_module(NativeModule module);
     void release_host(void *ptr);
+    void release_graph(NativeGraph graph);
+    void release_graph_exec(NativeGraphExec exec);
+
+    // Native captures open on this context: while there are any, Context::synchronize skips
+    // the streams the driver says are capturing (their work is recorded, not run, and a
+    // synchronize would invalidate the capture).
+    std::atomic<int> open_captures{0};
     void release_device_now(DevicePtr address);
 
     // Waits for (and destroys) the tail events; runs deferred releases.
@@ -108,7 +115,7 @@ class DeviceContext {
     bool is_shut_down() const { return shut_down_.load(std::memory_order_relaxed); }
 
   private:
-    enum class Kind { owned_stream, borrowed_stream, event, module, host };
+    enum class Kind { owned_stream, borrowed_stream, event, module, host, graph, graph_exec };
     struct Deferred {
         Kind kind;
         void *handle;
@@ -261,6 +268,7 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) override;
     qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) override;
     qd_status host_fn(qd_host_fn fn, void *user_data) override;
+    qd_status begin_capture(std::unique_ptr<Capture> *out) override;
     int32_t priority() const override { return priority_; }
     uint64_t native_handle() const override { return reinterpret_cast<uintptr_t>(stream_); }
 
@@ -269,6 +277,7 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
 
     NativeStream native() const { return stream_; }
     bool owned() const { return owned_; }
+    const std::shared_ptr<DeviceContext> &device_context() const { return dc_; }
     const char *last_kernel() const { return last_kernel_.load(std::memory_order_relaxed); }
 
   private:

@@ -38,9 +38,14 @@ enum : int {
     kNotSupported = 801,
     kStreamCaptureUnsupported = 900,
     kStreamCaptureInvalidated = 901,
+    kStreamCaptureMerge = 902,
+    kStreamCaptureUnmatched = 903,
+    kStreamCaptureUnjoined = 904,
+    kStreamCaptureIsolation = 905,
     kStreamCaptureImplicit = 906,
     kCapturedEvent = 907,
     kStreamCaptureWrongThread = 908,
+    kGraphExecUpdateFailure = 910,
     kUnknown = 999,
     kRuntimeMemory = 1052,
     kRuntimeOther = 1053,
@@ -70,6 +75,11 @@ enum : int {
 };
 
 enum : int { kMemcpyDefault = 4 };  // hipMemcpyKind: direction inferred from the addresses
+
+enum : int {
+    kStreamCaptureModeRelaxed = 2,  // hipStreamCaptureModeRelaxed
+    kStreamCaptureStatusNone = 0,   // hipStreamCaptureStatusNone
+};
 
 // hipStreamPerThread: a pseudo stream handle naming each thread's own stream.
 constexpr unsigned long kStreamPerThread = 2;

@@ -59,6 +59,11 @@ constexpr gpu::ErrorRule kErrorRules[] = {
     {kStreamCaptureImplicit, QD_ERROR_INVALID_OPERATION, false},
     {kCapturedEvent, QD_ERROR_INVALID_OPERATION, false},
     {kStreamCaptureWrongThread, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureMerge, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureUnmatched, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureUnjoined, QD_ERROR_INVALID_OPERATION, false},
+    {kStreamCaptureIsolation, QD_ERROR_INVALID_OPERATION, false},
+    {kGraphExecUpdateFailure, QD_ERROR_INVALID_OPERATION, false},
     // Sticky faults.
     {kEccNotCorrectable, QD_ERROR_DEVICE_LOST, true},
     {kIllegalAddress, QD_ERROR_DEVICE_LOST, true},
@@ -81,6 +86,7 @@ struct HipFunctions {
     int (*free)(void *ptr) = nullptr;
     int (*memcpy_async)(void *dst, const void *src, size_t bytes, int kind, void *stream) = nullptr;
     int (*memset_d8_async)(void *dst, unsigned char value, size_t bytes, void *stream) = nullptr;
+    int (*graph_exec_update)(void *exec, void *graph, void **error_node, int *result) = nullptr;
 };
 
 // Written once, before the driver exists (registry.cpp loads each backend under call_once);
@@ -142,6 +148,17 @@ Result adapt_memset_d8_async(DevicePtr dst, unsigned char value, size_t bytes, N
     return g_hip.memset_d8_async(to_ptr(dst), value, bytes, stream);
 }
 
+// hipGraphExecUpdate has the shape of CUDA 11's cuGraphExecUpdate (the failing node and the
+// result written separately) where the table has CUDA 12's _v2 (one result-info struct).
+Result adapt_graph_exec_update(gpu::NativeGraphExec exec, gpu::NativeGraph graph,
+                               gpu::GraphExecUpdateInfo *info) {
+    void *node = nullptr;
+    int result = 0;
+    Result r = g_hip.graph_exec_update(exec, graph, &node, &result);
+    *info = gpu::GraphExecUpdateInfo{result, node, nullptr};
+    return r;
+}
+
 // The entries whose HIP function has the table's signature as it is. Each table entry and the
 // symbols that provide it, preferred first.
 constexpr gpu::SymbolBinding kDirect[] = {
@@ -175,6 +192,14 @@ constexpr gpu::SymbolBinding kDirect[] = {
     {Fn::launch_kernel, {"hipModuleLaunchKernel"}},
     {Fn::host_alloc, {"hipHostMalloc"}},
     {Fn::host_free, {"hipHostFree"}},
+    // Native graphs (optional).
+    {Fn::stream_begin_capture, {"hipStreamBeginCapture"}},
+    {Fn::stream_end_capture, {"hipStreamEndCapture"}},
+    {Fn::stream_is_capturing, {"hipStreamIsCapturing"}},
+    {Fn::graph_instantiate, {"hipGraphInstantiateWithFlags"}},
+    {Fn::graph_launch, {"hipGraphLaunch"}},
+    {Fn::graph_exec_destroy, {"hipGraphExecDestroy"}},
+    {Fn::graph_destroy, {"hipGraphDestroy"}},
 };
 
 // A clang offload bundle (HIP's fat binary): "__CLANG_OFFLOAD_BUNDLE__", uint64 entry count,
@@ -234,6 +259,9 @@ gpu::DriverTable hip_constants() {
     t.pseudo_streams[0] = kStreamPerThread;
     t.pseudo_streams[1] = kStreamPerThread;
     t.fat_binary_size = hip_fat_binary_size;
+    // Relaxed, as for CUDA (cuda_driver.cpp says why).
+    t.capture_mode = kStreamCaptureModeRelaxed;
+    t.capture_status_none = kStreamCaptureStatusNone;
     return t;
 }
 
@@ -275,6 +303,7 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
     resolve(library, "hipFree", &hip.free);
     resolve(library, "hipMemcpyAsync", &hip.memcpy_async);
     resolve(library, "hipMemsetD8Async", &hip.memset_d8_async);
+    resolve(library, "hipGraphExecUpdate", &hip.graph_exec_update);  // optional
     struct Adapted {
         Fn fn;
         bool have;
@@ -297,6 +326,8 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
          reinterpret_cast<void *>(&adapt_memcpy_async), "hipMemcpyAsync"},
         {Fn::memset_d8_async, hip.memset_d8_async != nullptr,
          reinterpret_cast<void *>(&adapt_memset_d8_async), "hipMemsetD8Async"},
+        {Fn::graph_exec_update, hip.graph_exec_update != nullptr,
+         reinterpret_cast<void *>(&adapt_graph_exec_update), "hipGraphExecUpdate"},
     };
     for (const Adapted &a : adapted) {
         table.symbol[static_cast<size_t>(a.fn)] = a.symbol;
@@ -306,6 +337,8 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
         gpu::set_entry(table, Fn::launch_host_func,
                        reinterpret_cast<void *>(&adapt_launch_host_func_via_callback));
         table.symbol[static_cast<size_t>(Fn::launch_host_func)] = "hipStreamAddCallback";
+        // A stream callback cannot be captured: a host function in a native capture is refused.
+        table.host_func_capturable = false;
     }
     Fn missing = gpu::first_missing(table);
     if (missing != Fn::count)

@@ -38,7 +38,11 @@ impl Stream<'_> {
     /// assert_eq!(rx.recv().unwrap(), 42);
     /// # Ok::<(), qd::Error>(())
     /// ```
+    ///
+    /// Errors: [`crate::Error::InvalidOperation`] when the stream is capturing a graph
+    /// ([`crate::Capture`]): `f` runs once, and a graph would call it on every replay.
     pub fn host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        self.refuse_if_capturing()?;
         let slot = Arc::new(Slot { f: Mutex::new(Some(Box::new(f))), panicked: AtomicBool::new(false) });
         let guard = if self.context().is_cpu() { Some(guard_kernel(self.context())?) } else { None };
         let for_callback = Arc::into_raw(slot.clone()) as *mut c_void;
@@ -59,6 +63,25 @@ impl Stream<'_> {
                 // runs; only the fault after a panic is lost (the context is lost already if
                 // this failed for DEVICE_LOST).
                 drop(unsafe { Arc::from_raw(for_guard as *const Slot) });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Stream<'_> {
+    // A capturing stream refuses qd_stream_query with a message saying so (qd.h, "Graphs");
+    // any other outcome means it is not capturing.
+    fn refuse_if_capturing(&self) -> Result<()> {
+        // SAFETY: plain handle call.
+        let status = unsafe { qd_sys::qd_stream_query(self.raw()) };
+        if status == qd_sys::QD_ERROR_INVALID_OPERATION {
+            let e = crate::error::Error::from_last(status);
+            if e.message().contains("is capturing") {
+                return Err(crate::error::Error::with_message(
+                    status,
+                    format!("host_fn on a capturing stream: its closure runs once, and a graph would call it on every replay ({})", e.message()),
+                ));
             }
         }
         Ok(())

@@ -279,6 +279,7 @@ impl Context {
             live_allocations: s.live_allocations,
             bytes_allocated: s.bytes_allocated,
             host_bytes_allocated: s.host_bytes_allocated,
+            live_graphs: s.live_graphs,
         })
     }
 
@@ -361,4 +362,6 @@ pub struct Stats {
     pub bytes_allocated: u64,
     /// Pinned host bytes not yet freed.
     pub host_bytes_allocated: u64,
+    /// Graphs ([`crate::Graph`]) not yet destroyed (since 0.2).
+    pub live_graphs: u64,
 }

@@ -10,6 +10,7 @@
 //! - [`Stream::launch`], [`LaunchPack`], [`Task`], [`Stream::launch_parallel`],
 //!   [`Stream::host_fn`]: scheduling work;
 //! - [`DeviceBuffer`], [`HostBuffer`], [`Transfer`]: stream-ordered memory and copies;
+//! - [`Stream::begin_capture`], [`Capture`], [`Graph`]: work captured once and replayed;
 //! - [`Error`], [`Result`].
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -20,6 +21,7 @@ mod callback;
 mod context;
 mod error;
 mod event;
+mod graph;
 mod host_kernel;
 mod launch;
 mod memory;
@@ -33,6 +35,7 @@ pub use args::{DevicePtr, KernelArg, KernelArgs, LaunchConfig, Pod};
 pub use context::{device_count, device_info, version, Backend, Context, ContextBuilder, DeviceInfo, Stats};
 pub use error::{Error, Result};
 pub use event::Event;
+pub use graph::{Capture, Graph};
 pub use host_kernel::{Block, HostArgs, HostKernel, KernelFault, KernelResult};
 pub use launch::{LaunchPack, Task};
 pub use memory::DeviceBuffer;

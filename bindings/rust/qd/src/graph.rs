@@ -1,0 +1,190 @@
+//! [`Graph`] and [`Capture`]: work captured once from a stream and replayed many times.
+
+use crate::context::Context;
+use crate::error::{check, Result};
+use crate::stream::Stream;
+use std::fmt;
+
+/// A capture in progress on a stream, from [`Stream::begin_capture`] until [`Capture::end`].
+///
+/// While it lives, the work queued on its stream, and on every stream that joins the capture
+/// (the leases of [`Stream::fork`], the streams of [`Stream::launch_parallel`], a stream that
+/// waits on an event recorded inside it), is recorded instead of run (qd.h, "Graphs").
+/// Blocking calls on a capturing stream fail with [`crate::Error::InvalidOperation`].
+///
+/// The guard borrows its stream, so the stream cannot be dropped while it captures. Dropping
+/// the guard without [`Capture::end`] ends the capture and drops what it recorded; if the
+/// capture cannot end (a forked stream has not joined back) it stays open until the context
+/// is destroyed.
+///
+/// Host callbacks ([`Stream::host_fn`]) are refused on a capturing stream: their closure runs
+/// once, and a graph would call it on every replay.
+///
+/// `Send + Sync`: a borrow of a `Sync` stream; qd allows ending a capture from any thread.
+///
+/// ```compile_fail,E0505
+/// let ctx = qd::Context::new(qd::Backend::Cpu).unwrap();
+/// let s = qd::Stream::new(&ctx).unwrap();
+/// let capture = s.begin_capture().unwrap();
+/// drop(s); // error: `s` is borrowed by the capture
+/// capture.end().unwrap();
+/// ```
+pub struct Capture<'s, 'ctx> {
+    stream: &'s Stream<'ctx>,
+    open: bool,
+}
+
+impl fmt::Debug for Capture<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capture").field("stream", &format_args!("{:#x}", self.stream.raw())).finish()
+    }
+}
+
+impl<'s, 'ctx> Capture<'s, 'ctx> {
+    /// The stream the capture began on (its origin).
+    pub fn stream(&self) -> &'s Stream<'ctx> {
+        self.stream
+    }
+
+    /// End the capture and return what it recorded as a [`Graph`].
+    /// Errors: [`crate::Error::InvalidOperation`] when a stream that joined the capture has not
+    /// joined back (the message names it; the capture stays open and the guard is gone, so
+    /// join it and end the capture through [`Stream::end_capture`]), or when the driver
+    /// invalidated the capture (CUDA, HIP).
+    pub fn end(mut self) -> Result<Graph<'ctx>> {
+        self.open = false;
+        self.stream.end_capture()
+    }
+}
+
+impl Drop for Capture<'_, '_> {
+    fn drop(&mut self) {
+        if self.open {
+            // Abandoned: end it and drop what it recorded. A failure leaves it open (a stream
+            // has not joined back); nothing else can be done from Drop.
+            let mut raw = 0;
+            // SAFETY: valid output; a graph made here is destroyed at once.
+            if unsafe { qd_sys::qd_stream_end_capture(self.stream.raw(), &mut raw) } == qd_sys::QD_SUCCESS {
+                unsafe { qd_sys::qd_graph_destroy(raw) };
+            }
+        }
+    }
+}
+
+/// A captured graph: replay it with [`Graph::launch`], give it new argument values with
+/// [`Graph::update`]. On CUDA and HIP it is a native driver graph, and a replay is one driver
+/// launch; on the CPU backend a replay re-queues the recorded tasks with the same concurrency.
+///
+/// It borrows its [`Context`], like every child. `Drop` destroys it at once; replays already
+/// queued still run.
+///
+/// `Send + Sync`: a 64-bit handle plus a borrow of its `Sync` context; qd allows every graph
+/// call from any thread.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::sync::Arc;
+/// let ctx = qd::Context::new(qd::Backend::Cpu)?;
+/// let total = Arc::new(AtomicU32::new(0));
+/// let sink = total.clone();
+/// let add = qd::HostKernel::new(&ctx, "add", move |_block, args| {
+///     sink.fetch_add(args.get::<u32>(0)?, Ordering::Relaxed);
+///     Ok(())
+/// })?;
+/// let s = qd::Stream::new(&ctx)?;
+/// let one = qd::LaunchConfig::new();
+///
+/// let capture = s.begin_capture()?;
+/// s.launch_host(&add, &one, (1u32,))?; // recorded, not run
+/// let graph = capture.end()?;
+/// assert_eq!(total.load(Ordering::Relaxed), 0);
+///
+/// for _ in 0..3 {
+///     // SAFETY: the graph uses no memory (a host kernel with a value argument).
+///     unsafe { graph.launch(&s)? };
+/// }
+/// s.synchronize()?;
+/// assert_eq!(total.load(Ordering::Relaxed), 3);
+///
+/// // New argument values: capture the same calls again and update.
+/// let capture = s.begin_capture()?;
+/// s.launch_host(&add, &one, (10u32,))?;
+/// graph.update(&capture.end()?)?;
+/// unsafe { graph.launch(&s)? };
+/// s.synchronize()?;
+/// assert_eq!(total.load(Ordering::Relaxed), 13);
+/// # Ok::<(), qd::Error>(())
+/// ```
+pub struct Graph<'ctx> {
+    raw: qd_sys::qd_graph,
+    ctx: &'ctx Context,
+}
+
+impl fmt::Debug for Graph<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph").field("raw", &format_args!("{:#x}", self.raw)).finish()
+    }
+}
+
+impl<'ctx> Graph<'ctx> {
+    /// The `qd_graph` handle; valid while `self` lives.
+    pub fn raw(&self) -> qd_sys::qd_graph {
+        self.raw
+    }
+
+    /// The context the graph belongs to.
+    pub fn context(&self) -> &'ctx Context {
+        self.ctx
+    }
+
+    /// Replay the graph on `stream` (any stream of its context): it starts after the work
+    /// queued there so far, and later work there waits for all of it; the host does not block.
+    /// Errors: [`crate::Error::WrongContext`] for a stream of another context,
+    /// [`crate::Error::InvalidOperation`] when `stream` is capturing.
+    ///
+    /// # Safety
+    /// A replay runs the captured operations again with the addresses they were captured with:
+    /// every buffer the captured copies, sets and kernels use must still be live (a capture
+    /// borrows no buffer, so the compiler cannot check it), as for [`Stream::launch`].
+    pub unsafe fn launch(&self, stream: &Stream<'_>) -> Result<()> {
+        // SAFETY: plain handle call.
+        check(unsafe { qd_sys::qd_graph_launch(self.raw, stream.raw()) })
+    }
+
+    /// Give this graph the values of `from`, a graph captured from the same calls with other
+    /// arguments; later replays use them, replays already queued keep theirs. `from` is
+    /// unchanged. Errors: [`crate::Error::InvalidOperation`] when the shapes differ (the
+    /// message names the first difference; this graph is unchanged).
+    pub fn update(&self, from: &Graph<'_>) -> Result<()> {
+        // SAFETY: plain handle call.
+        check(unsafe { qd_sys::qd_graph_update(self.raw, from.raw) })
+    }
+}
+
+impl Drop for Graph<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the handle is ours; a failure means it is already gone.
+        unsafe { qd_sys::qd_graph_destroy(self.raw) };
+    }
+}
+
+impl<'ctx> Stream<'ctx> {
+    /// Begin capturing the work queued on this stream (it becomes the capture's origin); see
+    /// [`Capture`]. Errors: [`crate::Error::InvalidOperation`] when the stream is capturing
+    /// already (its own capture or one it joined).
+    pub fn begin_capture(&self) -> Result<Capture<'_, 'ctx>> {
+        // SAFETY: plain handle call.
+        check(unsafe { qd_sys::qd_stream_begin_capture(self.raw()) })?;
+        Ok(Capture { stream: self, open: true })
+    }
+
+    /// End the capture whose origin is this stream (for a capture whose [`Capture::end`]
+    /// failed because a stream had not joined back yet). Errors: as [`Capture::end`], and
+    /// [`crate::Error::InvalidOperation`] when the stream is not capturing.
+    pub fn end_capture(&self) -> Result<Graph<'ctx>> {
+        let mut raw = 0;
+        // SAFETY: valid output.
+        check(unsafe { qd_sys::qd_stream_end_capture(self.raw(), &mut raw) })?;
+        Ok(Graph { raw, ctx: self.context() })
+    }
+}

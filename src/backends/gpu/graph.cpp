@@ -1,0 +1,242 @@
+// Native driver graphs: GpuCapture (a stream capture in progress) and GpuGraph (its
+// instantiated graph). The core decides when they are used (core/capture.h): it begins a
+// capture on the origin stream, lets the operations of the capture's streams pass to the
+// driver (which records them instead of running them), checks that every stream joined back,
+// and ends the capture here.
+//
+// Host functions are the one operation whose payload outlives a call: the trampoline of a
+// direct qd_launch_host_fn frees its record after its one call, but a captured host function
+// runs once per launch of the graph. Its record therefore belongs to the graph's source (the
+// captured native graph and its records, shared by every graph updated from it), and each
+// launch of a graph with host functions queues an epilogue that holds the source until the
+// launch has run, so qd_graph_destroy with launches in flight frees nothing they still call.
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/gpu/gpu_objects.h"
+#include "common/error.h"
+
+namespace qd::backend::gpu {
+
+namespace {
+
+struct GraphHostCall {
+    qd_host_fn fn;
+    void *user_data;
+    const DeviceContext *owner;
+};
+
+// Called once per launch of the graph; never frees its record (the source owns it).
+void graph_host_trampoline(void *raw) {
+    const auto *call = static_cast<const GraphHostCall *>(raw);
+    CallbackScope scope(call->owner, true);
+    call->fn(call->user_data);
+}
+
+// What a captured graph's launches need: the native graph (the source of updates) and the host
+// function records its nodes point at. Released after the last graph and launch using it.
+struct GraphSource {
+    GraphSource(std::shared_ptr<DeviceContext> dc, NativeGraph graph,
+                std::vector<std::unique_ptr<GraphHostCall>> calls)
+        : dc(std::move(dc)), graph(graph), calls(std::move(calls)) {}
+    ~GraphSource() { dc->release_graph(graph); }
+    GraphSource(const GraphSource &) = delete;
+    GraphSource &operator=(const GraphSource &) = delete;
+
+    std::shared_ptr<DeviceContext> dc;
+    const NativeGraph graph;
+    const std::vector<std::unique_ptr<GraphHostCall>> calls;
+};
+
+// The epilogue of a launch with host functions: drops the launch's reference to its source.
+// Runs on a driver callback thread; it makes no driver call (a release it causes is deferred
+// by DeviceContext::release).
+void release_source(void *raw) {
+    auto *keep = static_cast<std::shared_ptr<GraphSource> *>(raw);
+    CallbackScope scope(keep->get()->dc.get(), true);
+    delete keep;
+}
+
+class GpuGraph final : public Graph {
+  public:
+    GpuGraph(std::shared_ptr<DeviceContext> dc, NativeGraphExec exec,
+             std::shared_ptr<GraphSource> source)
+        : dc_(std::move(dc)), exec_(exec), source_(std::move(source)) {}
+    ~GpuGraph() override { dc_->release_graph_exec(exec_); }
+
+    // One driver call (two with host functions: the epilogue). Launches and updates of one
+    // graph are serialised here: the driver's executable graphs are not thread-safe.
+    qd_status launch(Stream &stream) override {
+        auto &s = static_cast<GpuStream &>(stream);
+        DriverEntry entry(*dc_, true, s.last_kernel());
+        if (!entry.ok()) return entry.status();
+        const DriverTable &t = dc_->t;
+        std::lock_guard<std::mutex> lock(mutex_);
+        Result r = t.graph_launch(exec_, s.native());
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_LAUNCH_FAILED, Fn::graph_launch, s.last_kernel());
+        if (!source_->calls.empty()) {
+            auto keep = std::make_unique<std::shared_ptr<GraphSource>>(source_);
+            r = t.launch_host_func(s.native(), release_source, keep.get());
+            // The graph is queued and may call the records: if the epilogue cannot be queued
+            // (the context is failing), they must never be freed.
+            if (r != t.success) {
+                keep.release();
+                return dc_->fail_call(r, QD_ERROR_LAUNCH_FAILED, Fn::launch_host_func,
+                                      s.last_kernel());
+            }
+            keep.release();  // release_source owns it now
+        }
+        return QD_SUCCESS;
+    }
+
+    qd_status update(Graph &from) override {
+        auto &f = static_cast<GpuGraph &>(from);
+        std::shared_ptr<GraphSource> source = f.source();
+        DriverEntry entry(*dc_);
+        if (!entry.ok()) return entry.status();
+        const DriverTable &t = dc_->t;
+        std::lock_guard<std::mutex> lock(mutex_);
+        GraphExecUpdateInfo info{};
+        Result r = t.graph_exec_update(exec_, source->graph, &info);
+        if (r != t.success) {
+            if (info.result != 0)
+                return qd::fail(QD_ERROR_INVALID_OPERATION,
+                                "%s refused to update the graph (%s: update result %d); the "
+                                "graph keeps its values",
+                                t.api_name, symbol_name(t, Fn::graph_exec_update), info.result);
+            return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION, Fn::graph_exec_update, nullptr);
+        }
+        // The executable's host-function nodes now call from's records: hold them. Launches
+        // already queued hold the old source through their epilogue.
+        source_ = std::move(source);
+        return QD_SUCCESS;
+    }
+
+    std::shared_ptr<GraphSource> source() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return source_;
+    }
+
+  private:
+    std::shared_ptr<DeviceContext> dc_;
+    const NativeGraphExec exec_;
+    std::mutex mutex_;
+    std::shared_ptr<GraphSource> source_;
+};
+
+class GpuCapture final : public Capture {
+  public:
+    explicit GpuCapture(std::shared_ptr<GpuStream> origin)
+        : origin_(std::move(origin)), dc_(origin_->device_context()) {}
+    ~GpuCapture() override {
+        if (started_ && !ended_) abandon();
+    }
+
+    qd_status start() {
+        DriverEntry entry(*dc_, true, origin_->last_kernel());
+        if (!entry.ok()) return entry.status();
+        const DriverTable &t = dc_->t;
+        Result r = t.stream_begin_capture(origin_->native(), t.capture_mode);
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION, Fn::stream_begin_capture,
+                                  origin_->last_kernel());
+        started_ = true;
+        dc_->open_captures.fetch_add(1, std::memory_order_acq_rel);
+        return QD_SUCCESS;
+    }
+
+    qd_status host_fn(Stream &lane, qd_host_fn fn, void *user_data) override {
+        const DriverTable &t = dc_->t;
+        if (!t.host_func_capturable)
+            return qd::fail(QD_ERROR_NOT_SUPPORTED,
+                            "a host function cannot be captured into a %s graph by this runtime: "
+                            "its host functions are stream callbacks (%s), which a capture "
+                            "refuses; nothing was queued and the capture goes on",
+                            t.api_name, symbol_name(t, Fn::launch_host_func));
+        auto &s = static_cast<GpuStream &>(lane);
+        DriverEntry entry(*dc_, true, s.last_kernel());
+        if (!entry.ok()) return entry.status();
+        auto call = std::make_unique<GraphHostCall>(GraphHostCall{fn, user_data, dc_.get()});
+        calls_.reserve(calls_.size() + 1);  // no throw after the driver call
+        Result r = t.launch_host_func(s.native(), graph_host_trampoline, call.get());
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::launch_host_func, s.last_kernel());
+        calls_.push_back(std::move(call));
+        return QD_SUCCESS;
+    }
+
+    qd_status end(std::shared_ptr<Graph> *out) override {
+        DriverEntry entry(*dc_, true, origin_->last_kernel());
+        if (!entry.ok()) return entry.status();  // abandoned by the destructor if it can be
+        const DriverTable &t = dc_->t;
+        NativeGraph graph = nullptr;
+        Result r = t.stream_end_capture(origin_->native(), &graph);
+        finish();
+        if (r != t.success || graph == nullptr) {
+            if (graph) dc_->release_graph(graph);
+            if (r == t.success)
+                return qd::fail(QD_ERROR_INVALID_OPERATION,
+                                "%s invalidated the capture (an operation inside it failed); "
+                                "nothing was recorded",
+                                t.api_name);
+            return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION, Fn::stream_end_capture,
+                                  origin_->last_kernel());
+        }
+        auto source = std::make_shared<GraphSource>(dc_, graph, std::move(calls_));
+        NativeGraphExec exec = nullptr;
+        r = t.graph_instantiate(&exec, graph, 0);
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::graph_instantiate, nullptr);
+        dc_->counters.graphs_instantiated.fetch_add(1, std::memory_order_relaxed);
+        try {
+            *out = std::make_shared<GpuGraph>(dc_, exec, std::move(source));
+        } catch (...) {
+            dc_->release_graph_exec(exec);
+            throw;
+        }
+        return QD_SUCCESS;
+    }
+
+  private:
+    void finish() {
+        ended_ = true;
+        dc_->open_captures.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    // Ends the driver capture and drops what it recorded (a capture the core abandons: its
+    // context is being destroyed, or its end was refused before it reached here).
+    void abandon() {
+        if (!dc_->can_release_now() || dc_->is_shut_down()) {
+            finish();
+            return;
+        }
+        ScopedCurrent current(*dc_);
+        NativeGraph graph = nullptr;
+        dc_->t.stream_end_capture(origin_->native(), &graph);
+        finish();
+        if (graph) dc_->release_graph(graph);
+    }
+
+    std::shared_ptr<GpuStream> origin_;
+    std::shared_ptr<DeviceContext> dc_;
+    bool started_ = false;
+    bool ended_ = false;
+    std::vector<std::unique_ptr<GraphHostCall>> calls_;
+};
+
+}  // namespace
+
+qd_status GpuStream::begin_capture(std::unique_ptr<Capture> *out) {
+    if (!has_native_graphs(t_))
+        return qd::fail(QD_ERROR_NOT_SUPPORTED,
+                        "this %s driver lacks stream capture or graph entry points",
+                        t_.api_name);
+    auto capture = std::make_unique<GpuCapture>(shared_from_this());
+    qd_status st = capture->start();
+    if (st != QD_SUCCESS) return st;
+    *out = std::move(capture);
+    return QD_SUCCESS;
+}
+
+}  // namespace qd::backend::gpu
