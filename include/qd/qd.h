@@ -713,8 +713,8 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
  *  previous state, waits do not wait for it). Do not block in a callback to delay device work.
  *  - QD_ERROR_INVALID_ARGUMENT: fn is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
- *  - QD_ERROR_NOT_SUPPORTED: ("Graphs", since 0.2) stream is capturing natively on a HIP
- *    runtime whose host functions are stream callbacks, which a capture cannot hold.
+ *  - QD_ERROR_NOT_SUPPORTED: ("Graphs") stream is capturing natively on a HIP runtime whose
+ *    host functions are stream callbacks, which a capture cannot hold.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data);
 

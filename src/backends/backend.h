@@ -151,7 +151,8 @@ class Capture {
     // QD_ERROR_NOT_SUPPORTED when the driver's host-function entry cannot be captured (a
     // stream-callback fallback); nothing is queued and the capture stays usable.
     virtual qd_status host_fn(Stream &lane, qd_host_fn fn, void *user_data) = 0;
-    // End the capture on its origin and instantiate the graph. Every stream that joined must
+    // End the capture on its origin (the graph is instantiated at its first launch, so one made
+    // only to update another never is). Every stream that joined must
     // have joined back (the core checks that first). On failure the capture is over all the
     // same (the driver ended it) and nothing is returned.
     virtual qd_status end(std::shared_ptr<Graph> *out) = 0;

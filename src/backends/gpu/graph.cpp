@@ -58,12 +58,16 @@ void release_source(void *raw) {
     delete keep;
 }
 
+// Instantiated at its first launch: a graph captured only to update another one (qd_graph_update
+// from a fresh capture) is never instantiated, and an update before the first launch only
+// takes the other graph's source.
 class GpuGraph final : public Graph {
   public:
-    GpuGraph(std::shared_ptr<DeviceContext> dc, NativeGraphExec exec,
-             std::shared_ptr<GraphSource> source)
-        : dc_(std::move(dc)), exec_(exec), source_(std::move(source)) {}
-    ~GpuGraph() override { dc_->release_graph_exec(exec_); }
+    GpuGraph(std::shared_ptr<DeviceContext> dc, std::shared_ptr<GraphSource> source)
+        : dc_(std::move(dc)), source_(std::move(source)) {}
+    ~GpuGraph() override {
+        if (exec_) dc_->release_graph_exec(exec_);
+    }
 
     // One driver call (two with host functions: the epilogue). Launches and updates of one
     // graph are serialised here: the driver's executable graphs are not thread-safe.
@@ -73,6 +77,18 @@ class GpuGraph final : public Graph {
         if (!entry.ok()) return entry.status();
         const DriverTable &t = dc_->t;
         std::lock_guard<std::mutex> lock(mutex_);
+        if (!exec_) {
+            ScopedCurrent current(*dc_);  // instantiate names no stream
+            if (!current.ok())
+                return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
+                                      nullptr);
+            Result r = t.graph_instantiate(&exec_, source_->graph, 0);
+            if (r != t.success) {
+                exec_ = nullptr;
+                return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::graph_instantiate, nullptr);
+            }
+            dc_->counters.graphs_instantiated.fetch_add(1, std::memory_order_relaxed);
+        }
         Result r = t.graph_launch(exec_, s.native());
         if (r != t.success)
             return dc_->fail_call(r, QD_ERROR_LAUNCH_FAILED, Fn::graph_launch, s.last_kernel());
@@ -98,6 +114,10 @@ class GpuGraph final : public Graph {
         if (!entry.ok()) return entry.status();
         const DriverTable &t = dc_->t;
         std::lock_guard<std::mutex> lock(mutex_);
+        if (!exec_) {
+            source_ = std::move(source);
+            return QD_SUCCESS;
+        }
         GraphExecUpdateInfo info{};
         Result r = t.graph_exec_update(exec_, source->graph, &info);
         if (r != t.success) {
@@ -121,8 +141,8 @@ class GpuGraph final : public Graph {
 
   private:
     std::shared_ptr<DeviceContext> dc_;
-    const NativeGraphExec exec_;
     std::mutex mutex_;
+    NativeGraphExec exec_ = nullptr;
     std::shared_ptr<GraphSource> source_;
 };
 
@@ -185,17 +205,7 @@ class GpuCapture final : public Capture {
                                   origin_->last_kernel());
         }
         auto source = std::make_shared<GraphSource>(dc_, graph, std::move(calls_));
-        NativeGraphExec exec = nullptr;
-        r = t.graph_instantiate(&exec, graph, 0);
-        if (r != t.success)
-            return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::graph_instantiate, nullptr);
-        dc_->counters.graphs_instantiated.fetch_add(1, std::memory_order_relaxed);
-        try {
-            *out = std::make_shared<GpuGraph>(dc_, exec, std::move(source));
-        } catch (...) {
-            dc_->release_graph_exec(exec);
-            throw;
-        }
+        *out = std::make_shared<GpuGraph>(dc_, std::move(source));
         return QD_SUCCESS;
     }
 
