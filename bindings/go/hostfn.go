@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/cgo"
+	"strings"
 )
 
 // hostCall is one queued host callback, reached from C through a cgo.Handle.
@@ -30,6 +31,16 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	}
 	if fn == nil {
 		return newError(StatusInvalidArgument, "host function is nil")
+	}
+	// A capturing stream refuses qd_stream_query with a message saying so (qd.h, "Graphs"). fn
+	// runs once (its handle is deleted by the call), and a graph would call it on every replay.
+	if r := C.gq_stream_query(h); r.status == C.QD_ERROR_INVALID_OPERATION {
+		if err := statusError(r.status, r.msg); strings.Contains(err.Error(), "is capturing") {
+			runtime.KeepAlive(s)
+			return newError(StatusInvalidOperation,
+				"LaunchHostFunc on a capturing stream: fn runs once, and a graph would call it on every replay (%s)",
+				err.(*Error).Message)
+		}
 	}
 	gh := cgo.NewHandle(&hostCall{fn: fn, ctx: s.ctx})
 	if err := resultError(C.gq_launch_host_fn(h, C.uintptr_t(gh))); err != nil {
