@@ -1,4 +1,4 @@
-// GPU benchmarks B1, B3, B4, B5, B5g, B6 and B9 of docs/benchmarks.md: qd against the raw CUDA driver,
+// GPU benchmarks B1, B3, B4, B5, B5g, B6, B9 and B10 of docs/benchmarks.md: qd against the raw CUDA driver,
 // side by side in one process, alternated repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
@@ -607,6 +607,154 @@ void bench_events_memory(const qdbench::Options &opt, qdbench::Report &report, S
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// B10: several GPUs (a context on device 0 and one on device 1)
+// ---------------------------------------------------------------------------------------------
+
+// B10 peer-copy-256MiB: device 1's block into device 0's, issued on a stream of device 0, qd's
+// qd_memcpy_peer_async against cuMemcpyPeerAsync on the same native stream, the same memory and
+// the same contexts, each timed on the device by a pair of events around the copy. Peer access
+// is enabled through qd first (both sides profit alike). Bar: qd's bandwidth at least 0.98x.
+// B10 cross-device-wait: one hand-off from device 1 to device 0 and back to the host: record on
+// an idle stream of device 1, wait on a stream of device 0, record there and synchronize that
+// event; qd's calls against the raw driver's on the same native streams.
+void bench_multi_device(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    if (!opt.selected("B10 peer-copy-256MiB") && !opt.selected("B10 cross-device-wait")) return;
+    uint32_t devices = 0;
+    if (qd_device_count(QD_BACKEND_CUDA, &devices) != QD_SUCCESS || devices < 2) {
+        std::printf("SKIP B10: needs 2 GPUs (this machine has %u)\n", devices);
+        return;
+    }
+    if (!g_raw.cuMemcpyPeerAsync) {
+        std::printf("SKIP B10: libcuda.so.1 has no cuMemcpyPeerAsync\n");
+        return;
+    }
+    qd_context c1 = 0;
+    qd_context_desc desc = QD_CONTEXT_DESC_INIT;
+    desc.backend = QD_BACKEND_CUDA;
+    desc.device = 1;
+    QD(qd_context_create(&desc, &c1));
+    rawcuda::CUcontext primary1 = nullptr;
+    if (!g_raw.use_primary(1, &primary1)) die("retaining device 1's primary context", "");
+    RAW(cuCtxSetCurrent(s.primary));
+    uint32_t can = 0;
+    QD(qd_context_can_access_peer(s.ctx, c1, &can));
+    std::printf("# B10: device 0 %s access device 1 directly\n", can ? "can" : "cannot");
+    if (can) {
+        QD(qd_context_enable_peer_access(s.ctx, c1));
+        QD(qd_context_enable_peer_access(c1, s.ctx));
+    }
+    qd_stream s1 = 0;
+    QD(qd_stream_create(c1, nullptr, &s1));
+    uint64_t n1 = 0;
+    QD(qd_stream_native_handle(s1, &n1));
+    CUstream native1 = reinterpret_cast<CUstream>(n1);
+
+    if (opt.selected("B10 peer-copy-256MiB")) {
+        const uint64_t bytes = uint64_t(256) << 20;
+        uint64_t dst = 0, src = 0;
+        QD(qd_mem_alloc_async(s.stream, bytes, &dst));
+        QD(qd_mem_alloc_async(s1, bytes, &src));
+        QD(qd_memset_async(s1, src, 1, bytes));
+        QD(qd_stream_synchronize(s1));
+        QD(qd_stream_synchronize(s.stream));
+        CUevent t0 = nullptr, t1 = nullptr;
+        RAW(cuEventCreate(&t0, rawcuda::CU_EVENT_DEFAULT));
+        RAW(cuEventCreate(&t1, rawcuda::CU_EVENT_DEFAULT));
+        auto timed = [&](auto &&copy) {
+            RAW(cuEventRecord(t0, s.native));
+            copy();
+            RAW(cuEventRecord(t1, s.native));
+            RAW(cuEventSynchronize(t1));
+            float ms = 0;
+            RAW(cuEventElapsedTime(&ms, t0, t1));
+            return double(ms) * 1e6;  // ns
+        };
+        auto qd_side = [&] {
+            return timed([&] { QD(qd_memcpy_peer_async(s.stream, dst, s.ctx, src, c1, bytes)); });
+        };
+        auto raw_side = [&] {
+            return timed([&] {
+                RAW(cuMemcpyPeerAsync(dst, s.primary, src, primary1, bytes, s.native));
+            });
+        };
+        Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B10";
+        fig.name = "peer-copy-256MiB";
+        const double gb = double(bytes) / 1e9;
+        fig.qd = gb / (median_of(smp.qd) / 1e9);
+        fig.unit = "GB/s";
+        fig.has_anchor = true;
+        fig.anchor = gb / (median_of(smp.anchor) / 1e9);
+        fig.anchor_unit = "GB/s (cuMemcpyPeerAsync)";
+        fig.has_ratio = true;
+        fig.ratio = 1.0 / qdbench::median_paired_ratio(smp);  // bandwidth: anchor time / qd time
+        fig.bar = ">= 0.98x the raw bandwidth (paired)";
+        fig.verdict = fig.ratio >= 0.98 ? Verdict::Pass : Verdict::Miss;
+        report.add(fig, &smp);
+        RAW(cuEventDestroy(t0));
+        RAW(cuEventDestroy(t1));
+        QD(qd_mem_free_async(s.stream, dst));
+        QD(qd_mem_free_async(s1, src));
+        QD(qd_stream_synchronize(s.stream));
+        QD(qd_stream_synchronize(s1));
+    }
+    if (opt.selected("B10 cross-device-wait")) {
+        const int n = 200;
+        qd_event e1 = 0, e0 = 0;
+        QD(qd_event_create(c1, 0, &e1));
+        QD(qd_event_create(s.ctx, 0, &e0));
+        CUevent r1 = nullptr, r0 = nullptr;
+        RAW(cuCtxSetCurrent(primary1));
+        RAW(cuEventCreate(&r1, rawcuda::CU_EVENT_DISABLE_TIMING));
+        RAW(cuCtxSetCurrent(s.primary));
+        RAW(cuEventCreate(&r0, rawcuda::CU_EVENT_DISABLE_TIMING));
+        auto qd_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                QD(qd_event_record(s1, e1));
+                QD(qd_stream_wait_event(s.stream, e1));
+                QD(qd_event_record(s.stream, e0));
+                QD(qd_event_synchronize(e0));
+            }
+            return elapsed_ns(t0, Clock::now()) / n;
+        };
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                RAW(cuEventRecord(r1, native1));
+                RAW(cuStreamWaitEvent(s.native, r1, 0));
+                RAW(cuEventRecord(r0, s.native));
+                RAW(cuEventSynchronize(r0));
+            }
+            return elapsed_ns(t0, Clock::now()) / n;
+        };
+        Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B10";
+        fig.name = "cross-device-wait";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ns";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "ns (cuEventRecord+cuStreamWaitEvent+cuEventRecord+cuEventSynchronize)";
+        fig.has_ratio = true;
+        fig.ratio = qdbench::median_paired_ratio(smp);
+        fig.bar = "reported against raw (no bar set)";
+        fig.verdict = Verdict::Info;
+        report.add(fig, &smp);
+        QD(qd_event_destroy(e1));
+        QD(qd_event_destroy(e0));
+        RAW(cuEventDestroy(r1));
+        RAW(cuEventDestroy(r0));
+    }
+    QD(qd_stream_destroy(s1));
+    QD(qd_context_destroy(c1));
+    g_raw.cuDevicePrimaryCtxRelease(1);
+    RAW(cuCtxSetCurrent(s.primary));
+}
+
 std::vector<char> read_file(const std::string &path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) return {};
@@ -674,6 +822,7 @@ int main(int argc, char **argv) {
     bench_graph_fanout(opt, report, s);
     bench_graph_replay(opt, report, s);
     bench_events_memory(opt, report, s);
+    if (!hip) bench_multi_device(opt, report, s);
     report.summary();
 
     RAW(cuModuleUnload(s.raw_module));

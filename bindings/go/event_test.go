@@ -81,5 +81,8 @@ func TestRecordEvent_OfAnotherContext_IsWrongContext(t *testing.T) {
 	s := newStream(t, ctx1)
 	e := newEvent(t, ctx2, false)
 	expectIs(t, s.RecordEvent(e), qd.ErrWrongContext)
-	expectIs(t, s.WaitEvent(e), qd.ErrWrongContext)
+	// A wait may name an event of another context of the same backend (since 0.2).
+	if err := s.WaitEvent(e); err != nil {
+		t.Fatalf("WaitEvent on another context's event: %v", err)
+	}
 }

@@ -284,4 +284,19 @@ static inline gq_result gq_host_free(qd_context c, void *ptr) {
     return gq_finish(qd_host_free(c, ptr));
 }
 
+
+/* Several devices (since 0.2). */
+static inline gq_u64 gq_context_can_access_peer(qd_context c, qd_context peer) {
+    uint32_t can = 0;
+    qd_status st = qd_context_can_access_peer(c, peer, &can);
+    return gq_finish_u64(st, can);
+}
+static inline gq_result gq_context_enable_peer_access(qd_context c, qd_context peer) {
+    return gq_finish(qd_context_enable_peer_access(c, peer));
+}
+static inline gq_result gq_memcpy_peer_async(qd_stream s, uint64_t dst, qd_context dst_ctx,
+                                             uint64_t src, qd_context src_ctx, uint64_t bytes) {
+    return gq_finish(qd_memcpy_peer_async(s, dst, dst_ctx, src, src_ctx, bytes));
+}
+
 #endif /* QD_GO_QDGO_H */

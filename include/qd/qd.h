@@ -35,7 +35,10 @@
  *           never a valid handle. A handle that is 0, forged, of the wrong type, or names an
  *           object that was destroyed (or whose context was destroyed) gives
  *           QD_ERROR_INVALID_HANDLE; it never crashes and never falls back to another object.
- *           Handles of two different contexts mixed in one call give QD_ERROR_WRONG_CONTEXT.
+ *           Handles of two different contexts mixed in one call give QD_ERROR_WRONG_CONTEXT,
+ *           except where a function allows it (qd_stream_wait_event, "Several devices"): then
+ *           contexts of the same backend may be mixed, and contexts of different backends give
+ *           QD_ERROR_WRONG_CONTEXT.
  *
  * Streams.  Every call that schedules work takes the stream as its first argument and it is
  *           required: 0 is QD_ERROR_INVALID_HANDLE ("stream is required"). No call consults the
@@ -449,13 +452,26 @@ QD_API qd_status qd_stream_query(qd_stream stream);
  *  completed. Only the stream waits; the host does not block. Waiting on an event that was
  *  never recorded is a no-op, as in CUDA. Recording the event again later does not affect
  *  this wait.
+ *  From release 0.2 on, the event may belong to another context of the same backend, on any
+ *  device (CUDA's cuStreamWaitEvent accepts events of other contexts and devices; the CPU
+ *  backend orders its contexts' workers the same way): this is how work on one device waits
+ *  for work on another ("Several devices"). Destroying the event's context afterwards is allowed: its
+ *  destroy drains its streams, so the record completes and the wait is released; a stream
+ *  already waiting never hangs on a destroyed context. Mixes and what they return: same
+ *  context, or two contexts of one backend: allowed; contexts of two backends (CPU and CUDA,
+ *  CUDA and HIP): QD_ERROR_WRONG_CONTEXT; an event of a destroyed context:
+ *  QD_ERROR_INVALID_HANDLE (its handles died with it).
  *  Threads: any.
- *  - QD_ERROR_INVALID_HANDLE: stream or event is 0, of the wrong type, or destroyed.
- *  - QD_ERROR_WRONG_CONTEXT: stream and event belong to different contexts.
+ *  - QD_ERROR_INVALID_HANDLE: stream or event is 0, of the wrong type, or destroyed (or its
+ *    context was).
+ *  - QD_ERROR_WRONG_CONTEXT: stream and event belong to contexts of different backends.
  *  - QD_ERROR_INVALID_OPERATION: ("Graphs") stream is capturing and the event's latest record
- *    was made outside its capture; or the event's latest record is inside another capture.
- *    A stream that is not capturing and waits on a record made inside a capture joins it.
- *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+ *    was made outside its capture (a record in another context always is); or the event's
+ *    latest record is inside another capture (of either context).
+ *    A stream that is not capturing and waits on a record made inside a capture of its own
+ *    context joins it.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: the stream's or the event's context is lost or was
+ *    inherited across fork(). */
 QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event);
 
 /** Lease a stream from the context's pool. The lease is exclusive: no other holder gets the
@@ -989,6 +1005,80 @@ QD_API qd_status qd_trace_stop(qd_context ctx);
  *  - QD_ERROR_INVALID_ARGUMENT: the file cannot be written (as for qd_trace_stop).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_FORKED. */
 QD_API qd_status qd_trace_flush(qd_context ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Several devices (since 0.2)
+ *
+ * One context is one device; a program drives several devices with one context each (several
+ * contexts on one device are allowed too, and share that device). qd does not implement
+ * collectives: it orders work around them. Three things cross contexts:
+ * - ordering: qd_stream_wait_event accepts an event of another context of the same backend,
+ *   so a stream on one device waits for a record on another without a host synchronisation;
+ * - peer access: qd_context_can_access_peer and qd_context_enable_peer_access, so kernels of
+ *   one device may read and write memory of another (on CUDA: cuCtxEnablePeerAccess and, for
+ *   the stream-ordered pool qd allocates from, cuMemPoolSetAccess);
+ * - copies: qd_memcpy_peer_async copies between memory of two contexts in stream order, with
+ *   each side checked against its own context's allocations.
+ * Collective libraries (NCCL, RCCL) run on the native streams of qd streams
+ * (qd_stream_native_handle), ordered by qd events recorded and waited on around them.
+ *
+ * Contexts of different backends are never mixed: QD_ERROR_WRONG_CONTEXT. The CPU backend
+ * supports all of it between CPU contexts (they share the host's memory: peer access is always
+ * possible and granting it changes nothing), so programs and tests run without a GPU.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Whether work of ctx can be given access to memory of peer (qd_context_enable_peer_access).
+ *  *can_access is 1 or 0. Two contexts on the same device always can; two devices can when the
+ *  driver reports peer access between them (CUDA: cuDeviceCanAccessPeer; a driver without that
+ *  query reports 0); CPU contexts always can. qd_memcpy_peer_async works either way.
+ *  Threads: any. Since 0.2.
+ *  - QD_ERROR_INVALID_ARGUMENT: can_access is NULL; ctx and peer are the same context.
+ *  - QD_ERROR_INVALID_HANDLE: ctx or peer is 0, not a context, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: ctx and peer are contexts of different backends.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: either context is lost or inherited across fork. */
+QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer,
+                                            uint32_t *can_access);
+
+/** Let work of ctx (kernels, copies on its streams) access memory of peer: device memory
+ *  from qd_mem_alloc_async of peer (CUDA: cuCtxEnablePeerAccess from ctx's device, and
+ *  cuMemPoolSetAccess granting ctx's device read and write access to the pool peer allocates
+ *  from) and peer's memory in general. One direction only: call it with the two swapped for
+ *  the other. Granting it again is a successful no-op; it lasts while both contexts live (the
+ *  grant belongs to the devices, so it outlives them when other contexts or libraries use the
+ *  same devices). Two contexts on one device, and CPU contexts, need nothing: success.
+ *  Threads: any. Since 0.2.
+ *  - QD_ERROR_INVALID_ARGUMENT: ctx and peer are the same context.
+ *  - QD_ERROR_INVALID_HANDLE: ctx or peer is 0, not a context, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: ctx and peer are contexts of different backends.
+ *  - QD_ERROR_NOT_SUPPORTED: the devices cannot access each other
+ *    (qd_context_can_access_peer gives 0), or the driver lacks the peer or pool functions; the
+ *    message names the devices and the reason.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_context_enable_peer_access(qd_context ctx, qd_context peer);
+
+/** Copy bytes from src, memory of src_ctx, to dst, memory of dst_ctx, in stream order on
+ *  stream, a stream of dst_ctx or of src_ctx (either side may issue it; the copy starts after
+ *  the work already queued on stream, and later work there sees it). Work on the other
+ *  context that produces src or consumes dst must be ordered with events, as for two streams
+ *  (qd_stream_wait_event across contexts). Each range must lie inside one live allocation of
+ *  its context (qd_mem_alloc_async or qd_host_alloc of that context); dst_ctx may equal
+ *  src_ctx. CUDA: cuMemcpyPeerAsync (the driver copies directly when peer access is enabled
+ *  and stages the copy otherwise, so enabling it is not required); CPU: a memcpy on the
+ *  stream's worker. bytes 0 is a successful no-op. Not captured: on a capturing stream it is
+ *  QD_ERROR_INVALID_OPERATION (qd_memcpy_async is captured).
+ *  Threads: any. Since 0.2.
+ *  - QD_ERROR_INVALID_ARGUMENT: dst or src is 0 while bytes > 0.
+ *  - QD_ERROR_OVERFLOW: dst + bytes or src + bytes wraps around.
+ *  - QD_ERROR_INVALID_HANDLE: stream, dst_ctx or src_ctx is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream belongs to neither dst_ctx nor src_ctx; dst_ctx and src_ctx
+ *    are contexts of different backends.
+ *  - QD_ERROR_INVALID_ADDRESS: dst is not inside a live allocation of dst_ctx, or src of
+ *    src_ctx, or a range runs past the end of its allocation.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs").
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: of any of the three
+ *    contexts. */
+QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context dst_ctx,
+                                      uint64_t src, qd_context src_ctx, uint64_t bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -3,6 +3,7 @@
 #include "api/guard.h"
 #include "core/context.h"
 #include "core/object_ops.h"
+#include "core/peer.h"
 
 using namespace qd;
 using core::Context;
@@ -55,6 +56,18 @@ QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out) {
         if (st == QD_SUCCESS) c->fill_stats(out);
         return st;
     });
+}
+
+QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer,
+                                            uint32_t *can_access) {
+    return api::guarded([&]() -> qd_status {
+        if (!can_access) return api::null_argument("can_access");
+        return core::can_access_peer(ctx, peer, can_access);
+    });
+}
+
+QD_API qd_status qd_context_enable_peer_access(qd_context ctx, qd_context peer) {
+    return api::guarded([&]() -> qd_status { return core::enable_peer_access(ctx, peer); });
 }
 
 }  // extern "C"

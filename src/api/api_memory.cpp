@@ -2,6 +2,7 @@
 #include "api/guard.h"
 #include "core/context.h"
 #include "core/object_ops.h"
+#include "core/peer.h"
 #include "core/submit.h"
 
 using namespace qd;
@@ -74,6 +75,15 @@ QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, u
         if (st == QD_SUCCESS) st = AllocRegistry::check_range(src, bytes, "src");
         if (st != QD_SUCCESS) return st;
         return core::submit_memcpy(*s, dst, src, bytes);
+    });
+}
+
+QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context dst_ctx,
+                                      uint64_t src, qd_context src_ctx, uint64_t bytes) {
+    return api::guarded([&]() -> qd_status {
+        qd_status st = check_sides(dst, src, bytes);
+        if (st != QD_SUCCESS) return st;
+        return core::memcpy_peer(stream, dst, dst_ctx, src, src_ctx, bytes);
     });
 }
 

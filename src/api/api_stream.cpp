@@ -8,6 +8,7 @@
 #include "core/lifecycle.h"
 #include "core/submit.h"
 #include "core/fork_join.h"
+#include "core/peer.h"
 
 using namespace qd;
 using core::Context;
@@ -71,7 +72,7 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
     return api::guarded([&]() -> qd_status {
         Stream *s = nullptr;
         Event *e = nullptr;
-        qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
+        qd_status st = core::resolve_wait(stream, event, &s, &e);
         if (st != QD_SUCCESS) return st;
         st = core::submit_wait(*s, *e);
         // A stream that joined a capture by this wait is named by this handle in its messages.

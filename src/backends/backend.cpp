@@ -24,4 +24,15 @@ qd_status Context::kernel_from_host_fn(qd_host_kernel_fn, const char *, std::sha
                 "host-function kernels exist only on the CPU backend; load a module instead");
 }
 
+qd_status Stream::memcpy_peer(uint64_t dst, Context &, uint64_t src, Context &, uint64_t bytes) {
+    return memcpy(dst, src, bytes);
+}
+
+qd_status Context::can_access_peer(Context &, bool *out) {
+    *out = true;
+    return QD_SUCCESS;
+}
+
+qd_status Context::enable_peer_access(Context &) { return QD_SUCCESS; }
+
 }  // namespace qd::backend

@@ -29,6 +29,7 @@
 namespace qd::backend {
 
 class Capture;
+class Context;
 class Event;
 class Graph;
 class Kernel;
@@ -92,6 +93,11 @@ class Stream {
     virtual qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) = 0;
     virtual qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) = 0;
     virtual qd_status host_fn(qd_host_fn fn, void *user_data) = 0;
+    // qd_memcpy_peer_async: copy between memory of dst_ctx and of src_ctx (contexts of this
+    // backend, one of them this stream's; the core checked both ranges). The default is
+    // memcpy(): one address space (the CPU backend).
+    virtual qd_status memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, Context &src_ctx,
+                                  uint64_t bytes);
 
     // The applied priority (after clamping).
     virtual int32_t priority() const = 0;
@@ -190,6 +196,14 @@ class Context {
     // CPU only; others return QD_ERROR_NOT_SUPPORTED.
     virtual qd_status kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,
                                           std::shared_ptr<Kernel> *out);
+
+    // Peer access (qd_context_can_access_peer, qd_context_enable_peer_access): may work of this
+    // context access memory of `peer` (another context of the same backend, never this one)?
+    // The defaults say yes and grant nothing: one address space (the CPU backend).
+    virtual qd_status can_access_peer(Context &peer, bool *out);
+    // Grants this context's work access to peer's memory; QD_ERROR_NOT_SUPPORTED with the
+    // reason when the devices cannot. Granting it again is a successful no-op.
+    virtual qd_status enable_peer_access(Context &peer);
 
     // Block until all work queued on every stream of this context has completed, including
     // streams whose core handle is already gone but whose work is still pending.

@@ -91,10 +91,10 @@ bool AllocRegistry::find(uint64_t address, Block *inside, Block *ends_at) {
         --it;  // the block with the largest start <= address
         const uint64_t offset = address - it->first;
         if (offset < it->second) {
-            *inside = Block{it->first, it->second};
+            *inside = Block{it->first, it->second, map == &host_};
             return true;
         }
-        if (offset == it->second) *ends_at = Block{it->first, it->second};
+        if (offset == it->second) *ends_at = Block{it->first, it->second, map == &host_};
     }
     return false;
 }
@@ -125,6 +125,24 @@ qd_status AllocRegistry::check_range(uint64_t address, uint64_t bytes, const cha
                     what, (unsigned long long)address, (unsigned long long)ends_at.size,
                     (unsigned long long)ends_at.start);
     return QD_SUCCESS;
+}
+
+qd_status AllocRegistry::check_inside(uint64_t address, uint64_t bytes, const char *what,
+                                     uint64_t owner, bool *host) {
+    Block inside, ends_at;
+    if (!find(address, &inside, &ends_at))
+        return fail(QD_ERROR_INVALID_ADDRESS,
+                    "%s 0x%llx is not inside a live allocation of context 0x%016llx "
+                    "(qd_mem_alloc_async or qd_host_alloc of that context)",
+                    what, (unsigned long long)address, (unsigned long long)owner);
+    *host = inside.host;
+    if (bytes <= inside.size - (address - inside.start)) return QD_SUCCESS;
+    return fail(QD_ERROR_INVALID_ADDRESS,
+                "%s range [0x%llx, +%llu) runs past the end of the %llu-byte allocation at 0x%llx "
+                "of context 0x%016llx",
+                what, (unsigned long long)address, (unsigned long long)bytes,
+                (unsigned long long)inside.size, (unsigned long long)inside.start,
+                (unsigned long long)owner);
 }
 
 std::vector<uint64_t> AllocRegistry::take_all(Kind kind) {

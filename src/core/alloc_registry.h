@@ -44,6 +44,12 @@ class AllocRegistry {
     // no other block starts. Ranges outside every block are the caller's raw memory.
     // The caller has checked that address + bytes does not wrap.
     static qd_status check_range(uint64_t address, uint64_t bytes, const char *what);
+    // qd_memcpy_peer_async: [address, address+bytes) must lie inside one live block (device or
+    // host) of this registry; QD_ERROR_INVALID_ADDRESS naming `what` and `owner` (the
+    // context's handle) otherwise. bytes > 0; the caller has checked the range does not wrap.
+    // *host is set when the block is a qd_host_alloc block.
+    qd_status check_inside(uint64_t address, uint64_t bytes, const char *what, uint64_t owner,
+                           bool *host);
     // Empty the registry, returning what was still live.
     std::vector<uint64_t> take_all(Kind kind);
 
@@ -55,6 +61,7 @@ class AllocRegistry {
     using Map = std::map<uint64_t, uint64_t>;  // address -> bytes
     struct Block {
         uint64_t start = 0, size = 0;
+        bool host = false;
     };
     // The live block that contains address (true), else the block that ends exactly at address
     // (false, *ends_at set when there is one).

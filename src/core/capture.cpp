@@ -171,6 +171,12 @@ qd_status CaptureObserver::before(const Op &op, bool *consumed) {
     }
     Capture &c = *lane->second.capture;
     switch (op.kind) {
+        case OpKind::Memcpy:
+            if (op.dst_ctx)
+                return fail(QD_ERROR_INVALID_OPERATION,
+                            "qd_memcpy_peer_async on a capturing stream: copies between "
+                            "contexts are not captured (use qd_memcpy_async inside a capture)");
+            break;
         case OpKind::MemAlloc:
         case OpKind::MemFree:
             return fail(QD_ERROR_INVALID_OPERATION,

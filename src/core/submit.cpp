@@ -13,7 +13,11 @@ qd_status dispatch(const Op &op) {
         case OpKind::Wait: return s.wait(*op.event);
         case OpKind::MemAlloc: return s.mem_alloc(op.bytes, op.address);
         case OpKind::MemFree: return s.mem_free(op.dst);
-        case OpKind::Memcpy: return s.memcpy(op.dst, op.src, op.bytes);
+        case OpKind::Memcpy:
+            if (op.dst_ctx)
+                return s.memcpy_peer(op.dst, op.dst_ctx->impl(), op.src, op.src_ctx->impl(),
+                                     op.bytes);
+            return s.memcpy(op.dst, op.src, op.bytes);
         case OpKind::Memset: return s.memset(op.dst, op.value, op.bytes);
     }
     return QD_ERROR_INTERNAL;

@@ -62,6 +62,10 @@ struct Op {
     uint64_t bytes = 0;
     uint8_t value = 0;
     uint64_t *address = nullptr;
+    // Memcpy of qd_memcpy_peer_async: the contexts dst and src belong to (both set; one of
+    // them is the stream's). Null for every other copy.
+    Context *dst_ctx = nullptr;
+    Context *src_ctx = nullptr;
 
     // HostFn.
     qd_host_fn fn = nullptr;
@@ -143,6 +147,14 @@ inline qd_status submit_memcpy(Stream &s, uint64_t dst, uint64_t src, uint64_t b
     QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Memcpy, op_.dst = dst, op_.src = src,
                             op_.bytes = bytes))
     return s.impl->memcpy(dst, src, bytes);
+}
+
+// qd_memcpy_peer_async: a Memcpy whose sides belong to the contexts named.
+inline qd_status submit_memcpy_peer(Stream &s, uint64_t dst, Context &dst_ctx, uint64_t src,
+                                    Context &src_ctx, uint64_t bytes) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Memcpy, op_.dst = dst, op_.src = src,
+                            op_.bytes = bytes, op_.dst_ctx = &dst_ctx, op_.src_ctx = &src_ctx))
+    return s.impl->memcpy_peer(dst, dst_ctx.impl(), src, src_ctx.impl(), bytes);
 }
 
 inline qd_status submit_memset(Stream &s, uint64_t dst, uint8_t value, uint64_t bytes) {

@@ -785,3 +785,151 @@ TEST_F(GpuBackend, ForkChild_RefusesAndForgetsWithoutDriverCalls) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Several devices (qd.h): peer access and peer copies over the fake's two devices
+// ---------------------------------------------------------------------------------------------
+
+class GpuTwoDevices : public GpuBackend {
+  protected:
+    void SetUp() override {
+        GpuBackend::SetUp();
+        qd::backend::ContextParams params;
+        params.device = 1;
+        ASSERT_EQ(driver_->create_context(params, &ctx1_), QD_SUCCESS) << qd::last_error_message();
+    }
+    void TearDown() override {
+        if (ctx1_) {
+            ctx1_->synchronize();
+            ctx1_->shutdown();
+            ctx1_.reset();
+        }
+        GpuBackend::TearDown();
+    }
+    std::unique_ptr<Context> ctx1_;
+};
+
+TEST_F(GpuTwoDevices, EnablePeerAccess_GrantsTheContextAndThePeersPool_OnceEach) {
+    bool can = false;
+    ASSERT_EQ(ctx_->can_access_peer(*ctx1_, &can), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_TRUE(can);
+    ASSERT_EQ(ctx_->enable_peer_access(*ctx1_), QD_SUCCESS) << qd::last_error_message();
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        // From device 0's context (made current for the call) to device 1's.
+        EXPECT_EQ(g_fake.peer_enabled.count({g_fake.primary, g_fake.primary1}), 1u);
+        // Device 1's stream-ordered pool grants device 0 access.
+        EXPECT_EQ(g_fake.pool_access.count({1, 0}), 1u);
+    }
+    // Again: the driver says "already enabled", which is success.
+    EXPECT_EQ(ctx_->enable_peer_access(*ctx1_), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(current_context(), g_fake.primary) << "a fresh thread keeps our context current";
+}
+
+TEST_F(GpuTwoDevices, NoPeerAccessBetweenTheDevices_QueryIsZeroAndEnableIsNotSupported) {
+    g_fake.peer_access = false;
+    bool can = true;
+    ASSERT_EQ(ctx_->can_access_peer(*ctx1_, &can), QD_SUCCESS);
+    EXPECT_FALSE(can);
+    EXPECT_EQ(ctx_->enable_peer_access(*ctx1_), QD_ERROR_NOT_SUPPORTED);
+    const std::string msg = qd::last_error_message();
+    EXPECT_NE(msg.find("device 0 cannot access the memory of device 1"), std::string::npos) << msg;
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    EXPECT_TRUE(g_fake.peer_enabled.empty());
+    EXPECT_TRUE(g_fake.pool_access.empty());
+}
+
+TEST_F(GpuTwoDevices, DriverWithoutThePeerEntries_QueryIsZeroAndEnableNamesTheMissingEntry) {
+    gpu::DriverTable t = fake_table();
+    t.device_can_access_peer = nullptr;
+    t.mem_pool_set_access = nullptr;
+    t.symbol[static_cast<size_t>(gpu::Fn::device_can_access_peer)] = "cuDeviceCanAccessPeer";
+    std::unique_ptr<Driver> driver;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver), QD_SUCCESS);
+    std::unique_ptr<Context> a, b;
+    qd::backend::ContextParams params;
+    ASSERT_EQ(driver->create_context(params, &a), QD_SUCCESS);
+    params.device = 1;
+    ASSERT_EQ(driver->create_context(params, &b), QD_SUCCESS);
+    bool can = true;
+    EXPECT_EQ(a->can_access_peer(*b, &can), QD_SUCCESS);
+    EXPECT_FALSE(can);
+    EXPECT_EQ(a->enable_peer_access(*b), QD_ERROR_NOT_SUPPORTED);
+    EXPECT_NE(std::string(qd::last_error_message()).find("cuDeviceCanAccessPeer"), std::string::npos)
+        << qd::last_error_message();
+    for (auto *c : {&a, &b}) {
+        (*c)->synchronize();
+        (*c)->shutdown();
+        c->reset();
+    }
+}
+
+TEST_F(GpuTwoDevices, SameDevice_PeerAccessNeedsNothingAndCopiesArePlain) {
+    std::unique_ptr<Context> again;
+    ASSERT_EQ(driver_->create_context(qd::backend::ContextParams(), &again), QD_SUCCESS);
+    bool can = false;
+    ASSERT_EQ(ctx_->can_access_peer(*again, &can), QD_SUCCESS);
+    EXPECT_TRUE(can);
+    EXPECT_EQ(ctx_->enable_peer_access(*again), QD_SUCCESS);
+    g_fake.backed_memory = true;
+    auto s = stream();
+    uint64_t a = 0, b = 0;
+    ASSERT_EQ(s->mem_alloc(64, &a), QD_SUCCESS);
+    ASSERT_EQ(s->mem_alloc(64, &b), QD_SUCCESS);
+    ASSERT_EQ(s->memset(a, 0x5a, 64), QD_SUCCESS);
+    ASSERT_EQ(s->memcpy_peer(b, *again, a, *ctx_, 64), QD_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(b))[63], 0x5a);
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    EXPECT_TRUE(g_fake.peer_enabled.empty());
+    EXPECT_EQ(g_fake.peer_copies, 0) << "a copy within one device went through the peer entry";
+    s->mem_free(a);
+    s->mem_free(b);
+    again->synchronize();
+    again->shutdown();
+}
+
+TEST_F(GpuTwoDevices, PeerCopy_BetweenDevices_UsesThePeerEntryWithBothContexts_BothDirections) {
+    g_fake.backed_memory = true;
+    auto s0 = stream();
+    std::shared_ptr<Stream> s1;
+    ASSERT_EQ(ctx1_->create_stream(QD_STREAM_NON_BLOCKING, 0, &s1), QD_SUCCESS);
+    uint64_t a = 0, b = 0;
+    ASSERT_EQ(s0->mem_alloc(256, &a), QD_SUCCESS);
+    ASSERT_EQ(s1->mem_alloc(256, &b), QD_SUCCESS);
+    ASSERT_EQ(s0->memset(a, 0x11, 256), QD_SUCCESS);
+    ASSERT_EQ(s1->memcpy_peer(b, *ctx1_, a, *ctx_, 256), QD_SUCCESS);
+    auto *pb = reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(b));
+    EXPECT_EQ(pb[0], 0x11);
+    EXPECT_EQ(pb[255], 0x11);
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        EXPECT_EQ(g_fake.peer_copies, 1);
+        EXPECT_EQ(g_fake.last_peer_copy.first, g_fake.primary1);
+        EXPECT_EQ(g_fake.last_peer_copy.second, g_fake.primary);
+    }
+    ASSERT_EQ(s1->memset(b, 0x22, 256), QD_SUCCESS);
+    ASSERT_EQ(s1->memcpy_peer(a, *ctx_, b, *ctx1_, 256), QD_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(a))[128], 0x22);
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        EXPECT_EQ(g_fake.peer_copies, 2);
+        EXPECT_EQ(g_fake.last_peer_copy.first, g_fake.primary);
+        EXPECT_EQ(g_fake.last_peer_copy.second, g_fake.primary1);
+    }
+    // A failing peer copy maps to a status with the driver's name for the call.
+    g_fake.fail_at = g_fake.calls + 1;
+    g_fake.fail_code = kInvalidValue;
+    EXPECT_EQ(s1->memcpy_peer(a, *ctx_, b, *ctx1_, 256), QD_ERROR_INVALID_ADDRESS);
+    EXPECT_NE(std::string(qd::last_error_message()).find("memcpy_peer_async"), std::string::npos)
+        << qd::last_error_message();
+    g_fake.fail_at = 0;
+    // Waits across the two contexts reach the driver with the other context's event.
+    std::shared_ptr<Event> e0;
+    ASSERT_EQ(ctx_->create_event(false, &e0), QD_SUCCESS);
+    ASSERT_EQ(s0->record(*e0), QD_SUCCESS);
+    EXPECT_EQ(s1->wait(*e0), QD_SUCCESS);
+    e0.reset();
+    s0->mem_free(a);
+    s1->mem_free(b);
+    s1.reset();
+}

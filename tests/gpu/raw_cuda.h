@@ -88,6 +88,9 @@ struct Driver {
     CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
     CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
     CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+    // Optional: several GPUs (B10).
+    CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
+                                  CUstream) = nullptr;
 
     // Loads libcuda.so.1 and calls cuInit(0). False (error says why) when there is no driver.
     bool load() {
@@ -146,6 +149,7 @@ struct Driver {
         optional(cuGraphLaunch, "cuGraphLaunch");
         optional(cuGraphExecDestroy, "cuGraphExecDestroy");
         optional(cuGraphDestroy, "cuGraphDestroy");
+        optional(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
         if (!ok) return false;
         CUresult r = cuInit(0);
         if (r != CUDA_SUCCESS) {

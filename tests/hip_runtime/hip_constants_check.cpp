@@ -6,6 +6,8 @@
 // checks that one at run time (hip_over_cuda_test.cpp, ConstantsMatchTheHeaderAtRunTime).
 #include <hip/hip_runtime_api.h>
 
+#include <cstddef>
+
 #include "backends/hip/hip_constants.h"
 
 namespace {
@@ -40,6 +42,7 @@ QD_CHECK(kNotReady, hipErrorNotReady);
 QD_CHECK(kIllegalAddress, hipErrorIllegalAddress);
 QD_CHECK(kLaunchOutOfResources, hipErrorLaunchOutOfResources);
 QD_CHECK(kLaunchTimeOut, hipErrorLaunchTimeOut);
+QD_CHECK(kPeerAccessAlreadyEnabled, hipErrorPeerAccessAlreadyEnabled);
 QD_CHECK(kContextIsDestroyed, hipErrorContextIsDestroyed);
 QD_CHECK(kAssert, hipErrorAssert);
 QD_CHECK(kLaunchFailure, hipErrorLaunchFailure);
@@ -82,6 +85,13 @@ QD_CHECK(kMemcpyDefault, hipMemcpyDefault);
 // Graphs
 QD_CHECK(kStreamCaptureModeRelaxed, hipStreamCaptureModeRelaxed);
 QD_CHECK(kStreamCaptureStatusNone, hipStreamCaptureStatusNone);
+// hipMemLocationType, hipMemAccessFlags (hipMemAccessDesc, through qd's MemAccessDesc)
+QD_CHECK(kMemLocationTypeDevice, hipMemLocationTypeDevice);
+QD_CHECK(kMemAccessFlagsProtReadWrite, hipMemAccessFlagsProtReadWrite);
+static_assert(sizeof(hipMemAccessDesc) == 3 * sizeof(int) &&
+                  offsetof(hipMemAccessDesc, location) == 0 &&
+                  offsetof(hipMemAccessDesc, flags) == 2 * sizeof(int),
+              "hipMemAccessDesc is not {type, id, flags} as qd's MemAccessDesc");
 
 #undef QD_CHECK
 

@@ -182,7 +182,6 @@ TEST_P(ContractTest, OnALostContext_HandleAndContextErrorsWin_ThenDeviceLost_The
     // Then contexts.
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_launch(s, healthy_kernel, nullptr, nullptr, 0));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_record(s, healthy_event));
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_stream_wait_event(s, healthy_event));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_elapsed_ms(t0, healthy_event, &ms));
     kids[0] = healthy_lease;
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "children[0]", qd_stream_join(s, kids, 1));
@@ -193,6 +192,8 @@ TEST_P(ContractTest, OnALostContext_HandleAndContextErrorsWin_ThenDeviceLost_The
     kids[0] = lease;
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, "fault", qd_stream_join(s, kids, 1));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, "fault", qd_launch(s, k, nullptr, nullptr, 0));
+    // A wait may cross contexts of one backend, so there the contexts' state decides.
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, "fault", qd_stream_wait_event(s, healthy_event));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, "fault", qd_event_record(s, e));
     EXPECT_QD_OK(qd_stream_release(healthy_lease));
     EXPECT_QD_OK(qd_kernel_destroy(healthy_kernel));

@@ -47,6 +47,11 @@ void Fake::reset() {
     last_image.clear();
     work_per_launch = 0;
     backed_memory = false;
+    peer_access = true;
+    peer_enabled.clear();
+    pool_access.clear();
+    peer_copies = 0;
+    last_peer_copy = {nullptr, nullptr};
     calls = 0;
     fail_at = 0;
     fail_code = kUnknown;
@@ -101,11 +106,11 @@ Result f_device_get_attribute(int *v, int attr, gpu::NativeDevice) {
     return *v < 0 ? kInvalidValue : kOk;
 }
 Result f_device_total_mem(size_t *b, gpu::NativeDevice) { *b = size_t{80} << 30; return kOk; }
-Result f_primary_retain(gpu::NativeContext *c, gpu::NativeDevice) {
+Result f_primary_retain(gpu::NativeContext *c, gpu::NativeDevice device) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     ++g_fake.retains;
-    *c = g_fake.primary;
+    *c = device == 1 ? g_fake.primary1 : g_fake.primary;
     return kOk;
 }
 Result f_primary_release(gpu::NativeDevice) {
@@ -444,6 +449,45 @@ Result f_memset_async(gpu::DevicePtr dst, unsigned char value, size_t bytes, gpu
         memset(reinterpret_cast<void *>(static_cast<uintptr_t>(dst)), value, bytes);
     return kOk;
 }
+Result f_device_can_access_peer(int *can, gpu::NativeDevice device, gpu::NativeDevice peer) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    *can = g_fake.peer_access && device != peer ? 1 : 0;
+    return kOk;
+}
+Result f_ctx_enable_peer_access(gpu::NativeContext peer, unsigned flags) {
+    INJECT();
+    if (flags != 0 || peer == t_current || t_current == nullptr) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.peer_access) return qd::cuda_abi::kPeerAccessUnsupported;
+    if (!g_fake.peer_enabled.insert({t_current, peer}).second)
+        return qd::cuda_abi::kPeerAccessAlreadyEnabled;
+    return kOk;
+}
+Result f_device_get_mem_pool(gpu::NativeMemPool *pool, gpu::NativeDevice device) {
+    INJECT();
+    *pool = reinterpret_cast<gpu::NativeMemPool>(static_cast<uintptr_t>(0x9000 + device));
+    return kOk;
+}
+Result f_mem_pool_set_access(gpu::NativeMemPool pool, const gpu::MemAccessDesc *desc, size_t n) {
+    INJECT();
+    if (n != 1 || desc->location_type != 1 || desc->flags != 3) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.pool_access.insert(
+        {static_cast<int>(reinterpret_cast<uintptr_t>(pool) - 0x9000), desc->location_id});
+    return kOk;
+}
+Result f_memcpy_peer_async(gpu::DevicePtr dst, gpu::NativeContext dst_ctx, gpu::DevicePtr src,
+                           gpu::NativeContext src_ctx, size_t bytes, gpu::NativeStream) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    ++g_fake.peer_copies;
+    g_fake.last_peer_copy = {dst_ctx, src_ctx};
+    if (g_fake.backed_memory && bytes)
+        memmove(reinterpret_cast<void *>(static_cast<uintptr_t>(dst)),
+                reinterpret_cast<const void *>(static_cast<uintptr_t>(src)), bytes);
+    return kOk;
+}
 Result f_host_alloc(void **p, size_t bytes, unsigned) {
     INJECT();
     *p = malloc(bytes);
@@ -547,6 +591,14 @@ gpu::DriverTable fake_table() {
     t.graph_exec_destroy = f_graph_exec_destroy;
     t.graph_destroy = f_graph_destroy;
     t.capture_mode = 2;
+    t.device_can_access_peer = f_device_can_access_peer;
+    t.ctx_enable_peer_access = f_ctx_enable_peer_access;
+    t.device_get_mem_pool = f_device_get_mem_pool;
+    t.mem_pool_set_access = f_mem_pool_set_access;
+    t.memcpy_peer_async = f_memcpy_peer_async;
+    t.peer_access_already_enabled = qd::cuda_abi::kPeerAccessAlreadyEnabled;
+    t.mem_location_device = qd::cuda_abi::kMemLocationTypeDevice;
+    t.mem_access_read_write = qd::cuda_abi::kMemAccessProtReadWrite;
     return t;
 }
 

@@ -20,6 +20,9 @@
 //   happen at enqueue.
 // - Modules: any image loads unless its text contains "bad" (then INVALID_PTX with a JIT log);
 //   every module has the functions k0 (no parameters), k1 (8 bytes) and k2 (8 and 4 bytes).
+// - Devices: two, each with its own primary context (`primary`, `primary1`). Peer access is
+//   possible between them while `peer_access` is true; grants are recorded (`peer_enabled`,
+//   `pool_access`) and peer copies counted (`peer_copies`; real when backed_memory is set).
 // - Fault injection: the Nth counted call fails with fail_code (fail_at = N); `sticky` makes
 //   every counted call fail.
 //
@@ -83,6 +86,15 @@ struct Fake {
     std::mutex mutex;
     gpu::NativeContext primary = reinterpret_cast<gpu::NativeContext>(0x1000);
     gpu::NativeContext other = reinterpret_cast<gpu::NativeContext>(0x2000);
+    gpu::NativeContext primary1 = reinterpret_cast<gpu::NativeContext>(0x3000);  // device 1's
+    // Several devices: whether device 0 and 1 may access each other, the grants made
+    // (ctx_enable_peer_access: {current context, peer context}; mem_pool_set_access: {pool's
+    // device, device given access}) and the peer copies with their {dst, src} contexts.
+    bool peer_access = true;
+    std::set<std::pair<gpu::NativeContext, gpu::NativeContext>> peer_enabled;
+    std::set<std::pair<int, int>> pool_access;
+    int peer_copies = 0;
+    std::pair<gpu::NativeContext, gpu::NativeContext> last_peer_copy{nullptr, nullptr};
     int retains = 0;
     std::set<FakeStream *> streams;
     std::set<FakeEvent *> events;

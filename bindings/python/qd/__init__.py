@@ -31,7 +31,16 @@ from ._context import (
     version,
 )
 from ._kernel import Kernel, Launcher, Module, Task, kernel_arg, launch_host_fn, launch_parallel
-from ._memory import DeviceArray, DeviceBuffer, HostBuffer, alloc, free, memcpy, memset
+from ._memory import (
+    DeviceArray,
+    DeviceBuffer,
+    HostBuffer,
+    alloc,
+    free,
+    memcpy,
+    memcpy_peer,
+    memset,
+)
 from ._stream import Event, Stream, StreamKind
 from ._graph import Graph
 from ._trace import trace
@@ -104,6 +113,6 @@ __all__ = [
     "ObjectClosedError", "OutOfMemoryError", "PoolExhaustedError", "QdError",
     "QdOverflowError", "Status", "Stream", "StreamKind", "Task", "TimingDisabledError",
     "WrongContextError", "alloc", "device_count", "device_properties", "free", "kernel_arg",
-    "launch_host_fn", "launch_parallel", "lib", "library_path", "memcpy", "memset",
+    "launch_host_fn", "launch_parallel", "lib", "library_path", "memcpy", "memcpy_peer", "memset",
     "status_name", "trace", "version",
 ]

@@ -75,6 +75,7 @@ _f_alloc = _lib.raw("qd_mem_alloc_async")
 _f_free = _lib.raw("qd_mem_free_async")
 _f_memcpy = _lib.raw("qd_memcpy_async")
 _f_memset = _lib.raw("qd_memset_async")
+_f_memcpy_peer = _lib.raw("qd_memcpy_peer_async")
 
 _C_U32 = [_lib.U32(i) for i in range(MAX_ARGS + 1)]  # shared, never mutated
 

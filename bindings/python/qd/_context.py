@@ -123,6 +123,13 @@ class ContextStatistics:
     live_graphs: int = 0  # since 0.2
 
 
+def _peer(peer: Any) -> "Context":
+    if not isinstance(peer, Context):
+        raise ArgumentTypeError(f"peer must be a qd.Context, not {type(peer).__name__}")
+    peer._check_open()
+    return peer
+
+
 class Context:
     """A qd context: one (backend, device) with its default stream, stream pool and event pool.
 
@@ -319,6 +326,37 @@ class Context:
         """
         self._check_open()
         status = _C.qd_trace_flush(self._h)
+    # -- several devices (since 0.2) ---------------------------------------------------------
+
+    def can_access_peer(self, peer: "Context") -> bool:
+        """Whether work of this context can be given access to ``peer``'s memory
+        (``qd_context_can_access_peer``): always for two contexts on one device and for CPU
+        contexts; between two GPUs when the driver reports peer access.
+
+        Raises:
+            InvalidArgumentError: ``peer`` is this context.
+            WrongContextError: ``peer`` is a context of another backend.
+        """
+        self._check_open()
+        peer = _peer(peer)
+        can = c_uint32()
+        status = _C.qd_context_can_access_peer(self._h, peer._h, _ref(can))
+        if status:
+            raise _err(status, self)
+        return bool(can.value)
+
+    def enable_peer_access(self, peer: "Context") -> None:
+        """Let work of this context access ``peer``'s memory, device memory from
+        ``qd.alloc`` included (``qd_context_enable_peer_access``; CUDA: peer access and the
+        peer pool's access). One direction; again is a no-op.
+
+        Raises:
+            NotSupportedError: the devices cannot access each other (the message says why).
+            WrongContextError: ``peer`` is a context of another backend.
+        """
+        self._check_open()
+        peer = _peer(peer)
+        status = _C.qd_context_enable_peer_access(self._h, peer._h)
         if status:
             raise _err(status, self)
 

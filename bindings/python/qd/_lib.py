@@ -291,6 +291,10 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_trace_start": (_status, [_handle, c_char_p]),
     "qd_trace_stop": (_status, [_handle]),
     "qd_trace_flush": (_status, [_handle]),
+    # several devices (since 0.2)
+    "qd_context_can_access_peer": (_status, [_handle, _handle, POINTER(c_uint32)]),
+    "qd_context_enable_peer_access": (_status, [_handle, _handle]),
+    "qd_memcpy_peer_async": (_status, [_handle, c_uint64, _handle, c_uint64, _handle, c_uint64]),
 }
 
 # ----------------------------------------------------------------------------------------------

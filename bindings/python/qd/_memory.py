@@ -33,7 +33,17 @@ from ._errors import (
     Status,
     WrongContextError,
 )
-from ._base import _U8_MAX, _err, _f_alloc, _f_free, _f_memcpy, _f_memset, _int, _u64
+from ._base import (
+    _U8_MAX,
+    _err,
+    _f_alloc,
+    _f_free,
+    _f_memcpy,
+    _f_memcpy_peer,
+    _f_memset,
+    _int,
+    _u64,
+)
 from ._callbacks import _enqueue
 from ._stream import Stream, _as_stream, _stream_c
 from . import _interop
@@ -432,6 +442,37 @@ def memcpy(dst: Any, src: Any, nbytes: Optional[int] = None, *, stream: Stream) 
         raise
     if views:
         _finish_host_copy(stream, views)
+
+
+def memcpy_peer(dst: Union[DeviceBuffer, HostBuffer], src: Union[DeviceBuffer, HostBuffer],
+                nbytes: Optional[int] = None, *, stream: Stream) -> None:
+    """Copy ``nbytes`` from ``src`` to ``dst``, buffers of two contexts of one backend (two
+    GPUs, or two CPU contexts), in stream order on ``stream``, a stream of either buffer's
+    context (``qd_memcpy_peer_async``). Each buffer names its own context, and each range is
+    checked against that context's allocations. Order the other context's work with events
+    (``stream.wait(event)`` accepts an event of another context). ``nbytes`` defaults to the
+    buffers' size. Not captured in graphs.
+
+    Raises:
+        WrongContextError: ``stream`` belongs to neither buffer's context, or the buffers'
+            contexts are of different backends.
+        InvalidAddressError: ``nbytes`` runs past the end of a buffer.
+    """
+    if not isinstance(stream, Stream):
+        raise ArgumentTypeError(
+            f"stream must be a qd.Stream, not {type(stream).__name__} (stream= is required)")
+    sc = _stream_c(stream)
+    for side, name in ((dst, "dst"), (src, "src")):
+        if not isinstance(side, (DeviceBuffer, HostBuffer)):
+            raise ArgumentTypeError(
+                f"{name} must be a qd.DeviceBuffer or qd.HostBuffer (it names its context), "
+                f"not {type(side).__name__}")
+        side._check()
+    n = _resolve_size(nbytes, (dst._size, src._size))
+    status = _f_memcpy_peer(sc, _U64(dst._address), dst._ctx._c, _U64(src._address),
+                            src._ctx._c, _U64(n))
+    if status:
+        raise _err(status, stream._ctx)
 
 
 def memset(dst: Any, value: int, nbytes: Optional[int] = None, *, stream: Stream) -> None:

@@ -342,10 +342,13 @@ class Stream(_ContextChild):
 
         - for an Event: for its most recent record (``qd_stream_wait_event``);
         - for a Stream: for all work queued on that stream so far (PyTorch's ``wait_stream``):
-          a pooled event of the context is recorded on it and waited for.
+          a pooled event of that stream's context is recorded on it and waited for.
+
+        The event or stream may belong to another context of the same backend (another GPU:
+        qd orders work across devices this way, without a host synchronization).
 
         Raises:
-            WrongContextError: the event or stream belongs to another context.
+            WrongContextError: the event or stream belongs to a context of another backend.
         """
         if not self._h:
             raise self._closed_error()
@@ -363,7 +366,7 @@ class Stream(_ContextChild):
 
     def _wait_stream(self, other: "Stream") -> None:
         other._check()
-        ctx = self._ctx
+        ctx = other._ctx  # the record is made on `other`, with an event of its context
         pool = ctx._wait_events
         try:
             ev = pool.pop()  # atomic under the GIL: no two threads share one event

@@ -47,6 +47,8 @@ CpuStream::~CpuStream() {
     // would still hold the stream); dispose of them as the shutdown would.
     StreamList woken;
     abandon_all(woken);
+    // Streams of other contexts that waited on this one's records run on (their own workers).
+    scheduler_->make_ready(woken);
 }
 
 qd_status CpuStream::get_native_handle(uint64_t *) const {

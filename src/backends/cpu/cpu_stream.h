@@ -44,6 +44,8 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
 
     // Index of this stream's ready queue: 0 (least urgent) .. kPriorityLevels - 1.
     int level() const noexcept { return -priority_; }
+    // The scheduler whose workers run this stream (its context's).
+    Scheduler *scheduler() const noexcept { return scheduler_.get(); }
 
     enum class RunResult {
         kIdle,    // the queue is empty; the stream is no longer scheduled

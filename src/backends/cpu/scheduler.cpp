@@ -48,10 +48,18 @@ void Scheduler::make_ready(std::shared_ptr<CpuStream> stream) noexcept {
 
 void Scheduler::make_ready(StreamList &streams) noexcept {
     bool pushed = false;
+    // A record completes the streams parked on its marker, and a stream of another context
+    // (qd_stream_wait_event across contexts) belongs to that context's workers, not these.
+    StreamList foreign, dropped;
     {
         std::lock_guard<SpinLock> lock(hot_.ready_lock);
-        if (!hot_.exiting.load(std::memory_order_relaxed)) {
-            while (std::shared_ptr<CpuStream> stream = streams.pop_front()) {
+        const bool exiting = hot_.exiting.load(std::memory_order_relaxed);
+        while (std::shared_ptr<CpuStream> stream = streams.pop_front()) {
+            if (stream->scheduler() != this) {
+                foreign.push_back(std::move(stream));
+            } else if (exiting) {
+                dropped.push_back(std::move(stream));  // released below, outside the lock
+            } else {
                 const int level = stream->level();
                 hot_.ready[level].push_back(std::move(stream));
                 hot_.ready_count.fetch_add(1, std::memory_order_seq_cst);
@@ -59,8 +67,13 @@ void Scheduler::make_ready(StreamList &streams) noexcept {
             }
         }
     }
-    streams.clear();  // only non-empty once the workers exit
     if (pushed) wake_if_needed();
+    // Handed over outside this scheduler's lock, so a context being shut down still releases
+    // the waits of other contexts' streams on its records.
+    while (std::shared_ptr<CpuStream> stream = foreign.pop_front()) {
+        Scheduler *owner = stream->scheduler();
+        owner->make_ready(std::move(stream));
+    }
 }
 
 bool Scheduler::push_ready(std::shared_ptr<CpuStream> &stream) noexcept {
@@ -205,7 +218,9 @@ void Scheduler::shutdown() {
         for (StreamList &level : hot_.ready) dropped.splice_back(level);
         hot_.ready_count.store(0, std::memory_order_relaxed);
     }
-    // `dropped` releases its streams here, outside every lock.
+    // Streams of other contexts parked on this context's records go back to their own
+    // workers; this context's are released here, outside every lock.
+    make_ready(dropped);
 }
 
 }  // namespace qd::backend::cpu

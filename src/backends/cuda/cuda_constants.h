@@ -23,6 +23,7 @@ enum : int {
     kInvalidContext = 201,
     kNoBinaryForGpu = 209,
     kEccUncorrectable = 214,
+    kPeerAccessUnsupported = 217,
     kInvalidPtx = 218,
     kNvlinkUncorrectable = 220,
     kJitCompilerNotFound = 221,
@@ -39,6 +40,7 @@ enum : int {
     kIllegalAddress = 700,
     kLaunchOutOfResources = 701,
     kLaunchTimeout = 702,
+    kPeerAccessAlreadyEnabled = 704,
     kContextIsDestroyed = 709,
     kAssert = 710,
     kHardwareStackError = 714,
@@ -79,6 +81,8 @@ inline constexpr int kAttrComputeMinor = 76;            // CU_DEVICE_ATTRIBUTE_C
 inline constexpr int kAttrMultiprocessors = 16;         // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 inline constexpr int kJitErrorLogBuffer = 5;            // CU_JIT_ERROR_LOG_BUFFER
 inline constexpr int kJitErrorLogBufferBytes = 6;       // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+inline constexpr int kMemLocationTypeDevice = 0x1;     // CU_MEM_LOCATION_TYPE_DEVICE
+inline constexpr int kMemAccessProtReadWrite = 0x3;    // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 inline constexpr unsigned long kStreamLegacy = 0x1;     // CU_STREAM_LEGACY
 inline constexpr unsigned long kStreamPerThread = 0x2;  // CU_STREAM_PER_THREAD
 inline constexpr int kStreamCaptureModeRelaxed = 2;     // CU_STREAM_CAPTURE_MODE_RELAXED

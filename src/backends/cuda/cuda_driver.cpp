@@ -59,6 +59,7 @@ constexpr gpu::ErrorRule kErrorRules[] = {
     {kContextIsDestroyed, QD_ERROR_INTERNAL, false},
     {kNotPermitted, QD_ERROR_INVALID_OPERATION, false},
     {kNotSupported, QD_ERROR_NOT_SUPPORTED, false},
+    {kPeerAccessUnsupported, QD_ERROR_NOT_SUPPORTED, false},
     {kSystemNotReady, QD_ERROR_BACKEND_UNAVAILABLE, false},
     {kSystemDriverMismatch, QD_ERROR_BACKEND_UNAVAILABLE, false},
     {kCompatNotSupportedOnDevice, QD_ERROR_BACKEND_UNAVAILABLE, false},
@@ -144,6 +145,11 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::graph_exec_update, {"cuGraphExecUpdate_v2"}},
     {Fn::graph_exec_destroy, {"cuGraphExecDestroy"}},
     {Fn::graph_destroy, {"cuGraphDestroy"}},
+    {Fn::device_can_access_peer, {"cuDeviceCanAccessPeer"}},
+    {Fn::ctx_enable_peer_access, {"cuCtxEnablePeerAccess"}},
+    {Fn::device_get_mem_pool, {"cuDeviceGetMemPool"}},
+    {Fn::mem_pool_set_access, {"cuMemPoolSetAccess"}},
+    {Fn::memcpy_peer_async, {"cuMemcpyPeerAsync"}},
 };
 
 // A CUDA fat binary starts with {uint32 magic 0xBA55ED50, uint16 version, uint16 header size,
@@ -170,6 +176,7 @@ gpu::DriverTable cuda_constants() {
     t.success = kSuccess;
     t.not_ready = kNotReady;
     t.invalid_value = kInvalidValue;
+    t.peer_access_already_enabled = kPeerAccessAlreadyEnabled;
     t.error_rules = kErrorRules;
     t.num_error_rules = sizeof kErrorRules / sizeof kErrorRules[0];
     t.stream_default_flags = kStreamDefault;
@@ -182,6 +189,8 @@ gpu::DriverTable cuda_constants() {
     t.attr_multiprocessors = kAttrMultiprocessors;
     t.jit_error_log_buffer = kJitErrorLogBuffer;
     t.jit_error_log_buffer_bytes = kJitErrorLogBufferBytes;
+    t.mem_location_device = kMemLocationTypeDevice;
+    t.mem_access_read_write = kMemAccessProtReadWrite;
     // The driver runs a call on an explicit stream in that stream's context, with no context or
     // another one current (checked on every GPU run by
     // Gpu.StreamCalls_WithNoOrAnotherContextCurrent_RunInTheStreamsContext).

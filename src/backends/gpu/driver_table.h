@@ -25,6 +25,7 @@ struct NativeModuleTag;
 struct NativeFunctionTag;
 struct NativeGraphTag;
 struct NativeGraphExecTag;
+struct NativeMemPoolTag;
 using NativeContext = NativeContextTag *;    // CUcontext
 using NativeStream = NativeStreamTag *;      // CUstream / hipStream_t
 using NativeEvent = NativeEventTag *;        // CUevent / hipEvent_t
@@ -32,6 +33,7 @@ using NativeModule = NativeModuleTag *;      // CUmodule / hipModule_t
 using NativeFunction = NativeFunctionTag *;  // CUfunction / hipFunction_t
 using NativeGraph = NativeGraphTag *;          // CUgraph / hipGraph_t
 using NativeGraphExec = NativeGraphExecTag *;  // CUgraphExec / hipGraphExec_t
+using NativeMemPool = NativeMemPoolTag *;    // CUmemoryPool / hipMemPool_t
 using NativeDevice = int;                    // CUdevice / hipDevice_t
 using DevicePtr = uint64_t;                  // CUdeviceptr
 using Result = int;                          // CUresult / hipError_t
@@ -43,6 +45,13 @@ struct GraphExecUpdateInfo {
     int result;
     void *error_node;
     void *error_from_node;
+};
+
+// CUmemAccessDesc / hipMemAccessDesc: {location {type, id}, flags}, three ints in both.
+struct MemAccessDesc {
+    int location_type;  // DriverTable::mem_location_device
+    int location_id;    // the device ordinal given access
+    int flags;          // DriverTable::mem_access_read_write
 };
 
 // The driver-table list: X(name, required, parameters). Every entry returns a Result.
@@ -119,7 +128,18 @@ struct GraphExecUpdateInfo {
     X(graph_exec_update, false,                                                                \
       (NativeGraphExec exec, NativeGraph graph, GraphExecUpdateInfo * info))                   \
     X(graph_exec_destroy, false, (NativeGraphExec exec))                                       \
-    X(graph_destroy, false, (NativeGraph graph))
+    X(graph_destroy, false, (NativeGraph graph))                                               \
+    /* optional, several devices (qd.h): without device_can_access_peer no two devices are */  \
+    /* peers; without ctx_enable_peer_access, device_get_mem_pool or mem_pool_set_access */    \
+    /* peer access cannot be granted; without memcpy_peer_async a copy between contexts is */  \
+    /* memcpy_async (unified addressing: the driver finds both devices from the addresses) */ \
+    X(device_can_access_peer, false, (int *can_access, NativeDevice device, NativeDevice peer)) \
+    X(ctx_enable_peer_access, false, (NativeContext peer, unsigned flags))                     \
+    X(device_get_mem_pool, false, (NativeMemPool * pool, NativeDevice device))                 \
+    X(mem_pool_set_access, false, (NativeMemPool pool, const MemAccessDesc *desc, size_t count)) \
+    X(memcpy_peer_async, false,                                                                \
+      (DevicePtr dst, NativeContext dst_ctx, DevicePtr src, NativeContext src_ctx,             \
+       size_t bytes, NativeStream stream))
 
 // One value per entry, in list order.
 enum class Fn : uint32_t {
@@ -167,6 +187,7 @@ struct DriverTable {
     Result success = 0;
     Result not_ready = 0;
     Result invalid_value = 0;  // what func_get_param_info returns past the last parameter
+    Result peer_access_already_enabled = 0;  // ctx_enable_peer_access, granted before
     const ErrorRule *error_rules = nullptr;  // codes not listed map to the call's fallback
     size_t num_error_rules = 0;
 
@@ -183,6 +204,8 @@ struct DriverTable {
     int jit_error_log_buffer_bytes = 0;    // its error log, and the buffer's size
     int capture_mode = 0;                  // stream_begin_capture's mode (see the loaders)
     int capture_status_none = 0;           // stream_is_capturing: the stream is not capturing
+    int mem_location_device = 0;          // MemAccessDesc::location_type of a device
+    int mem_access_read_write = 0;         // MemAccessDesc::flags: read and write
 
     // True when every call that takes a stream handle (launch, event record, stream wait,
     // async copies, memset, stream-ordered alloc/free, host functions, stream synchronize and

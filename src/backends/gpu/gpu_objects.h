@@ -269,6 +269,8 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) override;
     qd_status host_fn(qd_host_fn fn, void *user_data) override;
     qd_status begin_capture(std::unique_ptr<Capture> *out) override;
+    qd_status memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, Context &src_ctx,
+                          uint64_t bytes) override;  // peer.cpp
     int32_t priority() const override { return priority_; }
     uint64_t native_handle() const override { return reinterpret_cast<uintptr_t>(stream_); }
 
@@ -391,6 +393,9 @@ class GpuContext final : public Context {
     void mem_free_now(uint64_t address) override;
     bool in_callback() const override { return callback_owner() == dc_.get(); }
     void shutdown() override;
+    qd_status can_access_peer(Context &peer, bool *out) override;  // peer.cpp
+    qd_status enable_peer_access(Context &peer) override;          // peer.cpp
+    const DeviceContext &device_context() const { return *dc_; }
 
   private:
     std::shared_ptr<DeviceContext> dc_;

@@ -31,6 +31,7 @@ enum : int {
     kIllegalAddress = 700,
     kLaunchOutOfResources = 701,
     kLaunchTimeOut = 702,
+    kPeerAccessAlreadyEnabled = 704,
     kContextIsDestroyed = 709,
     kAssert = 710,
     kLaunchFailure = 719,
@@ -75,6 +76,8 @@ enum : int {
 };
 
 enum : int { kMemcpyDefault = 4 };  // hipMemcpyKind: direction inferred from the addresses
+enum : int { kMemLocationTypeDevice = 1 };        // hipMemLocationType: a device
+enum : int { kMemAccessFlagsProtReadWrite = 3 };  // hipMemAccessFlags: read and write
 
 enum : int {
     kStreamCaptureModeRelaxed = 2,  // hipStreamCaptureModeRelaxed

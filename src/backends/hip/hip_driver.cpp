@@ -200,6 +200,14 @@ constexpr gpu::SymbolBinding kDirect[] = {
     {Fn::graph_launch, {"hipGraphLaunch"}},
     {Fn::graph_exec_destroy, {"hipGraphExecDestroy"}},
     {Fn::graph_destroy, {"hipGraphDestroy"}},
+    {Fn::device_can_access_peer, {"hipDeviceCanAccessPeer"}},
+    // Deprecated in HIP but exported, and the one that takes the peer's context as CUDA's does;
+    // it grants access from the current device, which ScopedCurrent has made ours.
+    {Fn::ctx_enable_peer_access, {"hipCtxEnablePeerAccess"}},
+    {Fn::device_get_mem_pool, {"hipDeviceGetMemPool"}},
+    {Fn::mem_pool_set_access, {"hipMemPoolSetAccess"}},
+    // memcpy_peer_async is left empty: hipMemcpyPeerAsync names devices, not contexts, and
+    // hipMemcpyAsync(hipMemcpyDefault) copies between devices by their addresses.
 };
 
 // A clang offload bundle (HIP's fat binary): "__CLANG_OFFLOAD_BUNDLE__", uint64 entry count,
@@ -239,6 +247,7 @@ gpu::DriverTable hip_constants() {
     t.success = kSuccess;
     t.not_ready = kNotReady;
     t.invalid_value = kInvalidValue;
+    t.peer_access_already_enabled = kPeerAccessAlreadyEnabled;
     t.error_rules = kErrorRules;
     t.num_error_rules = sizeof kErrorRules / sizeof kErrorRules[0];
     t.stream_default_flags = kStreamDefault;
@@ -251,6 +260,8 @@ gpu::DriverTable hip_constants() {
     t.attr_multiprocessors = kAttrMultiprocessorCount;
     t.jit_error_log_buffer = kJitErrorLogBuffer;
     t.jit_error_log_buffer_bytes = kJitErrorLogBufferSizeBytes;
+    t.mem_location_device = kMemLocationTypeDevice;
+    t.mem_access_read_write = kMemAccessFlagsProtReadWrite;
     // HIP's threads have a current device, not a context stack.
     t.current_model = gpu::CurrentModel::current_device;
     // Not relied on: HIP documents no rule that a call on a stream runs on the stream's device

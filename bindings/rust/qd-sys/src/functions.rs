@@ -88,4 +88,15 @@ extern "C" {
     pub fn qd_trace_start(ctx: qd_context, path: *const c_char) -> qd_status;
     pub fn qd_trace_stop(ctx: qd_context) -> qd_status;
     pub fn qd_trace_flush(ctx: qd_context) -> qd_status;
+    // Several devices (since 0.2).
+    pub fn qd_context_can_access_peer(ctx: qd_context, peer: qd_context, can_access: *mut u32) -> qd_status;
+    pub fn qd_context_enable_peer_access(ctx: qd_context, peer: qd_context) -> qd_status;
+    pub fn qd_memcpy_peer_async(
+        stream: qd_stream,
+        dst: u64,
+        dst_ctx: qd_context,
+        src: u64,
+        src_ctx: qd_context,
+        bytes: u64,
+    ) -> qd_status;
 }

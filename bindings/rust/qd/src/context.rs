@@ -257,6 +257,27 @@ impl Context {
         check(unsafe { qd_sys::qd_context_synchronize(self.raw) })
     }
 
+    /// Whether work of this context can be given access to `peer`'s memory
+    /// (`qd_context_can_access_peer`): always for two contexts of one device and for CPU
+    /// contexts; between two GPUs when the driver reports peer access.
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for the context itself,
+    /// [`Error::WrongContext`](crate::Error::WrongContext) for a context of another backend.
+    pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
+        let mut can = 0u32;
+        // SAFETY: plain handle call with a valid output.
+        check(unsafe { qd_sys::qd_context_can_access_peer(self.raw, peer.raw, &mut can) })?;
+        Ok(can != 0)
+    }
+
+    /// Let work of this context access `peer`'s memory, device memory included
+    /// (`qd_context_enable_peer_access`; CUDA: peer access and the peer pool's access). One
+    /// direction; again is a no-op. Errors: [`Error::NotSupported`](crate::Error::NotSupported)
+    /// when the devices cannot access each other.
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        // SAFETY: plain handle call.
+        check(unsafe { qd_sys::qd_context_enable_peer_access(self.raw, peer.raw) })
+    }
+
     /// The context's statistics (live objects, pool use, bytes allocated); readable on a lost
     /// context too.
     pub fn stats(&self) -> Result<Stats> {

@@ -145,11 +145,17 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
 }
 
 /// Make `waiter` wait for the work queued so far on `other`; false if that cannot be done.
+/// `other` may be a stream of another context of the backend (a peer copy): the event is one of
+/// `other`'s context, and the wait crosses contexts.
 pub(crate) fn order_after(ctx: &Context, waiter: qd_sys::qd_stream, other: qd_sys::qd_stream) -> bool {
     let mut event = 0;
-    // SAFETY: plain handle calls with a valid output.
+    let mut owner = ctx.raw();
+    // SAFETY: plain handle calls with valid outputs.
     unsafe {
-        if qd_sys::qd_event_create(ctx.raw(), 0, &mut event) != qd_sys::QD_SUCCESS {
+        if qd_sys::qd_stream_get_context(other, &mut owner) != qd_sys::QD_SUCCESS {
+            return false;
+        }
+        if qd_sys::qd_event_create(owner, 0, &mut event) != qd_sys::QD_SUCCESS {
             return false;
         }
         let ok = qd_sys::qd_event_record(other, event) == qd_sys::QD_SUCCESS
@@ -211,6 +217,28 @@ impl Stream<'_> {
         src.note_use(self);
         // SAFETY: both ranges are whole live allocations.
         check(unsafe { qd_sys::qd_memcpy_async(self.raw(), dst.addr, src.addr, dst.byte_len()) })
+    }
+
+    /// Copy all of `src` to `dst` (same length), buffers of two contexts of one backend (two
+    /// GPUs, or two CPU contexts), in stream order on this stream, a stream of either buffer's
+    /// context (`qd_memcpy_peer_async`). Order the other context's work with events
+    /// ([`Stream::wait_event`] accepts an event of another context). Errors:
+    /// [`Error::InvalidArgument`] when the lengths differ; [`Error::WrongContext`] when this
+    /// stream belongs to neither context or the contexts are of different backends.
+    pub fn copy_peer<T: Pod>(&self, dst: &DeviceBuffer<'_, T>, src: &DeviceBuffer<'_, T>) -> Result<()> {
+        if dst.len() != src.len() {
+            return Err(Error::with_message(
+                qd_sys::QD_ERROR_INVALID_ARGUMENT,
+                format!("peer copy of {} elements into a buffer of {}", src.len(), dst.len()),
+            ));
+        }
+        // SAFETY: both ranges are whole live allocations of the contexts named with them.
+        check(unsafe {
+            qd_sys::qd_memcpy_peer_async(self.raw(), dst.addr, dst.ctx.raw(), src.addr, src.ctx.raw(), dst.byte_len())
+        })?;
+        dst.note_use(self);
+        src.note_use(self);
+        Ok(())
     }
 
     /// Copy `src` (a borrowed slice) into `dst` and wait until the copy has run.

@@ -34,7 +34,8 @@ fn objects_of_two_contexts_in_one_call_give_wrong_context_as_in_c() {
     assert!(!err.message().is_empty());
     // SAFETY: plain handle call.
     assert_eq!(unsafe { sys::qd_event_record(s1.raw(), e2.raw()) }, err.status());
-    assert!(matches!(s1.wait_event(&e2), Err(Error::WrongContext(_))));
+    // A wait may name an event of another context of the same backend (since 0.2).
+    s1.wait_event(&e2).unwrap();
     // A lease of another context in a join.
     let lease2 = c2.acquire().unwrap();
     assert!(matches!(s1.join(vec![lease2]), Err(Error::WrongContext(_))));
