@@ -879,9 +879,11 @@ TEST_F(GpuTwoDevices, SameDevice_PeerAccessNeedsNothingAndCopiesArePlain) {
     ASSERT_EQ(s->memset(a, 0x5a, 64), QD_SUCCESS);
     ASSERT_EQ(s->memcpy_peer(b, *again, a, *ctx_, 64), QD_SUCCESS);
     EXPECT_EQ(reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(b))[63], 0x5a);
-    std::lock_guard<std::mutex> lock(g_fake.mutex);
-    EXPECT_TRUE(g_fake.peer_enabled.empty());
-    EXPECT_EQ(g_fake.peer_copies, 0) << "a copy within one device went through the peer entry";
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        EXPECT_TRUE(g_fake.peer_enabled.empty());
+        EXPECT_EQ(g_fake.peer_copies, 0) << "a copy within one device went through the peer entry";
+    }
     s->mem_free(a);
     s->mem_free(b);
     again->synchronize();

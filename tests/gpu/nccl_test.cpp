@@ -129,7 +129,7 @@ class NcclOnQdStreams : public ::testing::Test {
         std::vector<int32_t> out(n, -1);
         void *pinned = nullptr;
         EXPECT_EQ(qd_host_alloc(ctx_[d], uint64_t(n) * 4, &pinned), QD_SUCCESS);
-        EXPECT_EQ(qd_memcpy_async(s, uint64_t(uintptr_t)pinned, address, uint64_t(n) * 4), QD_SUCCESS);
+        EXPECT_EQ(qd_memcpy_async(s, uint64_t(uintptr_t(pinned)), address, uint64_t(n) * 4), QD_SUCCESS);
         EXPECT_EQ(qd_stream_synchronize(s), QD_SUCCESS) << qd_last_error_message();
         std::memcpy(out.data(), pinned, out.size() * 4);
         qd_host_free(ctx_[d], pinned);
