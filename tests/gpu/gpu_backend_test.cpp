@@ -935,3 +935,42 @@ TEST_F(GpuTwoDevices, PeerCopy_BetweenDevices_UsesThePeerEntryWithBothContexts_B
     s1->mem_free(b);
     s1.reset();
 }
+
+// The driver checks a copy's addresses in the thread's current context (CUDA_ERROR_INVALID_VALUE
+// for device 1's pool memory while device 0 is current, found on two H200s): a copy refused so
+// is made again with the stream's context current, and the caller's context is restored.
+TEST(GpuBackendStreamContext, CopyRefusedInTheCurrentContext_IsMadeAgainInTheStreamsContext) {
+    g_fake.reset();
+    g_fake.backed_memory = true;
+    g_fake.copies_checked_in_current_context = true;
+    gpu::DriverTable t = fake_table();
+    t.stream_calls_use_stream_context = true;
+    std::unique_ptr<Driver> driver;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver), QD_SUCCESS);
+    std::unique_ptr<Context> c0, c1;
+    qd::backend::ContextParams params;
+    ASSERT_EQ(driver->create_context(params, &c0), QD_SUCCESS);
+    params.device = 1;
+    ASSERT_EQ(driver->create_context(params, &c1), QD_SUCCESS);
+    std::shared_ptr<Stream> s1;
+    ASSERT_EQ(c1->create_stream(QD_STREAM_NON_BLOCKING, 0, &s1), QD_SUCCESS);
+    uint64_t a = 0, b = 0;
+    ASSERT_EQ(s1->mem_alloc(64, &a), QD_SUCCESS);
+    ASSERT_EQ(s1->mem_alloc(64, &b), QD_SUCCESS);
+    ASSERT_EQ(s1->memset(a, 0x3c, 64), QD_SUCCESS);
+    current_context() = g_fake.primary;  // device 0's, as another library (NCCL) may leave it
+    EXPECT_EQ(s1->memcpy(b, a, 64), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(b))[7], 0x3c);
+    EXPECT_EQ(current_context(), g_fake.primary) << "the caller's context was not restored";
+    EXPECT_EQ(s1->memcpy_peer(b, *c1, a, *c0, 64), QD_SUCCESS) << qd::last_error_message();
+    EXPECT_EQ(current_context(), g_fake.primary);
+    current_context() = nullptr;
+    s1->mem_free(a);
+    s1->mem_free(b);
+    s1.reset();
+    for (auto *c : {&c0, &c1}) {
+        (*c)->synchronize();
+        (*c)->shutdown();
+        c->reset();
+    }
+}

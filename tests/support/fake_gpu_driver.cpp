@@ -51,6 +51,7 @@ void Fake::reset() {
     peer_enabled.clear();
     pool_access.clear();
     peer_copies = 0;
+    copies_checked_in_current_context = false;
     last_peer_copy = {nullptr, nullptr};
     calls = 0;
     fail_at = 0;
@@ -434,9 +435,10 @@ Result f_mem_free(gpu::DevicePtr p) {
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     return release_block(p);
 }
-Result f_memcpy_async(gpu::DevicePtr dst, gpu::DevicePtr src, size_t bytes, gpu::NativeStream) {
+Result f_memcpy_async(gpu::DevicePtr dst, gpu::DevicePtr src, size_t bytes, gpu::NativeStream s) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (g_fake.copies_checked_in_current_context && t_current != fs(s)->ctx) return kInvalidValue;
     if (g_fake.backed_memory && bytes)
         memmove(reinterpret_cast<void *>(static_cast<uintptr_t>(dst)),
                 reinterpret_cast<const void *>(static_cast<uintptr_t>(src)), bytes);
@@ -478,9 +480,10 @@ Result f_mem_pool_set_access(gpu::NativeMemPool pool, const gpu::MemAccessDesc *
     return kOk;
 }
 Result f_memcpy_peer_async(gpu::DevicePtr dst, gpu::NativeContext dst_ctx, gpu::DevicePtr src,
-                           gpu::NativeContext src_ctx, size_t bytes, gpu::NativeStream) {
+                           gpu::NativeContext src_ctx, size_t bytes, gpu::NativeStream s) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (g_fake.copies_checked_in_current_context && t_current != fs(s)->ctx) return kInvalidValue;
     ++g_fake.peer_copies;
     g_fake.last_peer_copy = {dst_ctx, src_ctx};
     if (g_fake.backed_memory && bytes)

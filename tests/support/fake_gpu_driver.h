@@ -94,6 +94,10 @@ struct Fake {
     std::set<std::pair<gpu::NativeContext, gpu::NativeContext>> peer_enabled;
     std::set<std::pair<int, int>> pool_access;
     int peer_copies = 0;
+    // As CUDA does: a copy's addresses are checked in the thread's current context, so with
+    // this set a copy made while another context than its stream's is current is
+    // CUDA_ERROR_INVALID_VALUE.
+    bool copies_checked_in_current_context = false;
     std::pair<gpu::NativeContext, gpu::NativeContext> last_peer_copy{nullptr, nullptr};
     int retains = 0;
     std::set<FakeStream *> streams;

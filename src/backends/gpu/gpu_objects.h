@@ -286,6 +286,17 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     qd_status fail(Result result, qd_status fallback, Fn fn) {
         return dc_->fail_call(result, fallback, fn, last_kernel());
     }
+    // A copy runs in the stream's context, but the driver checks its addresses in the thread's
+    // current context: with device 0 current, a copy on device 1's stream of device 1's pool
+    // memory that device 0 was not granted is CUDA_ERROR_INVALID_VALUE (found with NCCL on two
+    // H200s). A copy refused so is made again with this stream's context current (the caller's
+    // is restored after); `first` is returned when that cannot be done.
+    template <class Copy>
+    Result again_in_own_context(Result first, Copy &&copy) {
+        ScopedCurrent current(*dc_);
+        if (!current.ok()) return first;
+        return copy();
+    }
 
     std::shared_ptr<DeviceContext> dc_;
     const DriverTable &t_;

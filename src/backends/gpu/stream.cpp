@@ -130,6 +130,11 @@ qd_status GpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
     Result r = t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_);
+    if (r == t_.invalid_value && t_.stream_calls_use_stream_context) {
+        r = again_in_own_context(r, [&] {
+            return t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_);
+        });
+    }
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memcpy_async);
     return QD_SUCCESS;
 }
