@@ -69,14 +69,14 @@ def test_timing_errors(ctx: qd.Context, stream: qd.Stream) -> None:
         t1 - 3
 
 
-def test_mixing_contexts_is_wrong_context(ctx: qd.Context, stream: qd.Stream) -> None:
+def test_recording_on_another_contexts_stream_is_wrong_context_waiting_is_allowed(
+        ctx: qd.Context, stream: qd.Stream) -> None:
     with qd.Context("cpu") as other:
         ev = other.create_event()
         with pytest.raises(qd.WrongContextError) as info:
             ev.record(stream=stream)
         assert info.value.status == qd.Status.ERROR_WRONG_CONTEXT
-        with pytest.raises(qd.WrongContextError):
-            stream.wait(ev)
+        stream.wait(ev)  # a wait may cross contexts of one backend (since 0.2)
 
 
 def test_not_ready_error_words_its_own_message_not_an_earlier_errors(ctx: qd.Context,

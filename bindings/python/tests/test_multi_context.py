@@ -96,7 +96,7 @@ def test_peer_copy_checks_each_range_against_its_own_context(pair) -> None:
             qd.memcpy_peer(buf_b, buf_a, stream=third.default_stream)
     with pytest.raises(qd.ArgumentTypeError):
         qd.memcpy_peer(buf_b, int(buf_a), 64, stream=sa)  # an int names no context
-    with pytest.raises(qd.ArgumentTypeError):
-        qd.memcpy_peer(buf_b, buf_a)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        qd.memcpy_peer(buf_b, buf_a)  # type: ignore[call-arg]  # stream= is required
     qd.free(buf_a, stream=sa)
     qd.free(buf_b, stream=b.default_stream)
