@@ -136,7 +136,8 @@ extern "C" {
     X(QD_ERROR_DEVICE_LOST, -15, "a device fault made the context unusable")                  \
     X(QD_ERROR_FORKED, -16, "the context was inherited across fork()")                        \
     X(QD_ERROR_LAUNCH_FAILED, -17, "the backend rejected the launch")                         \
-    X(QD_ERROR_INTERNAL, -18, "an internal error; please report it")
+    X(QD_ERROR_INTERNAL, -18, "an internal error; please report it")                          \
+    X(QD_ERROR_HAZARD, -19, "validation found a hazard in this call (since 0.2)")
 
 /** Status returned by every qd function. */
 typedef int32_t qd_status;
@@ -172,6 +173,21 @@ enum qd_stream_flags {
     QD_STREAM_NON_BLOCKING = 1u << 0
 };
 
+/** Context creation flags (qd_context_desc.flags; since 0.2).
+ *  The environment variable QD_VALIDATE (read with secure_getenv when a context is created)
+ *  turns validation on for every context without a code change: "1" as QD_CONTEXT_VALIDATE,
+ *  "error" as QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL, "0" or empty leaves the flags as
+ *  given; any other value makes qd_context_create fail with QD_ERROR_INVALID_ARGUMENT. */
+enum qd_context_flags {
+    /** Validation mode ("Validation"): every operation queued on the context's streams is
+     *  checked for unsynchronised cross-stream access and unsafe frees, which are reported. */
+    QD_CONTEXT_VALIDATE = 1u << 0,
+    /** With QD_CONTEXT_VALIDATE: a call whose operation would be a hazard is also refused with
+     *  QD_ERROR_HAZARD (the report is still delivered; nothing is queued). Alone it is
+     *  QD_ERROR_INVALID_ARGUMENT. */
+    QD_CONTEXT_VALIDATE_FAIL = 1u << 1
+};
+
 /** Event creation flags. */
 enum qd_event_flags {
     /** The event records a timestamp, so qd_event_elapsed_ms can use it. */
@@ -194,7 +210,7 @@ typedef struct qd_context_desc {
                                       workers are pinned one per CPU; the environment variable
                                       QD_CPU_PIN_WORKERS=0 (read with secure_getenv) turns that
                                       off, e.g. for a host thread that polls in a tight loop. */
-    uint32_t flags;              /**< reserved, must be 0 */
+    uint32_t flags;              /**< qd_context_flags (since 0.2; 0 in 0.1) */
     uint32_t reserved;           /**< must be 0 */
 } qd_context_desc;
 #define QD_CONTEXT_DESC_INIT                                                                    \
@@ -289,9 +305,11 @@ typedef struct qd_context_stats {
     uint64_t host_bytes_allocated;/**< qd_host_alloc bytes not yet freed */
     uint64_t live_graphs;         /**< (since 0.2) graphs (qd_stream_end_capture) not yet
                                        destroyed */
+    uint64_t hazards_reported;    /**< (since 0.2) hazards the validation mode reported
+                                       ("Validation"); 0 when it is off */
 } qd_context_stats;
 #define QD_CONTEXT_STATS_INIT                                                                   \
-    { (uint32_t)sizeof(qd_context_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+    { (uint32_t)sizeof(qd_context_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** What qd_device_get_info reports. */
 typedef struct qd_device_info {
@@ -321,7 +339,8 @@ typedef struct qd_device_info {
     X(qd_task, 64u, 0.1)                                                                        \
     X(qd_host_kernel_info, 56u, 0.1)                                                            \
     X(qd_context_stats, 128u, 0.1)                                                              \
-    X(qd_device_info, 168u, 0.1)
+    X(qd_device_info, 168u, 0.1)                                                              \
+    X(qd_hazard, 80u, 0.2)
 
 /* ---------------------------------------------------------------------------------------------
  * Status, errors and version (since 0.1)
@@ -365,8 +384,11 @@ QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_devi
  *  pool. On the CPU backend this starts cpu_worker_threads worker threads.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: desc or out is NULL; struct_size too small; backend unknown;
- *    device out of range; pool size or worker count above its limit; flags or reserved not 0.
- *    QD_TRACE is set and the trace cannot start (see "Timeline trace"; from release 0.2).
+ *    device out of range; pool size or worker count above its limit; flags has bits that are
+ *    not qd_context_flags, or QD_CONTEXT_VALIDATE_FAIL without QD_CONTEXT_VALIDATE; reserved
+ *    not 0; the environment variable QD_VALIDATE has a value other than "", "0", "1" or
+ *    "error"; QD_TRACE is set and the trace cannot start (see "Timeline trace"; from
+ *    release 0.2).
  *  - QD_ERROR_BACKEND_UNAVAILABLE: the backend cannot be loaded (see qd_device_count).
  *  - QD_ERROR_OUT_OF_MEMORY: the handle table, threads or native context could not be made. */
 QD_API qd_status qd_context_create(const qd_context_desc *desc, qd_context *out);
@@ -1079,6 +1101,120 @@ QD_API qd_status qd_context_enable_peer_access(qd_context ctx, qd_context peer);
  *    contexts. */
 QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context dst_ctx,
                                       uint64_t src, qd_context src_ctx, uint64_t bytes);
+
+/* ---------------------------------------------------------------------------------------------
+ * Validation (since 0.2)
+ *
+ * The validation mode reports the stream bugs nothing else reports: a kernel on one stream
+ * reading memory another stream is still writing, memory freed on one stream while another
+ * still uses it, and memory used after its free. It is off by default and costs nothing then;
+ * turn it on per context with QD_CONTEXT_VALIDATE (qd_context_desc.flags), or for every
+ * context with the environment variable QD_VALIDATE=1 (qd_context_flags says how it is read).
+ *
+ * The model is a happens-before race detector. Each stream has a vector clock, and so has the
+ * host. Every operation queued on a stream ticks its clock. Ordering moves clocks exactly as
+ * the real ordering does: qd_event_record copies the stream's clock into the event,
+ * qd_stream_wait_event merges it into the waiting stream; qd_stream_fork, qd_stream_join,
+ * qd_launch_parallel and qd_graph_launch are records and waits on pooled events and move the
+ * clocks the same way. The host learns a stream's clock from qd_stream_synchronize, an event's
+ * from qd_event_synchronize, every stream's from qd_context_synchronize (and from a query
+ * returning QD_SUCCESS: qd_stream_query, qd_event_query), and everything the host knows is
+ * ordered before every operation it queues afterwards, on any stream. Host callbacks, host
+ * kernels and the program's own threads order nothing in this model.
+ *
+ * What is tracked: every block of qd_mem_alloc_async and qd_host_alloc of the context. Each
+ * remembers its last writes and the reads since, each with its stream, its clock and its
+ * operation. Accesses are:
+ *   - qd_memcpy_async: reads [src, src+bytes), writes [dst, dst+bytes), exactly;
+ *   - qd_memset_async: writes [dst, dst+bytes);
+ *   - a kernel launch (qd_launch, qd_launch_parallel, graph replays): every 8-byte word of an
+ *     argument whose value is an address inside a tracked block is an access to that block
+ *     from that address to its end, read-write unless qd_kernel_set_param_access says
+ *     otherwise;
+ *   - qd_mem_alloc_async writes the whole block on its stream (other streams must be ordered
+ *     after the allocation), qd_mem_free_async and qd_host_free release it.
+ * Memory outside qd's blocks (the program's own host buffers) is not tracked.
+ *
+ * What is reported (qd_hazard_kind): a write and another access to overlapping bytes, on
+ * different streams, neither ordered before the other (QD_HAZARD_RACE); a free while an
+ * access on another stream (or, for qd_host_free, any access) is not ordered before it
+ * (QD_HAZARD_FREE_IN_USE: order it with an event, as PyTorch's record_stream does); an access
+ * to a freed block (QD_HAZARD_USE_AFTER_FREE). A block is remembered as freed until qd hands
+ * its addresses out again, or until the host has synchronized with its free: after that the
+ * program's own allocator may legitimately return that memory (on the CPU backend device
+ * memory is host memory), so it is no longer reported. Destroying a context with work in
+ * flight is not a hazard. Each report names both operations (kernel names, memcpy, memset,
+ * alloc, free), both streams (by handle), the block, and the offset of the first byte both
+ * touch; it goes to the context's hazard handler (by default one line on stderr, starting
+ * "qd: hazard:") and is counted in qd_context_stats.hazards_reported. With
+ * QD_CONTEXT_VALIDATE_FAIL the offending call also returns QD_ERROR_HAZARD and queues nothing.
+ *
+ * Cost when on: one mutex and a few map look-ups per operation, plus a scan of every launch's
+ * argument words (bench/RESULTS.md records it). Off: none (no observer is attached).
+ * ------------------------------------------------------------------------------------------- */
+
+/** What kind of hazard a qd_hazard reports. */
+typedef enum qd_hazard_kind {
+    QD_HAZARD_RACE = 1,             /**< a write and another access, unordered, two streams */
+    QD_HAZARD_FREE_IN_USE = 2,      /**< a free not ordered after an access of the block */
+    QD_HAZARD_USE_AFTER_FREE = 3,   /**< an access to a block after its free was queued */
+    QD_HAZARD_KIND_FORCE_32_ = 0x7fffffff
+} qd_hazard_kind;
+
+/** How a kernel uses the memory a parameter points to (qd_kernel_set_param_access). */
+typedef enum qd_param_access {
+    QD_PARAM_READ_WRITE = 0,  /**< the default: the kernel may read and write it */
+    QD_PARAM_READ = 1,        /**< the kernel only reads it: reads on several streams are fine */
+    QD_PARAM_WRITE = 2,       /**< the kernel only writes it */
+    QD_PARAM_IGNORE = 3,      /**< not memory (or memory the kernel never touches): not checked */
+    QD_PARAM_ACCESS_FORCE_32_ = 0x7fffffff
+} qd_param_access;
+
+/** One hazard, as the hazard handler receives it. Every pointer in it is valid only during
+ *  the handler's call. "The operation" is the one being queued when the hazard was found;
+ *  "the other" is the earlier one it conflicts with. */
+typedef struct qd_hazard {
+    uint32_t struct_size;
+    uint32_t kind;               /**< qd_hazard_kind */
+    qd_context context;
+    qd_stream stream;            /**< the operation's stream, or 0 when it had no handle (a
+                                      pooled stream of qd_launch_parallel or a graph replay) or
+                                      is the host (qd_host_free) */
+    qd_stream other_stream;      /**< the other operation's stream, as above (its handle at the
+                                      time of that operation; it may be stale now) */
+    uint64_t allocation;         /**< the block's address (qd_mem_alloc_async, qd_host_alloc) */
+    uint64_t allocation_bytes;   /**< its size */
+    uint64_t offset;             /**< the first byte of the block both operations touch */
+    const char *operation;       /**< e.g. "kernel 'consume' (read)", "memcpy (write)", "free" */
+    const char *other_operation; /**< the same for the other operation */
+    const char *message;         /**< the whole report in one line, as the default handler
+                                      prints it */
+} qd_hazard;
+
+/** Receives a hazard. Called on the thread whose call found it, before that call returns, with
+ *  no qd lock held: it may call qd functions, except on streams of the same context, which
+ *  would be checked while the report is pending (their hazards are reported too). */
+typedef void (*qd_hazard_fn)(const qd_hazard *hazard, void *user_data);
+
+/** Install the context's hazard handler: fn(hazard, user_data) is called once per hazard
+ *  found from now on, instead of the default (one line on stderr). fn NULL restores the
+ *  default. Threads: any; a report being delivered on another thread may still reach the
+ *  previous handler.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: validation is off for this context (QD_CONTEXT_VALIDATE,
+ *    QD_VALIDATE). */
+QD_API qd_status qd_context_set_hazard_handler(qd_context ctx, qd_hazard_fn fn, void *user_data);
+
+/** Declare how the kernel uses the memory its parameter `index` points to (a qd_param_access
+ *  value), for the validation mode: by default every parameter that points into a tracked
+ *  block is read-write, so two streams running the same kernel on one input would be
+ *  reported; QD_PARAM_READ says they only read it. The declaration belongs to this kernel
+ *  handle (each qd_kernel_get returns a new one) and applies to launches queued after the
+ *  call (a graph keeps the declarations its kernels had when it was captured); it is
+ *  accepted, and kept, when validation is off. Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: index >= QD_MAX_ARGS, or access is not a qd_param_access.
+ *  - QD_ERROR_INVALID_HANDLE: kernel is 0, not a kernel, or destroyed. */
+QD_API qd_status qd_kernel_set_param_access(qd_kernel kernel, uint32_t index, uint32_t access);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -57,7 +57,13 @@ qd_status CaptureObserver::record_node(Capture &c, uint32_t lane, const Op &op) 
     switch (op.kind) {
         case OpKind::Launch: {
             auto &k = c.kernels[op.kernel->impl.get()];
-            if (!k) k = std::make_shared<Kernel>(op.kernel->ctx, op.kernel->impl);
+            if (!k) {
+                k = std::make_shared<Kernel>(op.kernel->ctx, op.kernel->impl);
+                // The validation mode's parameter declarations, as they were at capture.
+                for (size_t i = 0; i < k->param_access.size(); ++i)
+                    k->param_access[i].store(op.kernel->param_access[i].load(std::memory_order_relaxed),
+                                             std::memory_order_relaxed);
+            }
             n.kernel = k;
             n.dims = *op.dims;
             uint64_t total = 0;

@@ -1,6 +1,7 @@
 #include "core/context.h"
 #include "core/observers.h"
 #include "core/trace.h"
+#include "core/validation.h"
 #include "backends/common/limits.h"
 #include "common/first_sizes.h"
 
@@ -46,8 +47,17 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
                     "qd_context_desc.struct_size is %u; at least %u is required (use "
                     "QD_CONTEXT_DESC_INIT)",
                     desc.struct_size, first_size<qd_context_desc>());
-    if (desc.flags != 0 || desc.reserved != 0)
-        return fail(QD_ERROR_INVALID_ARGUMENT, "qd_context_desc.flags and .reserved must be 0");
+    constexpr uint32_t kKnownFlags = QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL;
+    if (desc.flags & ~kKnownFlags)
+        return fail(QD_ERROR_INVALID_ARGUMENT,
+                    "qd_context_desc.flags 0x%x has bits that are not qd_context_flags",
+                    desc.flags);
+    if ((desc.flags & QD_CONTEXT_VALIDATE_FAIL) && !(desc.flags & QD_CONTEXT_VALIDATE))
+        return fail(QD_ERROR_INVALID_ARGUMENT,
+                    "qd_context_desc.flags has QD_CONTEXT_VALIDATE_FAIL without "
+                    "QD_CONTEXT_VALIDATE");
+    if (desc.reserved != 0)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "qd_context_desc.reserved must be 0");
     if (desc.stream_pool_size > kMaxStreamPool)
         return fail(QD_ERROR_INVALID_ARGUMENT, "stream_pool_size %u is above the limit %u",
                     desc.stream_pool_size, kMaxStreamPool);
@@ -103,6 +113,8 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
     }
     table.get(ctx->default_stream_handle_, Tag::Stream, &ctx->default_stream_);
     st = TraceObserver::attach_if_requested(*ctx);  // QD_TRACE (core/trace.h)
+    if (st == QD_SUCCESS)  // QD_CONTEXT_VALIDATE, QD_VALIDATE (core/validation.h)
+        st = ValidationObserver::attach_if_requested(*ctx, desc.flags);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
         destroy(ctx->handle_);
@@ -185,6 +197,7 @@ void Context::fill_stats(qd_context_stats *out) const {
     s.bytes_allocated = allocs_.device_bytes();
     s.host_bytes_allocated = allocs_.host_bytes();
     s.live_graphs = count(live_graphs_);
+    if (const ValidationObserver *v = validation_observer(*this)) s.hazards_reported = v->reported();
     const size_t n = out->struct_size < sizeof s ? out->struct_size : sizeof s;
     std::memcpy(out, &s, n);
 }
@@ -231,8 +244,12 @@ qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, 
 qd_status register_stream(const std::shared_ptr<Context> &ctx,
                           std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
     auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
+    Stream *named = stream.get();
     qd_status st = ctx->adopt(Tag::Stream, std::move(stream), out);
-    if (st == QD_SUCCESS) ctx->counted(Tag::Stream, +1);
+    if (st == QD_SUCCESS) {
+        named->handle.store(*out, std::memory_order_relaxed);
+        ctx->counted(Tag::Stream, +1);
+    }
     return st;
 }
 

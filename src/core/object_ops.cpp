@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "core/submit.h"
+#include "core/validation.h"
 
 namespace qd::core {
 
@@ -24,6 +25,14 @@ qd_status after_wait(Context &ctx, qd_status st) { return st == QD_SUCCESS ? ctx
 qd_status after_query(Context &ctx, qd_status st) {
     const qd_status u = ctx.usable();
     return u != QD_SUCCESS ? u : st;
+}
+
+// The validation mode (core/validation.h) learns what the host waited for; off, this is the one
+// load of the observer pointer the submit path also makes.
+template <class F>
+void tell_validation(const Context &ctx, F &&f) {
+    if (__builtin_expect(ctx.observer() != nullptr, 0))
+        if (ValidationObserver *v = validation_observer(ctx)) f(*v);
 }
 
 }  // namespace
@@ -63,24 +72,42 @@ qd_status device_info(uint32_t backend, uint32_t device, qd_device_info *out) {
 qd_status synchronize(Context &ctx) {
     qd_status st = ctx.may_block();
     if (st == QD_SUCCESS) st = ctx.impl().synchronize();
-    return after_wait(ctx, st);
+    st = after_wait(ctx, st);
+    if (st == QD_SUCCESS) tell_validation(ctx, [](ValidationObserver &v) { v.host_synchronized_all(); });
+    return st;
 }
 
 qd_status synchronize(Stream &stream) {
     qd_status st = stream.ctx->may_block();
     if (st == QD_SUCCESS) st = stream.impl->synchronize();
-    return after_wait(*stream.ctx, st);
+    st = after_wait(*stream.ctx, st);
+    if (st == QD_SUCCESS)
+        tell_validation(*stream.ctx, [&](ValidationObserver &v) { v.host_synchronized(stream); });
+    return st;
 }
 
 qd_status synchronize(Event &event) {
     qd_status st = event.ctx->may_block();
     if (st == QD_SUCCESS) st = event.impl->synchronize();
-    return after_wait(*event.ctx, st);
+    st = after_wait(*event.ctx, st);
+    if (st == QD_SUCCESS)
+        tell_validation(*event.ctx, [&](ValidationObserver &v) { v.host_synchronized(*event.impl); });
+    return st;
 }
 
-qd_status query(Stream &stream) { return after_query(*stream.ctx, stream.impl->query()); }
+qd_status query(Stream &stream) {
+    const qd_status st = after_query(*stream.ctx, stream.impl->query());
+    if (st == QD_SUCCESS)
+        tell_validation(*stream.ctx, [&](ValidationObserver &v) { v.host_synchronized(stream); });
+    return st;
+}
 
-qd_status query(Event &event) { return after_query(*event.ctx, event.impl->query()); }
+qd_status query(Event &event) {
+    const qd_status st = after_query(*event.ctx, event.impl->query());
+    if (st == QD_SUCCESS)
+        tell_validation(*event.ctx, [&](ValidationObserver &v) { v.host_synchronized(*event.impl); });
+    return st;
+}
 
 qd_status elapsed_ms(Event &start, Event &end, float *ms) {
     if (!start.impl->timing() || !end.impl->timing())
@@ -109,7 +136,10 @@ qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
         ctx.impl().mem_free_now(a);
         throw;
     }
-    if (st == QD_SUCCESS) *address = a;
+    if (st == QD_SUCCESS) {
+        tell_validation(ctx, [&](ValidationObserver &v) { v.allocated(&stream, a, bytes); });
+        *address = a;
+    }
     return st;
 }
 
@@ -145,14 +175,31 @@ qd_status host_alloc(Context &ctx, uint64_t bytes, void **out) {
         ctx.impl().host_free(p);
         throw;
     }
-    if (st == QD_SUCCESS) *out = p;
+    if (st == QD_SUCCESS) {
+        tell_validation(ctx, [&](ValidationObserver &v) {
+            v.allocated(nullptr, reinterpret_cast<uint64_t>(p), bytes);
+        });
+        *out = p;
+    }
     return st;
 }
 
+// The validation mode may refuse the free (QD_CONTEXT_VALIDATE_FAIL: the block goes back into
+// the registry) or hold its release back (core/validation.h).
 qd_status host_free(Context &ctx, void *ptr) {
-    qd_status st = ctx.allocs().remove(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(ptr));
+    const uint64_t address = reinterpret_cast<uint64_t>(ptr);
+    uint64_t bytes = 0;
+    qd_status st = ctx.allocs().remove(AllocRegistry::Kind::Host, address, &bytes);
     if (st != QD_SUCCESS) return st;
-    ctx.impl().host_free(ptr);
+    bool taken = false;
+    tell_validation(ctx, [&](ValidationObserver &v) { st = v.host_freeing(address, &taken); });
+    if (st != QD_SUCCESS) {
+        const std::string reason = last_error_message();
+        if (ctx.register_allocation(AllocRegistry::Kind::Host, address, bytes) != QD_SUCCESS)
+            ctx.impl().host_free(ptr);
+        return fail(st, "%s", reason.c_str());
+    }
+    if (!taken) ctx.impl().host_free(ptr);
     return QD_SUCCESS;
 }
 

@@ -6,6 +6,8 @@
 // Each wraps the backend's object (`impl`, src/backends/backend.h).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -31,6 +33,10 @@ class Stream : public Object, public std::enable_shared_from_this<Stream> {
     std::shared_ptr<backend::Stream> impl;
     const StreamKind kind;
     uint32_t pool_slot = 0;  // reserved handle slot, for leases
+    // The handle that names the stream now (a lease gets a new one per acquire; 0 while a
+    // pooled stream is leased without one, by qd_launch_parallel or a graph replay). Read only
+    // to name the stream in messages (the validation mode's reports).
+    std::atomic<uint64_t> handle{0};
 };
 
 class Event : public Object {
@@ -68,6 +74,9 @@ class Kernel : public Object {
 
     std::shared_ptr<Context> ctx;
     std::shared_ptr<backend::Kernel> impl;
+    // qd_kernel_set_param_access: a qd_param_access per parameter index, read by the
+    // validation mode (core/validation.h) at each launch it checks.
+    std::array<std::atomic<uint8_t>, QD_MAX_ARGS> param_access{};
 };
 
 }  // namespace qd::core

@@ -29,6 +29,7 @@ qd_status StreamPool::acquire(uint64_t *handle, std::shared_ptr<Stream> *keep) {
             return st;
         }
     }
+    s->handle.store(*handle, std::memory_order_relaxed);
     if (keep) *keep = s->shared_from_this();
     return QD_SUCCESS;
 }
@@ -41,6 +42,7 @@ qd_status StreamPool::acquire_internal(uint32_t want,
         for (uint32_t i = 0; i < want; ++i) {
             Stream *s = nullptr;
             if (take_locked(&s) != QD_SUCCESS) break;
+            s->handle.store(0, std::memory_order_relaxed);
             out->push_back(s->shared_from_this());
         }
     }

@@ -24,6 +24,8 @@ qd_status dispatch(const Op &op) {
 }
 }  // namespace
 
+qd_status submit_unobserved(const Op &op) { return dispatch(op); }
+
 qd_status submit_observed(OpObserver &observer, const Op &op) {
     bool consumed = false;
     qd_status st = observer.before(op, &consumed);

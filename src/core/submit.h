@@ -90,6 +90,9 @@ class OpObserver {
 };
 
 qd_status submit_observed(OpObserver &observer, const Op &op);
+// The backend call of an Op, past every observer: only for an observer that queues an
+// operation it took over earlier (the validation mode's held-back frees, core/validation.h).
+qd_status submit_unobserved(const Op &op);
 
 // The typed entry points: the Op is built only when an observer will see it.
 #define QD_SUBMIT_OBSERVED_(on, build)                                                       \

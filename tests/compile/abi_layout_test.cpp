@@ -68,7 +68,7 @@ TEST(AbiLayout, HostKernelInfo_SizeAndOffsetsArePinned) {
 }
 
 TEST(AbiLayout, ContextStats_SizeAndOffsetsArePinned) {
-    EXPECT_EQ(sizeof(qd_context_stats), 136u);
+    EXPECT_EQ(sizeof(qd_context_stats), 144u);
     EXPECT_EQ(offsetof(qd_context_stats, reserved), 4u);
     EXPECT_EQ(offsetof(qd_context_stats, live_streams), 8u);
     EXPECT_EQ(offsetof(qd_context_stats, live_events), 16u);
@@ -86,6 +86,7 @@ TEST(AbiLayout, ContextStats_SizeAndOffsetsArePinned) {
     EXPECT_EQ(offsetof(qd_context_stats, bytes_allocated), 112u);
     EXPECT_EQ(offsetof(qd_context_stats, host_bytes_allocated), 120u);
     EXPECT_EQ(offsetof(qd_context_stats, live_graphs), 128u);  // since 0.2
+    EXPECT_EQ(offsetof(qd_context_stats, hazards_reported), 136u);  // since 0.2
 }
 
 TEST(AbiLayout, DeviceInfo_SizeAndOffsetsArePinned) {
@@ -168,6 +169,7 @@ TEST(StatusCodes, Values_ArePinned) {
     EXPECT_EQ(QD_ERROR_FORKED, -16);
     EXPECT_EQ(QD_ERROR_LAUNCH_FAILED, -17);
     EXPECT_EQ(QD_ERROR_INTERNAL, -18);
+    EXPECT_EQ(QD_ERROR_HAZARD, -19);  // since 0.2
 }
 
 struct StatusEntry {
@@ -196,11 +198,11 @@ TEST(StatusCodes, Values_AreUniqueAndDescriptionsNonEmpty) {
             EXPECT_EQ(strncmp(e.name, "QD_ERROR_", 9), 0) << e.name;
         }
     }
-    EXPECT_EQ(values.size(), 20u);
+    EXPECT_EQ(values.size(), 21u);
 }
 
 TEST(StatusCodes, UnknownValues_AreNamedStatusUnknown) {
-    for (int v : {2, 3, 100, -19, -100, 0x7fffffff, (int)0x80000000, -2147483647}) {
+    for (int v : {2, 3, 100, -20, -100, 0x7fffffff, (int)0x80000000, -2147483647}) {
         const char *name = qd_status_name(v);
         ASSERT_NE(name, nullptr) << v;
         EXPECT_STREQ(name, "QD_STATUS_UNKNOWN") << v;
@@ -215,10 +217,10 @@ TEST(StatusCodes, NameStrings_AreStatic) {
 
 TEST(Version, LibraryVersion_MatchesHeader) { EXPECT_EQ(qd_version(), (uint32_t)QD_VERSION); }
 
-// QD_STRUCT_FIRST_SIZES is the one table every struct_size check uses. Every struct of it was
-// first released in 0.1; the table keeps that size when a field is appended (0.2 appended
-// qd_context_stats.live_graphs), so each size is its sizeof, or below it for a struct that grew.
-TEST(FirstSizes, EveryStructReleasedIn0_1_StillHasItsFirstSize) {
+// QD_STRUCT_FIRST_SIZES is the one table every struct_size check uses. The table keeps a
+// struct's first size when a field is appended (0.2 appended qd_context_stats.live_graphs and
+// .hazards_reported), so each size is its sizeof, or below it for a struct that grew.
+TEST(FirstSizes, EveryStruct_StillHasItsFirstSize) {
     int entries = 0;
 #define QD_CHECK_FIRST_SIZE(type, size, version)                                               \
     if (std::string(#type) == "qd_context_stats") {                                            \
@@ -230,5 +232,5 @@ TEST(FirstSizes, EveryStructReleasedIn0_1_StillHasItsFirstSize) {
     ++entries;
     QD_STRUCT_FIRST_SIZES(QD_CHECK_FIRST_SIZE)
 #undef QD_CHECK_FIRST_SIZE
-    EXPECT_EQ(entries, 7);  // every public struct that starts with struct_size
+    EXPECT_EQ(entries, 8);  // every public struct that starts with struct_size (qd_hazard: 0.2)
 }

@@ -216,7 +216,7 @@ struct World {
         d.stream_pool_size = 1 + in.below(4);
         d.event_pool_size = in.below(3);
         d.cpu_worker_threads = 1 + in.below(2);
-        if (in.below(16) == 15) d.flags = 1;  // refused
+        if (in.below(16) == 15) d.flags = 4;  // refused (not a qd_context_flags bit)
         qd_context h = 0;
         const qd_status st = expect("qd_context_create", qd_context_create(&d, &h),
                                     {S(INVALID_ARGUMENT), S(OUT_OF_MEMORY)});

@@ -221,7 +221,8 @@ TEST(ContextCreate, InvalidDescFields_AreInvalidArgumentAndOutUntouched) {
         {"pool 4097", "pool", [](qd_context_desc *d) { d->stream_pool_size = 4097; }},
         {"pool ~0", "pool", [](qd_context_desc *d) { d->stream_pool_size = 0xffffffffu; }},
         {"workers 257", "worker|thread", [](qd_context_desc *d) { d->cpu_worker_threads = 257; }},
-        {"flags 1", "flags", [](qd_context_desc *d) { d->flags = 1; }},
+        {"flags 2 (QD_CONTEXT_VALIDATE_FAIL alone)", "flags", [](qd_context_desc *d) { d->flags = 2; }},
+        {"flags 4 (unknown)", "flags", [](qd_context_desc *d) { d->flags = 4; }},
         {"flags high bit", "flags", [](qd_context_desc *d) { d->flags = 0x80000000u; }},
         {"reserved 1", "reserved", [](qd_context_desc *d) { d->reserved = 1; }},
     };

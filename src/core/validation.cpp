@@ -1,0 +1,635 @@
+#include "core/validation.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+#include "core/capture.h"
+#include "core/context.h"
+#include "core/observers.h"
+
+namespace qd::core {
+
+namespace {
+
+// Freed blocks whose release is held back (see the header): at most this many, and this many
+// bytes; a block larger than the byte bound is released at once (and forgotten).
+constexpr size_t kQuarantineBlocks = 64;
+constexpr uint64_t kQuarantineBytes = uint64_t(256) << 20;
+// Accesses one block keeps; past it the oldest reads go first, then the oldest of any kind
+// (a hazard with a forgotten access is missed, never invented).
+constexpr size_t kMaxAccesses = 256;
+
+uint64_t at(const std::vector<uint64_t> &clock, uint32_t actor) {
+    return actor < clock.size() ? clock[actor] : 0;
+}
+
+void merge(std::vector<uint64_t> *into, const std::vector<uint64_t> &from) {
+    if (into->size() < from.size()) into->resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); ++i) (*into)[i] = std::max((*into)[i], from[i]);
+}
+
+const char *kind_label(uint32_t kind) {
+    switch (kind) {
+    case QD_HAZARD_RACE: return "race";
+    case QD_HAZARD_FREE_IN_USE: return "free in use";
+    case QD_HAZARD_USE_AFTER_FREE: return "use after free";
+    }
+    return "hazard";
+}
+
+void default_handler(const qd_hazard *hazard, void *) {
+    std::fprintf(stderr, "%s\n", hazard->message);
+}
+
+}  // namespace
+
+// An operation as a report names it.
+struct ValidationObserver::OpInfo {
+    std::string what;      // "kernel 'consume'", "memcpy", "memset", "alloc", "free", ...
+    uint64_t stream = 0;   // its stream's handle then (0: none, or the host)
+    std::string where;     // "stream 0x...", "a pooled stream (...)", "the host"
+};
+
+struct ValidationObserver::Access {
+    uint64_t lo = 0, hi = 0;  // offsets in the block, [lo, hi)
+    uint32_t actor = 0;
+    uint64_t epoch = 0;
+    bool write = false;
+    std::shared_ptr<const OpInfo> op;
+};
+
+struct ValidationObserver::Block {
+    uint64_t start = 0, bytes = 0;
+    bool host = false;
+    bool freed = false;
+    std::shared_ptr<const OpInfo> free_op;
+    std::vector<Access> accesses;
+};
+
+struct ValidationObserver::Report {
+    uint32_t kind = 0;
+    uint64_t stream = 0, other_stream = 0;
+    uint64_t allocation = 0, bytes = 0, offset = 0;
+    std::string operation, other_operation, message;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------
+
+qd_status ValidationObserver::attach_if_requested(Context &ctx, uint32_t flags) {
+    if (const char *v = ::secure_getenv("QD_VALIDATE"); v && *v) {
+        if (std::strcmp(v, "1") == 0)
+            flags |= QD_CONTEXT_VALIDATE;
+        else if (std::strcmp(v, "error") == 0)
+            flags |= QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL;
+        else if (std::strcmp(v, "0") != 0)
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "QD_VALIDATE='%s' is not one of \"0\", \"1\" or \"error\"", v);
+    }
+    if (!(flags & QD_CONTEXT_VALIDATE)) return QD_SUCCESS;
+    return ctx.attach_observer(std::make_unique<ValidationObserver>(
+        ctx, (flags & QD_CONTEXT_VALIDATE_FAIL) != 0));
+}
+
+ValidationObserver::ValidationObserver(Context &ctx, bool fail_calls)
+    : ctx_(ctx), fail_calls_(fail_calls), handler_(&default_handler) {
+    actors_.emplace_back();  // the host
+}
+
+ValidationObserver::~ValidationObserver() = default;
+
+ValidationObserver *validation_observer(const Context &ctx) {
+    if (!ctx.observer()) return nullptr;
+    ObserverSet *set = ctx.observers();
+    return set ? set->find<ValidationObserver>() : nullptr;
+}
+
+qd_status set_hazard_handler(uint64_t ctx, qd_hazard_fn fn, void *user_data) {
+    Context *c = nullptr;
+    qd_status st = resolve(ctx, &c);
+    if (st != QD_SUCCESS) return st;
+    ValidationObserver *v = validation_observer(*c);
+    if (!v)
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "validation is off for context 0x%016" PRIx64
+                    " (create it with QD_CONTEXT_VALIDATE, or set QD_VALIDATE=1)",
+                    ctx);
+    v->set_handler(fn, user_data);
+    return QD_SUCCESS;
+}
+
+qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access) {
+    if (index >= QD_MAX_ARGS)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "parameter index %u is not below QD_MAX_ARGS (%u)",
+                    index, QD_MAX_ARGS);
+    if (access > QD_PARAM_IGNORE)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "access %u is not a qd_param_access value", access);
+    Kernel *k = nullptr;
+    qd_status st = resolve(kernel, &k);
+    if (st != QD_SUCCESS) return st;
+    k->param_access[index].store(uint8_t(access), std::memory_order_relaxed);
+    return QD_SUCCESS;
+}
+
+qd_status ValidationObserver::before(const Op &op, bool *consumed) {
+    switch (op.kind) {
+    case OpKind::HostFn:
+    case OpKind::MemAlloc: return QD_SUCCESS;  // no tracked access (alloc: allocated())
+    default: return check_op(op, consumed);
+    }
+}
+
+void ValidationObserver::after(const Op &, qd_status) {}
+
+void ValidationObserver::context_drained(Context &ctx) {
+    // Every stream is drained: the held blocks are released at once, and the streams they
+    // kept (each holds its context) are let go.
+    std::deque<Held> held;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        drained_ = true;
+        held.swap(held_);
+        held_bytes_ = 0;
+        blocks_.clear();
+    }
+    for (Held &h : held) {
+        if (h.host)
+            ctx.impl().host_free(reinterpret_cast<void *>(h.address));
+        else
+            ctx.impl().mem_free_now(h.address);
+    }
+}
+
+void ValidationObserver::host_synchronized(const Stream &stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint32_t a = actor_of(stream);
+    merge(&host_, actors_[a].clock);
+    host_learned();
+}
+
+void ValidationObserver::host_synchronized(const backend::Event &event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = events_.find(&event);
+    if (it == events_.end()) return;
+    merge(&host_, it->second.clock);
+    host_learned();
+}
+
+void ValidationObserver::host_synchronized_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (host_.size() < actors_.size()) host_.resize(actors_.size(), 0);
+    for (size_t i = 1; i < actors_.size(); ++i) host_[i] = std::max(host_[i], at(actors_[i].clock, uint32_t(i)));
+    host_learned();
+}
+
+void ValidationObserver::allocated(const Stream *stream, uint64_t address, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (drained_) return;
+    add_block(address, bytes, stream == nullptr);
+    if (!stream) return;
+    // The allocation is a write of the whole block on its stream: other streams must be
+    // ordered after it (qd.h, qd_mem_alloc_async).
+    const uint32_t a = actor_of(*stream);
+    const uint64_t epoch = tick(a);
+    Op op;
+    op.kind = OpKind::MemAlloc;
+    auto info = describe(op, "alloc", a);
+    Block *b = block_at(address);
+    if (b) commit(*b, 0, b->bytes, true, a, epoch, info);
+}
+
+qd_status ValidationObserver::host_freeing(uint64_t address, bool *taken) {
+    *taken = false;
+    std::vector<Report> reports;
+    std::vector<Held> release_now;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (drained_) return QD_SUCCESS;
+        auto it = blocks_.find(address);
+        if (it == blocks_.end() || it->second->freed || !it->second->host) return QD_SUCCESS;
+        Block &b = *it->second;
+        Op op;
+        op.kind = OpKind::MemFree;
+        auto info = describe(op, "qd_host_free", 0);
+        check(b, 0, b.bytes, true, 0, host_, info, QD_HAZARD_FREE_IN_USE, "", &reports);
+        if (reports.empty() || !fail_calls_) {
+            b.freed = true;
+            b.free_op = info;
+            b.accesses.clear();
+            Held h;
+            h.address = address;
+            h.bytes = b.bytes;
+            h.host = true;
+            quarantine(std::move(h), &release_now);
+            *taken = true;
+        }
+    }
+    const std::string first = reports.empty() ? "" : reports.front().message;
+    deliver(reports);
+    release(release_now);
+    if (!first.empty() && fail_calls_) return fail(QD_ERROR_HAZARD, "%s", first.c_str());
+    return QD_SUCCESS;
+}
+
+void ValidationObserver::set_handler(qd_hazard_fn fn, void *user_data) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handler_ = fn ? fn : &default_handler;
+    handler_data_ = fn ? user_data : nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking one operation
+// ---------------------------------------------------------------------------------------------
+
+qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
+    // A capturing stream's operations are recorded, not run (core/capture.h): they order and
+    // touch nothing until a replay submits them again. A wait on a record made inside a
+    // capture joins the stream to it.
+    if (CaptureObserver *capture = capture_observer(ctx_)) {
+        if (capture->capturing(*op.stream)) return QD_SUCCESS;
+        if (op.kind == OpKind::Wait && op.event && capture->recorded_in_capture(*op.event))
+            return QD_SUCCESS;
+    }
+    std::vector<Report> reports;
+    std::vector<Held> release_now;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (drained_) return QD_SUCCESS;
+        const uint32_t a = actor_of(*op.stream);
+        Actor &actor = actors_[a];
+        switch (op.kind) {
+        case OpKind::Record: {
+            refresh(a);
+            Recorded &r = events_[op.event];
+            r.clock = actor.clock;
+            r.user = op.user_event != nullptr;
+            if (op.user_event) r.owner = op.user_event->impl;
+            if (events_.size() > events_pruned_at_) {
+                // Forget the clocks of destroyed user events (pooled events live as long as
+                // the context and are few).
+                for (auto it = events_.begin(); it != events_.end();) {
+                    if (it->second.user && it->second.owner.expired() && it->first != op.event)
+                        it = events_.erase(it);
+                    else
+                        ++it;
+                }
+                events_pruned_at_ = std::max<size_t>(64, events_.size() * 2);
+            }
+            return QD_SUCCESS;
+        }
+        case OpKind::Wait: {
+            refresh(a);
+            auto it = events_.find(op.event);
+            if (it != events_.end()) merge(&actor.clock, it->second.clock);
+            return QD_SUCCESS;
+        }
+        default: break;
+        }
+
+        // The accesses of this operation: one per block it touches.
+        struct Touch {
+            Block *block;
+            uint64_t lo, hi;
+            bool read, write;
+            uint64_t arg_offset;  // the lowest offset an argument names (kernels)
+        };
+        std::vector<Touch> touches;
+        // A kernel's arguments into one block make one access (to_end: the extent is unknown,
+        // so from the lowest address named to the block's end); a copy's two sides stay two.
+        auto touch = [&](uint64_t address, uint64_t bytes, bool write, bool to_end) {
+            Block *b = block_at(address);
+            if (!b) return;
+            const uint64_t lo = address - b->start;
+            const uint64_t hi = to_end ? b->bytes : std::min(b->bytes, lo + bytes);
+            for (Touch &t : touches)
+                if (t.block == b && to_end) {
+                    t.lo = std::min(t.lo, lo);
+                    t.hi = std::max(t.hi, hi);
+                    (write ? t.write : t.read) = true;
+                    return;
+                }
+            touches.push_back(Touch{b, lo, hi, !write, write, lo});
+        };
+        const char *what = "";
+        std::string kernel_what;
+        switch (op.kind) {
+        case OpKind::Launch: {
+            kernel_what = std::string("kernel '") + op.kernel->impl->name() + "'";
+            what = kernel_what.c_str();
+            for (uint32_t i = 0; i < op.num_args; ++i) {
+                const uint8_t mode = i < QD_MAX_ARGS
+                                         ? op.kernel->param_access[i].load(std::memory_order_relaxed)
+                                         : uint8_t(QD_PARAM_READ_WRITE);
+                if (mode == QD_PARAM_IGNORE) continue;
+                const auto *data = static_cast<const uint8_t *>(op.args[i].data);
+                for (uint64_t off = 0; data && off + 8 <= op.args[i].size; off += 8) {
+                    uint64_t value;
+                    std::memcpy(&value, data + off, 8);
+                    if (mode != QD_PARAM_WRITE) touch(value, 0, false, true);
+                    if (mode != QD_PARAM_READ) touch(value, 0, true, true);
+                }
+            }
+            break;
+        }
+        case OpKind::Memcpy:
+            what = "memcpy";
+            touch(op.src, op.bytes, false, false);
+            touch(op.dst, op.bytes, true, false);
+            break;
+        case OpKind::Memset:
+            what = "memset";
+            touch(op.dst, op.bytes, true, false);
+            break;
+        case OpKind::MemFree: {
+            what = "free";
+            auto it = blocks_.find(op.dst);
+            if (it != blocks_.end() && !it->second->freed && !it->second->host)
+                touches.push_back(Touch{it->second.get(), 0, it->second->bytes, false, true, 0});
+            break;
+        }
+        default: break;
+        }
+        if (touches.empty() && op.kind != OpKind::MemFree) return QD_SUCCESS;
+
+        // Ordered after everything the host knows, then one tick of the stream's own clock.
+        const uint64_t epoch = tick(a);
+        const Clock &clock = actor.clock;
+        auto info = describe(op, what, a);
+        const bool is_free = op.kind == OpKind::MemFree;
+        for (const Touch &t : touches) {
+            if (t.block->freed) {
+                Report r;
+                r.kind = QD_HAZARD_USE_AFTER_FREE;
+                r.stream = info->stream;
+                r.allocation = t.block->start;
+                r.bytes = t.block->bytes;
+                r.offset = t.lo;
+                const char *mode = t.write ? (t.read ? " (read-write)" : " (write)") : " (read)";
+                r.operation = info->what + mode;
+                r.other_operation = t.block->free_op ? t.block->free_op->what : "free";
+                r.other_stream = t.block->free_op ? t.block->free_op->stream : 0;
+                char buf[160];
+                std::snprintf(buf, sizeof buf, "0x%" PRIx64 " (%" PRIu64 " bytes) at offset %" PRIu64,
+                              r.allocation, r.bytes, r.offset);
+                r.message = "qd: hazard: use after free: " + r.operation + " on " + info->where +
+                            " uses allocation " + buf + ", freed by " + r.other_operation +
+                            " on " + (t.block->free_op ? t.block->free_op->where : "a stream");
+                reports.push_back(std::move(r));
+                continue;
+            }
+            // A write (or read-write) access conflicts with every unordered access, a read
+            // with unordered writes.
+            check(*t.block, t.lo, t.hi, t.write, a, clock, info,
+                  is_free ? QD_HAZARD_FREE_IN_USE : QD_HAZARD_RACE,
+                  is_free ? "" : t.write ? (t.read ? " (read-write)" : " (write)") : " (read)",
+                  &reports);
+        }
+        if (!reports.empty() && fail_calls_) {
+            // Refused: nothing of this operation happened.
+        } else {
+            for (const Touch &t : touches) {
+                if (t.block->freed) continue;
+                if (is_free) {
+                    t.block->freed = true;
+                    t.block->free_op = info;
+                    t.block->accesses.clear();
+                    continue;
+                }
+                if (t.write) commit(*t.block, t.lo, t.hi, true, a, epoch, info);
+                else commit(*t.block, t.lo, t.hi, false, a, epoch, info);
+            }
+            if (is_free && !touches.empty()) {
+                // Held back: the release is queued on this stream later (quarantine()).
+                Held h;
+                h.address = op.dst;
+                h.bytes = touches.front().block->bytes;
+                h.stream = op.stream->shared_from_this();
+                quarantine(std::move(h), &release_now);
+                *consumed = true;
+            }
+        }
+    }
+    const std::string first = reports.empty() ? "" : reports.front().message;
+    deliver(reports);
+    release(release_now);
+    if (!first.empty() && fail_calls_) return fail(QD_ERROR_HAZARD, "%s", first.c_str());
+    return QD_SUCCESS;
+}
+
+void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool write,
+                               uint32_t actor, const Clock &clock,
+                               const std::shared_ptr<const OpInfo> &op, uint32_t kind,
+                               const char *mode, std::vector<Report> *out) {
+    const Access *conflict = nullptr;
+    for (const Access &prev : block.accesses) {
+        if (prev.hi <= lo || hi <= prev.lo) continue;      // no byte in common
+        if (!write && !prev.write) continue;                // two reads
+        if (prev.actor == actor && actor != 0) continue;    // one stream: in order
+        if (at(clock, prev.actor) >= prev.epoch) continue;  // ordered before this one
+        // Name a write over a read when both conflict: it is the likelier culprit.
+        if (!conflict || (prev.write && !conflict->write)) conflict = &prev;
+    }
+    if (!conflict) return;
+    Report r;
+    r.kind = kind;
+    r.stream = op->stream;
+    r.other_stream = conflict->op->stream;
+    r.allocation = block.start;
+    r.bytes = block.bytes;
+    r.offset = std::max(lo, conflict->lo);
+    const bool is_free = kind == QD_HAZARD_FREE_IN_USE;
+    r.operation = op->what + mode;
+    r.other_operation = conflict->op->what + (conflict->write ? " (write)" : " (read)");
+    char where[160];
+    std::snprintf(where, sizeof where, "allocation 0x%" PRIx64 " (%" PRIu64 " bytes) at offset %" PRIu64,
+                  r.allocation, r.bytes, r.offset);
+    if (is_free) {
+        r.message = std::string("qd: hazard: free in use: ") + r.operation + " on " + op->where +
+                    " of " + where + " is not ordered after " + r.other_operation + " on " +
+                    conflict->op->where + " (record an event after it and wait on it before the "
+                    "free)";
+    } else {
+        r.message = std::string("qd: hazard: ") + kind_label(kind) + ": " + r.operation + " on " +
+                    op->where + " and " + r.other_operation + " on " + conflict->op->where +
+                    " touch " + where + " with no ordering between them (record an event after "
+                    "the first and wait on it before the second)";
+    }
+    out->push_back(std::move(r));
+}
+
+void ValidationObserver::commit(Block &block, uint64_t lo, uint64_t hi, bool write,
+                                uint32_t actor, uint64_t epoch,
+                                const std::shared_ptr<const OpInfo> &op) {
+    auto &acc = block.accesses;
+    // Superseded: a write supersedes every access within its bytes, a read the same stream's
+    // earlier reads within its bytes.
+    acc.erase(std::remove_if(acc.begin(), acc.end(),
+                             [&](const Access &p) {
+                                 const bool within = lo <= p.lo && p.hi <= hi;
+                                 return within && (write || (!p.write && p.actor == actor));
+                             }),
+              acc.end());
+    if (acc.size() >= kMaxAccesses) {
+        auto read = std::find_if(acc.begin(), acc.end(), [](const Access &p) { return !p.write; });
+        acc.erase(read != acc.end() ? read : acc.begin());
+    }
+    acc.push_back(Access{lo, hi, actor, epoch, write, op});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+uint32_t ValidationObserver::actor_of(const Stream &stream) {
+    auto it = actor_index_.find(&stream);
+    if (it != actor_index_.end()) {
+        Actor &a = actors_[it->second];
+        if (!a.stream.expired()) return it->second;
+        // A new stream at a freed stream's address: the old one's index is reused. Its own
+        // entry keeps counting up, so the new stream's operations are never taken for the old
+        // one's; the new stream starts from what the host knows.
+        const uint64_t own = at(a.clock, it->second);
+        a.stream = stream.weak_from_this();
+        a.clock = host_;
+        if (a.clock.size() <= it->second) a.clock.resize(it->second + 1, 0);
+        a.clock[it->second] = std::max(a.clock[it->second], own);
+        a.host_seen = host_version_;
+        return it->second;
+    }
+    const uint32_t index = uint32_t(actors_.size());
+    Actor a;
+    a.stream = stream.weak_from_this();
+    a.clock = host_;
+    a.clock.resize(std::max<size_t>(a.clock.size(), index + 1), 0);
+    a.host_seen = host_version_;
+    actors_.push_back(std::move(a));
+    actor_index_[&stream] = index;
+    return index;
+}
+
+void ValidationObserver::refresh(uint32_t actor) {
+    Actor &a = actors_[actor];
+    if (a.host_seen == host_version_) return;
+    merge(&a.clock, host_);
+    a.host_seen = host_version_;
+}
+
+uint64_t ValidationObserver::tick(uint32_t actor) {
+    refresh(actor);
+    Actor &a = actors_[actor];
+    if (a.clock.size() <= actor) a.clock.resize(actor + 1, 0);
+    return ++a.clock[actor];
+}
+
+void ValidationObserver::host_learned() { ++host_version_; }
+
+std::shared_ptr<const ValidationObserver::OpInfo> ValidationObserver::describe(const Op &op,
+                                                                               const char *what,
+                                                                               uint32_t actor) {
+    auto info = std::make_shared<OpInfo>();
+    info->what = what;
+    char buf[96];
+    if (actor == 0) {
+        info->where = "the host";
+    } else if (const uint64_t h = op.stream ? op.stream->handle.load(std::memory_order_relaxed) : 0) {
+        info->stream = h;
+        std::snprintf(buf, sizeof buf, "stream 0x%016" PRIx64, h);
+        info->where = buf;
+    } else if (op.stream && op.origin == OpOrigin::GraphLaunch) {
+        info->where = "a pooled stream of a graph replay";
+    } else if (op.stream && op.origin == OpOrigin::ParallelLaunch) {
+        info->where = "a pooled stream of qd_launch_parallel";
+    } else {
+        std::snprintf(buf, sizeof buf, "a pooled stream (slot %u)", op.stream ? op.stream->pool_slot : 0);
+        info->where = buf;
+    }
+    return info;
+}
+
+ValidationObserver::Block *ValidationObserver::block_at(uint64_t address) {
+    auto it = blocks_.upper_bound(address);
+    if (it == blocks_.begin()) return nullptr;
+    --it;
+    Block *b = it->second.get();
+    return address - b->start < b->bytes ? b : nullptr;
+}
+
+void ValidationObserver::add_block(uint64_t address, uint64_t bytes, bool host) {
+    // Blocks remembered as freed that the new one overlaps are gone for good (their release
+    // happened: qd handed the addresses out again).
+    auto it = blocks_.upper_bound(address);
+    if (it != blocks_.begin()) --it;
+    while (it != blocks_.end() && it->first < address + bytes) {
+        Block &b = *it->second;
+        if (b.start + b.bytes > address) it = blocks_.erase(it);
+        else ++it;
+    }
+    auto b = std::make_unique<Block>();
+    b->start = address;
+    b->bytes = bytes;
+    b->host = host;
+    blocks_[address] = std::move(b);
+}
+
+void ValidationObserver::quarantine(Held held, std::vector<Held> *release_now) {
+    held_bytes_ += held.bytes;
+    held_.push_back(std::move(held));
+    while (held_.size() > kQuarantineBlocks || held_bytes_ > kQuarantineBytes) {
+        Held h = std::move(held_.front());
+        held_.pop_front();
+        held_bytes_ -= h.bytes;
+        blocks_.erase(h.address);  // released now: its addresses may come back from anyone
+        release_now->push_back(std::move(h));
+    }
+}
+
+void ValidationObserver::deliver(std::vector<Report> &reports) {
+    if (reports.empty()) return;
+    qd_hazard_fn fn;
+    void *data;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        fn = handler_;
+        data = handler_data_;
+    }
+    for (const Report &r : reports) {
+        reported_.fetch_add(1, std::memory_order_relaxed);
+        qd_hazard h;
+        std::memset(&h, 0, sizeof h);
+        h.struct_size = sizeof h;
+        h.kind = r.kind;
+        h.context = ctx_.handle();
+        h.stream = r.stream;
+        h.other_stream = r.other_stream;
+        h.allocation = r.allocation;
+        h.allocation_bytes = r.bytes;
+        h.offset = r.offset;
+        h.operation = r.operation.c_str();
+        h.other_operation = r.other_operation.c_str();
+        h.message = r.message.c_str();
+        fn(&h, data);
+    }
+}
+
+void ValidationObserver::release(std::vector<Held> &held) {
+    for (Held &h : held) {
+        if (h.host) {
+            ctx_.impl().host_free(reinterpret_cast<void *>(h.address));
+            continue;
+        }
+        // A stream-ordered free queued now on the block's stream runs after everything queued
+        // there before the program's free; it bypasses the observers (they saw the free).
+        Op op;
+        op.kind = OpKind::MemFree;
+        op.stream = h.stream.get();
+        op.dst = h.address;
+        if (submit_unobserved(op) != QD_SUCCESS) ctx_.impl().mem_free_now(h.address);
+    }
+}
+
+}  // namespace qd::core

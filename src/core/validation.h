@@ -1,0 +1,144 @@
+// The validation mode (qd.h, "Validation"): an observer of the submission chokepoint
+// (core/submit.h) that checks every operation of a context's streams for unsynchronised
+// cross-stream access and unsafe frees, as a happens-before race detector does.
+//
+// Attached when the context is created with QD_CONTEXT_VALIDATE or QD_VALIDATE=1 in the
+// environment; otherwise nothing of this runs (no observer, the chokepoint's branch is not
+// taken). The calls that are not stream operations but order work or release memory
+// (synchronize and query of streams, events and the context; qd_host_alloc, qd_host_free) tell
+// it through validation_observer(ctx), as the graph calls drive the capture observer.
+//
+// The model. Every stream is an actor with a vector clock, and so is the host (actor 0). Each
+// operation queued on a stream ticks that stream's own entry; a record copies the stream's
+// clock into the event, a wait merges the event's clock into the waiting stream; the host
+// merges a stream's (or an event's, or every stream's) clock when it synchronizes with it, and
+// whatever the host knows is merged into a stream before its next operation (work queued after
+// a synchronize is ordered after what it waited for). An access (actor, epoch) is ordered
+// before a later access on a stream whose clock holds at least that epoch for that actor.
+//
+// Memory. Every block of the context (qd_mem_alloc_async, qd_host_alloc) keeps its accesses
+// not yet superseded: a write keeps no earlier access of the bytes it covers (each earlier one
+// was ordered before it, or was reported), a read keeps no earlier read of the same stream
+// over the same bytes. Freed blocks are quarantined: the real release of the last kQuarantine
+// freed blocks is held back (a stream-ordered free queued later on the same stream, or the
+// host free done later), so while a block is remembered as freed no allocator can hand its
+// addresses out again, and a use of them is a use after free, never the program's own memory.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/submit.h"
+
+namespace qd::core {
+
+class ValidationObserver final : public OpObserver {
+  public:
+    // Attaches the validation mode to ctx when `flags` (qd_context_desc.flags, checked) or the
+    // environment variable QD_VALIDATE asks for it. QD_SUCCESS when it stays off;
+    // QD_ERROR_INVALID_ARGUMENT (with message) for a QD_VALIDATE value it does not know.
+    static qd_status attach_if_requested(Context &ctx, uint32_t flags);
+
+    ValidationObserver(Context &ctx, bool fail_calls);
+    ~ValidationObserver() override;
+
+    qd_status before(const Op &op, bool *consumed) override;
+    void after(const Op &op, qd_status status) override;
+    void context_drained(Context &ctx) override;
+
+    // The host waited for the stream, the event's latest record, or every stream.
+    void host_synchronized(const Stream &stream);
+    void host_synchronized(const backend::Event &event);
+    void host_synchronized_all();
+    // A block was made and registered: by qd_mem_alloc_async on `stream` (a write of the whole
+    // block there: other streams must be ordered after it), or by qd_host_alloc (stream null).
+    void allocated(const Stream *stream, uint64_t address, uint64_t bytes);
+    // qd_host_free of a registered block: checks it, and unless it is refused (QD_ERROR_HAZARD
+    // in fail mode, written) takes the block into quarantine (*taken: the caller must not free
+    // it; the validation mode does, later).
+    qd_status host_freeing(uint64_t address, bool *taken);
+
+    void set_handler(qd_hazard_fn fn, void *user_data);
+    uint64_t reported() const { return reported_.load(std::memory_order_relaxed); }
+
+  private:
+    using Clock = std::vector<uint64_t>;  // by actor
+    struct OpInfo;
+    struct Access;
+    struct Block;
+    struct Report;
+    struct Actor {
+        std::weak_ptr<const Stream> stream;
+        Clock clock;
+        uint64_t host_seen = 0;  // the host_version_ last merged into clock
+    };
+    struct Held {  // a freed block whose release is held back
+        uint64_t address = 0;
+        uint64_t bytes = 0;
+        std::shared_ptr<Stream> stream;  // device blocks: the stream to release it on
+        bool host = false;
+    };
+
+    // All under mutex_.
+    uint32_t actor_of(const Stream &stream);
+    void refresh(uint32_t actor);  // merge what the host learned since
+    uint64_t tick(uint32_t actor);  // refresh, then the next epoch of the actor's own entry
+    void host_learned();
+    std::shared_ptr<const OpInfo> describe(const Op &op, const char *what, uint32_t actor);
+    // Checks one access of the operation (actor, clock) to [lo, hi) of `block`; appends at
+    // most one report. `kind` is QD_HAZARD_RACE, or QD_HAZARD_FREE_IN_USE for a free.
+    void check(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
+               const Clock &clock, const std::shared_ptr<const OpInfo> &op, uint32_t kind,
+               const char *mode, std::vector<Report> *out);
+    void commit(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
+                uint64_t epoch, const std::shared_ptr<const OpInfo> &op);
+    Block *block_at(uint64_t address);
+    void add_block(uint64_t address, uint64_t bytes, bool host);
+    void quarantine(Held held, std::vector<Held> *release);
+    // Outside mutex_: hand the reports to the handler; releases held blocks.
+    void deliver(std::vector<Report> &reports);
+    void release(std::vector<Held> &held);
+
+    qd_status check_op(const Op &op, bool *consumed);
+
+    Context &ctx_;
+    const bool fail_calls_;
+    std::atomic<uint64_t> reported_{0};
+
+    std::mutex mutex_;
+    qd_hazard_fn handler_ = nullptr;
+    void *handler_data_ = nullptr;
+    std::vector<Actor> actors_;  // [0] is the host
+    std::unordered_map<const Stream *, uint32_t> actor_index_;
+    struct Recorded {
+        Clock clock;
+        bool user = false;                    // a user event (else a pooled fork/join event)
+        std::weak_ptr<backend::Event> owner;  // the user event, to forget it once destroyed
+    };
+    std::unordered_map<const backend::Event *, Recorded> events_;
+    size_t events_pruned_at_ = 64;
+    Clock host_;
+    uint64_t host_version_ = 1;
+    std::map<uint64_t, std::unique_ptr<Block>> blocks_;  // by start address
+    std::deque<Held> held_;
+    uint64_t held_bytes_ = 0;
+    bool drained_ = false;
+};
+
+// The context's validation observer, or null when validation is off.
+ValidationObserver *validation_observer(const Context &ctx);
+
+// The C API's validation calls (src/api/api_validation.cpp guards them).
+qd_status set_hazard_handler(uint64_t ctx, qd_hazard_fn fn, void *user_data);
+qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access);
+
+}  // namespace qd::core

@@ -1,0 +1,526 @@
+// The validation mode (qd.h, "Validation"; docs/reliability.md, category 18): every planted
+// hazard is reported once, naming both operations; every correctly ordered pattern gets no
+// report. Parameterised over the backends like the rest of the semantic suite.
+//
+// No test depends on timing. Where a planted race must not be a real data race in the test's
+// own kernels (the CPU backend runs them on threads; TSan watches), the test waits for the
+// first kernel with a host-callback Flag, which the model does not count as ordering.
+#include <qd/qd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "qd_test.h"
+
+namespace qdt {
+namespace {
+
+struct Seen {
+    uint32_t kind;
+    qd_stream stream, other_stream;
+    uint64_t allocation, bytes, offset;
+    std::string operation, other_operation, message;
+};
+
+class ValidationTest : public ::testing::TestWithParam<qd_backend> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        if (!backend_available(GetParam(), &why)) {
+            skipped_ = true;
+            GTEST_SKIP() << "no " << backend_name(GetParam()) << " device: " << why;
+        }
+        create(QD_CONTEXT_VALIDATE);
+    }
+    void TearDown() override {
+        if (skipped_ || !ctx_) return;
+        EXPECT_QD_OK(qd_context_synchronize(ctx_));
+        kernels_.reset();
+        EXPECT_QD_OK(qd_context_destroy(ctx_));
+    }
+
+    void create(uint32_t flags) {
+        if (ctx_) {
+            kernels_.reset();
+            ASSERT_QD_OK(qd_context_destroy(ctx_));
+            ctx_ = 0;
+        }
+        qd_context_desc desc = make_desc(GetParam(), 8, 4);
+        desc.flags = flags;
+        ASSERT_QD_OK(qd_context_create(&desc, &ctx_));
+        ASSERT_QD_OK(qd_context_default_stream(ctx_, &default_));
+        ASSERT_QD_OK(qd_context_set_hazard_handler(ctx_, &ValidationTest::on_hazard, this));
+        std::string why;
+        kernels_ = make_test_kernels(GetParam(), ctx_, &why);
+        if (!kernels_) {
+            if (GetParam() == QD_BACKEND_CPU) FAIL() << why;
+            GTEST_SKIP() << "no test kernels for " << backend_name(GetParam()) << ": " << why;
+        }
+        seen_.clear();
+    }
+
+    static void on_hazard(const qd_hazard *h, void *user) {
+        auto *self = static_cast<ValidationTest *>(user);
+        EXPECT_EQ(h->struct_size, sizeof(qd_hazard));
+        EXPECT_EQ(h->context, self->ctx_);
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        self->seen_.push_back(Seen{h->kind, h->stream, h->other_stream, h->allocation,
+                                   h->allocation_bytes, h->offset, h->operation,
+                                   h->other_operation, h->message});
+    }
+
+    std::vector<Seen> seen() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return seen_;
+    }
+
+    qd_stream stream() {
+        qd_stream s = 0;
+        EXPECT_QD_OK(qd_stream_create(ctx_, nullptr, &s));
+        streams_.push_back(s);
+        return s;
+    }
+
+    qd_event event() {
+        qd_event e = 0;
+        EXPECT_QD_OK(qd_event_create(ctx_, 0, &e));
+        return e;
+    }
+
+    // A block of device memory, zeroed, that every stream may use (the host synchronized).
+    uint64_t block(uint64_t bytes = 256) {
+        uint64_t a = 0;
+        EXPECT_QD_OK(qd_mem_alloc_async(default_, bytes, &a));
+        EXPECT_QD_OK(qd_memset_async(default_, a, 0, bytes));
+        EXPECT_QD_OK(qd_stream_synchronize(default_));
+        return a;
+    }
+
+    // Waits until everything queued on s so far has run, through a host callback: a real
+    // ordering for the program (and for TSan), none for the validation model.
+    void ran(qd_stream s) {
+        auto flag = std::make_unique<Flag>();
+        ASSERT_QD_OK(flag->enqueue(s));
+        ASSERT_TRUE(flag->wait());
+        flags_.push_back(std::move(flag));
+    }
+
+    uint64_t reported() { return get_stats(ctx_).hazards_reported; }
+
+    // The first word of a block, read through the program's own (untracked) host memory.
+    uint32_t read_u32(qd_stream s, uint64_t address) {
+        uint32_t v = 0;
+        EXPECT_QD_OK(qd_memcpy_async(s, (uint64_t)(uintptr_t)&v, address, sizeof v));
+        EXPECT_QD_OK(qd_stream_synchronize(s));
+        return v;
+    }
+
+    qd_context ctx_ = 0;
+    qd_stream default_ = 0;
+    std::unique_ptr<TestKernels> kernels_;
+    std::vector<qd_stream> streams_;
+    std::vector<std::unique_ptr<Flag>> flags_;
+    std::mutex mutex_;
+    std::vector<Seen> seen_;
+    bool skipped_ = false;
+};
+
+bool contains(const std::string &s, const char *part) { return s.find(part) != std::string::npos; }
+
+// ---------------------------------------------------------------------------------------------
+// Planted hazards: each reported once, naming both operations
+// ---------------------------------------------------------------------------------------------
+
+TEST_P(ValidationTest, PlantedRace_ProducerOnA_ConsumerOnB_NoEvent_OneReportNamingBothKernels) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 7));
+    ran(a);
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].kind, (uint32_t)QD_HAZARD_RACE);
+    EXPECT_TRUE(contains(s[0].operation, "qd_test_add_value")) << s[0].operation;
+    EXPECT_TRUE(contains(s[0].other_operation, "qd_test_write_value")) << s[0].other_operation;
+    EXPECT_EQ(s[0].stream, b);
+    EXPECT_EQ(s[0].other_stream, a);
+    EXPECT_EQ(s[0].allocation, in);
+    EXPECT_EQ(s[0].bytes, 256u);
+    EXPECT_EQ(s[0].offset, 0u);
+    EXPECT_TRUE(contains(s[0].message, "qd: hazard: race")) << s[0].message;
+    EXPECT_EQ(reported(), 1u);
+}
+
+TEST_P(ValidationTest, PlantedRace_WithEvent_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_event e = event();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 7));
+    ASSERT_QD_OK(qd_event_record(a, e));
+    ASSERT_QD_OK(qd_stream_wait_event(b, e));
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    EXPECT_EQ(read_u32(b, out), 8u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    EXPECT_EQ(reported(), 0u);
+    EXPECT_QD_OK(qd_event_destroy(e));
+}
+
+TEST_P(ValidationTest, TwoWritersOnTwoStreams_ReportedOnce) {
+    const uint64_t x = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), x, 1));
+    ran(a);
+    ASSERT_QD_OK(qd_memset_async(b, x + 16, 0xff, 4));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].operation, "memset (write)");
+    EXPECT_TRUE(contains(s[0].other_operation, "qd_test_write_value"));
+    EXPECT_EQ(s[0].offset, 16u);  // the kernel's access runs from its pointer to the block's end
+}
+
+TEST_P(ValidationTest, FreeOnA_WhileConsumerOnB_Unordered_ReportsFreeInUse) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    ran(b);
+    ASSERT_QD_OK(qd_mem_free_async(a, in));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].kind, (uint32_t)QD_HAZARD_FREE_IN_USE);
+    EXPECT_EQ(s[0].operation, "free");
+    EXPECT_TRUE(contains(s[0].other_operation, "qd_test_add_value"));
+    EXPECT_EQ(s[0].stream, a);
+    EXPECT_EQ(s[0].other_stream, b);
+    EXPECT_EQ(s[0].allocation, in);
+}
+
+TEST_P(ValidationTest, FreeOnA_AfterEventFromB_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_event e = event();
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    ASSERT_QD_OK(qd_event_record(b, e));
+    ASSERT_QD_OK(qd_stream_wait_event(a, e));
+    ASSERT_QD_OK(qd_mem_free_async(a, in));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    EXPECT_TRUE(seen().empty());
+    EXPECT_QD_OK(qd_event_destroy(e));
+}
+
+TEST_P(ValidationTest, UseAfterFree_IsReportedNamingTheFree) {
+    const uint64_t x = block(), out = block();
+    qd_stream a = stream();
+    ASSERT_QD_OK(qd_mem_free_async(a, x));
+    ASSERT_QD_OK(launch_add_value(a, kernels_->add_value(), out, x + 8, 1));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].kind, (uint32_t)QD_HAZARD_USE_AFTER_FREE);
+    EXPECT_TRUE(contains(s[0].operation, "qd_test_add_value"));
+    EXPECT_EQ(s[0].other_operation, "free");
+    EXPECT_EQ(s[0].allocation, x);
+    EXPECT_EQ(s[0].offset, 8u);
+}
+
+TEST_P(ValidationTest, HostFree_WithAnUnorderedUse_ReportsFreeInUse) {
+    void *h = nullptr;
+    ASSERT_QD_OK(qd_host_alloc(ctx_, 64, &h));
+    const uint64_t out = block();
+    qd_stream a = stream();
+    ASSERT_QD_OK(launch_add_value(a, kernels_->add_value(), out, (uint64_t)h, 1));
+    ran(a);
+    ASSERT_QD_OK(qd_host_free(ctx_, h));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].kind, (uint32_t)QD_HAZARD_FREE_IN_USE);
+    EXPECT_EQ(s[0].operation, "qd_host_free");
+    EXPECT_EQ(s[0].stream, 0u);  // the host
+    EXPECT_EQ(s[0].other_stream, a);
+}
+
+TEST_P(ValidationTest, UseOnAnotherStream_BeforeOrderingAfterItsAlloc_IsReported) {
+    qd_stream a = stream(), b = stream();
+    uint64_t x = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(a, 64, &x));
+    ASSERT_QD_OK(qd_memset_async(b, x, 0, 64));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].other_operation, "alloc (write)");
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(qd_mem_free_async(a, x));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Correctly ordered patterns: no report
+// ---------------------------------------------------------------------------------------------
+
+TEST_P(ValidationTest, SameStream_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 3));
+    ASSERT_QD_OK(launch_add_value(a, kernels_->add_value(), out, in, 1));
+    ASSERT_QD_OK(qd_mem_free_async(a, in));
+    EXPECT_EQ(read_u32(a, out), 4u);
+    EXPECT_TRUE(seen().empty());
+}
+
+TEST_P(ValidationTest, HostSynchronize_StreamEventOrContext_OrdersLaterWork_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_event e = event();
+    // Stream synchronize.
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 1));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    // Event synchronize.
+    ASSERT_QD_OK(qd_event_record(b, e));
+    ASSERT_QD_OK(qd_event_synchronize(e));
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), out, 2));
+    // Context synchronize.
+    ASSERT_QD_OK(qd_context_synchronize(ctx_));
+    ASSERT_QD_OK(launch_write_value(b, kernels_->write_value(), in, 3));
+    ASSERT_QD_OK(launch_write_value(b, kernels_->write_value(), out, 3));
+    // A query that finds the stream idle.
+    ASSERT_TRUE(wait_idle(b));
+    ASSERT_QD_OK(qd_memset_async(a, in, 0, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    EXPECT_QD_OK(qd_event_destroy(e));
+}
+
+TEST_P(ValidationTest, ForkJoin_NoReport) {
+    const uint64_t in = block();
+    const uint64_t o0 = block(), o1 = block();
+    ASSERT_QD_OK(qd_kernel_set_param_access(kernels_->add_value(), 1, QD_PARAM_READ));
+    qd_stream parent = stream();
+    ASSERT_QD_OK(launch_write_value(parent, kernels_->write_value(), in, 10));
+    qd_stream kids[2];
+    ASSERT_QD_OK(qd_stream_fork(parent, 2, kids));
+    ASSERT_QD_OK(launch_add_value(kids[0], kernels_->add_value(), o0, in, 1));
+    ASSERT_QD_OK(launch_add_value(kids[1], kernels_->add_value(), o1, in, 2));
+    ASSERT_QD_OK(qd_stream_join(parent, kids, 2));
+    ASSERT_QD_OK(launch_write_value(parent, kernels_->write_value(), in, 0));
+    ASSERT_QD_OK(launch_add_value(parent, kernels_->add_value(), in, o0, 0));
+    EXPECT_EQ(read_u32(parent, o1), 12u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+}
+
+TEST_P(ValidationTest, ParallelLaunch_WithReadOnlyInput_NoReport) {
+    const uint64_t in = block();
+    const uint64_t o0 = block(), o1 = block(), o2 = block();
+    ASSERT_QD_OK(qd_kernel_set_param_access(kernels_->add_value(), 1, QD_PARAM_READ));
+    qd_stream s = stream();
+    ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), in, 5));
+    qd_task tasks[3] = {QD_TASK_INIT, QD_TASK_INIT, QD_TASK_INIT};
+    TaskArgs args[3];
+    task_add_value(&tasks[0], &args[0], 0, kernels_->add_value(), o0, in, 1);
+    task_add_value(&tasks[1], &args[1], 1, kernels_->add_value(), o1, in, 2);
+    task_add_value(&tasks[2], &args[2], 2, kernels_->add_value(), o2, in, 3);
+    ASSERT_QD_OK(qd_launch_parallel(s, tasks, 3));
+    ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), in, 0));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), o0, o2, 0));
+    EXPECT_EQ(read_u32(s, o0), 8u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+}
+
+TEST_P(ValidationTest, SameInputOnTwoStreams_ReportedUnlessDeclaredReadOnly) {
+    const uint64_t in = block(), o0 = block(), o1 = block();
+    qd_stream a = stream(), b = stream();
+    // Undeclared, a pointer parameter is read-write: two streams "writing" one input.
+    ASSERT_QD_OK(launch_add_value(a, kernels_->add_value(), o0, in, 1));
+    ran(a);
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), o1, in, 1));
+    ASSERT_EQ(seen().size(), 1u);
+    EXPECT_TRUE(contains(seen()[0].operation, "(read-write)"));
+    ASSERT_QD_OK(qd_context_synchronize(ctx_));
+    // Declared read-only: the same launches are two reads.
+    ASSERT_QD_OK(qd_kernel_set_param_access(kernels_->add_value(), 1, QD_PARAM_READ));
+    ASSERT_QD_OK(launch_add_value(a, kernels_->add_value(), o0, in, 1));
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), o1, in, 1));
+    ASSERT_QD_OK(qd_context_synchronize(ctx_));
+    EXPECT_EQ(seen().size(), 1u);
+}
+
+TEST_P(ValidationTest, MemsetOfDisjointHalvesOnTwoStreams_NoReport_OverlapReported) {
+    const uint64_t x = block(256);
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(qd_memset_async(a, x, 1, 128));
+    ASSERT_QD_OK(qd_memset_async(b, x + 128, 2, 128));
+    ASSERT_QD_OK(qd_memcpy_async(b, x + 192, x + 128, 64));  // b's own bytes
+    EXPECT_TRUE(seen().empty());
+    ran(a);
+    ASSERT_QD_OK(qd_memcpy_async(b, x + 128, x + 64, 8));  // reads a's half
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].operation, "memcpy (read)");
+    EXPECT_EQ(s[0].other_operation, "memset (write)");
+    EXPECT_EQ(s[0].offset, 64u);
+}
+
+TEST_P(ValidationTest, GraphReplay_OrdersLikeTheCapturedCalls_NoReport) {
+    const uint64_t in = block(), o0 = block(), o1 = block();
+    ASSERT_QD_OK(qd_kernel_set_param_access(kernels_->add_value(), 1, QD_PARAM_READ));
+    qd_stream s = stream();
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), in, 4));
+    qd_stream kids[2];
+    ASSERT_QD_OK(qd_stream_fork(s, 2, kids));
+    ASSERT_QD_OK(launch_add_value(kids[0], kernels_->add_value(), o0, in, 1));
+    ASSERT_QD_OK(launch_add_value(kids[1], kernels_->add_value(), o1, in, 2));
+    ASSERT_QD_OK(qd_stream_join(s, kids, 2));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    for (int i = 0; i < 3; ++i) ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), o0, o1, 0));
+    EXPECT_EQ(read_u32(s, o0), 6u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(ValidationTest, ContextDestroy_WithWorkInFlight_IsNoHazard) {
+    const uint64_t x = block(), y = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), x, 1));
+    ASSERT_QD_OK(launch_write_value(b, kernels_->write_value(), y, 2));
+    kernels_.reset();
+    ASSERT_QD_OK(qd_context_destroy(ctx_));
+    ctx_ = 0;
+    EXPECT_TRUE(seen().empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Modes, errors and threads
+// ---------------------------------------------------------------------------------------------
+
+TEST_P(ValidationTest, FailMode_RefusesTheRacingCall_WithHazardAndQueuesNothing) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 7));
+    ran(a);
+    EXPECT_QD_ERR(QD_ERROR_HAZARD, "qd_test_write_value",
+                  launch_add_value(b, kernels_->add_value(), out, in, 1));
+    EXPECT_EQ(read_u32(b, out), 0u);  // the consumer never ran
+    EXPECT_EQ(seen().size(), 1u);
+    // The refused launch left no access behind: ordered now, the same launch is clean.
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    EXPECT_EQ(read_u32(b, out), 8u);
+    EXPECT_EQ(seen().size(), 1u);
+    // A host free of a block in unordered use is refused too, and the block stays live.
+    void *h = nullptr;
+    ASSERT_QD_OK(qd_host_alloc(ctx_, 64, &h));
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), (uint64_t)h, 1));
+    ran(a);
+    EXPECT_QD(QD_ERROR_HAZARD, qd_host_free(ctx_, h));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    EXPECT_QD_OK(qd_host_free(ctx_, h));
+    EXPECT_EQ(reported(), 2u);
+}
+
+TEST_P(ValidationTest, DefaultHandler_RestoredByNull) {
+    EXPECT_QD_OK(qd_context_set_hazard_handler(ctx_, nullptr, nullptr));
+    const uint64_t x = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), x, 1));
+    ran(a);
+    ::testing::internal::CaptureStderr();
+    ASSERT_QD_OK(qd_memset_async(b, x, 0, 4));
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(contains(err, "qd: hazard: race: memset (write) on stream 0x")) << err;
+    EXPECT_TRUE(contains(err, "qd_test_write_value")) << err;
+    EXPECT_TRUE(seen().empty());
+    EXPECT_EQ(reported(), 1u);
+}
+
+TEST_P(ValidationTest, ThreadsEachOrderingTheirOwnStreams_NoReport) {
+    constexpr int kThreads = 4;
+    const int rounds = int(scaled(50, 5));
+    std::vector<uint64_t> shared(kThreads);
+    for (auto &s : shared) s = block();
+    const uint64_t common = block();
+    ASSERT_QD_OK(qd_kernel_set_param_access(kernels_->add_value(), 1, QD_PARAM_READ));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            qd_stream a = 0, b = 0;
+            qd_event e = 0;
+            EXPECT_QD_OK(qd_stream_create(ctx_, nullptr, &a));
+            EXPECT_QD_OK(qd_stream_create(ctx_, nullptr, &b));
+            EXPECT_QD_OK(qd_event_create(ctx_, 0, &e));
+            uint64_t tmp = 0;
+            for (int i = 0; i < rounds; ++i) {
+                EXPECT_QD_OK(qd_mem_alloc_async(a, 64, &tmp));
+                EXPECT_QD_OK(launch_write_value(a, kernels_->write_value(), shared[t], uint32_t(i)));
+                EXPECT_QD_OK(launch_add_value(a, kernels_->add_value(), tmp, common, 1));
+                EXPECT_QD_OK(qd_event_record(a, e));
+                EXPECT_QD_OK(qd_stream_wait_event(b, e));
+                EXPECT_QD_OK(launch_add_value(b, kernels_->add_value(), shared[t], tmp, 1));
+                EXPECT_QD_OK(qd_event_record(b, e));
+                EXPECT_QD_OK(qd_stream_wait_event(a, e));
+                EXPECT_QD_OK(qd_mem_free_async(a, tmp));
+            }
+            EXPECT_QD_OK(qd_stream_synchronize(a));
+            EXPECT_QD_OK(qd_event_destroy(e));
+            EXPECT_QD_OK(qd_stream_destroy(a));
+            EXPECT_QD_OK(qd_stream_destroy(b));
+        });
+    }
+    for (auto &th : threads) th.join();
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+}
+
+TEST_P(ValidationTest, ThreadsRacingOnOneBlock_EveryRaceReported) {
+    const uint64_t x = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), x, 1));
+    ran(a);
+    std::thread t([&] { EXPECT_QD_OK(qd_memset_async(b, x, 0, 4)); });
+    t.join();
+    EXPECT_EQ(seen().size(), 1u);
+}
+
+TEST_P(ValidationTest, HandlerAndParamAccess_BadInput) {
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "QD_MAX_ARGS",
+                  qd_kernel_set_param_access(kernels_->add_value(), QD_MAX_ARGS, QD_PARAM_READ));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "qd_param_access",
+                  qd_kernel_set_param_access(kernels_->add_value(), 0, 4));
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_kernel_set_param_access(0, 0, QD_PARAM_READ));
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_kernel_set_param_access(default_, 0, QD_PARAM_READ));
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_context_set_hazard_handler(0, nullptr, nullptr));
+    qd_context_desc desc = make_desc(GetParam(), 0, 2);
+    qd_context plain = 0;
+    ASSERT_QD_OK(qd_context_create(&desc, &plain));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "validation is off",
+                  qd_context_set_hazard_handler(plain, &ValidationTest::on_hazard, this));
+    EXPECT_EQ(get_stats(plain).hazards_reported, 0u);
+    EXPECT_QD_OK(qd_context_destroy(plain));
+}
+
+TEST_P(ValidationTest, EnvironmentVariable_TurnsValidationOn_AndUnknownValuesAreRefused) {
+    qd_context_desc desc = make_desc(GetParam(), 0, 2);
+    qd_context c = 0;
+    ASSERT_EQ(setenv("QD_VALIDATE", "1", 1), 0);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    EXPECT_QD_OK(qd_context_set_hazard_handler(c, nullptr, nullptr));
+    EXPECT_QD_OK(qd_context_destroy(c));
+    ASSERT_EQ(setenv("QD_VALIDATE", "yes", 1), 0);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "QD_VALIDATE", qd_context_create(&desc, &c));
+    ASSERT_EQ(setenv("QD_VALIDATE", "0", 1), 0);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    EXPECT_QD(QD_ERROR_INVALID_OPERATION, qd_context_set_hazard_handler(c, nullptr, nullptr));
+    EXPECT_QD_OK(qd_context_destroy(c));
+    unsetenv("QD_VALIDATE");
+}
+
+QDT_INSTANTIATE_BACKENDS(ValidationTest);
+
+}  // namespace
+}  // namespace qdt
