@@ -63,6 +63,9 @@ int main(void) {
     CHECK(qd_event_create(ctx, 0, &ready));
     CHECK(qd_kernel_from_host_fn(ctx, scale, "scale", &scale_k));
     CHECK(qd_kernel_from_host_fn(ctx, add, "add", &add_k));
+    /* Each task of the parallel launch below adds to its own quarter of one buffer. With
+     * QD_VALIDATE=1, qd checks cross-stream ordering; it cannot see the quarters, so say so. */
+    CHECK(qd_kernel_set_param_access(add_k, 0, QD_PARAM_PARTITIONED));
 
     /* Stream a: allocate, upload, scale every element (N / BLOCK blocks of BLOCK threads). */
     for (i = 0; i < N; ++i) host[i] = (float)i;

@@ -88,6 +88,9 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
     }
     qd_kernel kernel = 0;
     check(qd_kernel_get(module, "qd_demo_logistic_task", &kernel), "qd_kernel_get");
+    // Each task reads its own input slice and writes its own output slot (QD_PARAM_PARTITIONED).
+    check(qd_kernel_set_param_access(kernel, 0, QD_PARAM_PARTITIONED),
+          "qd_kernel_set_param_access");
 
     const uint64_t input_bytes = uint64_t{elements} * sizeof(double);
     const uint64_t output_bytes = uint64_t{task_count} * sizeof(double);

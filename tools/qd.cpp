@@ -190,6 +190,10 @@ int run_cpu_demo(const DemoOptions &options) {
     qd_kernel kernel = 0;
     check(qd_kernel_from_host_fn(ctx.get(), logistic_task, "logistic_task", &kernel),
           "qd_kernel_from_host_fn");
+    // Each task reads its own slice of the input and writes its own output slot (the
+    // validation mode cannot see the slices: qd.h, QD_PARAM_PARTITIONED).
+    check(qd_kernel_set_param_access(kernel, 0, QD_PARAM_PARTITIONED),
+          "qd_kernel_set_param_access");
 
     // Device buffers, allocated and filled in stream order.
     const uint64_t input_bytes = uint64_t{elements} * sizeof(double);

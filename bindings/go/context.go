@@ -4,6 +4,7 @@ package qd
 import "C"
 
 import (
+	"errors"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -19,6 +20,14 @@ type ContextOptions struct {
 	StreamPoolSize   uint32 // most streams leased at once; 0 = 32; at most 4096
 	EventPoolSize    uint32 // fork/join events kept for reuse; 0 = 256
 	CPUWorkerThreads uint32 // CPU backend worker threads; 0 = max(2, usable CPUs); at most 256
+	// Validate turns the validation mode on (QD_CONTEXT_VALIDATE; qd.h "Validation"):
+	// unsynchronised cross-stream accesses, unsafe frees and uses after free are reported,
+	// one line on stderr each, and counted in Stats.HazardsReported. QD_VALIDATE=1 in the
+	// environment turns it on for every context.
+	Validate bool
+	// ValidateFail (with Validate) also refuses a call that would be a hazard: it returns an
+	// error matching ErrHazard and queues nothing (QD_CONTEXT_VALIDATE_FAIL).
+	ValidateFail bool
 }
 
 // Context is one (backend, device): it owns its default stream, its stream and event pools,
@@ -52,8 +61,16 @@ type Context struct {
 // NewContext creates a context (qd_context_create). On the CPU backend this starts its worker
 // threads.
 func NewContext(opts ContextOptions) (*Context, error) {
+	var flags uint32
+	if opts.Validate {
+		flags |= C.QD_CONTEXT_VALIDATE
+	}
+	if opts.ValidateFail {
+		flags |= C.QD_CONTEXT_VALIDATE_FAIL
+	}
 	h, err := u64Result(C.gq_context_create(C.uint32_t(opts.Backend), C.uint32_t(opts.Device),
-		C.uint32_t(opts.StreamPoolSize), C.uint32_t(opts.EventPoolSize), C.uint32_t(opts.CPUWorkerThreads)))
+		C.uint32_t(opts.StreamPoolSize), C.uint32_t(opts.EventPoolSize), C.uint32_t(opts.CPUWorkerThreads),
+		C.uint32_t(flags)))
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +195,7 @@ type Stats struct {
 	LiveAllocations    uint64 // stream-ordered device blocks not yet freed
 	BytesAllocated     uint64
 	HostBytesAllocated uint64 // HostAlloc bytes not yet freed
+	HazardsReported    uint64 // hazards the validation mode reported (0 when it is off)
 }
 
 // Stats reads the context's statistics (qd_context_get_stats). They stay readable on a lost
@@ -206,7 +224,23 @@ func (c *Context) Stats() (Stats, error) {
 		EventPoolCreated: uint64(out.event_pool_created), EventPoolHits: uint64(out.event_pool_hits),
 		EventPoolMisses: uint64(out.event_pool_misses), LiveAllocations: uint64(out.live_allocations),
 		BytesAllocated: uint64(out.bytes_allocated), HostBytesAllocated: uint64(out.host_bytes_allocated),
+		HazardsReported: uint64(out.hazards_reported),
 	}, nil
+}
+
+// Validating reports whether the validation mode is on for the context (ContextOptions.Validate,
+// or QD_VALIDATE in the environment). Its reports go to stderr, one line each (qd's default
+// hazard handler, which this call reinstates; the package offers no Go handler).
+func (c *Context) Validating() (bool, error) {
+	h, err := c.handle()
+	if err != nil {
+		return false, err
+	}
+	err = resultError(C.gq_context_default_hazard_handler(h))
+	if errors.Is(err, ErrInvalidOperation) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // registerGoKernel keeps a Go host kernel's function until Close has drained all work.

@@ -50,7 +50,7 @@ var sentinels = map[qd.Status]error{
 	qd.StatusNotRecorded: qd.ErrNotRecorded, qd.StatusNotSupported: qd.ErrNotSupported,
 	qd.StatusBackendUnavailable: qd.ErrBackendUnavailable, qd.StatusDeviceLost: qd.ErrDeviceLost,
 	qd.StatusForked: qd.ErrForked, qd.StatusLaunchFailed: qd.ErrLaunchFailed,
-	qd.StatusInternal: qd.ErrInternal,
+	qd.StatusInternal: qd.ErrInternal, qd.StatusHazard: qd.ErrHazard,
 }
 
 func TestGeneratedStatuses_MatchTheAPIDescriptionAndTheLibrary(t *testing.T) {

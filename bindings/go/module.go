@@ -135,6 +135,29 @@ func (k *Kernel) Name() string { return k.name }
 // through this package, which passes the Go function along with the arguments.
 func (k *Kernel) Handle() uint64 { return k.h.Load() }
 
+// ParamAccess says how a kernel uses the memory a parameter points to (qd_param_access).
+type ParamAccess uint32
+
+const (
+	ParamReadWrite ParamAccess = C.QD_PARAM_READ_WRITE // the default
+	ParamRead      ParamAccess = C.QD_PARAM_READ       // only read: reads on several streams are fine
+	ParamWrite     ParamAccess = C.QD_PARAM_WRITE      // only written
+	ParamIgnore    ParamAccess = C.QD_PARAM_IGNORE     // not memory: not checked
+	// ParamPartitioned: each launch touches only its own part, chosen by its other arguments.
+	ParamPartitioned ParamAccess = C.QD_PARAM_PARTITIONED
+)
+
+// SetParamAccess declares, for the validation mode, how the kernel uses the memory its
+// parameter index points to (qd_kernel_set_param_access). ErrInvalidArgument for an index of
+// 64 or more or an unknown access.
+func (k *Kernel) SetParamAccess(index uint32, access ParamAccess) error {
+	h, err := k.handle()
+	if err != nil {
+		return err
+	}
+	return resultError(C.gq_kernel_set_param_access(h, C.uint32_t(index), C.uint32_t(access)))
+}
+
 func (k *Kernel) handle() (C.qd_kernel, error) {
 	if k == nil {
 		return 0, newError(StatusInvalidHandle, "kernel is nil")

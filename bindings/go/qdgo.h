@@ -79,10 +79,11 @@ static inline gq_result gq_device_get_info(uint32_t backend, uint32_t device, qd
 }
 
 static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32_t stream_pool,
-                                       uint32_t event_pool, uint32_t workers) {
+                                       uint32_t event_pool, uint32_t workers, uint32_t flags) {
     qd_context_desc d = QD_CONTEXT_DESC_INIT;
     qd_context out = 0;
     d.backend = backend;
+    d.flags = flags;
     d.device = device;
     d.stream_pool_size = stream_pool;
     d.event_pool_size = event_pool;
@@ -210,6 +211,14 @@ static inline gq_u64 gq_kernel_from_host_fn(qd_context c, const char *name) {
     return gq_finish_u64(st, out);
 }
 static inline gq_result gq_kernel_destroy(qd_kernel k) { return gq_finish(qd_kernel_destroy(k)); }
+static inline gq_result gq_kernel_set_param_access(qd_kernel k, uint32_t index, uint32_t access) {
+    return gq_finish(qd_kernel_set_param_access(k, index, access));
+}
+/* Restores the default hazard handler (one line on stderr); QD_ERROR_INVALID_OPERATION when
+ * validation is off. */
+static inline gq_result gq_context_default_hazard_handler(qd_context c) {
+    return gq_finish(qd_context_set_hazard_handler(c, NULL, NULL));
+}
 
 /* A launch whose argument values lie back to back in blob, sizes[i] bytes each: the qd_arg
  * array is built here, on the C stack, so Go never hands C memory that holds Go pointers.

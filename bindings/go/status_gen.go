@@ -44,6 +44,8 @@ const (
 	StatusLaunchFailed Status = -17
 	// StatusInternal is QD_ERROR_INTERNAL (-18): an internal error; please report it.
 	StatusInternal Status = -18
+	// StatusHazard is QD_ERROR_HAZARD (-19): validation found a hazard in this call (since 0.2).
+	StatusHazard Status = -19
 )
 
 // Sentinel errors, one per status other than success: errors.Is(err, qd.ErrInvalidHandle)
@@ -87,6 +89,8 @@ var (
 	ErrLaunchFailed = &Error{Status: StatusLaunchFailed}
 	// ErrInternal: an internal error; please report it.
 	ErrInternal = &Error{Status: StatusInternal}
+	// ErrHazard: validation found a hazard in this call (since 0.2).
+	ErrHazard = &Error{Status: StatusHazard}
 )
 
 // statusInfo holds each status's C name, description and sentinel (nil for success).
@@ -114,4 +118,5 @@ var statusInfo = map[Status]struct {
 	StatusForked:             {"QD_ERROR_FORKED", "the context was inherited across fork()", ErrForked},
 	StatusLaunchFailed:       {"QD_ERROR_LAUNCH_FAILED", "the backend rejected the launch", ErrLaunchFailed},
 	StatusInternal:           {"QD_ERROR_INTERNAL", "an internal error; please report it", ErrInternal},
+	StatusHazard:             {"QD_ERROR_HAZARD", "validation found a hazard in this call (since 0.2)", ErrHazard},
 }

@@ -1167,6 +1167,12 @@ typedef enum qd_param_access {
     QD_PARAM_READ = 1,        /**< the kernel only reads it: reads on several streams are fine */
     QD_PARAM_WRITE = 2,       /**< the kernel only writes it */
     QD_PARAM_IGNORE = 3,      /**< not memory (or memory the kernel never touches): not checked */
+    /** The kernel reads and writes only its own part of the memory, chosen by its other
+     *  arguments (a data-parallel split: each task of a qd_launch_parallel takes a slice of one
+     *  buffer). qd cannot see the parts, so launches of this kernel (the same kernel object)
+     *  are not checked against each other for it; against every other operation they count as
+     *  read-write as usual. */
+    QD_PARAM_PARTITIONED = 4,
     QD_PARAM_ACCESS_FORCE_32_ = 0x7fffffff
 } qd_param_access;
 

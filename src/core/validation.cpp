@@ -60,6 +60,9 @@ struct ValidationObserver::Access {
     uint64_t epoch = 0;
     bool write = false;
     std::shared_ptr<const OpInfo> op;
+    // QD_PARAM_PARTITIONED: the kernel's launches touch disjoint parts, so two such accesses
+    // of one kernel are not checked against each other.
+    const void *partitioned_by = nullptr;
 };
 
 struct ValidationObserver::Block {
@@ -127,7 +130,7 @@ qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access) {
     if (index >= QD_MAX_ARGS)
         return fail(QD_ERROR_INVALID_ARGUMENT, "parameter index %u is not below QD_MAX_ARGS (%u)",
                     index, QD_MAX_ARGS);
-    if (access > QD_PARAM_IGNORE)
+    if (access > QD_PARAM_PARTITIONED)
         return fail(QD_ERROR_INVALID_ARGUMENT, "access %u is not a qd_param_access value", access);
     Kernel *k = nullptr;
     qd_status st = resolve(kernel, &k);
@@ -200,7 +203,7 @@ void ValidationObserver::allocated(const Stream *stream, uint64_t address, uint6
     op.kind = OpKind::MemAlloc;
     auto info = describe(op, "alloc", a);
     Block *b = block_at(address);
-    if (b) commit(*b, 0, b->bytes, true, a, epoch, info);
+    if (b) commit(*b, 0, b->bytes, true, a, epoch, info, nullptr);
 }
 
 qd_status ValidationObserver::host_freeing(uint64_t address, bool *taken) {
@@ -216,7 +219,7 @@ qd_status ValidationObserver::host_freeing(uint64_t address, bool *taken) {
         Op op;
         op.kind = OpKind::MemFree;
         auto info = describe(op, "qd_host_free", 0);
-        check(b, 0, b.bytes, true, 0, host_, info, QD_HAZARD_FREE_IN_USE, "", &reports);
+        check(b, 0, b.bytes, true, 0, host_, info, nullptr, QD_HAZARD_FREE_IN_USE, "", &reports);
         if (reports.empty() || !fail_calls_) {
             b.freed = true;
             b.free_op = info;
@@ -297,11 +300,13 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
             uint64_t lo, hi;
             bool read, write;
             uint64_t arg_offset;  // the lowest offset an argument names (kernels)
+            int partitioned;      // 1: only through QD_PARAM_PARTITIONED parameters
         };
         std::vector<Touch> touches;
         // A kernel's arguments into one block make one access (to_end: the extent is unknown,
         // so from the lowest address named to the block's end); a copy's two sides stay two.
-        auto touch = [&](uint64_t address, uint64_t bytes, bool write, bool to_end) {
+        auto touch = [&](uint64_t address, uint64_t bytes, bool write, bool to_end,
+                         bool partitioned = false) {
             Block *b = block_at(address);
             if (!b) return;
             const uint64_t lo = address - b->start;
@@ -311,9 +316,10 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
                     t.lo = std::min(t.lo, lo);
                     t.hi = std::max(t.hi, hi);
                     (write ? t.write : t.read) = true;
+                    t.partitioned = t.partitioned && partitioned;
                     return;
                 }
-            touches.push_back(Touch{b, lo, hi, !write, write, lo});
+            touches.push_back(Touch{b, lo, hi, !write, write, lo, partitioned ? 1 : 0});
         };
         const char *what = "";
         std::string kernel_what;
@@ -326,12 +332,13 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
                                          ? op.kernel->param_access[i].load(std::memory_order_relaxed)
                                          : uint8_t(QD_PARAM_READ_WRITE);
                 if (mode == QD_PARAM_IGNORE) continue;
+                const bool parts = mode == QD_PARAM_PARTITIONED;
                 const auto *data = static_cast<const uint8_t *>(op.args[i].data);
                 for (uint64_t off = 0; data && off + 8 <= op.args[i].size; off += 8) {
                     uint64_t value;
                     std::memcpy(&value, data + off, 8);
-                    if (mode != QD_PARAM_WRITE) touch(value, 0, false, true);
-                    if (mode != QD_PARAM_READ) touch(value, 0, true, true);
+                    if (mode != QD_PARAM_WRITE) touch(value, 0, false, true, parts);
+                    if (mode != QD_PARAM_READ) touch(value, 0, true, true, parts);
                 }
             }
             break;
@@ -361,6 +368,7 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
         const Clock &clock = actor.clock;
         auto info = describe(op, what, a);
         const bool is_free = op.kind == OpKind::MemFree;
+        const void *kernel_key = op.kind == OpKind::Launch ? op.kernel->impl.get() : nullptr;
         for (const Touch &t : touches) {
             if (t.block->freed) {
                 Report r;
@@ -385,6 +393,7 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
             // A write (or read-write) access conflicts with every unordered access, a read
             // with unordered writes.
             check(*t.block, t.lo, t.hi, t.write, a, clock, info,
+                  t.partitioned ? kernel_key : nullptr,
                   is_free ? QD_HAZARD_FREE_IN_USE : QD_HAZARD_RACE,
                   is_free ? "" : t.write ? (t.read ? " (read-write)" : " (write)") : " (read)",
                   &reports);
@@ -400,8 +409,8 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
                     t.block->accesses.clear();
                     continue;
                 }
-                if (t.write) commit(*t.block, t.lo, t.hi, true, a, epoch, info);
-                else commit(*t.block, t.lo, t.hi, false, a, epoch, info);
+                commit(*t.block, t.lo, t.hi, t.write, a, epoch, info,
+                       t.partitioned ? kernel_key : nullptr);
             }
             if (is_free && !touches.empty()) {
                 // Held back: the release is queued on this stream later (quarantine()).
@@ -423,10 +432,12 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
 
 void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool write,
                                uint32_t actor, const Clock &clock,
-                               const std::shared_ptr<const OpInfo> &op, uint32_t kind,
-                               const char *mode, std::vector<Report> *out) {
+                               const std::shared_ptr<const OpInfo> &op,
+                               const void *partitioned_by, uint32_t kind, const char *mode,
+                               std::vector<Report> *out) {
     const Access *conflict = nullptr;
     for (const Access &prev : block.accesses) {
+        if (partitioned_by && prev.partitioned_by == partitioned_by) continue;  // its own parts
         if (prev.hi <= lo || hi <= prev.lo) continue;      // no byte in common
         if (!write && !prev.write) continue;                // two reads
         if (prev.actor == actor && actor != 0) continue;    // one stream: in order
@@ -464,21 +475,26 @@ void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool writ
 
 void ValidationObserver::commit(Block &block, uint64_t lo, uint64_t hi, bool write,
                                 uint32_t actor, uint64_t epoch,
-                                const std::shared_ptr<const OpInfo> &op) {
+                                const std::shared_ptr<const OpInfo> &op,
+                                const void *partitioned_by) {
     auto &acc = block.accesses;
     // Superseded: a write supersedes every access within its bytes, a read the same stream's
-    // earlier reads within its bytes.
+    // earlier reads within its bytes; a partitioned write only its own stream's (the other
+    // parts are still being written).
     acc.erase(std::remove_if(acc.begin(), acc.end(),
                              [&](const Access &p) {
                                  const bool within = lo <= p.lo && p.hi <= hi;
-                                 return within && (write || (!p.write && p.actor == actor));
+                                 if (!within) return false;
+                                 if (partitioned_by && p.partitioned_by == partitioned_by)
+                                     return p.actor == actor;
+                                 return write || (!p.write && p.actor == actor);
                              }),
               acc.end());
     if (acc.size() >= kMaxAccesses) {
         auto read = std::find_if(acc.begin(), acc.end(), [](const Access &p) { return !p.write; });
         acc.erase(read != acc.end() ? read : acc.begin());
     }
-    acc.push_back(Access{lo, hi, actor, epoch, write, op});
+    acc.push_back(Access{lo, hi, actor, epoch, write, op, partitioned_by});
 }
 
 // ---------------------------------------------------------------------------------------------

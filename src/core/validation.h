@@ -97,10 +97,13 @@ class ValidationObserver final : public OpObserver {
     // Checks one access of the operation (actor, clock) to [lo, hi) of `block`; appends at
     // most one report. `kind` is QD_HAZARD_RACE, or QD_HAZARD_FREE_IN_USE for a free.
     void check(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
-               const Clock &clock, const std::shared_ptr<const OpInfo> &op, uint32_t kind,
-               const char *mode, std::vector<Report> *out);
+               const Clock &clock, const std::shared_ptr<const OpInfo> &op,
+               const void *partitioned_by, uint32_t kind, const char *mode,
+               std::vector<Report> *out);
+    // partitioned_by: the kernel of a QD_PARAM_PARTITIONED access (else null).
     void commit(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
-                uint64_t epoch, const std::shared_ptr<const OpInfo> &op);
+                uint64_t epoch, const std::shared_ptr<const OpInfo> &op,
+                const void *partitioned_by);
     Block *block_at(uint64_t address);
     void add_block(uint64_t address, uint64_t bytes, bool host);
     void quarantine(Held held, std::vector<Held> *release);

@@ -348,6 +348,30 @@ TEST_P(ValidationTest, SameInputOnTwoStreams_ReportedUnlessDeclaredReadOnly) {
     EXPECT_EQ(seen().size(), 1u);
 }
 
+TEST_P(ValidationTest, PartitionedParameter_TasksOfOneKernel_NoReport_OtherKernelsStillChecked) {
+    const uint64_t x = block();
+    ASSERT_QD_OK(qd_kernel_set_param_access(kernels_->write_value(), 0, QD_PARAM_PARTITIONED));
+    qd_stream s = stream();
+    qd_task tasks[2] = {QD_TASK_INIT, QD_TASK_INIT};
+    uint64_t dst[2] = {x, x + 64};
+    uint32_t value[2] = {1, 2};
+    qd_arg args[2][2] = {{{&dst[0], 8}, {&value[0], 4}}, {{&dst[1], 8}, {&value[1], 4}}};
+    for (int g = 0; g < 2; ++g) {
+        tasks[g].group = uint32_t(g);
+        tasks[g].kernel = kernels_->write_value();
+        tasks[g].args = args[g];
+        tasks[g].num_args = 2;
+    }
+    ASSERT_QD_OK(qd_launch_parallel(s, tasks, 2));
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    // Another operation on another stream is still checked against them.
+    qd_stream b = stream();
+    ran(s);
+    ASSERT_QD_OK(qd_memset_async(b, x, 0, 4));
+    ASSERT_EQ(seen().size(), 1u);
+    EXPECT_TRUE(contains(seen()[0].other_operation, "qd_test_write_value"));
+}
+
 TEST_P(ValidationTest, MemsetOfDisjointHalvesOnTwoStreams_NoReport_OverlapReported) {
     const uint64_t x = block(256);
     qd_stream a = stream(), b = stream();
@@ -491,7 +515,7 @@ TEST_P(ValidationTest, HandlerAndParamAccess_BadInput) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "QD_MAX_ARGS",
                   qd_kernel_set_param_access(kernels_->add_value(), QD_MAX_ARGS, QD_PARAM_READ));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "qd_param_access",
-                  qd_kernel_set_param_access(kernels_->add_value(), 0, 4));
+                  qd_kernel_set_param_access(kernels_->add_value(), 0, 5));
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_kernel_set_param_access(0, 0, QD_PARAM_READ));
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_kernel_set_param_access(default_, 0, QD_PARAM_READ));
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_context_set_hazard_handler(0, nullptr, nullptr));

@@ -54,6 +54,8 @@ from ._errors import (
     DeviceLostError,
     ForkedError,
     HandleTypeError,
+    HazardError,
+    HazardWarning,
     InternalError,
     InvalidAddressError,
     InvalidArgumentError,
@@ -98,14 +100,15 @@ for _name in ("Backend", "Context", "ContextStatistics", "DeviceArray", "DeviceB
               "Task", "QdError", "Status", "LibraryNotFoundError", "HostKernelInfo"):
     globals()[_name].__module__ = __name__  # shown (and pickled) as qd.X
 for _cls in list(globals().values()):
-    if isinstance(_cls, type) and issubclass(_cls, (QdError, CallbackError)):
+    if isinstance(_cls, type) and issubclass(_cls, (QdError, CallbackError, HazardWarning)):
         _cls.__module__ = __name__
 del _name, _cls
 
 __all__ = [
     "FFI", "ArgumentRangeError", "ArgumentTypeError", "Backend", "BackendUnavailableError",
     "CallbackError", "Context", "ContextStatistics", "DeviceArray", "DeviceBuffer", "DeviceLostError",
-    "DeviceProperties", "Event", "ForkedError", "Graph", "HandleTypeError", "HostBuffer",
+    "DeviceProperties", "Event", "ForkedError", "Graph", "HandleTypeError", "HazardError",
+    "HazardWarning", "HostBuffer",
     "HostKernelFn", "HostKernelInfo", "InternalError", "InvalidAddressError",
     "InvalidArgumentError", "InvalidHandleError", "InvalidImageError", "InvalidOperationError",
     "Kernel", "LaunchFailedError", "Launcher", "LibraryNotFoundError", "Module",

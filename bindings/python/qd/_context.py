@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
+import warnings
 import weakref
 from ctypes import (
     byref,
@@ -27,6 +29,7 @@ from . import _lib
 from ._lib import C as _C, H as _H, ref as _ref
 from ._errors import (
     ArgumentTypeError,
+    HazardWarning,
     NotFoundError,
     ObjectClosedError,
     Status,
@@ -121,6 +124,31 @@ class ContextStatistics:
     bytes_allocated: int
     host_bytes_allocated: int
     live_graphs: int = 0  # since 0.2
+    hazards_reported: int = 0  # since 0.2: reports of the validation mode
+
+
+#: qd_context_flags (qd.h): Context(validate=True) and validate="raise".
+CONTEXT_VALIDATE = 1
+CONTEXT_VALIDATE_FAIL = 2
+
+# The hazard handler: one C trampoline for the process; user_data is 1 for "warn" contexts
+# and 0 for "raise" ones (whose refused call raises HazardError with the report instead).
+
+
+def _hazard_trampoline(hazard: Any, user_data: Optional[int]) -> None:
+    try:
+        if not user_data:
+            return
+        message = hazard.contents.message.decode("utf-8", "replace")
+        warnings.warn(message, HazardWarning, stacklevel=2)
+    except BaseException:  # interpreter shutdown, or a warnings filter set to "error"
+        pass
+
+
+_HAZARD = _lib.HazardFn(_hazard_trampoline)
+# Never freed: C may call it until every context is gone.
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_HAZARD))
+_HAZARD_C = _lib.fnptr(_HAZARD, "qd_hazard_fn")
 
 
 def _peer(peer: Any) -> "Context":
@@ -143,6 +171,11 @@ class Context:
         stream_pool_size: most streams leased at once (0 = 32; at most 4096).
         event_pool_size: fork/join events kept for reuse (0 = 256).
         cpu_worker_threads: CPU backend worker threads (0 = max(2, cores); at most 256).
+        validate: the validation mode (qd.h, "Validation"): ``True`` (or ``"warn"``) reports
+            every unsynchronised cross-stream access, unsafe free and use after free as a
+            ``qd.HazardWarning``; ``"raise"`` also refuses the offending call with
+            ``qd.HazardError``. ``False`` leaves it to the environment (``QD_VALIDATE=1``
+            turns it on for every context; its reports are then warnings too).
 
     Raises:
         InvalidArgumentError, BackendUnavailableError, OutOfMemoryError: see qd_context_create.
@@ -153,9 +186,14 @@ class Context:
 
     def __init__(self, backend: Union[Backend, str, int] = Backend.DEFAULT, device: int = 0, *,
                  stream_pool_size: int = 0, event_pool_size: int = 0,
-                 cpu_worker_threads: int = 0) -> None:
+                 cpu_worker_threads: int = 0, validate: Union[bool, str] = False) -> None:
         self._h = 0
+        if validate not in (False, True, "warn", "raise"):
+            raise ArgumentTypeError(
+                f"validate must be False, True, 'warn' or 'raise', not {validate!r}")
         desc = _lib.ContextDesc()
+        if validate:
+            desc.flags = CONTEXT_VALIDATE | (CONTEXT_VALIDATE_FAIL if validate == "raise" else 0)
         desc.backend = _u32(_backend(backend), "backend")
         desc.device = _u32(device, "device")
         desc.stream_pool_size = _u32(stream_pool_size, "stream_pool_size")
@@ -172,6 +210,10 @@ class Context:
             exc = _err(status)
             _f_ctx_destroy(_H(handle))
             raise exc
+        # Reports become warnings (validation on through flags or QD_VALIDATE; off, the call
+        # says so with QD_ERROR_INVALID_OPERATION and nothing changes).
+        _C.qd_context_set_hazard_handler(handle, _HAZARD_C,
+                                         _lib.ptr(0 if validate == "raise" else 1))
         self._h = handle
         self._c = _H(handle)
         b = desc.backend

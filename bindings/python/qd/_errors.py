@@ -28,6 +28,8 @@ __all__ = [
     "InvalidImageError",
     "InvalidOperationError",
     "LaunchFailedError",
+    "HazardError",
+    "HazardWarning",
     "NotFoundError",
     "NotReadyError",
     "NotRecordedError",
@@ -67,6 +69,7 @@ class Status:
     ERROR_FORKED = -16
     ERROR_LAUNCH_FAILED = -17
     ERROR_INTERNAL = -18
+    ERROR_HAZARD = -19  # since 0.2
 
 
 class QdError(Exception):
@@ -234,6 +237,19 @@ class InternalError(QdError):
     default_status = Status.ERROR_INTERNAL
 
 
+class HazardError(QdError):
+    """QD_ERROR_HAZARD: the validation mode found a hazard in this call and refused it
+    (``Context(validate="raise")``); the message is the report."""
+
+    default_status = Status.ERROR_HAZARD
+
+
+class HazardWarning(UserWarning):
+    """A hazard the validation mode reported (``Context(validate=True)``): an unsynchronised
+    cross-stream access, a free while in use, or a use after free. The message is qd's report,
+    naming both operations, their streams and the allocation."""
+
+
 class CallbackError(QdError, RuntimeError):
     """A Python host callback or host kernel raised. Reported (with the original exception as
     ``__cause__``) by the next ``synchronize()`` of any stream, event or the context it ran
@@ -260,7 +276,7 @@ _BY_STATUS: Dict[int, Type[QdError]] = {
         InvalidOperationError, OutOfMemoryError, QdOverflowError, InvalidAddressError,
         PoolExhaustedError, NotFoundError, InvalidImageError, TimingDisabledError,
         NotRecordedError, NotSupportedError, BackendUnavailableError, DeviceLostError,
-        ForkedError, LaunchFailedError, InternalError,
+        ForkedError, LaunchFailedError, InternalError, HazardError,
     )
 }
 

@@ -121,6 +121,10 @@ def kernel_arg(args: Any, index: int, ctype: Any = c_uint64) -> Any:
     return ctype.from_address(args[index]).value
 
 
+#: qd_param_access, by the names Kernel.set_param_access takes.
+PARAM_ACCESS = {"read_write": 0, "read": 1, "write": 2, "ignore": 3, "partitioned": 4}
+
+
 class Kernel(_ContextChild):
     """A kernel: from ``Module.get_kernel`` or ``Kernel.from_host_fn`` (CPU only).
 
@@ -215,6 +219,26 @@ class Kernel(_ContextChild):
     def close(self) -> None:
         """Destroy the kernel handle; queued work with it still runs. Idempotent."""
         self._close()
+
+    def set_param_access(self, index: int, access: str) -> None:
+        """Declare how the kernel uses the memory its parameter ``index`` points to, for the
+        validation mode (``qd_kernel_set_param_access``): ``"read"``, ``"write"``,
+        ``"read_write"`` (the default), ``"ignore"`` or ``"partitioned"`` (each launch touches
+        only its own part, chosen by its other arguments). With ``"read"``, launches on several
+        streams that read the same buffer are not reported as races.
+
+        Raises:
+            InvalidArgumentError: index >= 64, or an unknown access.
+        """
+        if access not in PARAM_ACCESS:
+            raise ArgumentTypeError(
+                f"access must be one of {sorted(PARAM_ACCESS)}, not {access!r}")
+        if self.closed:
+            raise self._closed_error()
+        status = _C.qd_kernel_set_param_access(
+            self._h, _u32(index, "index"), PARAM_ACCESS[access])
+        if status:
+            raise _err(status, self._ctx)
 
     def _config_ref(self, grid: Any, block: Any, shared_mem: Any) -> Any:
         """``byref`` of the launch config, cached per (grid, block, shared_mem)."""

@@ -38,6 +38,8 @@ __all__ = [
     "DeviceInfo",
     "FUNCTIONS",
     "HostFn",
+    "Hazard",
+    "HazardFn",
     "HostKernelFn",
     "HostKernelInfo",
     "LaunchConfig",
@@ -173,6 +175,7 @@ class ContextStats(_Described):
             "bytes_allocated",
             "host_bytes_allocated",
             "live_graphs",
+            "hazards_reported",
         )
     ]
 
@@ -194,6 +197,24 @@ class DeviceInfo(_Described):
     ]
 
 
+class Hazard(Structure):
+    """``qd_hazard``: one hazard the validation mode reports (valid during the handler only)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("kind", c_uint32),
+        ("context", c_uint64),
+        ("stream", c_uint64),
+        ("other_stream", c_uint64),
+        ("allocation", c_uint64),
+        ("allocation_bytes", c_uint64),
+        ("offset", c_uint64),
+        ("operation", c_char_p),
+        ("other_operation", c_char_p),
+        ("message", c_char_p),
+    ]
+
+
 #: C struct name -> its ctypes mirror (every public struct of qd.h).
 STRUCTS: Dict[str, type] = {
     "qd_context_desc": ContextDesc,
@@ -204,6 +225,7 @@ STRUCTS: Dict[str, type] = {
     "qd_host_kernel_info": HostKernelInfo,
     "qd_context_stats": ContextStats,
     "qd_device_info": DeviceInfo,
+    "qd_hazard": Hazard,
 }
 
 #: ``qd_host_kernel_fn``: int32_t (*)(const qd_host_kernel_info *info, void *const *args).
@@ -214,6 +236,9 @@ HostKernelFn.__doc__ = (
     "qd_host_kernel_fn: int32_t (*)(const qd_host_kernel_info *info, void *const *args). "
     "Wrap a Python function with it (as a decorator) to make a raw ctypes host kernel.")
 HostFn.__doc__ = "qd_host_fn: void (*)(void *user_data), a host callback."
+#: ``qd_hazard_fn``: void (*)(const qd_hazard *hazard, void *user_data).
+HazardFn = CFUNCTYPE(None, POINTER(Hazard), c_void_p)
+HazardFn.__doc__ = "qd_hazard_fn: void (*)(const qd_hazard *hazard, void *user_data)."
 
 # ----------------------------------------------------------------------------------------------
 # Every function of qd.h: name -> (restype, argtypes). Handles are c_uint64, qd_status c_int32.
@@ -295,6 +320,9 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_context_can_access_peer": (_status, [_handle, _handle, POINTER(c_uint32)]),
     "qd_context_enable_peer_access": (_status, [_handle, _handle]),
     "qd_memcpy_peer_async": (_status, [_handle, c_uint64, _handle, c_uint64, _handle, c_uint64]),
+    # validation (since 0.2)
+    "qd_context_set_hazard_handler": (_status, [_handle, HazardFn, c_void_p]),
+    "qd_kernel_set_param_access": (_status, [_handle, c_uint32, c_uint32]),
 }
 
 # ----------------------------------------------------------------------------------------------

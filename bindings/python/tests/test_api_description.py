@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 import pytest
 
 import qd
-from qd import _base, _errors, _lib
+from qd import _base, _context, _errors, _kernel, _lib
 
 from conftest import REPO_DIR
 
@@ -240,12 +240,20 @@ MIRRORED: Dict[str, Any] = {
     # timing=True).
     "QD_STREAM_NON_BLOCKING": 1,
     "QD_EVENT_TIMING": 1,
+    # _context.py: Context(validate=True) / validate="raise".
+    "QD_CONTEXT_VALIDATE": _context.CONTEXT_VALIDATE,
+    "QD_CONTEXT_VALIDATE_FAIL": _context.CONTEXT_VALIDATE_FAIL,
+    # Kernel.set_param_access takes these by name ("read", "write", "read_write", "ignore").
+    **{f"QD_PARAM_{k.upper()}": v for k, v in _kernel.PARAM_ACCESS.items()},
     **{f"QD_BACKEND_{m.name}": m.value for m in qd.Backend},
 }
 NOT_MIRRORED: Dict[str, str] = {
     "QD_VERSION_PATCH": "the binding needs major.minor only (_lib.ABI_MAJOR, ABI_MINOR)",
     "QD_VERSION": "qd.version() decodes qd_version() itself",
     "QD_MAX_ARG_BYTES": "C enforces it (QD_ERROR_OVERFLOW becomes qd.QdOverflowError)",
+    "QD_HAZARD_RACE": "reports arrive as messages (qd.HazardWarning, qd.HazardError)",
+    "QD_HAZARD_FREE_IN_USE": "reports arrive as messages (qd.HazardWarning, qd.HazardError)",
+    "QD_HAZARD_USE_AFTER_FREE": "reports arrive as messages (qd.HazardWarning, qd.HazardError)",
 }
 
 

@@ -1,6 +1,6 @@
 //! Constants, status codes and enum values of qd.h.
 
-use crate::types::{qd_backend, qd_status};
+use crate::types::{qd_backend, qd_hazard_kind, qd_param_access, qd_status};
 
 /// `QD_VERSION_MAJOR`.
 pub const QD_VERSION_MAJOR: u32 = 0;
@@ -57,6 +57,8 @@ pub const QD_ERROR_FORKED: qd_status = -16;
 pub const QD_ERROR_LAUNCH_FAILED: qd_status = -17;
 /// `QD_ERROR_INTERNAL`: an internal error; please report it.
 pub const QD_ERROR_INTERNAL: qd_status = -18;
+/// `QD_ERROR_HAZARD` (since 0.2): validation found a hazard in this call.
+pub const QD_ERROR_HAZARD: qd_status = -19;
 
 /// Every status of `QD_STATUS_LIST`: (name, value, description), in header order.
 pub const QD_STATUS_LIST: &[(&str, qd_status, &str)] = &[
@@ -80,6 +82,7 @@ pub const QD_STATUS_LIST: &[(&str, qd_status, &str)] = &[
     ("QD_ERROR_FORKED", -16, "the context was inherited across fork()"),
     ("QD_ERROR_LAUNCH_FAILED", -17, "the backend rejected the launch"),
     ("QD_ERROR_INTERNAL", -18, "an internal error; please report it"),
+    ("QD_ERROR_HAZARD", -19, "validation found a hazard in this call (since 0.2)"),
 ];
 
 // enum qd_backend.
@@ -96,6 +99,32 @@ pub const QD_BACKEND_HIP: qd_backend = 3;
 /// `QD_STREAM_NON_BLOCKING` (`qd_stream_desc.flags`).
 pub const QD_STREAM_NON_BLOCKING: u32 = 1 << 0;
 
+// enum qd_context_flags (since 0.2).
+/// `QD_CONTEXT_VALIDATE` (`qd_context_desc.flags`): the validation mode.
+pub const QD_CONTEXT_VALIDATE: u32 = 1 << 0;
+/// `QD_CONTEXT_VALIDATE_FAIL`: a hazard also refuses its call with `QD_ERROR_HAZARD`.
+pub const QD_CONTEXT_VALIDATE_FAIL: u32 = 1 << 1;
+
+// enum qd_hazard_kind (since 0.2).
+/// `QD_HAZARD_RACE`: a write and another access, unordered, on two streams.
+pub const QD_HAZARD_RACE: qd_hazard_kind = 1;
+/// `QD_HAZARD_FREE_IN_USE`: a free not ordered after an access of the block.
+pub const QD_HAZARD_FREE_IN_USE: qd_hazard_kind = 2;
+/// `QD_HAZARD_USE_AFTER_FREE`: an access to a block after its free was queued.
+pub const QD_HAZARD_USE_AFTER_FREE: qd_hazard_kind = 3;
+
+// enum qd_param_access (since 0.2).
+/// `QD_PARAM_READ_WRITE`: the default.
+pub const QD_PARAM_READ_WRITE: qd_param_access = 0;
+/// `QD_PARAM_READ`: the kernel only reads the memory the parameter points to.
+pub const QD_PARAM_READ: qd_param_access = 1;
+/// `QD_PARAM_WRITE`: the kernel only writes it.
+pub const QD_PARAM_WRITE: qd_param_access = 2;
+/// `QD_PARAM_IGNORE`: not memory; not checked.
+pub const QD_PARAM_IGNORE: qd_param_access = 3;
+/// `QD_PARAM_PARTITIONED`: each launch touches only its own part (a data-parallel split).
+pub const QD_PARAM_PARTITIONED: qd_param_access = 4;
+
 // enum qd_event_flags.
 /// `QD_EVENT_TIMING`: the event records a timestamp.
 pub const QD_EVENT_TIMING: u32 = 1 << 0;
@@ -109,4 +138,5 @@ pub const QD_STRUCT_FIRST_SIZES: &[(&str, u32, &str)] = &[
     ("qd_host_kernel_info", 56, "0.1"),
     ("qd_context_stats", 128, "0.1"),
     ("qd_device_info", 168, "0.1"),
+    ("qd_hazard", 80, "0.2"),
 ];

@@ -99,4 +99,8 @@ extern "C" {
         src_ctx: qd_context,
         bytes: u64,
     ) -> qd_status;
+
+    // Validation (since 0.2).
+    pub fn qd_context_set_hazard_handler(ctx: qd_context, fn_: qd_hazard_fn, user_data: *mut c_void) -> qd_status;
+    pub fn qd_kernel_set_param_access(kernel: qd_kernel, index: u32, access: u32) -> qd_status;
 }

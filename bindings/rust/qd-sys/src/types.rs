@@ -26,6 +26,12 @@ pub type qd_host_kernel_fn =
     Option<unsafe extern "C" fn(info: *const qd_host_kernel_info, args: *const *mut c_void) -> i32>;
 /// `qd_host_fn`: a host callback run in stream order.
 pub type qd_host_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+/// `qd_hazard_kind` (since 0.2; a C enum of 32 bits).
+pub type qd_hazard_kind = u32;
+/// `qd_param_access` (since 0.2; a C enum of 32 bits).
+pub type qd_param_access = u32;
+/// `qd_hazard_fn` (since 0.2): receives one hazard the validation mode found.
+pub type qd_hazard_fn = Option<unsafe extern "C" fn(hazard: *const qd_hazard, user_data: *mut c_void)>;
 
 /// `qd_context_desc`: parameters of `qd_context_create`.
 #[repr(C)]
@@ -148,6 +154,8 @@ pub struct qd_context_stats {
     pub host_bytes_allocated: u64,
     /// Since 0.2.
     pub live_graphs: u64,
+    /// Since 0.2: hazards the validation mode reported.
+    pub hazards_reported: u64,
 }
 /// `QD_CONTEXT_STATS_INIT`.
 pub const QD_CONTEXT_STATS_INIT: qd_context_stats = qd_context_stats {
@@ -169,7 +177,26 @@ pub const QD_CONTEXT_STATS_INIT: qd_context_stats = qd_context_stats {
     bytes_allocated: 0,
     host_bytes_allocated: 0,
     live_graphs: 0,
+    hazards_reported: 0,
 };
+
+/// `qd_hazard` (since 0.2): one hazard, as the hazard handler receives it; its pointers are
+/// valid only during the handler's call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct qd_hazard {
+    pub struct_size: u32,
+    pub kind: u32,
+    pub context: qd_context,
+    pub stream: qd_stream,
+    pub other_stream: qd_stream,
+    pub allocation: u64,
+    pub allocation_bytes: u64,
+    pub offset: u64,
+    pub operation: *const c_char,
+    pub other_operation: *const c_char,
+    pub message: *const c_char,
+}
 
 /// `qd_device_info`: what `qd_device_get_info` reports.
 #[repr(C)]

@@ -71,7 +71,11 @@ fn rust_layouts() -> Layouts {
         struct_size, reserved, live_streams, live_events, live_modules, live_kernels,
         stream_pool_capacity, stream_pool_created, stream_pool_leased, stream_pool_hits,
         stream_pool_misses, event_pool_created, event_pool_hits, event_pool_misses,
-        live_allocations, bytes_allocated, host_bytes_allocated, live_graphs
+        live_allocations, bytes_allocated, host_bytes_allocated, live_graphs, hazards_reported
+    });
+    layout!(m, qd_hazard {
+        struct_size, kind, context, stream, other_stream, allocation, allocation_bytes, offset,
+        operation, other_operation, message
     });
     layout!(m, qd_device_info {
         struct_size, backend, device, driver_version, compute_major, compute_minor,
@@ -98,8 +102,11 @@ fn rust_values() -> BTreeMap<String, i64> {
         QD_ERROR_POOL_EXHAUSTED, QD_ERROR_NOT_FOUND, QD_ERROR_INVALID_IMAGE,
         QD_ERROR_TIMING_DISABLED, QD_ERROR_NOT_RECORDED, QD_ERROR_NOT_SUPPORTED,
         QD_ERROR_BACKEND_UNAVAILABLE, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED,
-        QD_ERROR_LAUNCH_FAILED, QD_ERROR_INTERNAL, QD_BACKEND_DEFAULT, QD_BACKEND_CPU,
-        QD_BACKEND_CUDA, QD_BACKEND_HIP, QD_STREAM_NON_BLOCKING, QD_EVENT_TIMING,
+        QD_ERROR_LAUNCH_FAILED, QD_ERROR_INTERNAL, QD_ERROR_HAZARD, QD_BACKEND_DEFAULT,
+        QD_BACKEND_CPU, QD_BACKEND_CUDA, QD_BACKEND_HIP, QD_STREAM_NON_BLOCKING, QD_EVENT_TIMING,
+        QD_CONTEXT_VALIDATE, QD_CONTEXT_VALIDATE_FAIL, QD_HAZARD_RACE, QD_HAZARD_FREE_IN_USE,
+        QD_HAZARD_USE_AFTER_FREE, QD_PARAM_READ_WRITE, QD_PARAM_READ, QD_PARAM_WRITE,
+        QD_PARAM_IGNORE, QD_PARAM_PARTITIONED,
     )
 }
 
@@ -154,9 +161,9 @@ fn the_parse_finds_the_whole_header() {
     // Guards the parser itself: if it silently found nothing, every comparison would pass.
     let h = parse_header(&header_text());
     assert!(h.functions.len() >= 45, "functions: {:?}", h.functions.keys());
-    assert_eq!(h.structs.len(), 8, "structs: {:?}", h.structs.keys());
-    assert_eq!(h.statuses.len(), 20);
-    assert_eq!(h.first_sizes.len(), 7);
+    assert_eq!(h.structs.len(), 9, "structs: {:?}", h.structs.keys());
+    assert_eq!(h.statuses.len(), 21);
+    assert_eq!(h.first_sizes.len(), 8);
     assert!(h.fn_types.contains_key("qd_host_kernel_fn") && h.fn_types.contains_key("qd_host_fn"));
     assert_eq!(h.functions["qd_launch"].params[2], ("config".into(), "*constqd_launch_config".into()));
 }

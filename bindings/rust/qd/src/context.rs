@@ -123,9 +123,28 @@ pub struct ContextBuilder {
     stream_pool_size: u32,
     event_pool_size: u32,
     cpu_worker_threads: u32,
+    flags: u32,
 }
 
 impl ContextBuilder {
+    /// The validation mode (`QD_CONTEXT_VALIDATE`, qd.h "Validation"): unsynchronised
+    /// cross-stream accesses, unsafe frees and uses after free are reported (one line on
+    /// stderr each) and counted in [`Stats::hazards_reported`]. Default off (or
+    /// `QD_VALIDATE=1` in the environment).
+    pub fn validate(mut self, on: bool) -> Self {
+        self.flags = if on { self.flags | qd_sys::QD_CONTEXT_VALIDATE } else { 0 };
+        self
+    }
+    /// With [`validate`](Self::validate): a call that would be a hazard also fails with
+    /// [`Error::Hazard`](crate::Error::Hazard) and queues nothing (`QD_CONTEXT_VALIDATE_FAIL`).
+    pub fn validate_fail(mut self, on: bool) -> Self {
+        self.flags = if on {
+            qd_sys::QD_CONTEXT_VALIDATE | qd_sys::QD_CONTEXT_VALIDATE_FAIL
+        } else {
+            self.flags & !qd_sys::QD_CONTEXT_VALIDATE_FAIL
+        };
+        self
+    }
     /// The backend (default: [`Backend::Default`], the CPU backend).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -161,6 +180,7 @@ impl ContextBuilder {
             stream_pool_size: self.stream_pool_size,
             event_pool_size: self.event_pool_size,
             cpu_worker_threads: self.cpu_worker_threads,
+            flags: self.flags,
             ..qd_sys::QD_CONTEXT_DESC_INIT
         };
         let mut raw = 0;
@@ -301,6 +321,7 @@ impl Context {
             bytes_allocated: s.bytes_allocated,
             host_bytes_allocated: s.host_bytes_allocated,
             live_graphs: s.live_graphs,
+            hazards_reported: s.hazards_reported,
         })
     }
 
@@ -385,4 +406,6 @@ pub struct Stats {
     pub host_bytes_allocated: u64,
     /// Graphs ([`crate::Graph`]) not yet destroyed (since 0.2).
     pub live_graphs: u64,
+    /// Hazards the validation mode reported (0 when it is off).
+    pub hazards_reported: u64,
 }

@@ -91,6 +91,7 @@ statuses! {
     Forked = QD_ERROR_FORKED, "`QD_ERROR_FORKED`: the context was inherited across fork().";
     LaunchFailed = QD_ERROR_LAUNCH_FAILED, "`QD_ERROR_LAUNCH_FAILED`: the backend rejected the launch.";
     Internal = QD_ERROR_INTERNAL, "`QD_ERROR_INTERNAL`: an internal error of qd; please report it.";
+    Hazard = QD_ERROR_HAZARD, "`QD_ERROR_HAZARD`: the validation mode refused a call that would be a hazard (since 0.2).";
 }
 
 impl Error {

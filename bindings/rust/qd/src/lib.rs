@@ -39,7 +39,7 @@ pub use graph::{Capture, Graph};
 pub use host_kernel::{Block, HostArgs, HostKernel, KernelFault, KernelResult};
 pub use launch::{LaunchPack, Task};
 pub use memory::DeviceBuffer;
-pub use module::{Kernel, Module};
+pub use module::{Kernel, Module, ParamAccess};
 pub use stream::{Lease, Stream, StreamOptions};
 pub use trace::Trace;
 pub use transfer::{HostBuffer, HostData, Transfer};

@@ -124,6 +124,22 @@ unsafe impl Send for Kernel<'_> {}
 // SAFETY: as above; no method mutates through `host`.
 unsafe impl Sync for Kernel<'_> {}
 
+/// How a kernel uses the memory a parameter points to ([`Kernel::set_param_access`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ParamAccess {
+    /// The default: read and written.
+    ReadWrite = qd_sys::QD_PARAM_READ_WRITE,
+    /// Only read.
+    Read = qd_sys::QD_PARAM_READ,
+    /// Only written.
+    Write = qd_sys::QD_PARAM_WRITE,
+    /// Not memory: not checked.
+    Ignore = qd_sys::QD_PARAM_IGNORE,
+    /// Each launch touches only its own part (chosen by its other arguments).
+    Partitioned = qd_sys::QD_PARAM_PARTITIONED,
+}
+
 impl<'a> Kernel<'a> {
     pub(crate) fn from_parts(raw: qd_sys::qd_kernel, ctx: &'a Context, host: Option<NonNull<HostClosure>>) -> Self {
         Kernel { raw, ctx, host, _borrow: PhantomData }
@@ -138,6 +154,15 @@ impl<'a> Kernel<'a> {
     /// The context the kernel belongs to.
     pub fn context(&self) -> &'a Context {
         self.ctx
+    }
+
+    /// Declare how the kernel uses the memory its parameter `index` points to, for the
+    /// validation mode (`qd_kernel_set_param_access`): with [`ParamAccess::Read`], launches on
+    /// several streams reading one buffer are not reported. Errors:
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an index of 64 or more.
+    pub fn set_param_access(&self, index: u32, access: ParamAccess) -> Result<()> {
+        // SAFETY: plain values and a live kernel handle.
+        check(unsafe { qd_sys::qd_kernel_set_param_access(self.raw, index, access as u32) })
     }
 
     /// A kernel from a C host function (CPU backend only), e.g. one written in C and linked
