@@ -952,8 +952,9 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  * (ui.perfetto.dev) and chrome://tracing open; `qd trace view FILE.json -o FILE.html` draws it
  * as a page. In the file: one process per context, one track per stream, one track per host
  * thread for the enqueue calls, an arrow from each event record to each wait that consumed it
- * (fork and join included), and markers for a fault (the kernel that lost the context) and for
- * a full ring.
+ * (fork and join included), and markers for a fault (the kernel that lost the context), for a
+ * stream pool found empty (on the track of the thread whose qd_stream_acquire, qd_stream_fork
+ * or qd_launch_parallel failed for it) and for a full ring.
  *
  * The window. Tracing is per context: qd_trace_start opens a window, qd_trace_stop closes it
  * and writes the file. The window holds exactly the operations whose call (qd_launch, ...)

@@ -5,7 +5,6 @@
 
 #include "common/error.h"
 #include "core/submit.h"
-#include "core/validation.h"
 
 namespace qd::core {
 
@@ -25,14 +24,6 @@ qd_status after_wait(Context &ctx, qd_status st) { return st == QD_SUCCESS ? ctx
 qd_status after_query(Context &ctx, qd_status st) {
     const qd_status u = ctx.usable();
     return u != QD_SUCCESS ? u : st;
-}
-
-// The validation mode (core/validation.h) learns what the host waited for; off, this is the one
-// load of the observer pointer the submit path also makes.
-template <class F>
-void tell_validation(const Context &ctx, F &&f) {
-    if (__builtin_expect(ctx.observer() != nullptr, 0))
-        if (ValidationObserver *v = validation_observer(ctx)) f(*v);
 }
 
 }  // namespace
@@ -73,7 +64,7 @@ qd_status synchronize(Context &ctx) {
     qd_status st = ctx.may_block();
     if (st == QD_SUCCESS) st = ctx.impl().synchronize();
     st = after_wait(ctx, st);
-    if (st == QD_SUCCESS) tell_validation(ctx, [](ValidationObserver &v) { v.host_synchronized_all(); });
+    if (st == QD_SUCCESS) notify_host(ctx, {HostEvent::Kind::SynchronizedContext});
     return st;
 }
 
@@ -82,7 +73,7 @@ qd_status synchronize(Stream &stream) {
     if (st == QD_SUCCESS) st = stream.impl->synchronize();
     st = after_wait(*stream.ctx, st);
     if (st == QD_SUCCESS)
-        tell_validation(*stream.ctx, [&](ValidationObserver &v) { v.host_synchronized(stream); });
+        notify_host(*stream.ctx, {HostEvent::Kind::SynchronizedStream, &stream});
     return st;
 }
 
@@ -91,21 +82,21 @@ qd_status synchronize(Event &event) {
     if (st == QD_SUCCESS) st = event.impl->synchronize();
     st = after_wait(*event.ctx, st);
     if (st == QD_SUCCESS)
-        tell_validation(*event.ctx, [&](ValidationObserver &v) { v.host_synchronized(*event.impl); });
+        notify_host(*event.ctx, {HostEvent::Kind::SynchronizedEvent, nullptr, event.impl.get()});
     return st;
 }
 
 qd_status query(Stream &stream) {
     const qd_status st = after_query(*stream.ctx, stream.impl->query());
     if (st == QD_SUCCESS)
-        tell_validation(*stream.ctx, [&](ValidationObserver &v) { v.host_synchronized(stream); });
+        notify_host(*stream.ctx, {HostEvent::Kind::SynchronizedStream, &stream});
     return st;
 }
 
 qd_status query(Event &event) {
     const qd_status st = after_query(*event.ctx, event.impl->query());
     if (st == QD_SUCCESS)
-        tell_validation(*event.ctx, [&](ValidationObserver &v) { v.host_synchronized(*event.impl); });
+        notify_host(*event.ctx, {HostEvent::Kind::SynchronizedEvent, nullptr, event.impl.get()});
     return st;
 }
 
@@ -137,7 +128,7 @@ qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
         throw;
     }
     if (st == QD_SUCCESS) {
-        tell_validation(ctx, [&](ValidationObserver &v) { v.allocated(&stream, a, bytes); });
+        notify_host(ctx, {HostEvent::Kind::Allocated, &stream, nullptr, a, bytes});
         *address = a;
     }
     return st;
@@ -176,23 +167,22 @@ qd_status host_alloc(Context &ctx, uint64_t bytes, void **out) {
         throw;
     }
     if (st == QD_SUCCESS) {
-        tell_validation(ctx, [&](ValidationObserver &v) {
-            v.allocated(nullptr, reinterpret_cast<uint64_t>(p), bytes);
-        });
+        notify_host(ctx, {HostEvent::Kind::Allocated, nullptr, nullptr,
+                          reinterpret_cast<uint64_t>(p), bytes});
         *out = p;
     }
     return st;
 }
 
-// The validation mode may refuse the free (QD_CONTEXT_VALIDATE_FAIL: the block goes back into
-// the registry) or hold its release back (core/validation.h).
+// An observer may refuse the free (the validation mode with QD_CONTEXT_VALIDATE_FAIL: the block
+// goes back into the registry) or hold its release back (OpObserver::host_freeing).
 qd_status host_free(Context &ctx, void *ptr) {
     const uint64_t address = reinterpret_cast<uint64_t>(ptr);
     uint64_t bytes = 0;
     qd_status st = ctx.allocs().remove(AllocRegistry::Kind::Host, address, &bytes);
     if (st != QD_SUCCESS) return st;
     bool taken = false;
-    tell_validation(ctx, [&](ValidationObserver &v) { st = v.host_freeing(address, &taken); });
+    if (OpObserver *o = ctx.observer()) st = o->host_freeing(address, &taken);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
         if (ctx.register_allocation(AllocRegistry::Kind::Host, address, bytes) != QD_SUCCESS)

@@ -33,4 +33,18 @@ void ObserverSet::context_drained(Context &ctx) {
     for (size_t i = 0; i < n; ++i) slots_[i]->context_drained(ctx);
 }
 
+void ObserverSet::host_event(const HostEvent &event) {
+    const size_t n = count();
+    for (size_t i = 0; i < n; ++i) slots_[i]->host_event(event);
+}
+
+qd_status ObserverSet::host_freeing(uint64_t address, bool *taken) {
+    const size_t n = count();
+    for (size_t i = 0; i < n && !*taken; ++i) {
+        const qd_status st = slots_[i]->host_freeing(address, taken);
+        if (st != QD_SUCCESS) return st;
+    }
+    return QD_SUCCESS;
+}
+
 }  // namespace qd::core

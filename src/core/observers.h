@@ -44,6 +44,9 @@ class ObserverSet final : public OpObserver {
     void after(const Op &op, qd_status status) override;
     // Every observer, in attach order.
     void context_drained(Context &ctx) override;
+    void host_event(const HostEvent &event) override;
+    // In attach order until one takes the block or refuses the free.
+    qd_status host_freeing(uint64_t address, bool *taken) override;
 
   private:
     size_t count() const { return count_.load(std::memory_order_acquire); }

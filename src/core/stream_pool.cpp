@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "core/context.h"
+#include "core/submit.h"
 
 namespace qd::core {
 
@@ -11,6 +12,12 @@ namespace qd::core {
 // ---------------------------------------------------------------------------------------------
 
 qd_status StreamPool::acquire(uint64_t *handle, std::shared_ptr<Stream> *keep) {
+    const qd_status st = acquire_locked(handle, keep);
+    if (st == QD_ERROR_POOL_EXHAUSTED) report_exhausted(1);
+    return st;
+}
+
+qd_status StreamPool::acquire_locked(uint64_t *handle, std::shared_ptr<Stream> *keep) {
     HandleTable &table = HandleTable::instance();
     Guard g(lock_);
     // The lock is held until the handle is armed, so clear() cannot free the stream between
@@ -47,10 +54,20 @@ qd_status StreamPool::acquire_internal(uint32_t want,
         }
     }
     if (!out->empty()) return QD_SUCCESS;
+    report_exhausted(want);
     return fail(QD_ERROR_POOL_EXHAUSTED,
                 "every stream of the pool is leased (%u); release leases or raise "
                 "qd_context_desc.stream_pool_size",
                 capacity_);
+}
+
+// The observers' PoolExhausted event (the trace marks it), with the pool's lock released and
+// this thread's error message kept as the failed call wrote it.
+void StreamPool::report_exhausted(uint32_t wanted) {
+    if (__builtin_expect(ctx_.observer() == nullptr, 1)) return;
+    const std::string message = last_error_message();
+    notify_host(ctx_, {HostEvent::Kind::PoolExhausted, nullptr, nullptr, 0, wanted});
+    if (!message.empty()) fail(QD_ERROR_POOL_EXHAUSTED, "%s", message.c_str());
 }
 
 qd_status StreamPool::release(uint64_t handle) {

@@ -59,6 +59,8 @@ class StreamPool {
     uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
   private:
+    qd_status acquire_locked(uint64_t *handle, std::shared_ptr<Stream> *keep);
+    void report_exhausted(uint32_t wanted);
     using Guard = SpinGuard;
     // One free stream, or a new one; called with lock_ held, which it may drop and retake
     // around creating a native stream.

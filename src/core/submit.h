@@ -72,7 +72,30 @@ struct Op {
     void *user_data = nullptr;
 };
 
-// Sees every Op submitted on the streams of one context.
+// What the host did with a context that is not a submission but that observers need to see:
+// waits that ordered the host after stream work (the validation mode's clocks), blocks made
+// (the validation mode's shadow memory), a stream pool found empty (the trace's marker).
+// core/object_ops.cpp and the pool report them through notify_host() below, after the call
+// succeeded (or, for PoolExhausted, failed for that reason), on the calling thread, with no
+// qd lock held.
+struct HostEvent {
+    enum class Kind : uint8_t {
+        SynchronizedContext,  // qd_context_synchronize: every stream's work so far completed
+        SynchronizedStream,   // qd_stream_synchronize, or qd_stream_query found it idle: stream
+        SynchronizedEvent,    // qd_event_synchronize, or qd_event_query found it done: event
+        Allocated,            // a block was made and registered: address, bytes; stream is
+                              // qd_mem_alloc_async's, null for qd_host_alloc
+        PoolExhausted,        // qd_stream_acquire, qd_stream_fork or qd_launch_parallel found
+                              // too few free streams in the pool: bytes = the streams asked for
+    };
+    Kind kind;
+    const Stream *stream = nullptr;
+    const backend::Event *event = nullptr;
+    uint64_t address = 0;
+    uint64_t bytes = 0;
+};
+
+// Sees every Op submitted on the streams of one context, and its HostEvents.
 class OpObserver {
   public:
     virtual ~OpObserver() = default;
@@ -87,7 +110,22 @@ class OpObserver {
     // skipped) and no operation will be submitted again; the backend is still up. An observer
     // finishes here what needs the work done (a trace flushes, a capture is abandoned).
     virtual void context_drained(Context &ctx) { (void)ctx; }
+    // A HostEvent of this context (see above).
+    virtual void host_event(const HostEvent &event) { (void)event; }
+    // qd_host_free of a registered block, before the backend frees it. QD_SUCCESS lets the
+    // free go on; an observer may instead keep the block (*taken = true: it frees it later,
+    // with the backend's host_free) or refuse the call with a status (written with fail()).
+    virtual qd_status host_freeing(uint64_t address, bool *taken) {
+        (void)address;
+        (void)taken;
+        return QD_SUCCESS;
+    }
 };
+
+// Reports a HostEvent to ctx's observers: with none attached, one load and one branch.
+inline void notify_host(const Context &ctx, const HostEvent &event) {
+    if (__builtin_expect(ctx.observer() != nullptr, 0)) ctx.observer()->host_event(event);
+}
 
 qd_status submit_observed(OpObserver &observer, const Op &op);
 // The backend call of an Op, past every observer: only for an observer that queues an

@@ -310,7 +310,7 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!on_.load(std::memory_order_relaxed)) return QD_SUCCESS;
     Window &w = *window_;
-    if (w.slots.size() >= w.capacity) {  // full: the newest are dropped, and counted
+    if (w.slots.size() + w.exhausted.size() >= w.capacity) {  // full: the newest are dropped, and counted
         ++w.dropped;
         return QD_SUCCESS;
     }
@@ -321,11 +321,7 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     if (op.kind == OpKind::Launch && op.kernel)
         std::snprintf(s.name, sizeof s.name, "%s", op.kernel->impl->name());
     s.bytes = op.bytes;
-    const std::thread::id me = std::this_thread::get_id();
-    auto t = w.threads.find(me);
-    if (t == w.threads.end())
-        t = w.threads.emplace(me, static_cast<uint32_t>(w.threads.size())).first;
-    s.thread = t->second;
+    s.thread = thread_of(w);
     s.host_begin = Clock::now();
     if (ctx_.impl().create_event(true, &s.begin) == QD_SUCCESS)
         s.begun = op.stream->impl->record(*s.begin) == QD_SUCCESS;
@@ -333,6 +329,27 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     // comes (a captured operation) is replaced by the next submit at that address.
     w.in_flight[&op] = w.slots.size() - 1;
     return QD_SUCCESS;
+}
+
+uint32_t TraceObserver::thread_of(Window &w) {
+    const std::thread::id me = std::this_thread::get_id();
+    auto t = w.threads.find(me);
+    if (t == w.threads.end())
+        t = w.threads.emplace(me, static_cast<uint32_t>(w.threads.size())).first;
+    return t->second;
+}
+
+void TraceObserver::host_event(const HostEvent &event) {
+    if (event.kind != HostEvent::Kind::PoolExhausted || !on_.load(std::memory_order_acquire))
+        return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!on_.load(std::memory_order_relaxed)) return;
+    Window &w = *window_;
+    if (w.slots.size() + w.exhausted.size() >= w.capacity) {  // full: dropped, and counted
+        ++w.dropped;
+        return;
+    }
+    w.exhausted.push_back({Clock::now(), thread_of(w), event.bytes});
 }
 
 // Also after a stop: an operation whose before() was in the window is completed in it.
@@ -469,6 +486,13 @@ std::string TraceObserver::render(const Window &w) {
                           flow, id_, tid, b, origin_name(w.slots[r].origin));
             add(buf);
         }
+    }
+    for (const auto &x : w.exhausted) {
+        std::snprintf(buf, sizeof buf,
+                      "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"name\":"
+                      "\"stream pool exhausted (%" PRIu64 " wanted)\",\"cat\":\"pool\"}",
+                      id_, kHostTrackBase + x.thread, us_since_epoch(x.when), x.wanted);
+        add(buf);
     }
     if (ctx.impl().lost_state().lost()) {
         std::snprintf(buf, sizeof buf,

@@ -60,6 +60,8 @@ class TraceObserver final : public OpObserver {
     qd_status before(const Op &op, bool *consumed) override;
     void after(const Op &op, qd_status status) override;
     void context_drained(Context &ctx) override;
+    // PoolExhausted: a marker on the calling thread's track.
+    void host_event(const HostEvent &event) override;
 
   private:
     using Clock = std::chrono::steady_clock;
@@ -99,6 +101,14 @@ class TraceObserver final : public OpObserver {
         };
         std::unordered_map<const Stream *, Track> track_of;
         std::vector<std::string> track_names;  // [tid - 1]
+        // Stream pool exhaustions (HostEvent::PoolExhausted): when, on which host thread, how
+        // many streams the failed call asked for. Count against the capacity, as operations do.
+        struct Exhaustion {
+            Clock::time_point when;
+            uint32_t thread;
+            uint64_t wanted;
+        };
+        std::vector<Exhaustion> exhausted;
         uint32_t owned = 0;
         std::shared_ptr<backend::Event> reference;
         Clock::time_point reference_time;
@@ -109,6 +119,7 @@ class TraceObserver final : public OpObserver {
     qd_status end_window(bool report);  // off, then write; report: failures as a status
     qd_status write_snapshot();        // copy the window, wait for its events, write the file
     static uint32_t track_of(Window &w, const Stream &stream);
+    static uint32_t thread_of(Window &w);  // this host thread's number in the window
     std::string render(const Window &w);
 
     Context &ctx_;

@@ -168,6 +168,16 @@ void ValidationObserver::context_drained(Context &ctx) {
     }
 }
 
+void ValidationObserver::host_event(const HostEvent &event) {
+    switch (event.kind) {
+    case HostEvent::Kind::SynchronizedContext: host_synchronized_all(); break;
+    case HostEvent::Kind::SynchronizedStream: host_synchronized(*event.stream); break;
+    case HostEvent::Kind::SynchronizedEvent: host_synchronized(*event.event); break;
+    case HostEvent::Kind::Allocated: allocated(event.stream, event.address, event.bytes); break;
+    case HostEvent::Kind::PoolExhausted: break;
+    }
+}
+
 void ValidationObserver::host_synchronized(const Stream &stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint32_t a = actor_of(stream);

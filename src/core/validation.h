@@ -4,9 +4,11 @@
 //
 // Attached when the context is created with QD_CONTEXT_VALIDATE or QD_VALIDATE=1 in the
 // environment; otherwise nothing of this runs (no observer, the chokepoint's branch is not
-// taken). The calls that are not stream operations but order work or release memory
-// (synchronize and query of streams, events and the context; qd_host_alloc, qd_host_free) tell
-// it through validation_observer(ctx), as the graph calls drive the capture observer.
+// taken). The calls that are not stream operations but order work or make and release memory
+// (synchronize and query of streams, events and the context; qd_mem_alloc_async's block,
+// qd_host_alloc, qd_host_free) reach it as every observer's HostEvents and host_freeing
+// (core/submit.h); qd_context_set_hazard_handler and the stats find it through
+// validation_observer(ctx), as the graph calls find the capture observer.
 //
 // The model. Every stream is an actor with a vector clock, and so is the host (actor 0). Each
 // operation queued on a stream ticks that stream's own entry; a record copies the stream's
@@ -55,6 +57,9 @@ class ValidationObserver final : public OpObserver {
     void after(const Op &op, qd_status status) override;
     void context_drained(Context &ctx) override;
 
+    // The host events it needs (core/submit.h): waits move the host's clock, Allocated makes
+    // the block's shadow; each goes to the function of the same meaning below.
+    void host_event(const HostEvent &event) override;
     // The host waited for the stream, the event's latest record, or every stream.
     void host_synchronized(const Stream &stream);
     void host_synchronized(const backend::Event &event);
@@ -65,7 +70,7 @@ class ValidationObserver final : public OpObserver {
     // qd_host_free of a registered block: checks it, and unless it is refused (QD_ERROR_HAZARD
     // in fail mode, written) takes the block into quarantine (*taken: the caller must not free
     // it; the validation mode does, later).
-    qd_status host_freeing(uint64_t address, bool *taken);
+    qd_status host_freeing(uint64_t address, bool *taken) override;
 
     void set_handler(qd_hazard_fn fn, void *user_data);
     uint64_t reported() const { return reported_.load(std::memory_order_relaxed); }

@@ -220,6 +220,26 @@ TEST_P(TraceTest, FullRing_DropsTheNewestAndCountsThem) {
     EXPECT_QD_OK(qd_stream_synchronize(stream_));
 }
 
+TEST_P(TraceTest, PoolExhausted_IsMarkedOnTheCallingThreadsTrack) {
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    std::vector<qd_stream> leases;
+    qd_status st = QD_SUCCESS;
+    while (leases.size() < 4096) {  // the pool's capacity is at most 4096 (qd.h)
+        qd_stream s = 0;
+        st = qd_stream_acquire(ctx_, &s);
+        if (st != QD_SUCCESS) break;
+        leases.push_back(s);
+    }
+    ASSERT_EQ(st, QD_ERROR_POOL_EXHAUSTED);
+    EXPECT_NE(std::string(qd_last_error_message()).find("leased"), std::string::npos)
+        << "the observers keep the failed call's message: " << qd_last_error_message();
+    for (qd_stream s : leases) ASSERT_QD_OK(qd_stream_release(s));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(count(t, "\"name\":\"stream pool exhausted (1 wanted)\",\"cat\":\"pool\""), 1u);
+    EXPECT_EQ(count(t, "\"cat\":\"pool\""), 1u);
+}
+
 TEST_P(TraceTest, BadCapacity_IsInvalidArgument) {
     ASSERT_EQ(::setenv("QD_TRACE_CAPACITY", "lots", 1), 0);
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "QD_TRACE_CAPACITY",
