@@ -368,6 +368,9 @@ class Context:
         """
         self._check_open()
         status = _C.qd_trace_flush(self._h)
+        if status:
+            raise _err(status, self)
+
     # -- several devices (since 0.2) ---------------------------------------------------------
 
     def can_access_peer(self, peer: "Context") -> bool:
