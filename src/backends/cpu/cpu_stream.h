@@ -46,6 +46,8 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     int level() const noexcept { return -priority_; }
     // The scheduler whose workers run this stream (its context's).
     Scheduler *scheduler() const noexcept { return scheduler_.get(); }
+    // The same, owned: for a thread of another context that hands this stream to its workers.
+    std::shared_ptr<Scheduler> scheduler_ref() const noexcept { return scheduler_; }
 
     enum class RunResult {
         kIdle,    // the queue is empty; the stream is no longer scheduled

@@ -70,8 +70,11 @@ void Scheduler::make_ready(StreamList &streams) noexcept {
     if (pushed) wake_if_needed();
     // Handed over outside this scheduler's lock, so a context being shut down still releases
     // the waits of other contexts' streams on its records.
+    // The owner is held for the hand-over: once the stream is in its ready queue, that
+    // context's destroy may release the stream, and with it the last reference to its
+    // scheduler, while this thread is still waking its workers (a TSan report in CI).
     while (std::shared_ptr<CpuStream> stream = foreign.pop_front()) {
-        Scheduler *owner = stream->scheduler();
+        const std::shared_ptr<Scheduler> owner = stream->scheduler_ref();
         owner->make_ready(std::move(stream));
     }
 }
