@@ -3,11 +3,12 @@
 //!
 //! The C host kernel signature has no user data, so every launch of a Rust kernel passes one
 //! hidden argument in front of the caller's: a header with the closure's address, the number
-//! of arguments and each one's size. One C trampoline reads it, calls the closure inside
+//! of arguments, a tag and each one's size. One C trampoline checks the tag (a launch without
+//! the header faults), reads it, calls the closure inside
 //! `catch_unwind`, and returns non-zero on an error or a panic, which faults the context as a
 //! C kernel returning non-zero does.
 
-use crate::args::{KernelArgs, LaunchConfig, Pod};
+use crate::args::{HostHeader, KernelArgs, LaunchConfig, Pod, HOST_HEADER_FIXED, HOST_HEADER_TAG, MAX_HOST_ARGS};
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::module::Kernel;
@@ -108,11 +109,24 @@ impl HostArgs<'_> {
 /// pre-packed launches; [`Stream::launch_host`] launches it without `unsafe`, since the closure
 /// reads its arguments through checked [`HostArgs::get`].
 ///
+/// Its handle ([`Kernel::raw`]) is for calls such as `qd_kernel_set_param_access` through
+/// `qd_sys`: a launch through `qd_sys::qd_launch` lacks the hidden header that every launch of
+/// this crate passes first (the module docs), and the kernel then faults its context
+/// ([`Error::DeviceLost`], naming the kernel) instead of running the closure. Launch it with
+/// [`Stream::launch_host`], [`Stream::launch_host_parallel`] or a [`crate::LaunchPack`].
+///
 /// `Send + Sync`: as [`Kernel`].
 #[derive(Debug)]
 pub struct HostKernel<'ctx> {
     kernel: Kernel<'ctx>,
+    closure: NonNull<HostClosure>,
 }
+
+// SAFETY: `closure` points to a `HostClosure` (Send + Sync) that the context keeps alive for as
+// long as any kernel of it exists; the kernel is Send + Sync.
+unsafe impl Send for HostKernel<'_> {}
+// SAFETY: as above; nothing mutates through `closure`.
+unsafe impl Sync for HostKernel<'_> {}
 
 impl<'ctx> Deref for HostKernel<'ctx> {
     type Target = Kernel<'ctx>;
@@ -158,47 +172,45 @@ impl<'ctx> HostKernel<'ctx> {
         check(unsafe { qd_sys::qd_kernel_from_host_fn(ctx.raw(), Some(trampoline), cname.as_ptr(), &mut raw) })?;
         let ptr = NonNull::from(&*closure);
         ctx.keep_alive(closure);
-        Ok(HostKernel { kernel: Kernel::from_parts(raw, ctx, Some(ptr)) })
+        Ok(HostKernel { kernel: Kernel::from_parts(raw, ctx, Some(ptr)), closure: ptr })
     }
 }
 
 impl Stream<'_> {
     /// Launch a Rust host kernel. Safe: the closure reads its arguments with a size check,
     /// and any memory it reaches through a [`crate::DevicePtr`] takes `unsafe` in the closure.
+    /// Errors: as for [`Stream::launch`].
+    #[inline]
     pub fn launch_host<A: KernelArgs>(&self, kernel: &HostKernel<'_>, config: &LaunchConfig, args: A) -> Result<()> {
-        // SAFETY: a Rust host kernel reads its arguments through HostArgs::get, which checks
-        // their sizes; dereferencing an address is the closure's own `unsafe`.
-        unsafe { self.launch(&kernel.kernel, config, args) }
+        let mut header = HostHeader::new(kernel.closure.as_ptr() as usize as u64);
+        let packed = args.pack_host(&mut header);
+        let list = packed.as_slice();
+        // SAFETY: `list` holds the header and the caller's arguments, each pointing into
+        // `header` or `args` (KernelArg's contract), alive until this returns; qd copies them.
+        // The trampoline reads them through HostArgs::get, which checks their sizes.
+        check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), config.as_raw(), list.as_ptr(), list.len() as u32) })
     }
-}
-
-/// Largest header: closure address, count, and one u32 size per argument.
-pub(crate) const HEADER_MAX: usize = 16 + 4 * qd_sys::QD_MAX_ARGS as usize;
-
-/// Write the hidden first argument of a Rust kernel's launch into `buf`; returns its length.
-#[inline]
-pub(crate) fn write_header(buf: &mut [u8; HEADER_MAX], closure: NonNull<HostClosure>, args: &[qd_sys::qd_arg]) -> usize {
-    let n = args.len().min(qd_sys::QD_MAX_ARGS as usize - 1);
-    buf[..8].copy_from_slice(&(closure.as_ptr() as usize as u64).to_ne_bytes());
-    buf[8..12].copy_from_slice(&(args.len() as u32).to_ne_bytes());
-    for (i, a) in args.iter().take(n).enumerate() {
-        let size = u32::try_from(a.size).unwrap_or(u32::MAX);
-        buf[16 + 4 * i..20 + 4 * i].copy_from_slice(&size.to_ne_bytes());
-    }
-    16 + 4 * n
 }
 
 /// The C entry point of every Rust host kernel.
 unsafe extern "C" fn trampoline(info: *const qd_sys::qd_host_kernel_info, args: *const *mut c_void) -> i32 {
     let run = || -> KernelResult {
-        // SAFETY: qd passes a valid info for this block and the argument pointers of the launch;
-        // args[0] is the header this crate wrote (write_header), copied by qd.
+        // SAFETY: qd passes a valid info for this block and the argument pointers of the launch.
+        // A launch through this crate passes the header first (HostHeader); one made through
+        // qd_sys without it has no arguments (NULL), or a first argument without the tag, and
+        // faults instead of being trusted. The tag is read from at most 16 bytes of qd's copy.
         unsafe {
+            if args.is_null() || (*args).is_null() {
+                return Err(KernelFault);
+            }
             let header = *args as *const u8;
+            if (header.add(12) as *const u32).read_unaligned() != HOST_HEADER_TAG {
+                return Err(KernelFault);
+            }
             let closure = (header as *const u64).read_unaligned() as usize as *const HostClosure;
             let n = (header.add(8) as *const u32).read_unaligned() as usize;
-            let n = n.min(qd_sys::QD_MAX_ARGS as usize - 1);
-            let sizes = std::slice::from_raw_parts(header.add(16), 4 * n);
+            let n = n.min(MAX_HOST_ARGS);
+            let sizes = std::slice::from_raw_parts(header.add(HOST_HEADER_FIXED), 4 * n);
             let user_args = std::slice::from_raw_parts(args.add(1), n);
             let info = &*info;
             let shared: &mut [u8] = if info.shared_mem.is_null() || info.shared_mem_bytes == 0 {

@@ -86,7 +86,10 @@ impl<'ctx> Module<'ctx> {
 impl Drop for Module<'_> {
     fn drop(&mut self) {
         // SAFETY: the handle is ours; queued work keeps the code alive until it completes.
-        unsafe { qd_sys::qd_module_unload(self.raw) };
+        let status = unsafe { qd_sys::qd_module_unload(self.raw) };
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed("Module", status);
+        }
     }
 }
 
@@ -158,11 +161,25 @@ impl<'a> Kernel<'a> {
 
     /// Declare how the kernel uses the memory its parameter `index` points to, for the
     /// validation mode (`qd_kernel_set_param_access`): with [`ParamAccess::Read`], launches on
-    /// several streams reading one buffer are not reported. Errors:
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an index of 64 or more.
+    /// several streams reading one buffer are not reported. `index` is the position in the
+    /// launch's argument tuple, for a [`crate::HostKernel`] too (its hidden header argument is
+    /// not counted). Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an
+    /// index of 64 or more (of 16 or more for a `HostKernel`, whose launches take at most 16).
     pub fn set_param_access(&self, index: u32, access: ParamAccess) -> Result<()> {
+        let c_index = if self.host.is_some() {
+            if index as usize >= crate::args::MAX_HOST_ARGS {
+                return Err(Error::with_message(
+                    qd_sys::QD_ERROR_INVALID_ARGUMENT,
+                    format!("parameter index {index}: a Rust host kernel takes at most {} arguments", crate::args::MAX_HOST_ARGS),
+                ));
+            }
+            // The C launch passes the hidden header as argument 0 (host_kernel.rs).
+            index + 1
+        } else {
+            index
+        };
         // SAFETY: plain values and a live kernel handle.
-        check(unsafe { qd_sys::qd_kernel_set_param_access(self.raw, index, access as u32) })
+        check(unsafe { qd_sys::qd_kernel_set_param_access(self.raw, c_index, access as u32) })
     }
 
     /// A kernel from a C host function (CPU backend only), e.g. one written in C and linked
@@ -188,6 +205,9 @@ impl<'a> Kernel<'a> {
 impl Drop for Kernel<'_> {
     fn drop(&mut self) {
         // SAFETY: the handle is ours; queued work with it still runs.
-        unsafe { qd_sys::qd_kernel_destroy(self.raw) };
+        let status = unsafe { qd_sys::qd_kernel_destroy(self.raw) };
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed("Kernel", status);
+        }
     }
 }
