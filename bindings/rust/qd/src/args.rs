@@ -130,6 +130,9 @@ pub trait KernelArgs: sealed::Sealed {
     type Packed: AsRef<[qd_arg]>;
     /// Pack: each entry points into `self`, so `self` must outlive the use of the result.
     fn pack(&self) -> Self::Packed;
+    /// Number of arguments.
+    #[doc(hidden)]
+    const COUNT: usize;
     /// Pack behind a Rust host kernel's hidden first argument, `header`, whose count and
     /// sizes this fills in.
     #[doc(hidden)]
@@ -187,6 +190,7 @@ impl HostPacked {
 impl sealed::Sealed for () {}
 impl KernelArgs for () {
     type Packed = [qd_arg; 0];
+    const COUNT: usize = 0;
     #[inline(always)]
     fn pack(&self) -> [qd_arg; 0] {
         []
@@ -205,6 +209,7 @@ macro_rules! tuple_args {
         impl<$($name: KernelArg),+> sealed::Sealed for ($($name,)+) {}
         impl<$($name: KernelArg),+> KernelArgs for ($($name,)+) {
             type Packed = [qd_arg; $n];
+            const COUNT: usize = $n;
             #[inline(always)]
             fn pack(&self) -> [qd_arg; $n] {
                 [$(self.$idx.as_qd_arg()),+]

@@ -1,7 +1,7 @@
 //! Launches: [`Stream::launch`], pre-packed [`LaunchPack`]s, and [`Stream::launch_parallel`]
 //! with [`Task`]s.
 
-use crate::args::{HostHeader, KernelArgs, LaunchConfig};
+use crate::args::{KernelArgs, LaunchConfig};
 use crate::error::{check, Result};
 use crate::host_kernel::HostKernel;
 use crate::module::Kernel;
@@ -36,14 +36,8 @@ impl Stream<'_> {
     /// ```
     #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, kernel: &Kernel<'_>, config: &LaunchConfig, args: A) -> Result<()> {
-        if let Some(closure) = kernel.host {
-            let mut header = HostHeader::new(closure.as_ptr() as usize as u64);
-            let packed = args.pack_host(&mut header);
-            let list = packed.as_slice();
-            // SAFETY: `list` holds the header and the arguments, pointing into `header` and `args`.
-            return check(unsafe {
-                qd_sys::qd_launch(self.raw(), kernel.raw(), config.as_raw(), list.as_ptr(), list.len() as u32)
-            });
+        if let Some(host) = kernel.host {
+            return crate::host_kernel::launch_host_raw(self.raw(), kernel.raw(), host, config, &args);
         }
         let packed = args.pack();
         let list = packed.as_ref();
@@ -159,11 +153,11 @@ unsafe impl Sync for LaunchPack<'_> {}
 impl<'k> LaunchPack<'k> {
     /// Pack `kernel`, `config` and a copy of `args`.
     pub fn new<A: KernelArgs>(kernel: &'k Kernel<'_>, config: &LaunchConfig, args: A) -> LaunchPack<'k> {
-        let mut header = HostHeader::new(kernel.host.map_or(0, |c| c.as_ptr() as usize as u64));
+        let mut header = kernel.host.and_then(|h| h.header::<A>());
         let host_packed;
         let packed;
-        let list: &[qd_arg] = if kernel.host.is_some() {
-            host_packed = args.pack_host(&mut header);
+        let list: &[qd_arg] = if let Some(header) = header.as_mut() {
+            host_packed = args.pack_host(header);
             host_packed.as_slice()
         } else {
             packed = args.pack();

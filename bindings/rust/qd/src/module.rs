@@ -2,11 +2,10 @@
 
 use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::host_kernel::HostClosure;
+use crate::host_kernel::HostRef;
 use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
 use std::path::Path;
-use std::ptr::NonNull;
 
 /// A loaded module: a shared library of host kernels (CPU) or a PTX/cubin/fatbin/code object
 /// image (GPU). `Drop` unloads it; kernels borrow the module, so none outlives it.
@@ -117,7 +116,7 @@ pub struct Kernel<'a> {
     raw: qd_sys::qd_kernel,
     ctx: &'a Context,
     /// The closure of a Rust host kernel, which every launch passes in front of the arguments.
-    pub(crate) host: Option<NonNull<HostClosure>>,
+    pub(crate) host: Option<HostRef>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -144,7 +143,7 @@ pub enum ParamAccess {
 }
 
 impl<'a> Kernel<'a> {
-    pub(crate) fn from_parts(raw: qd_sys::qd_kernel, ctx: &'a Context, host: Option<NonNull<HostClosure>>) -> Self {
+    pub(crate) fn from_parts(raw: qd_sys::qd_kernel, ctx: &'a Context, host: Option<HostRef>) -> Self {
         Kernel { raw, ctx, host, _borrow: PhantomData }
     }
 

@@ -189,17 +189,34 @@ fn host_fn_on_a_capturing_stream_names_no_call_the_user_did_not_make() {
 }
 
 #[test]
-fn a_host_kernel_launched_through_qd_sys_without_its_header_faults_instead_of_crashing() {
+fn a_host_kernel_launched_through_qd_sys_runs_without_arguments_and_faults_on_foreign_ones() {
+    use std::sync::atomic::{AtomicU32, Ordering};
     let ctx = cpu();
-    let k = HostKernel::new(&ctx, "rust kernel", |_, _| Ok(())).unwrap();
+    let runs = Arc::new(AtomicU32::new(0));
+    let seen = runs.clone();
+    let k = HostKernel::new(&ctx, "rust kernel", move |_, args| {
+        assert!(args.is_empty());
+        seen.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    })
+    .unwrap();
     let s = Stream::new(&ctx).unwrap();
     let cfg = qd::sys::QD_LAUNCH_CONFIG_INIT;
-    // SAFETY: valid handles, no arguments: the trampoline must notice the missing header.
+    // SAFETY: valid handles, no arguments: the closure runs with none.
     let st = unsafe { qd::sys::qd_launch(s.raw(), k.raw(), &cfg, std::ptr::null(), 0) };
+    assert_eq!(st, qd::sys::QD_SUCCESS);
+    s.synchronize().unwrap();
+    assert_eq!(runs.load(Ordering::Relaxed), 1);
+    // An argument this crate did not write (no header): the kernel faults, nothing crashes.
+    let word = [0u64; 2];
+    let arg = qd::sys::qd_arg { data: word.as_ptr() as *const std::ffi::c_void, size: 16 };
+    // SAFETY: valid handles and one 16-byte argument.
+    let st = unsafe { qd::sys::qd_launch(s.raw(), k.raw(), &cfg, &arg, 1) };
     assert_eq!(st, qd::sys::QD_SUCCESS);
     let err = s.synchronize().unwrap_err();
     assert!(matches!(err, Error::DeviceLost(_)), "{err}");
     assert!(err.message().contains("rust kernel"), "{err}");
+    assert_eq!(runs.load(Ordering::Relaxed), 1);
 }
 
 #[test]
