@@ -76,7 +76,7 @@ impl DevicePtr {
 /// #![deny(unsafe_code)]
 /// struct Forged;
 /// // SAFETY: none: the lint refuses the `unsafe impl` itself.
-/// unsafe impl qd::KernelArg for Forged { // error: usage of an `unsafe` block (unsafe_code)
+/// unsafe impl qd::KernelArg for Forged { // error: implementation of an `unsafe` trait (unsafe_code)
 ///     fn as_qd_arg(&self) -> qd::sys::qd_arg {
 ///         qd::sys::qd_arg { data: 16 as *const std::ffi::c_void, size: 1 << 20 }
 ///     }
