@@ -63,7 +63,8 @@ impl<'s> ActiveGuard<'s> {
     fn restore(&self) -> i32 {
         let ctx = self.ctx.raw();
         // Some(previous) when this is the newest live guard of its context: restore it.
-        let to_restore = GUARDS.with(|g| {
+        // (During the thread's exit the list may be gone; so is the thread's active stream.)
+        let to_restore = GUARDS.try_with(|g| {
             let mut g = g.borrow_mut();
             let list = &mut g.1;
             let at = list.iter().position(|e| e.id == self.id)?;
@@ -76,6 +77,7 @@ impl<'s> ActiveGuard<'s> {
                 None => Some(entry.previous),
             }
         });
+        let to_restore = to_restore.ok().flatten();
         match to_restore {
             // SAFETY: plain handle call; NULL `previous` (no stream set before) is allowed.
             Some(previous) => unsafe { qd_sys::qd_stream_set_active(ctx, previous, std::ptr::null_mut()) },

@@ -321,6 +321,13 @@ impl Stream<'_> {
     /// The device data lands in memory this call owns first, and reaches `dst` only after the
     /// wait succeeded; on an error `dst` is left as it was.
     pub fn copy_to_slice<T: Pod>(&self, dst: &mut [T], src: &DeviceBuffer<'_, T>) -> Result<()> {
+        if dst.len() != src.len() {
+            // Refused before the staging copy is allocated.
+            return Err(Error::with_message(
+                qd_sys::QD_ERROR_INVALID_ARGUMENT,
+                format!("copy of {} elements into {}", src.len(), dst.len()),
+            ));
+        }
         // Zeroed Pod values are valid values.
         let staging = vec![zeroed::<T>(); dst.len()];
         let filled = self.copy_to_host_async(staging, src)?.wait()?;
