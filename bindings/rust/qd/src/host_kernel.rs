@@ -136,6 +136,14 @@ impl<'ctx> Deref for HostKernel<'ctx> {
     }
 }
 
+impl HostKernel<'_> {
+    /// Destroy the handle now, as [`Kernel::close`] (the closure lives until the context is
+    /// destroyed, for the work queued with it).
+    pub fn close(self) -> Result<()> {
+        self.kernel.close()
+    }
+}
+
 impl<'ctx> HostKernel<'ctx> {
     /// A kernel from a Rust closure or fn (CPU backend only). The closure runs once per block
     /// on the stream's worker thread. A panic inside it is caught (it never unwinds into C)

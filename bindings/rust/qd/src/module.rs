@@ -82,6 +82,17 @@ impl<'ctx> Module<'ctx> {
     }
 }
 
+impl Module<'_> {
+    /// Unload the module now (`qd_module_unload`; queued work keeps its code until it has
+    /// run). `Drop` does the same and keeps a failure for [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        // SAFETY: the handle was ours.
+        check(unsafe { qd_sys::qd_module_unload(raw) })
+    }
+}
+
 impl Drop for Module<'_> {
     fn drop(&mut self) {
         // SAFETY: the handle is ours; queued work keeps the code alive until it completes.
@@ -198,6 +209,17 @@ impl<'a> Kernel<'a> {
         // SAFETY: `cname` is NUL-terminated and copied by qd; `raw` is a valid output.
         check(unsafe { qd_sys::qd_kernel_from_host_fn(ctx.raw(), Some(f), cname.as_ptr(), &mut raw) })?;
         Ok(Kernel::from_parts(raw, ctx, None))
+    }
+}
+
+impl Kernel<'_> {
+    /// Destroy the handle now (`qd_kernel_destroy`; work queued with it still runs). `Drop`
+    /// does the same and keeps a failure for [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        // SAFETY: the handle was ours.
+        check(unsafe { qd_sys::qd_kernel_destroy(raw) })
     }
 }
 

@@ -254,6 +254,17 @@ impl<T: Pod> DerefMut for HostBuffer<'_, T> {
     }
 }
 
+impl<T: Pod> HostBuffer<'_, T> {
+    /// Free the block now (`qd_host_free`). `Drop` does the same and keeps a failure for
+    /// [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let (ctx, ptr) = (self.ctx, self.ptr);
+        std::mem::forget(self);
+        // SAFETY: the block was ours.
+        check(unsafe { qd_sys::qd_host_free(ctx.raw(), ptr.as_ptr() as *mut c_void) })
+    }
+}
+
 impl<T: Pod> Drop for HostBuffer<'_, T> {
     fn drop(&mut self) {
         // SAFETY: the block is ours.

@@ -302,3 +302,33 @@ fn a_failed_drop_is_kept_until_read_and_close_reports_it() {
         assert!(err.message().contains(what), "{err}");
     }
 }
+
+#[test]
+fn close_releases_at_once_and_reports_success() {
+    let ctx = cpu();
+    let before = ctx.stats().unwrap();
+    let m = load(&ctx);
+    let k = m.kernel("qd_test_noop").unwrap();
+    let hk = HostKernel::new(&ctx, "hk", |_, _| Ok(())).unwrap();
+    let (s, lease, e) = (Stream::new(&ctx).unwrap(), ctx.acquire().unwrap(), qd::Event::new(&ctx).unwrap());
+    let hb = qd::HostBuffer::<u8>::alloc(&ctx, 64).unwrap();
+    let g = s.begin_capture().unwrap().end().unwrap();
+    let during = ctx.stats().unwrap();
+    assert_eq!(during.live_kernels, before.live_kernels + 2);
+    k.close().unwrap();
+    hk.close().unwrap();
+    m.close().unwrap();
+    g.close().unwrap();
+    e.close().unwrap();
+    lease.close().unwrap();
+    s.close().unwrap();
+    hb.close().unwrap();
+    let after = ctx.stats().unwrap();
+    assert_eq!(
+        (after.live_kernels, after.live_modules, after.live_graphs, after.live_events, after.live_streams),
+        (before.live_kernels, before.live_modules, before.live_graphs, before.live_events, before.live_streams)
+    );
+    assert_eq!((after.stream_pool_leased, after.host_bytes_allocated), (0, 0));
+    assert!(ctx.take_drop_errors().is_empty());
+    ctx.close().unwrap();
+}
