@@ -151,7 +151,9 @@ impl<'ctx> HostKernel<'ctx> {
     /// Errors: [`Error::NotSupported`] on a GPU context.
     ///
     /// The closure lives until the context is destroyed (queued launches may outlive the
-    /// kernel handle), so make kernels once, not per launch.
+    /// kernel handle), so make kernels once, not per launch; and a closure that owns its own
+    /// context (an `Arc<Context>`) keeps it alive for ever, a cycle as with `Rc`. (A closure of
+    /// [`Stream::host_fn`] runs once and is dropped after: it may hold the last `Arc`.)
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU32, Ordering};
