@@ -56,17 +56,53 @@ impl DevicePtr {
 /// One kernel argument: the bytes qd copies when the launch is queued.
 ///
 /// Implemented for every [`Pod`] type (integers, floats, [`DevicePtr`], your `#[repr(C)]`
-/// structs) and for `&DeviceBuffer` / `&HostBuffer` (their address).
-pub trait KernelArg {
+/// structs) and for `&DeviceBuffer` / `&HostBuffer` (their address). qd copies the `size` bytes
+/// at `data` without any check, so the trait is `unsafe`: safe code cannot make an argument
+/// that points anywhere but into itself. For your own types, implement [`Pod`] instead.
+///
+/// A program that forbids `unsafe` cannot forge one:
+///
+/// ```compile_fail,E0200
+/// #![deny(unsafe_code)]
+/// struct Forged;
+/// impl qd::KernelArg for Forged { // error: the trait requires an `unsafe impl`
+///     fn as_qd_arg(&self) -> qd::sys::qd_arg {
+///         qd::sys::qd_arg { data: 16 as *const std::ffi::c_void, size: 1 << 20 }
+///     }
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unsafe_code)]
+/// struct Forged;
+/// // SAFETY: none: the lint refuses the `unsafe impl` itself.
+/// unsafe impl qd::KernelArg for Forged { // error: implementation of an `unsafe` trait (unsafe_code)
+///     fn as_qd_arg(&self) -> qd::sys::qd_arg {
+///         qd::sys::qd_arg { data: 16 as *const std::ffi::c_void, size: 1 << 20 }
+///     }
+/// }
+/// ```
+///
+/// # Safety
+/// `as_qd_arg` must return `data` pointing to `size` initialised bytes that live as long as
+/// `self` (qd reads them before the launch call returns), and `size` must be what the kernel
+/// reads for this parameter.
+pub unsafe trait KernelArg {
     /// The argument's bytes: `data` points into `self` for `size` bytes.
     fn as_qd_arg(&self) -> qd_arg;
 }
 
-impl<T: Pod> KernelArg for T {
+// SAFETY: `data` points to the `size_of::<T>()` bytes of `self`; Pod has no padding.
+unsafe impl<T: Pod> KernelArg for T {
     #[inline(always)]
     fn as_qd_arg(&self) -> qd_arg {
         qd_arg { data: self as *const T as *const c_void, size: size_of::<T>() as u64 }
     }
+}
+
+mod sealed {
+    /// Only the tuples of this crate are argument lists.
+    pub trait Sealed {}
 }
 
 /// The argument list of a launch: a tuple of [`KernelArg`]s (up to 16), or `()` for none.
@@ -77,28 +113,118 @@ impl<T: Pod> KernelArg for T {
 /// takes((1u32,));
 /// takes((qd::DevicePtr(0x1000), 8u32, 0.5f32));
 /// ```
-pub trait KernelArgs {
+///
+/// Sealed: only those tuples implement it, so no other type can hand qd a forged list.
+///
+/// ```compile_fail,E0277
+/// struct Forged;
+/// impl qd::KernelArgs for Forged { // error: `Forged: Sealed` is not satisfied
+///     type Packed = [qd::sys::qd_arg; 1];
+///     fn pack(&self) -> Self::Packed {
+///         [qd::sys::qd_arg { data: 16 as *const std::ffi::c_void, size: 8 }]
+///     }
+/// }
+/// ```
+pub trait KernelArgs: sealed::Sealed {
     /// The packed `qd_arg` array, on the stack.
     type Packed: AsRef<[qd_arg]>;
     /// Pack: each entry points into `self`, so `self` must outlive the use of the result.
     fn pack(&self) -> Self::Packed;
+    /// Number of arguments.
+    #[doc(hidden)]
+    const COUNT: usize;
+    /// Pack behind a Rust host kernel's hidden first argument, `header`, whose count and
+    /// sizes this fills in.
+    #[doc(hidden)]
+    fn pack_host(&self, header: &mut HostHeader) -> HostPacked;
 }
 
+/// The hidden first argument of every launch of a Rust host kernel: the closure's address,
+/// the number of the caller's arguments and each one's size, and a tag the C trampoline checks
+/// before it trusts the rest.
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HostHeader {
+    pub(crate) closure: u64,
+    pub(crate) count: u32,
+    pub(crate) tag: u32,
+    pub(crate) sizes: [u32; MAX_HOST_ARGS],
+}
+
+/// Most arguments of a Rust host kernel launch: the longest [`KernelArgs`] tuple.
+pub(crate) const MAX_HOST_ARGS: usize = 16;
+/// [`HostHeader::tag`]: "qdRk".
+pub(crate) const HOST_HEADER_TAG: u32 = u32::from_le_bytes(*b"qdRk");
+/// Bytes of a header before its sizes.
+pub(crate) const HOST_HEADER_FIXED: usize = 16;
+
+impl HostHeader {
+    #[inline(always)]
+    pub(crate) fn new(closure: u64) -> HostHeader {
+        HostHeader { closure, count: 0, tag: HOST_HEADER_TAG, sizes: [0; MAX_HOST_ARGS] }
+    }
+    /// The header as an argument: the fixed part and `count` sizes.
+    #[inline(always)]
+    pub(crate) fn as_arg(&self) -> qd_arg {
+        qd_arg { data: self as *const HostHeader as *const c_void, size: (HOST_HEADER_FIXED + 4 * self.count as usize) as u64 }
+    }
+}
+
+/// At most 17 entries (a header and 16 arguments) of which the first `len` are set; for
+/// [`KernelArgs::pack_host`]. of which the first `len` are set; for [`KernelArgs::pack_host`].
+#[doc(hidden)]
+pub struct HostPacked {
+    pub(crate) args: [std::mem::MaybeUninit<qd_arg>; 17],
+    pub(crate) len: usize,
+}
+
+impl HostPacked {
+    #[inline(always)]
+    pub(crate) fn as_slice(&self) -> &[qd_arg] {
+        // SAFETY: the first `len` entries are initialised (pack_host).
+        unsafe { std::slice::from_raw_parts(self.args.as_ptr() as *const qd_arg, self.len) }
+    }
+}
+
+impl sealed::Sealed for () {}
 impl KernelArgs for () {
     type Packed = [qd_arg; 0];
+    const COUNT: usize = 0;
     #[inline(always)]
     fn pack(&self) -> [qd_arg; 0] {
         []
+    }
+    #[inline(always)]
+    fn pack_host(&self, header: &mut HostHeader) -> HostPacked {
+        header.count = 0;
+        let mut p = HostPacked { args: [std::mem::MaybeUninit::uninit(); 17], len: 1 };
+        p.args[0].write(header.as_arg());
+        p
     }
 }
 
 macro_rules! tuple_args {
     ($n:literal: $($name:ident $idx:tt),+) => {
+        impl<$($name: KernelArg),+> sealed::Sealed for ($($name,)+) {}
         impl<$($name: KernelArg),+> KernelArgs for ($($name,)+) {
             type Packed = [qd_arg; $n];
+            const COUNT: usize = $n;
             #[inline(always)]
             fn pack(&self) -> [qd_arg; $n] {
                 [$(self.$idx.as_qd_arg()),+]
+            }
+            #[inline(always)]
+            fn pack_host(&self, header: &mut HostHeader) -> HostPacked {
+                let mut p = HostPacked { args: [std::mem::MaybeUninit::uninit(); 17], len: $n + 1 };
+                header.count = $n;
+                $(
+                    let a = self.$idx.as_qd_arg();
+                    header.sizes[$idx] = u32::try_from(a.size).unwrap_or(u32::MAX);
+                    p.args[$idx + 1].write(a);
+                )+
+                p.args[0].write(header.as_arg());
+                p
             }
         }
     };

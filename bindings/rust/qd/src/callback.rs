@@ -75,14 +75,15 @@ impl Stream<'_> {
     fn refuse_if_capturing(&self) -> Result<()> {
         // SAFETY: plain handle call.
         let status = unsafe { qd_sys::qd_stream_query(self.raw()) };
-        if status == qd_sys::QD_ERROR_INVALID_OPERATION {
-            let e = crate::error::Error::from_last(status);
-            if e.message().contains("is capturing") {
-                return Err(crate::error::Error::with_message(
-                    status,
-                    format!("host_fn on a capturing stream: its closure runs once, and a graph would call it on every replay ({})", e.message()),
-                ));
-            }
+        if status == qd_sys::QD_ERROR_INVALID_OPERATION && crate::error::Error::from_last(status).message().contains("is capturing") {
+            // The message of the query is not repeated: the caller never made that call.
+            return Err(crate::error::Error::with_message(
+                status,
+                format!(
+                    "host_fn: stream {:#018x} is capturing (Stream::begin_capture); its closure runs once, and a graph would call it on every replay",
+                    self.raw()
+                ),
+            ));
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! [`Context`] and its [`ContextBuilder`]; devices, statistics and the library version.
 
-use crate::error::{check, Result};
+use crate::error::{check, Error, Result};
 use crate::stream::Stream;
 use std::any::Any;
 use std::ffi::CStr;
@@ -201,6 +201,8 @@ impl ContextBuilder {
             is_cpu,
             keep_alive: Mutex::new(Vec::new()),
             callback_guard: OnceLock::new(),
+            drop_errors: Mutex::new(Vec::new()),
+            captures: Mutex::new(Captures::default()),
         })
     }
 }
@@ -234,6 +236,18 @@ pub struct Context {
     keep_alive: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
     /// The CPU kernel that faults the context after a host callback panicked (made on first use).
     pub(crate) callback_guard: OnceLock<qd_sys::qd_kernel>,
+    /// Failures of `Drop`s of this context's objects, until read ([`Context::take_drop_errors`]).
+    drop_errors: Mutex<Vec<Error>>,
+    /// Captures begun through this crate and still open, and the buffers dropped meanwhile.
+    pub(crate) captures: Mutex<Captures>,
+}
+
+/// Captures open on a context, and the frees that wait for them to end (a `Drop` never
+/// touches a capture: memory.rs).
+#[derive(Debug, Default)]
+pub(crate) struct Captures {
+    pub(crate) open: usize,
+    pub(crate) deferred: Vec<crate::memory::DeferredFree>,
 }
 
 impl Context {
@@ -357,15 +371,94 @@ impl Context {
     }
 }
 
+impl Context {
+    /// Destroy the context now (`qd_context_destroy`): wait for all queued work, then free
+    /// everything it still owns; `Drop` does the same and cannot report. Errors:
+    /// [`Error::InvalidOperation`](crate::Error::InvalidOperation) when the failures of earlier
+    /// drops were never read ([`Context::take_drop_errors`]): the message lists them (the
+    /// context is destroyed all the same).
+    ///
+    /// Called inside a host kernel or callback of this context (the last `Arc<Context>` held by
+    /// a closure), where qd refuses to destroy it, the destroy runs on a helper thread once the
+    /// callback has returned, as for `Drop`.
+    pub fn close(self) -> Result<()> {
+        let unread = self.take_drop_errors();
+        drop(self);
+        if unread.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = unread.iter().map(|e| e.to_string()).collect();
+        Err(Error::with_message(
+            qd_sys::QD_ERROR_INVALID_OPERATION,
+            format!("{} drop failure(s) never read: {}", list.len(), list.join("; ")),
+        ))
+    }
+
+    /// The failures of `Drop`s of this context's objects since the last call, oldest first, and
+    /// forgets them. A `Drop` cannot return an error, so each failure is kept here (the error,
+    /// with qd's message after the name of what was dropped), and those never read are written
+    /// on stderr when the context is destroyed: none is lost silently. The fallible `close()`
+    /// (or `free`, `end`, `stop`) of each type returns its error instead.
+    ///
+    /// ```
+    /// let ctx = qd::Context::new(qd::Backend::Cpu)?;
+    /// let s = qd::Stream::new(&ctx)?;
+    /// let capture = s.begin_capture()?;
+    /// let child = s.fork(1)?.pop().unwrap();
+    /// drop(child); // qd refuses to release a stream of an open capture
+    /// let errors = ctx.take_drop_errors();
+    /// assert!(matches!(errors[..], [qd::Error::InvalidOperation(_)]), "{errors:?}");
+    /// # drop(capture);
+    /// # ctx.take_drop_errors();
+    /// # Ok::<(), qd::Error>(())
+    /// ```
+    pub fn take_drop_errors(&self) -> Vec<Error> {
+        std::mem::take(&mut *self.drop_errors.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Keep the failure of a `Drop` of `what` (status just returned on this thread).
+    #[cold]
+    pub(crate) fn drop_failed(&self, what: &str, status: i32) {
+        let e = Error::from_last(status);
+        self.drop_error(Error::with_message(e.status(), format!("dropping {what}: {}", e.message())));
+    }
+
+    #[cold]
+    pub(crate) fn drop_error(&self, e: Error) {
+        self.drop_errors.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+    }
+}
+
 impl Drop for Context {
     fn drop(&mut self) {
+        let unread = self.take_drop_errors();
+        for e in &unread {
+            eprintln!("qd: a drop failed and its error was never read (Context::take_drop_errors): {e}");
+        }
+        let keep_alive = std::mem::take(self.keep_alive.get_mut().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: the handle is ours; every child borrows `self`, so none is left.
         let status = unsafe { qd_sys::qd_context_destroy(self.raw) };
-        if status != qd_sys::QD_SUCCESS {
-            // Only possible from inside a host kernel or callback of this context (the context
-            // is then still alive and its queued work may use the closures): keep them forever.
-            let v = std::mem::take(self.keep_alive.get_mut().unwrap_or_else(|p| p.into_inner()));
-            std::mem::forget(v);
+        if status == qd_sys::QD_SUCCESS {
+            return;
+        }
+        // Only refused inside a host kernel or callback of this context (the last owner of the
+        // context, e.g. an `Arc`, was a closure). Its queued work may still use the closures, so
+        // destroy it from a helper thread, which waits for that callback to return, and release
+        // the closures after.
+        let raw = self.raw;
+        // Never dropped unless the destroy succeeded (not even if the thread cannot start).
+        let keep_alive = std::mem::ManuallyDrop::new(keep_alive);
+        let destroy = move || {
+            // SAFETY: nothing else holds the handle any more.
+            let status = unsafe { qd_sys::qd_context_destroy(raw) };
+            if status == qd_sys::QD_SUCCESS {
+                drop(std::mem::ManuallyDrop::into_inner(keep_alive));
+            } else {
+                eprintln!("qd: destroying a context from a helper thread failed: {}", Error::from_last(status));
+            }
+        };
+        if let Err(e) = std::thread::Builder::new().name("qd-context-destroy".into()).spawn(destroy) {
+            eprintln!("qd: a context dropped inside its own callback cannot be destroyed (no helper thread: {e}); it is leaked");
         }
     }
 }

@@ -3,6 +3,7 @@
 use crate::context::Context;
 use crate::error::{check, check_ready, Error, Result};
 use crate::stream::Stream;
+use std::time::Duration;
 
 /// A completion marker recorded on a stream; with timing, it also records a timestamp.
 ///
@@ -102,9 +103,49 @@ impl<'ctx> Event<'ctx> {
     }
 }
 
+impl Event<'_> {
+    /// Destroy the event now (`qd_event_destroy`); streams already waiting on it still wait.
+    /// `Drop` does the same and keeps a failure for [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        // SAFETY: the handle was ours.
+        check(unsafe { qd_sys::qd_event_destroy(raw) })
+    }
+}
+
+impl Event<'_> {
+    /// The time from `start`'s completion to this event's, as a [`Duration`]
+    /// ([`Event::elapsed_ms_since`] in milliseconds, with the backend's resolution). Errors: as
+    /// [`Event::elapsed_ms_since`], and [`Error::InvalidArgument`] when this event completed
+    /// before `start` (a `Duration` is never negative; `elapsed_ms_since` gives the signed
+    /// value).
+    ///
+    /// ```
+    /// let ctx = qd::Context::new(qd::Backend::Cpu)?;
+    /// let s = qd::Stream::new(&ctx)?;
+    /// let (start, end) = (qd::Event::with_timing(&ctx)?, qd::Event::with_timing(&ctx)?);
+    /// start.record(&s)?;
+    /// end.record(&s)?;
+    /// end.synchronize()?;
+    /// let took: std::time::Duration = end.elapsed_since(&start)?;
+    /// assert!(took < std::time::Duration::from_secs(3600));
+    /// # Ok::<(), qd::Error>(())
+    /// ```
+    pub fn elapsed_since(&self, start: &Event<'_>) -> Result<Duration> {
+        let ms = self.elapsed_ms_since(start)?;
+        Duration::try_from_secs_f64(f64::from(ms) / 1000.0).map_err(|_| {
+            Error::with_message(qd_sys::QD_ERROR_INVALID_ARGUMENT, format!("this event completed {} ms before `start`", -ms))
+        })
+    }
+}
+
 impl Drop for Event<'_> {
     fn drop(&mut self) {
-        // SAFETY: the handle is ours; a failure means it is already gone.
-        unsafe { qd_sys::qd_event_destroy(self.raw) };
+        // SAFETY: the handle is ours.
+        let status = unsafe { qd_sys::qd_event_destroy(self.raw) };
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed("Event", status);
+        }
     }
 }

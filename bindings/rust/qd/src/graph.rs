@@ -15,12 +15,22 @@ use std::fmt;
 /// The guard borrows its stream, so the stream cannot be dropped while it captures. Dropping
 /// the guard without [`Capture::end`] ends the capture and drops what it recorded; if the
 /// capture cannot end (a forked stream has not joined back) it stays open until the context
-/// is destroyed.
+/// is destroyed, and the failure is kept for [`Context::take_drop_errors`]. A
+/// [`crate::DeviceBuffer`] dropped while a capture is open is freed once it has ended.
 ///
 /// Host callbacks ([`Stream::host_fn`]) are refused on a capturing stream: their closure runs
 /// once, and a graph would call it on every replay.
 ///
 /// `Send + Sync`: a borrow of a `Sync` stream; qd allows ending a capture from any thread.
+///
+/// The guard is `#[must_use]`: a capture begun and dropped at once records nothing.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// let ctx = qd::Context::new(qd::Backend::Cpu).unwrap();
+/// let s = qd::Stream::new(&ctx).unwrap();
+/// s.begin_capture().unwrap(); // error: unused `Capture` that must be used
+/// ```
 ///
 /// ```compile_fail,E0505
 /// let ctx = qd::Context::new(qd::Backend::Cpu).unwrap();
@@ -29,6 +39,7 @@ use std::fmt;
 /// drop(s); // error: `s` is borrowed by the capture
 /// capture.end().unwrap();
 /// ```
+#[must_use = "the capture ends when the guard drops: keep it, and end it with Capture::end"]
 pub struct Capture<'s, 'ctx> {
     stream: &'s Stream<'ctx>,
     open: bool,
@@ -61,11 +72,17 @@ impl Drop for Capture<'_, '_> {
     fn drop(&mut self) {
         if self.open {
             // Abandoned: end it and drop what it recorded. A failure leaves it open (a stream
-            // has not joined back); nothing else can be done from Drop.
+            // has not joined back) and is kept for Context::take_drop_errors.
             let mut raw = 0;
+            let ctx = self.stream.context();
             // SAFETY: valid output; a graph made here is destroyed at once.
-            if unsafe { qd_sys::qd_stream_end_capture(self.stream.raw(), &mut raw) } == qd_sys::QD_SUCCESS {
+            let status = unsafe { qd_sys::qd_stream_end_capture(self.stream.raw(), &mut raw) };
+            if status == qd_sys::QD_SUCCESS {
+                // SAFETY: the graph just made, known to no one else.
                 unsafe { qd_sys::qd_graph_destroy(raw) };
+                ctx.capture_ended();
+            } else {
+                ctx.drop_failed("Capture", status);
             }
         }
     }
@@ -161,10 +178,24 @@ impl<'ctx> Graph<'ctx> {
     }
 }
 
+impl Graph<'_> {
+    /// Destroy the graph now (`qd_graph_destroy`); replays already queued still run. `Drop`
+    /// does the same, keeping a failure for [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        // SAFETY: the handle was ours.
+        check(unsafe { qd_sys::qd_graph_destroy(raw) })
+    }
+}
+
 impl Drop for Graph<'_> {
     fn drop(&mut self) {
-        // SAFETY: the handle is ours; a failure means it is already gone.
-        unsafe { qd_sys::qd_graph_destroy(self.raw) };
+        // SAFETY: the handle is ours.
+        let status = unsafe { qd_sys::qd_graph_destroy(self.raw) };
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed("Graph", status);
+        }
     }
 }
 
@@ -173,8 +204,13 @@ impl<'ctx> Stream<'ctx> {
     /// [`Capture`]. Errors: [`crate::Error::InvalidOperation`] when the stream is capturing
     /// already (its own capture or one it joined).
     pub fn begin_capture(&self) -> Result<Capture<'_, 'ctx>> {
+        // Counted before it begins, so that no buffer dropped meanwhile is freed into it.
+        self.context().captures.lock().unwrap_or_else(|p| p.into_inner()).open += 1;
         // SAFETY: plain handle call.
-        check(unsafe { qd_sys::qd_stream_begin_capture(self.raw()) })?;
+        if let Err(e) = check(unsafe { qd_sys::qd_stream_begin_capture(self.raw()) }) {
+            self.context().capture_ended();
+            return Err(e);
+        }
         Ok(Capture { stream: self, open: true })
     }
 
@@ -185,6 +221,7 @@ impl<'ctx> Stream<'ctx> {
         let mut raw = 0;
         // SAFETY: valid output.
         check(unsafe { qd_sys::qd_stream_end_capture(self.raw(), &mut raw) })?;
+        self.context().capture_ended();
         Ok(Graph { raw, ctx: self.context() })
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::args::{KernelArgs, LaunchConfig};
 use crate::error::{check, Result};
-use crate::host_kernel::{write_header, HEADER_MAX};
+use crate::host_kernel::HostKernel;
 use crate::module::Kernel;
 use crate::stream::Stream;
 use qd_sys::qd_arg;
@@ -36,26 +36,12 @@ impl Stream<'_> {
     /// ```
     #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, kernel: &Kernel<'_>, config: &LaunchConfig, args: A) -> Result<()> {
+        if let Some(host) = kernel.host {
+            return crate::host_kernel::launch_host_raw(self.raw(), kernel.raw(), host, config, &args);
+        }
         let packed = args.pack();
         let list = packed.as_ref();
         let cfg = config.as_raw();
-        if let Some(closure) = kernel.host {
-            // One slot goes to the hidden header (host_kernel.rs).
-            if list.len() >= qd_sys::QD_MAX_ARGS as usize {
-                return Err(crate::Error::with_message(
-                    qd_sys::QD_ERROR_INVALID_ARGUMENT,
-                    "a Rust host kernel takes at most QD_MAX_ARGS - 1 arguments",
-                ));
-            }
-            let mut header = [0u8; HEADER_MAX];
-            let mut full = [qd_arg { data: std::ptr::null(), size: 0 }; qd_sys::QD_MAX_ARGS as usize];
-            let len = write_header(&mut header, closure, list);
-            full[0] = qd_arg { data: header.as_ptr() as *const c_void, size: len as u64 };
-            full[1..=list.len()].copy_from_slice(list);
-            let count = list.len() as u32 + 1;
-            // SAFETY: `full` holds `count` valid entries pointing into `header` and `args`.
-            return check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), cfg, full.as_ptr(), count) });
-        }
         // SAFETY: `list` entries point into `args`, alive until this returns; qd copies them.
         check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), cfg, list.as_ptr(), list.len() as u32) })
     }
@@ -86,8 +72,36 @@ impl Stream<'_> {
     /// # Ok::<(), qd::Error>(())
     /// ```
     pub unsafe fn launch_parallel(&self, tasks: &[Task<'_>]) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.launch_tasks(tasks.iter()) }
+    }
+
+    /// Stream-parallel launch of Rust host kernels ([`HostTask`]s), as
+    /// [`Stream::launch_parallel`]; safe as [`Stream::launch_host`] is.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// let ctx = qd::Context::new(qd::Backend::Cpu)?;
+    /// let sum = Arc::new(AtomicU32::new(0));
+    /// let s2 = sum.clone();
+    /// let add = qd::HostKernel::new(&ctx, "add", move |_, args| { s2.fetch_add(args.get::<u32>(0)?, Ordering::Relaxed); Ok(()) })?;
+    /// let cfg = qd::LaunchConfig::new();
+    /// let tasks: Vec<qd::HostTask> = (0..8).map(|i| qd::HostTask::new(&add, i % 4, &cfg, (i,))).collect();
+    /// let s = qd::Stream::new(&ctx)?;
+    /// s.launch_host_parallel(&tasks)?;
+    /// s.synchronize()?;
+    /// assert_eq!(sum.load(Ordering::Relaxed), 28);
+    /// # Ok::<(), qd::Error>(())
+    /// ```
+    pub fn launch_host_parallel(&self, tasks: &[HostTask<'_>]) -> Result<()> {
+        // SAFETY: every task is a Rust host kernel, which reads its arguments through the
+        // checked HostArgs::get (as Stream::launch_host).
+        unsafe { self.launch_tasks(tasks.iter().map(|t| &t.task)) }
+    }
+
+    unsafe fn launch_tasks<'a, 'k: 'a>(&self, tasks: impl Iterator<Item = &'a Task<'k>>) -> Result<()> {
         let raw: Vec<qd_sys::qd_task> = tasks
-            .iter()
             .map(|t| qd_sys::qd_task {
                 group: t.group,
                 kernel: t.pack.kernel,
@@ -139,18 +153,22 @@ unsafe impl Sync for LaunchPack<'_> {}
 impl<'k> LaunchPack<'k> {
     /// Pack `kernel`, `config` and a copy of `args`.
     pub fn new<A: KernelArgs>(kernel: &'k Kernel<'_>, config: &LaunchConfig, args: A) -> LaunchPack<'k> {
-        let packed = args.pack();
-        let user = packed.as_ref();
-        let mut header = [0u8; HEADER_MAX];
-        let mut pieces: Vec<&[u8]> = Vec::with_capacity(user.len() + 1);
-        if let Some(closure) = kernel.host {
-            let len = write_header(&mut header, closure, user);
-            pieces.push(&header[..len]);
-        }
-        for a in user {
-            // SAFETY: each entry points into `args` for `size` bytes (KernelArg's contract).
-            pieces.push(unsafe { std::slice::from_raw_parts(a.data as *const u8, a.size as usize) });
-        }
+        let mut header = kernel.host.and_then(|h| h.header::<A>());
+        let host_packed;
+        let packed;
+        let list: &[qd_arg] = if let Some(header) = header.as_mut() {
+            host_packed = args.pack_host(header);
+            host_packed.as_slice()
+        } else {
+            packed = args.pack();
+            packed.as_ref()
+        };
+        let pieces: Vec<&[u8]> = list
+            .iter()
+            // SAFETY: each entry points into `args` or `header` for `size` bytes (KernelArg's
+            // contract), both alive here.
+            .map(|a| if a.size == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(a.data as *const u8, a.size as usize) } })
+            .collect();
         let slots: Vec<usize> = pieces.iter().map(|p| p.len().div_ceil(16)).collect();
         let mut bytes = vec![0u128; slots.iter().sum::<usize>().max(1)].into_boxed_slice();
         let base = bytes.as_mut_ptr() as *mut u8;
@@ -203,5 +221,26 @@ impl<'k> Task<'k> {
     /// The task's group.
     pub fn group(&self) -> u32 {
         self.group
+    }
+}
+
+/// One task of [`Stream::launch_host_parallel`]: a Rust host kernel ([`HostKernel`]), its group,
+/// configuration and a copy of its arguments.
+///
+/// `Send + Sync`: as [`Task`].
+#[derive(Debug)]
+pub struct HostTask<'k> {
+    task: Task<'k>,
+}
+
+impl<'k> HostTask<'k> {
+    /// A task of `group` launching `kernel` with `config` and a copy of `args`.
+    pub fn new<A: KernelArgs>(kernel: &'k HostKernel<'_>, group: u32, config: &LaunchConfig, args: A) -> HostTask<'k> {
+        HostTask { task: Task::new(kernel, group, config, args) }
+    }
+
+    /// The task's group.
+    pub fn group(&self) -> u32 {
+        self.task.group
     }
 }

@@ -7,10 +7,13 @@
 //!   the thread-local active stream as a scope;
 //! - [`Event`]: ordering across streams and timing;
 //! - [`Module`], [`Kernel`], [`HostKernel`]: kernels from images and from Rust closures;
-//! - [`Stream::launch`], [`LaunchPack`], [`Task`], [`Stream::launch_parallel`],
-//!   [`Stream::host_fn`]: scheduling work;
+//! - [`Stream::launch`], [`Stream::launch_host`], [`LaunchPack`], [`Task`], [`HostTask`],
+//!   [`Stream::launch_parallel`], [`Stream::launch_host_parallel`], [`Stream::host_fn`]:
+//!   scheduling work;
 //! - [`DeviceBuffer`], [`HostBuffer`], [`Transfer`]: stream-ordered memory and copies;
 //! - [`Stream::begin_capture`], [`Capture`], [`Graph`]: work captured once and replayed;
+//! - [`Context::set_hazard_handler`], [`Hazard`]: the validation mode's reports;
+//! - [`Context::take_drop_errors`]: what a `Drop` could not report;
 //! - [`Error`], [`Result`].
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -22,6 +25,7 @@ mod context;
 mod error;
 mod event;
 mod graph;
+mod hazard;
 mod host_kernel;
 mod launch;
 mod memory;
@@ -37,7 +41,8 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use graph::{Capture, Graph};
 pub use host_kernel::{Block, HostArgs, HostKernel, KernelFault, KernelResult};
-pub use launch::{LaunchPack, Task};
+pub use hazard::{Hazard, HazardKind};
+pub use launch::{HostTask, LaunchPack, Task};
 pub use memory::DeviceBuffer;
 pub use module::{Kernel, Module, ParamAccess};
 pub use stream::{Lease, Stream, StreamOptions};

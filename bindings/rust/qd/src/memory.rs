@@ -18,7 +18,10 @@ use std::sync::Mutex;
 /// Freeing names its stream: [`DeviceBuffer::free`] frees after the work queued on that stream.
 /// The buffer remembers every stream that this crate's copies and memsets queued work on, and
 /// orders those before the free with events, so a free never overtakes a copy. `Drop` frees
-/// on the context's default stream the same way. Kernels are the caller's side of the bargain:
+/// on the context's default stream the same way; while a capture begun with
+/// [`Stream::begin_capture`] is open on the context, it frees once the last one has ended
+/// instead (a drop never touches a capture). A failed drop is kept for
+/// [`Context::take_drop_errors`]. Kernels are the caller's side of the bargain:
 /// a kernel that uses the buffer on another stream must be ordered before the free (the
 /// `# Safety` of [`Stream::launch`]).
 ///
@@ -118,29 +121,93 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
 
     /// Free in the order of `stream`: after the work queued on it so far, and (through events)
     /// after the work this crate queued on the buffer on other streams. Errors:
-    /// [`Error::DeviceLost`] (the context frees the block when it is destroyed),
-    /// [`Error::InvalidHandle`] for a destroyed stream.
-    pub fn free(self, stream: &Stream<'_>) -> Result<()> {
-        let result = self.free_after_uses(stream.raw());
-        // Whatever happened, the buffer is given up: on failure the context still owns the block
-        // and frees it when destroyed.
+    /// [`Error::DeviceLost`] (the context frees the block when it is destroyed);
+    /// [`Error::InvalidAddress`] for a stream of another context,
+    /// [`Error::InvalidHandle`] for a destroyed stream, [`Error::InvalidOperation`] for a
+    /// capturing stream: for these the buffer is then freed as `Drop` frees it, so no error
+    /// leaks the block.
+    pub fn free(mut self, stream: &Stream<'_>) -> Result<()> {
+        let used = self.take_uses();
+        let result = free_after_uses(self.ctx, self.addr, &used, stream.raw());
+        if let Err(e) = &result {
+            if !matches!(e, Error::DeviceLost(_)) {
+                // The stream named cannot free it: free it as Drop does.
+                *self.used_on.get_mut().unwrap_or_else(|p| p.into_inner()) = used;
+                self.release();
+            }
+        }
+        // Given up either way: on DEVICE_LOST the context frees the block when destroyed.
         std::mem::forget(self);
         result
     }
 
-    fn free_after_uses(&self, stream: qd_sys::qd_stream) -> Result<()> {
-        let used = std::mem::take(&mut *self.used_on.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut ordered = true;
-        for &other in used.iter().filter(|&&s| s != stream) {
-            ordered &= order_after(self.ctx, stream, other);
+    fn take_uses(&self) -> Vec<qd_sys::qd_stream> {
+        std::mem::take(&mut *self.used_on.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// What `Drop` does: free on the context's default stream after every use, or, while a
+    /// capture of the context is open, once the last one has ended (a free ordered after a
+    /// capturing stream would make the default stream join the capture). A failure is kept
+    /// for [`Context::take_drop_errors`].
+    fn release(&mut self) {
+        let used = self.take_uses();
+        {
+            let mut captures = self.ctx.captures.lock().unwrap_or_else(|p| p.into_inner());
+            if captures.open > 0 {
+                captures.deferred.push(DeferredFree { addr: self.addr, used_on: used });
+                return;
+            }
         }
-        if !ordered {
-            // A stream that used the buffer is gone (destroyed or released): its work still runs
-            // and cannot be named any more, so wait for the whole context.
-            self.ctx.synchronize()?;
+        DeferredFree { addr: self.addr, used_on: used }.run(self.ctx);
+    }
+}
+
+/// A buffer dropped while a capture was open: freed when the last capture ends.
+#[derive(Debug)]
+pub(crate) struct DeferredFree {
+    addr: u64,
+    used_on: Vec<qd_sys::qd_stream>,
+}
+
+impl DeferredFree {
+    pub(crate) fn run(self, ctx: &Context) {
+        if let Err(e) = free_after_uses(ctx, self.addr, &self.used_on, ctx.default_stream().raw()) {
+            // On DEVICE_LOST, or inside a host callback of this context (no waiting there), the
+            // block stays with the context, which frees it on destruction.
+            ctx.drop_error(Error::with_message(e.status(), format!("dropping DeviceBuffer {:#x}: {}", self.addr, e.message())));
         }
-        // SAFETY: plain handle/address call.
-        check(unsafe { qd_sys::qd_mem_free_async(stream, self.addr) })
+    }
+}
+
+/// Free `addr` on `stream`, after the work queued on every stream of `used`.
+fn free_after_uses(ctx: &Context, addr: u64, used: &[qd_sys::qd_stream], stream: qd_sys::qd_stream) -> Result<()> {
+    let mut ordered = true;
+    for &other in used.iter().filter(|&&s| s != stream) {
+        ordered &= order_after(ctx, stream, other);
+    }
+    if !ordered {
+        // A stream that used the buffer is gone (destroyed or released): its work still runs
+        // and cannot be named any more, so wait for the whole context.
+        ctx.synchronize()?;
+    }
+    // SAFETY: plain handle/address call.
+    check(unsafe { qd_sys::qd_mem_free_async(stream, addr) })
+}
+
+impl Context {
+    /// Frees deferred while captures were open, when the last one has ended.
+    pub(crate) fn capture_ended(&self) {
+        let deferred = {
+            let mut captures = self.captures.lock().unwrap_or_else(|p| p.into_inner());
+            captures.open = captures.open.saturating_sub(1);
+            if captures.open > 0 {
+                return;
+            }
+            std::mem::take(&mut captures.deferred)
+        };
+        for d in deferred {
+            d.run(self);
+        }
     }
 }
 
@@ -167,16 +234,14 @@ pub(crate) fn order_after(ctx: &Context, waiter: qd_sys::qd_stream, other: qd_sy
 
 impl<T: Pod> Drop for DeviceBuffer<'_, T> {
     fn drop(&mut self) {
-        // Errors cannot be reported from Drop: on DEVICE_LOST, or inside a host callback of this
-        // context (no waiting there), the block stays with the context, which frees it on
-        // destruction.
-        let _ = self.free_after_uses(self.ctx.default_stream().raw());
+        self.release();
     }
 }
 
 /// A buffer's address as a kernel argument (the buffer must outlive the kernel's run: see
 /// [`Stream::launch`]).
-impl<T: Pod> KernelArg for &DeviceBuffer<'_, T> {
+// SAFETY: `data` points to the 8 bytes of the address inside the buffer value.
+unsafe impl<T: Pod> KernelArg for &DeviceBuffer<'_, T> {
     #[inline(always)]
     fn as_qd_arg(&self) -> qd_arg {
         qd_arg { data: &self.addr as *const u64 as *const c_void, size: 8 }
@@ -256,6 +321,13 @@ impl Stream<'_> {
     /// The device data lands in memory this call owns first, and reaches `dst` only after the
     /// wait succeeded; on an error `dst` is left as it was.
     pub fn copy_to_slice<T: Pod>(&self, dst: &mut [T], src: &DeviceBuffer<'_, T>) -> Result<()> {
+        if dst.len() != src.len() {
+            // Refused before the staging copy is allocated.
+            return Err(Error::with_message(
+                qd_sys::QD_ERROR_INVALID_ARGUMENT,
+                format!("copy of {} elements into {}", src.len(), dst.len()),
+            ));
+        }
         // Zeroed Pod values are valid values.
         let staging = vec![zeroed::<T>(); dst.len()];
         let filled = self.copy_to_host_async(staging, src)?.wait()?;

@@ -2,11 +2,10 @@
 
 use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::host_kernel::HostClosure;
+use crate::host_kernel::HostRef;
 use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
 use std::path::Path;
-use std::ptr::NonNull;
 
 /// A loaded module: a shared library of host kernels (CPU) or a PTX/cubin/fatbin/code object
 /// image (GPU). `Drop` unloads it; kernels borrow the module, so none outlives it.
@@ -83,10 +82,24 @@ impl<'ctx> Module<'ctx> {
     }
 }
 
+impl Module<'_> {
+    /// Unload the module now (`qd_module_unload`; queued work keeps its code until it has
+    /// run). `Drop` does the same and keeps a failure for [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        // SAFETY: the handle was ours.
+        check(unsafe { qd_sys::qd_module_unload(raw) })
+    }
+}
+
 impl Drop for Module<'_> {
     fn drop(&mut self) {
         // SAFETY: the handle is ours; queued work keeps the code alive until it completes.
-        unsafe { qd_sys::qd_module_unload(self.raw) };
+        let status = unsafe { qd_sys::qd_module_unload(self.raw) };
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed("Module", status);
+        }
     }
 }
 
@@ -114,7 +127,7 @@ pub struct Kernel<'a> {
     raw: qd_sys::qd_kernel,
     ctx: &'a Context,
     /// The closure of a Rust host kernel, which every launch passes in front of the arguments.
-    pub(crate) host: Option<NonNull<HostClosure>>,
+    pub(crate) host: Option<HostRef>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -141,7 +154,7 @@ pub enum ParamAccess {
 }
 
 impl<'a> Kernel<'a> {
-    pub(crate) fn from_parts(raw: qd_sys::qd_kernel, ctx: &'a Context, host: Option<NonNull<HostClosure>>) -> Self {
+    pub(crate) fn from_parts(raw: qd_sys::qd_kernel, ctx: &'a Context, host: Option<HostRef>) -> Self {
         Kernel { raw, ctx, host, _borrow: PhantomData }
     }
 
@@ -158,11 +171,25 @@ impl<'a> Kernel<'a> {
 
     /// Declare how the kernel uses the memory its parameter `index` points to, for the
     /// validation mode (`qd_kernel_set_param_access`): with [`ParamAccess::Read`], launches on
-    /// several streams reading one buffer are not reported. Errors:
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an index of 64 or more.
+    /// several streams reading one buffer are not reported. `index` is the position in the
+    /// launch's argument tuple, for a [`crate::HostKernel`] too (its hidden header argument is
+    /// not counted). Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an
+    /// index of 64 or more (of 16 or more for a `HostKernel`, whose launches take at most 16).
     pub fn set_param_access(&self, index: u32, access: ParamAccess) -> Result<()> {
+        let c_index = if self.host.is_some() {
+            if index as usize >= crate::args::MAX_HOST_ARGS {
+                return Err(Error::with_message(
+                    qd_sys::QD_ERROR_INVALID_ARGUMENT,
+                    format!("parameter index {index}: a Rust host kernel takes at most {} arguments", crate::args::MAX_HOST_ARGS),
+                ));
+            }
+            // The C launch passes the hidden header as argument 0 (host_kernel.rs).
+            index + 1
+        } else {
+            index
+        };
         // SAFETY: plain values and a live kernel handle.
-        check(unsafe { qd_sys::qd_kernel_set_param_access(self.raw, index, access as u32) })
+        check(unsafe { qd_sys::qd_kernel_set_param_access(self.raw, c_index, access as u32) })
     }
 
     /// A kernel from a C host function (CPU backend only), e.g. one written in C and linked
@@ -185,9 +212,23 @@ impl<'a> Kernel<'a> {
     }
 }
 
+impl Kernel<'_> {
+    /// Destroy the handle now (`qd_kernel_destroy`; work queued with it still runs). `Drop`
+    /// does the same and keeps a failure for [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        // SAFETY: the handle was ours.
+        check(unsafe { qd_sys::qd_kernel_destroy(raw) })
+    }
+}
+
 impl Drop for Kernel<'_> {
     fn drop(&mut self) {
         // SAFETY: the handle is ours; queued work with it still runs.
-        unsafe { qd_sys::qd_kernel_destroy(self.raw) };
+        let status = unsafe { qd_sys::qd_kernel_destroy(self.raw) };
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed("Kernel", status);
+        }
     }
 }

@@ -6,6 +6,9 @@ use crate::event::Event;
 use std::fmt;
 use std::ops::Deref;
 
+/// The largest stream pool a context can have (`qd_context_desc.stream_pool_size`).
+const MAX_POOL_SIZE: u32 = 4096;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     /// Made by qd_stream_create: `Drop` destroys it.
@@ -194,6 +197,13 @@ impl<'ctx> Stream<'ctx> {
     /// # Ok::<(), qd::Error>(())
     /// ```
     pub fn fork(&self, n: u32) -> Result<Vec<Lease<'ctx>>> {
+        if n > MAX_POOL_SIZE {
+            // No pool is that large: refused before a handle array of that size is made.
+            return Err(crate::Error::with_message(
+                qd_sys::QD_ERROR_POOL_EXHAUSTED,
+                format!("fork of {n} streams: a stream pool holds at most {MAX_POOL_SIZE}"),
+            ));
+        }
         let mut raw = vec![0; n as usize];
         // SAFETY: `raw` has room for `n` handles.
         check(unsafe { qd_sys::qd_stream_fork(self.raw, n, raw.as_mut_ptr()) })?;
@@ -263,18 +273,34 @@ impl<'ctx> Stream<'ctx> {
     }
 }
 
-impl Drop for Stream<'_> {
-    fn drop(&mut self) {
-        // Errors cannot be reported from Drop; every status here means "already gone".
+impl Stream<'_> {
+    /// Destroy the stream now (owned: `qd_stream_destroy`, work in flight still completes;
+    /// imported: forget the handle), or give a lease back (`qd_stream_release`); nothing for
+    /// the default stream. `Drop` does the same and keeps a failure for
+    /// [`Context::take_drop_errors`]. Errors: [`crate::Error::InvalidOperation`] for a stream
+    /// that is capturing or joined an open capture (it stays as it was: join it back and end
+    /// the capture).
+    pub fn close(self) -> Result<()> {
+        let status = self.destroy();
+        std::mem::forget(self);
+        check(status)
+    }
+
+    fn destroy(&self) -> i32 {
         // SAFETY: plain handle calls on a handle this value owns.
         match self.kind {
-            Kind::Owned | Kind::Borrowed => unsafe {
-                qd_sys::qd_stream_destroy(self.raw);
-            },
-            Kind::Leased => unsafe {
-                qd_sys::qd_stream_release(self.raw);
-            },
-            Kind::Unowned => {}
+            Kind::Owned | Kind::Borrowed => unsafe { qd_sys::qd_stream_destroy(self.raw) },
+            Kind::Leased => unsafe { qd_sys::qd_stream_release(self.raw) },
+            Kind::Unowned => qd_sys::QD_SUCCESS,
+        }
+    }
+}
+
+impl Drop for Stream<'_> {
+    fn drop(&mut self) {
+        let status = self.destroy();
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed(if self.kind == Kind::Leased { "Lease" } else { "Stream" }, status);
         }
     }
 }
@@ -299,6 +325,16 @@ impl Drop for Stream<'_> {
 #[derive(Debug)]
 pub struct Lease<'ctx> {
     stream: Stream<'ctx>,
+}
+
+impl Lease<'_> {
+    /// Give the lease back now (`qd_stream_release`); `Drop` does the same and keeps a failure
+    /// for [`Context::take_drop_errors`]. Errors: [`crate::Error::InvalidOperation`] for a
+    /// lease of a capture that has not joined back (it stays leased: join it, then end the
+    /// capture).
+    pub fn close(self) -> Result<()> {
+        self.stream.close()
+    }
 }
 
 impl<'ctx> Deref for Lease<'ctx> {

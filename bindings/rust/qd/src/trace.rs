@@ -53,7 +53,10 @@ impl Drop for Trace<'_> {
     fn drop(&mut self) {
         if self.running {
             // SAFETY: plain handle call; the context outlives the guard.
-            unsafe { qd_sys::qd_trace_stop(self.ctx.raw()) };
+            let status = unsafe { qd_sys::qd_trace_stop(self.ctx.raw()) };
+            if status != qd_sys::QD_SUCCESS {
+                self.ctx.drop_failed("Trace", status);
+            }
         }
     }
 }

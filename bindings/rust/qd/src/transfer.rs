@@ -110,8 +110,13 @@ impl<B: HostData> Transfer<'_, B> {
 impl<B: HostData> Drop for Transfer<'_, B> {
     fn drop(&mut self) {
         if let Some(buf) = self.buf.take() {
-            if self.done.synchronize().is_err() {
+            if let Err(e) = self.done.synchronize() {
+                // Leaked rather than freed while the copy might still use it; said, not silent.
                 std::mem::forget(buf);
+                self.done.context().drop_error(Error::with_message(
+                    e.status(),
+                    format!("dropping Transfer (its host buffer is leaked): {}", e.message()),
+                ));
             }
         }
     }
@@ -249,10 +254,24 @@ impl<T: Pod> DerefMut for HostBuffer<'_, T> {
     }
 }
 
+impl<T: Pod> HostBuffer<'_, T> {
+    /// Free the block now (`qd_host_free`). `Drop` does the same and keeps a failure for
+    /// [`Context::take_drop_errors`].
+    pub fn close(self) -> Result<()> {
+        let (ctx, ptr) = (self.ctx, self.ptr);
+        std::mem::forget(self);
+        // SAFETY: the block was ours.
+        check(unsafe { qd_sys::qd_host_free(ctx.raw(), ptr.as_ptr() as *mut c_void) })
+    }
+}
+
 impl<T: Pod> Drop for HostBuffer<'_, T> {
     fn drop(&mut self) {
         // SAFETY: the block is ours.
-        unsafe { qd_sys::qd_host_free(self.ctx.raw(), self.ptr.as_ptr() as *mut c_void) };
+        let status = unsafe { qd_sys::qd_host_free(self.ctx.raw(), self.ptr.as_ptr() as *mut c_void) };
+        if status != qd_sys::QD_SUCCESS {
+            self.ctx.drop_failed("HostBuffer", status);
+        }
     }
 }
 
@@ -271,7 +290,8 @@ unsafe impl<T: Pod> HostData for HostBuffer<'_, T> {
 }
 
 /// A pinned buffer's address as a kernel argument.
-impl<T: Pod> KernelArg for &HostBuffer<'_, T> {
+// SAFETY: `data` points to the 8 bytes of the address inside the buffer value.
+unsafe impl<T: Pod> KernelArg for &HostBuffer<'_, T> {
     #[inline(always)]
     fn as_qd_arg(&self) -> qd_arg {
         qd_arg { data: &self.addr as *const u64 as *const c_void, size: 8 }
