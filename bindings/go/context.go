@@ -164,6 +164,9 @@ func (c *Context) Err() error {
 
 // handle is the live handle, or the error of a closed context.
 func (c *Context) handle() (C.qd_context, error) {
+	if c == nil {
+		return 0, errNil("context")
+	}
 	h := c.h.Load()
 	if h == 0 {
 		return 0, errClosed("context")
