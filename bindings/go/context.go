@@ -61,7 +61,7 @@ type Context struct {
 	goMu         sync.Mutex
 	handles      map[cgo.Handle]struct{}
 	captured     []kept
-	openCaptures int
+	openCaptures atomic.Int32 // captures begun through this package and not ended
 
 	// The buffers allocated from the context and not yet freed: its Close frees them, so it
 	// makes every one of them read closed (Ptr 0, Bytes nil).

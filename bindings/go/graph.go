@@ -33,10 +33,11 @@ func (s *Stream) BeginCapture() error {
 	if err != nil {
 		return err
 	}
+	s.ctx.captureStarting()
 	err = resultError(C.gq_stream_begin_capture(h))
 	runtime.KeepAlive(s)
-	if err == nil {
-		s.ctx.captureStarted()
+	if err != nil {
+		s.ctx.captureFailed()
 	}
 	return err
 }

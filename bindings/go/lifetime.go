@@ -1,5 +1,8 @@
 package qd
 
+// #include "qdgo.h"
+import "C"
+
 import (
 	"runtime/cgo"
 	"sync/atomic"
@@ -83,12 +86,20 @@ func (c *Context) dropAllHandles() {
 	}
 }
 
-// captureStarted and captureEnded count the captures open on the context's streams, begun
-// through this package.
-func (c *Context) captureStarted() {
-	c.goMu.Lock()
-	c.openCaptures++
-	c.goMu.Unlock()
+// captureStarting counts a capture about to begin, before qd begins it, so that no launch on
+// its stream can miss it; captureFailed takes it back. While none is open no stream of the
+// context can be capturing (a stream joins only an open capture), and launches of Go functions
+// need not ask (qdgo.h, gq_capturing).
+func (c *Context) captureStarting() { c.openCaptures.Add(1) }
+
+func (c *Context) captureFailed() { c.openCaptures.Add(-1) }
+
+// mayCapture is 1 while a capture of the context is open.
+func (c *Context) mayCapture() C.uint32_t {
+	if c.openCaptures.Load() > 0 {
+		return 1
+	}
+	return 0
 }
 
 // adoptCaptured hands a captured launch's reference to the captures open now: the graph that
@@ -108,8 +119,7 @@ func (c *Context) captureEnded(g *Graph) {
 		k.acquire()
 		g.owned = append(g.owned, k)
 	}
-	if c.openCaptures--; c.openCaptures <= 0 {
-		c.openCaptures = 0
+	if c.openCaptures.Add(-1) <= 0 {
 		c.captured = nil
 	} else {
 		pending = nil

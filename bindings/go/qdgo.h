@@ -56,9 +56,11 @@ typedef struct gq_go_kernel_header {
 
 /* Whether stream is capturing: qd_stream_query refuses exactly then with INVALID_OPERATION
  * (qd.h). Asked in the same C call as the launch of a Go function, which a capture holds
- * differently from a run (lifetime.go). */
-static inline uint32_t gq_capturing(qd_stream s) {
-    return qd_stream_query(s) == QD_ERROR_INVALID_OPERATION;
+ * differently from a run (lifetime.go), and only while a capture of the context is open
+ * (may_capture): a query that finds the stream idle tells the validation mode that the host
+ * synchronized with it, which the program did not do. */
+static inline uint32_t gq_capturing(qd_stream s, uint32_t may_capture) {
+    return may_capture && qd_stream_query(s) == QD_ERROR_INVALID_OPERATION;
 }
 static inline void gq_set_header_magic(void *header, uint32_t captured) {
     uint32_t magic = captured ? GQ_GO_KERNEL_MAGIC_CAPTURED : GQ_GO_KERNEL_MAGIC;
@@ -260,14 +262,14 @@ static inline gq_result gq_too_many_args(void) {
 }
 static inline gq_result gq_launch(qd_stream s, qd_kernel k, const qd_launch_config *config,
                                   uint8_t *blob, const uint32_t *sizes, uint32_t n,
-                                  uint32_t go_header) {
+                                  uint32_t go_header, uint32_t may_capture) {
     qd_arg args[QD_MAX_ARGS];
     uint64_t offset = 0;
     uint32_t captured = 0;
     gq_result r;
     if (n > QD_MAX_ARGS) return gq_too_many_args();
     if (go_header) {
-        captured = gq_capturing(s);
+        captured = gq_capturing(s, may_capture);
         gq_set_header_magic(blob, captured);
     }
     for (uint32_t i = 0; i < n; ++i) {
@@ -283,7 +285,7 @@ static inline gq_result gq_launch(qd_stream s, qd_kernel k, const qd_launch_conf
  * kernel's header, in Go memory without pointers). */
 static inline gq_result gq_launch_packed(qd_stream s, qd_kernel k, const qd_launch_config *config,
                                          void *lead, uint32_t lead_size,
-                                         const qd_arg *packed, uint32_t n) {
+                                         const qd_arg *packed, uint32_t n, uint32_t may_capture) {
     qd_arg args[QD_MAX_ARGS];
     gq_result r;
     if (!lead) return gq_finish(qd_launch(s, k, config, n ? packed : NULL, n));
@@ -291,7 +293,7 @@ static inline gq_result gq_launch_packed(qd_stream s, qd_kernel k, const qd_laun
     args[0].data = lead;
     args[0].size = lead_size;
     for (uint32_t i = 0; i < n; ++i) args[i + 1] = packed[i];
-    r.captured = gq_capturing(s);
+    r.captured = gq_capturing(s, may_capture);
     gq_set_header_magic(lead, r.captured);
     {
         uint32_t captured = r.captured;
@@ -302,16 +304,17 @@ static inline gq_result gq_launch_packed(qd_stream s, qd_kernel k, const qd_laun
 }
 /* headers: the Go kernel headers among the tasks' arguments (C memory), n_headers of them. */
 static inline gq_result gq_launch_parallel(qd_stream s, const qd_task *tasks, uint32_t n,
-                                           void *const *headers, uint32_t n_headers) {
-    uint32_t captured = n_headers ? gq_capturing(s) : 0;
+                                           void *const *headers, uint32_t n_headers,
+                                           uint32_t may_capture) {
+    uint32_t captured = n_headers ? gq_capturing(s, may_capture) : 0;
     gq_result r;
     for (uint32_t i = 0; i < n_headers; ++i) gq_set_header_magic(headers[i], captured);
     r = gq_finish(qd_launch_parallel(s, tasks, n));
     r.captured = captured;
     return r;
 }
-static inline gq_result gq_launch_host_fn(qd_stream s, uintptr_t handle) {
-    uint32_t captured = gq_capturing(s);
+static inline gq_result gq_launch_host_fn(qd_stream s, uintptr_t handle, uint32_t may_capture) {
+    uint32_t captured = gq_capturing(s, may_capture);
     gq_result r = gq_finish(qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)handle));
     r.captured = captured;
     return r;
