@@ -370,3 +370,33 @@ func TestCloseContext_ReturnsCtxErr_AndTheCloseCompletesInTheBackground(t *testi
 		t.Fatal("the context is not closed after Close returned")
 	}
 }
+
+// After Update, a graph's replays call the callbacks of the graph it was updated from, which
+// it keeps even when that graph is closed.
+func TestGraphUpdate_KeepsTheCallbacksOfTheGraphItWasUpdatedFrom(t *testing.T) {
+	ctx := newContext(t)
+	s := newStream(t, ctx)
+	base := ctx.LiveGoFunctions()
+	var got []string
+	capture := func(name string) *qd.Graph {
+		must(t, s.BeginCapture())
+		must(t, s.LaunchHostFunc(func() { got = append(got, name) }))
+		g, err := s.EndCapture()
+		must(t, err)
+		return g
+	}
+	g, from := capture("first"), capture("second")
+	must(t, g.Update(from))
+	must(t, from.Close())
+	must(t, g.Launch(s))
+	must(t, s.Synchronize())
+	must(t, ctx.Err())
+	if len(got) != 1 || got[0] != "second" {
+		t.Fatalf("the updated graph's replay called %v, want [second]", got)
+	}
+	must(t, g.Close())
+	must(t, s.Synchronize())
+	if n := ctx.LiveGoFunctions(); n != base {
+		t.Fatalf("LiveGoFunctions = %d after both graphs were closed, want %d", n, base)
+	}
+}
