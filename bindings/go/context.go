@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -109,13 +110,15 @@ func NewContext(opts ContextOptions) (*Context, error) {
 	if opts.ValidateFail {
 		flags |= C.QD_CONTEXT_VALIDATE_FAIL
 	}
+	// Fail mode, from the options or from QD_VALIDATE=error (qd.h, "Context creation flags").
+	failMode := opts.Validate && opts.ValidateFail || os.Getenv("QD_VALIDATE") == "error"
 	h, err := u64Result(C.gq_context_create(C.uint32_t(opts.Backend), C.uint32_t(opts.Device),
 		C.uint32_t(opts.StreamPoolSize), C.uint32_t(opts.EventPoolSize), C.uint32_t(opts.CPUWorkerThreads),
-		C.uint32_t(flags)))
+		C.uint32_t(flags), boolC(failMode)))
 	if err != nil {
 		return nil, err
 	}
-	c := &Context{backend: opts.Backend, failMode: opts.Validate && opts.ValidateFail}
+	c := &Context{backend: opts.Backend, failMode: failMode}
 	if c.backend == BackendDefault {
 		c.backend = BackendCPU
 	}

@@ -104,7 +104,8 @@ static inline void gq_hazard_returned(const qd_hazard *hazard, void *user_data) 
 }
 
 static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32_t stream_pool,
-                                       uint32_t event_pool, uint32_t workers, uint32_t flags) {
+                                       uint32_t event_pool, uint32_t workers, uint32_t flags,
+                                       uint32_t fail_mode) {
     qd_context_desc d = QD_CONTEXT_DESC_INIT;
     qd_context out = 0;
     d.backend = backend;
@@ -114,7 +115,7 @@ static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32
     d.event_pool_size = event_pool;
     d.cpu_worker_threads = workers;
     qd_status st = qd_context_create(&d, &out);
-    if (st == QD_SUCCESS && (flags & QD_CONTEXT_VALIDATE_FAIL))
+    if (st == QD_SUCCESS && fail_mode)
         st = qd_context_set_hazard_handler(out, gq_hazard_returned, NULL);
     if (st != QD_SUCCESS && out) {
         gq_u64 r = gq_finish_u64(st, 0);

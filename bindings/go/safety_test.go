@@ -3,6 +3,7 @@ package qd_test
 import (
 	"context"
 	"errors"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -398,5 +399,27 @@ func TestGraphUpdate_KeepsTheCallbacksOfTheGraphItWasUpdatedFrom(t *testing.T) {
 	must(t, s.Synchronize())
 	if n := ctx.LiveGoFunctions(); n != base {
 		t.Fatalf("LiveGoFunctions = %d after both graphs were closed, want %d", n, base)
+	}
+}
+
+// QD_VALIDATE=error is fail mode for every context: hazards are returned, not printed too.
+func TestFailModeFromTheEnvironment_PrintsNothing(t *testing.T) {
+	out, err, child := inSubprocess(t, func() {
+		must(t, os.Setenv("QD_VALIDATE", "error"))
+		ctx := newContext(t)
+		a, b := newStream(t, ctx), newStream(t, ctx)
+		buf, err := a.Alloc(64)
+		must(t, err)
+		expectIs(t, b.Memset(buf.Ptr(), 0, 64), qd.ErrHazard)
+		must(t, a.Synchronize())
+	})
+	if child {
+		return
+	}
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if strings.Contains(out, "qd: hazard:") {
+		t.Fatalf("a fail-mode hazard was printed as well as returned:\n%s", out)
 	}
 }
