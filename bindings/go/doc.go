@@ -30,10 +30,10 @@
 // # Memory and cgo's pointer rules
 //
 // Asynchronous copies run after the call returns, so they take device addresses only: device
-// memory (Stream.Alloc) or pinned host memory (Context.HostAlloc). Memcpy, Memset and
-// MemcpyPeer check every range against the live blocks allocated through this package, so Go
-// memory, freed blocks and made-up addresses are refused with ErrInvalidAddress; copy Go data
-// through a HostBuffer. Closing a context frees its buffers: Bytes is nil and Ptr 0 after. Kernel arguments are values copied
+// memory (Stream.Alloc) or pinned host memory (Context.HostAlloc). Memcpy and Memset check
+// every range against the live blocks allocated through this package (MemcpyPeer's are checked
+// by qd against its contexts' allocations), so Go memory, freed blocks and made-up addresses
+// are refused with ErrInvalidAddress; copy Go data through a HostBuffer. Closing a context frees its buffers: Bytes is nil and Ptr 0 after. Kernel arguments are values copied
 // before Launch returns, so they may live in Go memory; arrays that point at other arrays (the
 // task array of LaunchParallel, packed arguments) are built in C memory, since cgo forbids
 // passing C Go memory that holds Go pointers. The tests also run under GODEBUG=cgocheck=2.
