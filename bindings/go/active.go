@@ -14,12 +14,15 @@ import "runtime"
 
 // WithActiveStream runs fn with s as this thread's active stream for c, with the goroutine
 // locked to its OS thread for the whole scope (runtime.LockOSThread), and restores the previous
-// active stream afterwards. Code inside fn that reads the active stream (ActiveStreamHandle, or
+// active stream afterwards, also when fn panics. Code inside fn that reads the active stream (ActiveStreamHandle, or
 // C code calling qd_stream_get_active) on this goroutine sees s. Goroutines that fn starts run
 // on other threads and do not see it.
-func (c *Context) WithActiveStream(s *Stream, fn func() error) error {
-	if s == nil || fn == nil {
-		return newError(StatusInvalidArgument, "WithActiveStream needs a stream and a function")
+func (c *Context) WithActiveStream(s *Stream, fn func() error) (err error) {
+	if s == nil {
+		return errNil("stream")
+	}
+	if fn == nil {
+		return newError(StatusInvalidArgument, "WithActiveStream needs a function")
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -27,12 +30,13 @@ func (c *Context) WithActiveStream(s *Stream, fn func() error) error {
 	if err != nil {
 		return err
 	}
-	fnErr := fn()
-	restoreErr := c.setActiveHandle(previous)
-	if fnErr != nil {
-		return fnErr
-	}
-	return restoreErr
+	// Restored however fn ends: a return, a panic that the caller recovers, runtime.Goexit.
+	defer func() {
+		if restoreErr := c.setActiveHandle(previous); err == nil {
+			err = restoreErr
+		}
+	}()
+	return fn()
 }
 
 // SetActiveStream sets the calling OS thread's active stream for c and returns the handle of
@@ -40,7 +44,7 @@ func (c *Context) WithActiveStream(s *Stream, fn func() error) error {
 // on another thread by its next statement; use WithActiveStream.
 func (c *Context) SetActiveStream(s *Stream) (previous uint64, err error) {
 	if s == nil {
-		return 0, newError(StatusInvalidArgument, "SetActiveStream: stream is nil")
+		return 0, errNil("stream")
 	}
 	h, err := c.handle()
 	if err != nil {

@@ -73,5 +73,6 @@ func TestWithActiveStream_KeepsTheStreamForItsScopeAndRestoresThePrevious(t *tes
 	}
 	other := newContext(t)
 	expectIs(t, other.WithActiveStream(s, func() error { return nil }), qd.ErrWrongContext)
-	expectIs(t, ctx.WithActiveStream(nil, func() error { return nil }), qd.ErrInvalidArgument)
+	expectIs(t, ctx.WithActiveStream(nil, func() error { return nil }), qd.ErrInvalidHandle)
+	expectIs(t, ctx.WithActiveStream(s, nil), qd.ErrInvalidArgument)
 }

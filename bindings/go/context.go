@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -26,7 +27,8 @@ type ContextOptions struct {
 	// environment turns it on for every context.
 	Validate bool
 	// ValidateFail (with Validate) also refuses a call that would be a hazard: it returns an
-	// error matching ErrHazard and queues nothing (QD_CONTEXT_VALIDATE_FAIL).
+	// error matching ErrHazard, whose message is the report, and queues nothing
+	// (QD_CONTEXT_VALIDATE_FAIL). The report is not printed as well.
 	ValidateFail bool
 }
 
@@ -49,13 +51,53 @@ type Context struct {
 	closing atomic.Bool // set before qd_context_destroy: children's Close then ignores INVALID_HANDLE
 	closeMu sync.Mutex
 	backend Backend
+	// failMode: hazards are returned as errors, and not printed (qdgo.h's handler).
+	failMode bool
 
 	// lost is the fault a Go host callback or host kernel caused (a panic or a returned error);
 	// once set, every call of this package that would touch the device returns it.
 	lost atomic.Pointer[Error]
 
-	goMu      sync.Mutex
-	goKernels []cgo.Handle // Go host kernel functions, deleted once Close has drained the work
+	// The Go functions C may call (lifetime.go), and what open captures recorded.
+	goMu         sync.Mutex
+	handles      map[cgo.Handle]struct{}
+	captured     []kept
+	openCaptures atomic.Int32 // captures begun through this package and not ended
+
+	// The buffers allocated from the context and not yet freed: its Close frees them, so it
+	// makes every one of them read closed (Ptr 0, Bytes nil).
+	bufMu sync.Mutex
+	bufs  map[ownedBuffer]struct{}
+}
+
+// ownedBuffer is a DeviceBuffer or HostBuffer, which the context's Close frees.
+type ownedBuffer interface{ closedWithContext() }
+
+func (c *Context) track(b ownedBuffer) {
+	c.bufMu.Lock()
+	if c.bufs == nil {
+		c.bufs = make(map[ownedBuffer]struct{})
+	}
+	c.bufs[b] = struct{}{}
+	c.bufMu.Unlock()
+}
+
+func (c *Context) untrack(b ownedBuffer) {
+	c.bufMu.Lock()
+	delete(c.bufs, b)
+	c.bufMu.Unlock()
+}
+
+// closeBuffers marks every buffer of the context freed, after its destroy freed them.
+func (c *Context) closeBuffers() {
+	c.bufMu.Lock()
+	bufs := c.bufs
+	c.bufs = nil
+	c.bufMu.Unlock()
+	unregisterContext(c)
+	for b := range bufs {
+		b.closedWithContext()
+	}
 }
 
 // NewContext creates a context (qd_context_create). On the CPU backend this starts its worker
@@ -68,13 +110,15 @@ func NewContext(opts ContextOptions) (*Context, error) {
 	if opts.ValidateFail {
 		flags |= C.QD_CONTEXT_VALIDATE_FAIL
 	}
+	// Fail mode, from the options or from QD_VALIDATE=error (qd.h, "Context creation flags").
+	failMode := opts.Validate && opts.ValidateFail || os.Getenv("QD_VALIDATE") == "error"
 	h, err := u64Result(C.gq_context_create(C.uint32_t(opts.Backend), C.uint32_t(opts.Device),
 		C.uint32_t(opts.StreamPoolSize), C.uint32_t(opts.EventPoolSize), C.uint32_t(opts.CPUWorkerThreads),
-		C.uint32_t(flags)))
+		C.uint32_t(flags), boolC(failMode)))
 	if err != nil {
 		return nil, err
 	}
-	c := &Context{backend: opts.Backend}
+	c := &Context{backend: opts.Backend, failMode: failMode}
 	if c.backend == BackendDefault {
 		c.backend = BackendCPU
 	}
@@ -107,13 +151,8 @@ func (c *Context) Close() error {
 		// INVALID_HANDLE: destroyed behind our back (e.g. through Handle()); it is gone either way.
 	}
 	c.h.Store(0)
-	c.goMu.Lock()
-	handles := c.goKernels
-	c.goKernels = nil
-	c.goMu.Unlock()
-	for _, gh := range handles {
-		gh.Delete()
-	}
+	c.closeBuffers()
+	c.dropAllHandles()
 	return nil
 }
 
@@ -128,6 +167,9 @@ func (c *Context) Err() error {
 
 // handle is the live handle, or the error of a closed context.
 func (c *Context) handle() (C.qd_context, error) {
+	if c == nil {
+		return 0, errNil("context")
+	}
 	h := c.h.Load()
 	if h == 0 {
 		return 0, errClosed("context")
@@ -230,22 +272,23 @@ func (c *Context) Stats() (Stats, error) {
 
 // Validating reports whether the validation mode is on for the context (ContextOptions.Validate,
 // or QD_VALIDATE in the environment). Its reports go to stderr, one line each (qd's default
-// hazard handler, which this call reinstates; the package offers no Go handler).
+// hazard handler, which this call reinstates; the package offers no Go handler); with
+// ValidateFail they are the errors of the refused calls only.
 func (c *Context) Validating() (bool, error) {
 	h, err := c.handle()
 	if err != nil {
 		return false, err
 	}
-	err = resultError(C.gq_context_default_hazard_handler(h))
+	err = resultError(C.gq_context_reset_hazard_handler(h, boolC(c.failMode)))
 	if errors.Is(err, ErrInvalidOperation) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// registerGoKernel keeps a Go host kernel's function until Close has drained all work.
-func (c *Context) registerGoKernel(h cgo.Handle) {
-	c.goMu.Lock()
-	c.goKernels = append(c.goKernels, h)
-	c.goMu.Unlock()
+func boolC(b bool) C.uint32_t {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -30,8 +30,10 @@
 // # Memory and cgo's pointer rules
 //
 // Asynchronous copies run after the call returns, so they take device addresses only: device
-// memory (Stream.Alloc) or pinned host memory (Context.HostAlloc). Go memory is never handed to
-// an asynchronous copy; copy Go data through a HostBuffer. Kernel arguments are values copied
+// memory (Stream.Alloc) or pinned host memory (Context.HostAlloc). Memcpy and Memset check
+// every range against the live blocks allocated through this package (MemcpyPeer's are checked
+// by qd against its contexts' allocations), so Go memory, freed blocks and made-up addresses
+// are refused with ErrInvalidAddress; copy Go data through a HostBuffer. Closing a context frees its buffers: Bytes is nil and Ptr 0 after. Kernel arguments are values copied
 // before Launch returns, so they may live in Go memory; arrays that point at other arrays (the
 // task array of LaunchParallel, packed arguments) are built in C memory, since cgo forbids
 // passing C Go memory that holds Go pointers. The tests also run under GODEBUG=cgocheck=2.
@@ -39,6 +41,17 @@
 // # Go callbacks
 //
 // Host callbacks (Stream.LaunchHostFunc) and Go host kernels (Context.NewHostKernel) reach Go
-// through runtime/cgo.Handle. A panic in one is recovered and becomes a fault of the context, as
-// a C host kernel returning non-zero does: later calls return errors matching ErrDeviceLost.
+// through runtime/cgo.Handle, which the package keeps exactly as long as work may call it: a
+// host callback until it has run (or, captured, until its graph is closed and its replays have
+// run), a Go host kernel until it is closed and its launches have run, everything else until
+// the context is closed. A panic in one (panic(nil) included) is recovered and becomes a fault
+// of the context, as a C host kernel returning non-zero does: later calls return errors
+// matching ErrDeviceLost. runtime.Goexit in one ends the process (Go's rule for functions
+// called from C); the package prints why first.
+//
+// # Waiting with a context.Context
+//
+// Synchronize and Close block until work completes, and qd cannot interrupt them. Their forms
+// SynchronizeContext and CloseContext return ctx.Err() once ctx is done, while the wait goes on
+// in the background.
 package qd

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -62,6 +63,8 @@ func statusError(status C.qd_status, msg *C.char) error {
 	if text == "" { // non-error statuses carry no message in qd
 		text = Status(status).Description()
 	}
+	// Error() says "qd: STATUS: " itself; some of qd's messages begin with "qd: " too.
+	text = strings.TrimPrefix(text, "qd: ")
 	return &Error{Status: Status(status), Message: text}
 }
 
@@ -89,4 +92,10 @@ func newError(status Status, format string, args ...interface{}) error {
 // errClosed is the error of a call on an object whose Close already ran.
 func errClosed(what string) error {
 	return &Error{Status: StatusInvalidHandle, Message: what + " was closed"}
+}
+
+// errNil is the error of a call given a nil object (a nil *Stream, *Event, *Kernel, ...):
+// ErrInvalidHandle, as qd reports a 0 handle, from every method and argument alike.
+func errNil(what string) error {
+	return &Error{Status: StatusInvalidHandle, Message: what + " is nil"}
 }

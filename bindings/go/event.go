@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // Event is a completion marker recorded on a stream (qd_event). It has a finalizer that
@@ -42,6 +43,9 @@ func (c *Context) NewEvent(timing bool) (*Event, error) {
 func (e *Event) Handle() uint64 { return e.h.Load() }
 
 func (e *Event) handle() (C.qd_event, error) {
+	if e == nil {
+		return 0, errNil("event")
+	}
 	h := e.h.Load()
 	if h == 0 {
 		return 0, errClosed("event")
@@ -55,6 +59,9 @@ func (e *Event) handle() (C.qd_event, error) {
 // Close destroys the event (qd_event_destroy). It returns at once; streams already waiting on
 // it still wait for its record. Idempotent; nil when the context was closed first.
 func (e *Event) Close() error {
+	if e == nil {
+		return nil
+	}
 	h := e.h.Swap(0)
 	if h == 0 {
 		return nil
@@ -102,10 +109,11 @@ func (e *Event) Synchronize() error {
 	return e.ctx.afterWait(err)
 }
 
-// Elapsed is the time in milliseconds between the completion of start's and end's most recent
-// records (qd_event_elapsed_ms); negative if end completed first. Both events need timing.
-// While a record is still pending it returns an error that matches ErrNotReady.
-func Elapsed(start, end *Event) (float32, error) {
+// Elapsed is the time between the completion of start's and end's most recent records
+// (qd_event_elapsed_ms, whose float milliseconds it converts, to the nearest nanosecond);
+// negative if end completed first. Both events need timing. While a record is still pending
+// it returns an error that matches ErrNotReady.
+func Elapsed(start, end *Event) (time.Duration, error) {
 	sh, err := start.handle()
 	if err != nil {
 		return 0, err
@@ -120,5 +128,6 @@ func Elapsed(start, end *Event) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	return math.Float32frombits(uint32(bits)), nil
+	ms := float64(math.Float32frombits(uint32(bits)))
+	return time.Duration(math.Round(ms * float64(time.Millisecond))), nil
 }

@@ -40,12 +40,17 @@ func (s *Stream) Join(children []*Stream) error {
 	if len(children) == 0 {
 		return newError(StatusInvalidArgument, "join of no streams: children must not be empty")
 	}
+	// One rule for every child, whatever their number: a nil child or one closed or joined
+	// already is ErrInvalidHandle, named by its index, before qd is called.
 	handles := make([]C.qd_stream, len(children))
 	for i, ch := range children {
 		if ch == nil {
-			return newError(StatusInvalidArgument, "join: child %d is nil", i)
+			return newError(StatusInvalidHandle, "join: child %d is nil", i)
 		}
-		handles[i] = C.qd_stream(ch.h.Load()) // a closed child is 0: qd reports INVALID_HANDLE
+		handles[i] = C.qd_stream(ch.h.Load())
+		if handles[i] == 0 {
+			return newError(StatusInvalidHandle, "join: child %d was closed or joined already", i)
+		}
 	}
 	err = resultError(C.gq_stream_join(h, &handles[0], C.uint32_t(len(handles))))
 	runtime.KeepAlive(s)

@@ -5,14 +5,25 @@ import "C"
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
 // Graph is captured stream work that can be replayed (qd.h, "Graphs"). Make one with
 // Stream.BeginCapture and Stream.EndCapture; replay it with Launch; Close destroys it.
+//
+// A graph keeps the Go functions it captured (host callbacks, launches of Go host kernels, and
+// those of the graphs it was updated from) until it is closed and every replay queued before
+// has run: a replay of such a graph queues one host callback after itself on its stream, which
+// tells the graph that the replay is done.
 type Graph struct {
 	h   atomic.Uint64
 	ctx *Context
+
+	mu       sync.Mutex
+	owned    []kept // references to the Go functions the graph may call
+	inflight int    // replays queued whose marker has not run
+	closed   bool
 }
 
 // BeginCapture starts capturing the work queued on s, and on the streams forked from it,
@@ -22,8 +33,12 @@ func (s *Stream) BeginCapture() error {
 	if err != nil {
 		return err
 	}
+	s.ctx.captureStarting()
 	err = resultError(C.gq_stream_begin_capture(h))
 	runtime.KeepAlive(s)
+	if err != nil {
+		s.ctx.captureFailed()
+	}
 	return err
 }
 
@@ -41,6 +56,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	g := &Graph{ctx: s.ctx}
 	g.h.Store(gh)
+	s.ctx.captureEnded(g)
 	runtime.SetFinalizer(g, (*Graph).finalize)
 	return g, nil
 }
@@ -49,6 +65,9 @@ func (s *Stream) EndCapture() (*Graph, error) {
 func (g *Graph) Handle() uint64 { return g.h.Load() }
 
 func (g *Graph) handle() (C.qd_graph, error) {
+	if g == nil {
+		return 0, errNil("graph")
+	}
 	h := g.h.Load()
 	if h == 0 {
 		return 0, errClosed("graph")
@@ -69,10 +88,56 @@ func (g *Graph) Launch(s *Stream) error {
 	if err != nil {
 		return err
 	}
-	err = resultError(C.gq_graph_launch(gh, sh))
+	g.mu.Lock()
+	var marker *hostCall
+	if len(g.owned) > 0 {
+		marker = &hostCall{fn: g.replayDone}
+		marker.ctx = g.ctx
+		marker.refs.Store(1)
+		marker.gh = g.ctx.newHandle(marker)
+		g.inflight++
+	}
+	g.mu.Unlock()
+	var mh C.uintptr_t
+	if marker != nil {
+		mh = C.uintptr_t(marker.gh)
+	}
+	r := C.gq_graph_launch_marked(gh, sh, mh)
 	runtime.KeepAlive(g)
 	runtime.KeepAlive(s)
-	return err
+	if marker != nil && r.captured == 0 {
+		// Not queued: a refused replay is no replay; a replay whose marker could not be
+		// queued keeps the graph's functions until the context's Close.
+		marker.release()
+		if r.status != 0 {
+			g.replayDone()
+		}
+	}
+	if r.status != 0 {
+		return statusError(r.status, r.msg)
+	}
+	return nil
+}
+
+// replayDone is a replay's marker: the replay has run.
+func (g *Graph) replayDone() {
+	g.mu.Lock()
+	g.inflight--
+	owned := g.letGo()
+	g.mu.Unlock()
+	for _, k := range owned {
+		k.release()
+	}
+}
+
+// letGo takes the graph's references once it is closed and no replay is in flight (g.mu held).
+func (g *Graph) letGo() []kept {
+	if !g.closed || g.inflight > 0 {
+		return nil
+	}
+	owned := g.owned
+	g.owned = nil
+	return owned
 }
 
 // Update gives g the values of from, a capture of the same calls with other arguments
@@ -89,26 +154,54 @@ func (g *Graph) Update(from *Graph) error {
 	err = resultError(C.gq_graph_update(gh, fh))
 	runtime.KeepAlive(g)
 	runtime.KeepAlive(from)
+	if err == nil && g != from {
+		// Later replays of g call from's functions; replays queued before still call g's own.
+		from.mu.Lock()
+		theirs := append([]kept(nil), from.owned...)
+		from.mu.Unlock()
+		for _, k := range theirs {
+			k.acquire()
+		}
+		g.mu.Lock()
+		g.owned = append(g.owned, theirs...)
+		g.mu.Unlock()
+	}
 	return err
 }
 
 // Close destroys the graph (qd_graph_destroy); replays already queued still complete.
 // Idempotent; nil when the context was closed first.
 func (g *Graph) Close() error {
+	if g == nil {
+		return nil
+	}
 	h := g.h.Swap(0)
 	if h == 0 {
 		return nil
 	}
 	runtime.SetFinalizer(g, nil)
 	err := resultError(C.gq_graph_destroy(C.qd_graph(h)))
+	g.closeOwned()
 	if err != nil && g.ctx.childClosed(err) {
 		return nil
 	}
 	return err
 }
 
+// closeOwned lets go of the graph's functions now, or when its last queued replay has run.
+func (g *Graph) closeOwned() {
+	g.mu.Lock()
+	g.closed = true
+	owned := g.letGo()
+	g.mu.Unlock()
+	for _, k := range owned {
+		k.release()
+	}
+}
+
 func (g *Graph) finalize() {
 	if h := g.h.Swap(0); h != 0 {
 		_ = resultError(C.gq_graph_destroy(C.qd_graph(h)))
+		g.closeOwned()
 	}
 }

@@ -2,7 +2,6 @@ package qd_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"qd"
@@ -36,24 +35,4 @@ func TestGraph_CaptureReplayUpdate(t *testing.T) {
 	if err := g2.Launch(s); err == nil {
 		t.Fatal("Launch of a closed graph succeeded")
 	}
-}
-
-func TestGraph_LaunchHostFuncOnACapturingStream_RefusedAndTheCaptureGoesOn(t *testing.T) {
-	ctx := newContext(t)
-	s, err := ctx.NewStream(qd.StreamOptions{})
-	must(t, err)
-	defer s.Close()
-	must(t, s.BeginCapture())
-	err = s.LaunchHostFunc(func() {})
-	if !errors.Is(err, qd.ErrInvalidOperation) || !strings.Contains(err.Error(), "every replay") {
-		t.Fatalf("LaunchHostFunc during a capture: %v", err)
-	}
-	g, err := s.EndCapture()
-	must(t, err)
-	defer g.Close()
-	must(t, g.Launch(s))
-	ran := make(chan struct{}, 1)
-	must(t, s.LaunchHostFunc(func() { ran <- struct{}{} }))
-	must(t, s.Synchronize())
-	<-ran
 }

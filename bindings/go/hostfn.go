@@ -5,25 +5,36 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/cgo"
-	"strings"
+	"sync/atomic"
 )
 
-// hostCall is one queued host callback, reached from C through a cgo.Handle.
+// hostCall is one queued host callback, reached from C through a cgo.Handle. A callback run
+// from a stream runs once and lets go of its handle; a captured one is held by the graphs
+// that captured it (lifetime.go) and runs on every replay.
 type hostCall struct {
-	fn  func()
-	ctx *Context
+	keeper
+	fn       func()
+	captured atomic.Bool
 }
 
 // LaunchHostFunc queues fn to run on a host thread after all earlier work on the stream; later
 // work waits for it (qd_launch_host_fn). If the call fails, fn is never called.
 //
+// On a capturing stream fn is captured, as qd.h ("Graphs") says: it does not run now, and runs
+// on every replay of the graph; the graph (and each graph updated from it) keeps fn until it is
+// closed and its queued replays have run.
+//
 // fn must not call blocking functions of this context (Synchronize, Close: they return
-// ErrInvalidOperation), and on GPUs no function that reaches the driver. A panic in fn is
-// recovered: it makes the context lost, as a faulting kernel does (every later call of this
-// package that touches the device returns an error matching ErrDeviceLost whose message
-// quotes the panic; Context.Err reports it), and never crashes the program.
+// ErrInvalidOperation), and on GPUs no function that reaches the driver. A panic in fn
+// (panic(nil) included) is recovered: it makes the context lost, as a faulting kernel does
+// (every later call of this package that touches the device returns an error matching
+// ErrDeviceLost whose message quotes the panic; Context.Err reports it), and never crashes the
+// program. runtime.Goexit in fn (t.FailNow, t.Fatal, t.SkipNow do it) cannot be stopped once
+// it has begun and Go ends the process for it ("internal lockOSThread error"); this package
+// first prints why to stderr. Report test failures from a callback with t.Error.
 func (s *Stream) LaunchHostFunc(fn func()) error {
 	h, err := s.handle()
 	if err != nil {
@@ -32,35 +43,82 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	if fn == nil {
 		return newError(StatusInvalidArgument, "host function is nil")
 	}
-	// A capturing stream refuses qd_stream_query with a message saying so (qd.h, "Graphs"). fn
-	// runs once (its handle is deleted by the call), and a graph would call it on every replay.
-	if r := C.gq_stream_query(h); r.status == C.QD_ERROR_INVALID_OPERATION {
-		if err := statusError(r.status, r.msg); strings.Contains(err.Error(), "is capturing") {
-			runtime.KeepAlive(s)
-			return newError(StatusInvalidOperation,
-				"LaunchHostFunc on a capturing stream: fn runs once, and a graph would call it on every replay (%s)",
-				err.(*Error).Message)
-		}
-	}
-	gh := cgo.NewHandle(&hostCall{fn: fn, ctx: s.ctx})
-	if err := resultError(C.gq_launch_host_fn(h, C.uintptr_t(gh))); err != nil {
-		gh.Delete() // qd never calls fn when the launch fails
-		return err
-	}
+	call := &hostCall{fn: fn}
+	call.ctx = s.ctx
+	call.refs.Store(1) // the queued run, or the capture
+	call.gh = s.ctx.newHandle(call)
+	r := C.gq_launch_host_fn(h, C.uintptr_t(call.gh), s.ctx.mayCapture())
 	runtime.KeepAlive(s)
+	if r.status != 0 {
+		call.release() // qd never calls fn when the launch fails
+		return statusError(r.status, r.msg)
+	}
+	if r.captured != 0 {
+		call.captured.Store(true)
+		s.ctx.adoptCaptured(call)
+	}
 	return nil
 }
 
 // runHostCall is the Go side of gq_host_fn_trampoline.
 func runHostCall(h uintptr) {
-	var call *hostCall
+	call, ok := lookupHandle(h).(*hostCall)
+	if !ok {
+		return // a handle of a closed context: nothing to run
+	}
+	returned := false
+	defer exitGuard(&returned, "a Go host callback")
+	if msg, failed := callGuarded("a Go host callback", func() error { call.fn(); return nil }); failed {
+		call.ctx.fault(msg)
+	}
+	if !call.captured.Load() {
+		call.release()
+	}
+	returned = true
+}
+
+// lookupHandle is the value behind a handle C passed back, or nil for one already deleted.
+func lookupHandle(h uintptr) (v interface{}) {
+	defer func() { _ = recover() }() // cgo.Handle.Value panics on a deleted handle
+	return cgo.Handle(h).Value()
+}
+
+// goexitMessage is printed when a Go callback calls runtime.Goexit, which Go then turns into a
+// fatal error of the process (a goroutine called from C cannot exit).
+const goexitMessage = "qd: %s called runtime.Goexit (t.FailNow, t.Fatal or t.SkipNow?): a function " +
+	"that C calls cannot end its goroutine, and Go now ends the process; report failures from " +
+	"a callback with t.Error or a returned error\n"
+
+// exitGuard, deferred by a function C calls, sees runtime.Goexit: the function is unwinding
+// without having returned (a panic never gets this far: callGuarded recovers it).
+func exitGuard(returned *bool, what string) {
+	if !*returned {
+		fmt.Fprintf(os.Stderr, goexitMessage, what)
+	}
+}
+
+// callGuarded runs fn for C: a returned error or a panic (panic(nil) included) becomes a fault
+// message; it never unwinds into C.
+func callGuarded(what string, fn func() error) (msg string, failed bool) {
+	finished := false
 	defer func() {
-		if r := recover(); r != nil && call != nil {
-			call.ctx.fault(fmt.Sprintf("a Go host callback panicked: %v", r))
+		if finished {
+			return
 		}
+		r := recover()
+		failed = true
+		if r != nil {
+			msg = fmt.Sprintf("%s panicked: %v", what, r)
+			return
+		}
+		// panic(nil), which recover has now stopped (Go 1.19 reports its value as nil); or
+		// runtime.Goexit, which goes on unwinding past this function (see exitGuard).
+		msg = fmt.Sprintf("%s panicked with a nil value", what)
 	}()
-	gh := cgo.Handle(h)
-	call = gh.Value().(*hostCall) // an unknown handle panics, and is dropped above
-	gh.Delete()
-	call.fn()
+	err := fn()
+	finished = true
+	if err != nil {
+		return fmt.Sprintf("%s failed: %v", what, err), true
+	}
+	return "", false
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"runtime/cgo"
 	"unsafe"
 )
 
@@ -36,10 +35,12 @@ type HostBlock struct {
 	sizes  []uint32
 }
 
-// goKernel is what a Go host kernel's handle refers to.
+// goKernel is what a Go host kernel's handle refers to. Its references (lifetime.go): the
+// Kernel until Close, each launch until its last block has run, each graph that captured a
+// launch of it.
 type goKernel struct {
+	keeper
 	fn   HostKernelFunc
-	ctx  *Context
 	name string
 }
 
@@ -47,9 +48,12 @@ type goKernel struct {
 // else ErrNotSupported). name is used in messages.
 //
 // Each launch passes the function's handle as a hidden first argument, so a Go host kernel
-// takes at most MaxArgs-1 arguments, and must be launched through this package. The function
-// stays registered until the context is closed (queued launches may still run it after the
-// kernel's Close).
+// takes at most MaxArgs-1 arguments, and must be launched through this package; indices
+// (HostBlock.Arg, Kernel.SetParamAccess) count the function's own arguments from 0. The
+// function is released once the kernel is closed and every launch of it has run (the last
+// block of each launch lets go of it); a graph that captured a launch keeps it until the graph
+// is closed and its replays have run; Close of the context releases what is left (work a lost
+// context skipped).
 func (c *Context) NewHostKernel(name string, fn HostKernelFunc) (*Kernel, error) {
 	h, err := c.liveHandle()
 	if err != nil {
@@ -60,40 +64,41 @@ func (c *Context) NewHostKernel(name string, fn HostKernelFunc) (*Kernel, error)
 	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	gh := cgo.NewHandle(&goKernel{fn: fn, ctx: c, name: name})
+	gk := &goKernel{fn: fn, name: name}
+	gk.ctx = c
+	gk.refs.Store(1) // the Kernel's
+	gk.gh = c.newHandle(gk)
 	kh, err := u64Result(C.gq_kernel_from_host_fn(h, cname))
 	runtime.KeepAlive(c)
 	if err != nil {
-		gh.Delete()
+		gk.release()
 		return nil, err
 	}
-	c.registerGoKernel(gh)
-	return newKernel(c, kh, nil, name, gh), nil
+	k := newKernel(c, kh, nil, name, gk.gh)
+	k.goKernel = gk
+	return k, nil
 }
 
 // runHostKernel is the Go side of gq_host_kernel_trampoline: 0, or 1 for a fault.
 func runHostKernel(info *C.qd_host_kernel_info, args *unsafe.Pointer) (status int32) {
-	var k *goKernel
-	defer func() {
-		if r := recover(); r != nil {
-			status = 1
-			if k != nil {
-				k.ctx.fault(fmt.Sprintf("Go host kernel %q panicked: %v", k.name, r))
-			}
-		}
-	}()
 	if args == nil || *args == nil {
 		return 1 // not launched through this package: no header to find the function by
 	}
 	header := unsafe.Slice((*byte)(*args), C.GQ_GO_KERNEL_HEADER_FIXED)
-	if binary.LittleEndian.Uint32(header[8:]) != C.GQ_GO_KERNEL_MAGIC {
+	magic := binary.LittleEndian.Uint32(header[8:])
+	if magic != C.GQ_GO_KERNEL_MAGIC && magic != C.GQ_GO_KERNEL_MAGIC_CAPTURED {
 		return 1
 	}
 	n := int(binary.LittleEndian.Uint32(header[12:]))
 	if n > C.QD_MAX_ARGS-1 {
 		return 1
 	}
-	k = cgo.Handle(binary.LittleEndian.Uint64(header[0:])).Value().(*goKernel)
+	k, ok := lookupHandle(uintptr(binary.LittleEndian.Uint64(header[0:]))).(*goKernel)
+	if !ok {
+		return 1 // released: never for work this package queued (lifetime.go)
+	}
+	returned := false
+	defer exitGuard(&returned, fmt.Sprintf("Go host kernel %q", k.name))
 	sizes := unsafe.Slice((*uint32)(unsafe.Add(*args, C.GQ_GO_KERNEL_HEADER_FIXED)), n)
 	all := unsafe.Slice(args, n+1)
 	b := &HostBlock{kernel: k.name, args: all[1:], sizes: sizes}
@@ -105,11 +110,25 @@ func runHostKernel(info *C.qd_host_kernel_info, args *unsafe.Pointer) (status in
 	if info.shared_mem != nil && info.shared_mem_bytes > 0 {
 		b.Shared = unsafe.Slice((*byte)(info.shared_mem), int(info.shared_mem_bytes))
 	}
-	if err := k.fn(b); err != nil {
-		k.ctx.fault(fmt.Sprintf("Go host kernel %q failed: %v", k.name, err))
+	msg, failed := callGuarded(fmt.Sprintf("Go host kernel %q", k.name), func() error { return k.fn(b) })
+	returned = true
+	if failed {
+		k.ctx.fault(msg) // the context is lost: its Close releases the launch's reference
 		return 1
 	}
+	if magic == C.GQ_GO_KERNEL_MAGIC && lastBlock(info) {
+		k.release() // the launch has run (blocks run in row-major order, one after another)
+	}
 	return 0
+}
+
+func lastBlock(info *C.qd_host_kernel_info) bool {
+	for i := 0; i < 3; i++ {
+		if info.block_idx[i]+1 != info.grid_dim[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // NumArgs is the number of arguments of the launch.

@@ -59,7 +59,12 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...Arg) error {
 		return err
 	}
 	config := cfg.fill(&b.config)
-	err = resultError(C.gq_launch(h, kh, config, (*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n)))
+	goHeader := C.uint32_t(0)
+	if k.goKernel != nil {
+		goHeader = 1
+	}
+	k.launching()
+	err = k.launched(C.gq_launch(h, kh, config, (*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n), goHeader, s.ctx.mayCapture()))
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(k)
 	return err
@@ -98,7 +103,8 @@ func (s *Stream) LaunchPacked(k *Kernel, cfg LaunchConfig, p *PackedArgs) error 
 		putGoKernelHeader(b.data[:leadSize], k, func(i int) uint32 { return p.sizes[i] }, p.n)
 		lead = unsafe.Pointer(&b.data[0])
 	}
-	err = resultError(C.gq_launch_packed(h, kh, config, lead, C.uint32_t(leadSize), entries, C.uint32_t(p.n)))
+	k.launching()
+	err = k.launched(C.gq_launch_packed(h, kh, config, lead, C.uint32_t(leadSize), entries, C.uint32_t(p.n), s.ctx.mayCapture()))
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(k)
 	return err
@@ -126,7 +132,7 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 		return err
 	}
 	if len(tasks) == 0 {
-		err = resultError(C.gq_launch_parallel(h, nil, 0))
+		err = resultError(C.gq_launch_parallel(h, nil, 0, nil, 0, 0))
 		runtime.KeepAlive(s)
 		return err
 	}
@@ -178,14 +184,23 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 			nbytes += (uintptr(a.size) + 7) &^ 7
 		}
 	}
+	goTasks := 0
+	for i := range tasks {
+		if tasks[i].Kernel.goKernel != nil {
+			goTasks++
+		}
+	}
 	taskBytes := uintptr(len(tasks)) * C.sizeof_qd_task
-	mem := C.calloc(1, C.size_t(taskBytes+nargs*C.sizeof_qd_arg+nbytes+8))
+	headerBytes := uintptr(goTasks) * unsafe.Sizeof(unsafe.Pointer(nil))
+	mem := C.calloc(1, C.size_t(taskBytes+headerBytes+nargs*C.sizeof_qd_arg+nbytes+8))
 	if mem == nil {
 		return newError(StatusOutOfMemory, "no memory for %d tasks", len(tasks))
 	}
 	defer C.free(mem)
 	ctasks := unsafe.Slice((*C.qd_task)(mem), len(tasks))
-	argp := unsafe.Add(mem, taskBytes)
+	headers := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, taskBytes)), goTasks)
+	headers = headers[:0]
+	argp := unsafe.Add(mem, taskBytes+headerBytes)
 	datap := unsafe.Add(argp, nargs*C.sizeof_qd_arg)
 	put := func(size uint32) unsafe.Pointer { // the next value slot, 8-byte aligned
 		p := datap
@@ -220,6 +235,7 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 			slot := put(hs)
 			putGoKernelHeader(unsafe.Slice((*byte)(slot), hs), t.Kernel, size, count)
 			add(slot, hs)
+			headers = append(headers, slot)
 		}
 		if t.Packed != nil {
 			packed := unsafe.Slice((*C.qd_arg)(t.Packed.mem), t.Packed.n)
@@ -239,7 +255,23 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 		ct.num_args = C.uint32_t(n)
 		argp = unsafe.Add(argp, uintptr(n)*C.sizeof_qd_arg)
 	}
-	err = resultError(C.gq_launch_parallel(h, &ctasks[0], C.uint32_t(len(tasks))))
+	var headerp *unsafe.Pointer
+	if goTasks > 0 {
+		headerp = &headers[0]
+	}
+	for i := range tasks {
+		tasks[i].Kernel.launching()
+	}
+	r := C.gq_launch_parallel(h, &ctasks[0], C.uint32_t(len(tasks)), headerp, C.uint32_t(goTasks), s.ctx.mayCapture())
+	for i := range tasks {
+		if k := tasks[i].Kernel; k.goKernel != nil {
+			_ = k.launched(C.gq_result{status: r.status, captured: r.captured}) // r.msg is read once, below
+		}
+	}
+	err = nil
+	if r.status != 0 {
+		err = statusError(r.status, r.msg)
+	}
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(tasks)
 	return err

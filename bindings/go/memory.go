@@ -42,11 +42,18 @@ func (s *Stream) Alloc(bytes uint64) (*DeviceBuffer, error) {
 	}
 	b := &DeviceBuffer{size: bytes, stream: s}
 	b.addr.Store(addr)
+	s.ctx.track(b)
+	registerBlock(addr, bytes, s.ctx)
 	return b, nil
 }
 
-// Ptr is the block's address (0 once freed).
-func (b *DeviceBuffer) Ptr() DevicePtr { return DevicePtr(b.addr.Load()) }
+// Ptr is the block's address: 0 once freed, by Free, Close or its context's Close.
+func (b *DeviceBuffer) Ptr() DevicePtr {
+	if b == nil {
+		return 0
+	}
+	return DevicePtr(b.addr.Load())
+}
 
 // Size is the block's size in bytes.
 func (b *DeviceBuffer) Size() uint64 { return b.size }
@@ -55,33 +62,50 @@ func (b *DeviceBuffer) Size() uint64 { return b.size }
 // Work on other streams that uses it must be ordered before (an event). A second Free fails
 // with ErrInvalidAddress.
 func (b *DeviceBuffer) Free(s *Stream) error {
+	if b == nil {
+		return newError(StatusInvalidHandle, "device buffer is nil")
+	}
 	h, err := s.handle()
 	if err != nil {
 		return err
 	}
 	addr := b.addr.Load()
+	if addr == 0 {
+		return newError(StatusInvalidAddress, "the block was freed already (Free, Close, or its context's Close)")
+	}
 	err = resultError(C.gq_mem_free_async(h, C.uint64_t(addr)))
 	runtime.KeepAlive(s)
-	if err == nil {
-		b.addr.CompareAndSwap(addr, 0)
+	if err == nil && b.addr.CompareAndSwap(addr, 0) {
+		b.forget(addr)
 	}
 	return err
 }
 
+// forget drops a freed block from the package's live blocks and from its context.
+func (b *DeviceBuffer) forget(addr uint64) {
+	b.stream.ctx.untrack(b)
+	unregisterBlock(addr)
+}
+
+// closedWithContext is called by the context's Close, which freed the block.
+func (b *DeviceBuffer) closedWithContext() { b.addr.Store(0) }
+
 // Close frees the block on the stream it was allocated on, unless it was freed already.
 // Idempotent; nil when the context was closed first (which freed it).
 func (b *DeviceBuffer) Close() error {
-	if b.addr.Load() == 0 {
+	if b == nil || b.addr.Load() == 0 {
 		return nil
 	}
 	if b.stream.h.Load() == 0 {
 		if b.stream.ctx.closing.Load() || b.stream.ctx.h.Load() == 0 {
+			b.addr.Store(0) // freed by the context's Close
 			return nil
 		}
 		return newError(StatusInvalidHandle, "the stream this block was allocated on was closed: free it with Free(stream)")
 	}
 	err := b.Free(b.stream)
 	if err != nil && b.stream.ctx.childClosed(err) {
+		b.addr.Store(0) // freed by the context's Close
 		return nil
 	}
 	if e, ok := err.(*Error); ok && e.Status == StatusInvalidAddress && b.addr.Load() == 0 {
@@ -90,11 +114,28 @@ func (b *DeviceBuffer) Close() error {
 	return err
 }
 
-// Memcpy copies bytes from src to dst in stream order (qd_memcpy_async). Either side may be
-// device memory or a HostBuffer; ranges are checked against qd's live allocations.
+// Memcpy copies bytes from src to dst in stream order (qd_memcpy_async). Each range must lie
+// inside one live block allocated through this package, of any context: a DeviceBuffer
+// (Stream.Alloc) or a HostBuffer (Context.HostAlloc) not yet freed, whose context is not
+// closed. Anything else, Go memory included, is refused with ErrInvalidAddress before qd is
+// called, so nothing is queued (qd alone would accept any host address outside its
+// allocations, and copy it after this call returned). A range that wraps around is
+// ErrOverflow; bytes 0 is a no-op.
 func (s *Stream) Memcpy(dst, src DevicePtr, bytes uint64) error {
 	h, err := s.handle()
 	if err != nil {
+		return err
+	}
+	if err := checkWrap("dst", dst, bytes); err != nil {
+		return err
+	}
+	if err := checkWrap("src", src, bytes); err != nil {
+		return err
+	}
+	if err := checkRange("dst", dst, bytes); err != nil {
+		return err
+	}
+	if err := checkRange("src", src, bytes); err != nil {
 		return err
 	}
 	err = resultError(C.gq_memcpy_async(h, C.uint64_t(dst), C.uint64_t(src), C.uint64_t(bytes)))
@@ -102,10 +143,14 @@ func (s *Stream) Memcpy(dst, src DevicePtr, bytes uint64) error {
 	return err
 }
 
-// Memset sets bytes bytes at dst to value in stream order (qd_memset_async).
+// Memset sets bytes bytes at dst to value in stream order (qd_memset_async). dst is checked
+// as Memcpy checks its ranges.
 func (s *Stream) Memset(dst DevicePtr, value byte, bytes uint64) error {
 	h, err := s.handle()
 	if err != nil {
+		return err
+	}
+	if err := checkRange("dst", dst, bytes); err != nil {
 		return err
 	}
 	err = resultError(C.gq_memset_async(h, C.uint64_t(dst), C.uint8_t(value), C.uint64_t(bytes)))
@@ -134,12 +179,18 @@ func (c *Context) HostAlloc(bytes uint64) (*HostBuffer, error) {
 	if r.status != 0 {
 		return nil, statusError(r.status, r.msg)
 	}
-	return &HostBuffer{p: r.ptr, size: bytes, ctx: c}, nil
+	b := &HostBuffer{p: r.ptr, size: bytes, ctx: c}
+	c.track(b)
+	registerBlock(uint64(uintptr(r.ptr)), bytes, c)
+	return b, nil
 }
 
-// Bytes is the buffer as a byte slice over its C memory (nil once closed). Do not use the slice
-// after Close, or after the context is closed (which frees the buffer).
+// Bytes is the buffer as a byte slice over its C memory: nil once the buffer or its context is
+// closed. A slice taken before must not be used after either Close (the memory is freed).
 func (b *HostBuffer) Bytes() []byte {
+	if b == nil {
+		return nil
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.p == nil {
@@ -150,6 +201,9 @@ func (b *HostBuffer) Bytes() []byte {
 
 // Ptr is the buffer's address for Memcpy, Memset and kernel arguments (0 once closed).
 func (b *HostBuffer) Ptr() DevicePtr {
+	if b == nil {
+		return 0
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return DevicePtr(uintptr(b.p))
@@ -161,6 +215,9 @@ func (b *HostBuffer) Size() uint64 { return b.size }
 // Close frees the buffer at once (qd_host_free): no queued work may still use it (synchronize
 // first). Idempotent; nil when the context was closed first (which freed it).
 func (b *HostBuffer) Close() error {
+	if b == nil {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.p == nil {
@@ -168,6 +225,8 @@ func (b *HostBuffer) Close() error {
 	}
 	p := b.p
 	b.p = nil
+	b.ctx.untrack(b)
+	unregisterBlock(uint64(uintptr(p)))
 	h := C.qd_context(b.ctx.h.Load())
 	if h == 0 {
 		return nil
@@ -177,4 +236,11 @@ func (b *HostBuffer) Close() error {
 		return nil
 	}
 	return err
+}
+
+// closedWithContext is called by the context's Close, which freed the buffer.
+func (b *HostBuffer) closedWithContext() {
+	b.mu.Lock()
+	b.p = nil
+	b.mu.Unlock()
 }

@@ -93,6 +93,9 @@ func (m *Module) finalize() {
 // Kernel finds a kernel by name (qd_kernel_get): the exported symbol on the CPU backend, the
 // function name on CUDA. Each call returns a new kernel.
 func (m *Module) Kernel(name string) (*Kernel, error) {
+	if m == nil {
+		return nil, errNil("module")
+	}
 	h := m.h.Load()
 	if h == 0 {
 		return nil, errClosed("module")
@@ -119,6 +122,8 @@ type Kernel struct {
 	module *Module // keeps the module (and so the kernel's code) from its finalizer
 	name   string
 	goFn   cgo.Handle // the Go function of a host kernel, else 0
+
+	goKernel *goKernel // a Go host kernel's function, else nil; Close lets go of it
 }
 
 func newKernel(c *Context, h uint64, m *Module, name string, goFn cgo.Handle) *Kernel {
@@ -148,19 +153,30 @@ const (
 )
 
 // SetParamAccess declares, for the validation mode, how the kernel uses the memory its
-// parameter index points to (qd_kernel_set_param_access). ErrInvalidArgument for an index of
-// 64 or more or an unknown access.
+// parameter index points to (qd_kernel_set_param_access). index counts the kernel's own
+// parameters from 0, as its launches pass them (for a Go host kernel: as HostBlock reads them;
+// the package's hidden first argument is not counted). ErrInvalidArgument for an index of 64
+// or more (63 or more for a Go host kernel) or an unknown access.
 func (k *Kernel) SetParamAccess(index uint32, access ParamAccess) error {
 	h, err := k.handle()
 	if err != nil {
 		return err
 	}
-	return resultError(C.gq_kernel_set_param_access(h, C.uint32_t(index), C.uint32_t(access)))
+	if k.goFn != 0 {
+		if index >= C.QD_MAX_ARGS-1 {
+			return newError(StatusInvalidArgument, "parameter index %d: a Go host kernel has at most %d parameters (0 to %d)",
+				index, C.QD_MAX_ARGS-1, C.QD_MAX_ARGS-2)
+		}
+		index++ // C's parameter 0 is the hidden header
+	}
+	err = resultError(C.gq_kernel_set_param_access(h, C.uint32_t(index), C.uint32_t(access)))
+	runtime.KeepAlive(k)
+	return err
 }
 
 func (k *Kernel) handle() (C.qd_kernel, error) {
 	if k == nil {
-		return 0, newError(StatusInvalidHandle, "kernel is nil")
+		return 0, errNil("kernel")
 	}
 	h := k.h.Load()
 	if h == 0 {
@@ -172,12 +188,18 @@ func (k *Kernel) handle() (C.qd_kernel, error) {
 // Close destroys the kernel handle (qd_kernel_destroy); work already queued with it still
 // runs. Idempotent; nil when the context (or the kernel's module) was closed first.
 func (k *Kernel) Close() error {
+	if k == nil {
+		return nil
+	}
 	h := k.h.Swap(0)
 	if h == 0 {
 		return nil
 	}
 	runtime.SetFinalizer(k, nil)
 	err := resultError(C.gq_kernel_destroy(C.qd_kernel(h)))
+	if k.goKernel != nil {
+		k.goKernel.release() // launches still queued or captured hold their own references
+	}
 	if err != nil && (k.ctx.childClosed(err) || (k.module != nil && k.module.h.Load() == 0)) {
 		return nil
 	}
@@ -187,5 +209,31 @@ func (k *Kernel) Close() error {
 func (k *Kernel) finalize() {
 	if h := k.h.Swap(0); h != 0 {
 		_ = resultError(C.gq_kernel_destroy(C.qd_kernel(h)))
+		if k.goKernel != nil {
+			k.goKernel.release()
+		}
 	}
+}
+
+// launching takes a launch's reference to a Go host kernel's function before the launch is
+// queued (its blocks may run before the launch call returns); launched settles it from the
+// outcome: a refused launch gives it back, a captured one hands it to the capture.
+func (k *Kernel) launching() {
+	if k.goKernel != nil {
+		k.goKernel.acquire()
+	}
+}
+
+func (k *Kernel) launched(r C.gq_result) error {
+	if k.goKernel != nil {
+		if r.status != 0 {
+			k.goKernel.release()
+		} else if r.captured != 0 {
+			k.ctx.adoptCaptured(k.goKernel)
+		}
+	}
+	if r.status != 0 {
+		return statusError(r.status, r.msg)
+	}
+	return nil
 }

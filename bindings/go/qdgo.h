@@ -24,12 +24,14 @@
 typedef struct gq_result {
     qd_status status;
     char *msg;
+    uint32_t captured; /* launches of Go functions: 1 when the stream was capturing */
 } gq_result;
 
 static inline gq_result gq_finish(qd_status status) {
     gq_result r;
     r.status = status;
     r.msg = NULL;
+    r.captured = 0;
     if (status < 0) r.msg = strdup(qd_last_error_message());
     return r;
 }
@@ -47,7 +49,23 @@ typedef struct gq_go_kernel_header {
     uint32_t sizes[QD_MAX_ARGS];
 } gq_go_kernel_header;
 #define GQ_GO_KERNEL_MAGIC 0x6f47647du
+/* The magic of a launch made into a capture: its replays hold no launch reference (the graph
+ * holds the function), so their last block lets go of nothing. */
+#define GQ_GO_KERNEL_MAGIC_CAPTURED 0x6f47647eu
 #define GQ_GO_KERNEL_HEADER_FIXED 16u
+
+/* Whether stream is capturing: qd_stream_query refuses exactly then with INVALID_OPERATION
+ * (qd.h). Asked in the same C call as the launch of a Go function, which a capture holds
+ * differently from a run (lifetime.go), and only while a capture of the context is open
+ * (may_capture): a query that finds the stream idle tells the validation mode that the host
+ * synchronized with it, which the program did not do. */
+static inline uint32_t gq_capturing(qd_stream s, uint32_t may_capture) {
+    return may_capture && qd_stream_query(s) == QD_ERROR_INVALID_OPERATION;
+}
+static inline void gq_set_header_magic(void *header, uint32_t captured) {
+    uint32_t magic = captured ? GQ_GO_KERNEL_MAGIC_CAPTURED : GQ_GO_KERNEL_MAGIC;
+    memcpy((char *)header + 8, &magic, sizeof magic);
+}
 
 
 /* The outcome of a qd call with one 64-bit output (a handle, an address, a count): value is
@@ -78,8 +96,16 @@ static inline gq_result gq_device_get_info(uint32_t backend, uint32_t device, qd
     return gq_finish(qd_device_get_info((qd_backend)backend, device, out));
 }
 
+/* The hazard handler of a context in fail mode: the refused call returns QD_ERROR_HAZARD with
+ * the report as its message, so the report is not printed as well (one channel). */
+static inline void gq_hazard_returned(const qd_hazard *hazard, void *user_data) {
+    (void)hazard;
+    (void)user_data;
+}
+
 static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32_t stream_pool,
-                                       uint32_t event_pool, uint32_t workers, uint32_t flags) {
+                                       uint32_t event_pool, uint32_t workers, uint32_t flags,
+                                       uint32_t fail_mode) {
     qd_context_desc d = QD_CONTEXT_DESC_INIT;
     qd_context out = 0;
     d.backend = backend;
@@ -89,6 +115,13 @@ static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32
     d.event_pool_size = event_pool;
     d.cpu_worker_threads = workers;
     qd_status st = qd_context_create(&d, &out);
+    if (st == QD_SUCCESS && fail_mode)
+        st = qd_context_set_hazard_handler(out, gq_hazard_returned, NULL);
+    if (st != QD_SUCCESS && out) {
+        gq_u64 r = gq_finish_u64(st, 0);
+        qd_context_destroy(out);
+        return r;
+    }
     return gq_finish_u64(st, out);
 }
 static inline gq_result gq_context_destroy(qd_context c) { return gq_finish(qd_context_destroy(c)); }
@@ -178,7 +211,6 @@ static inline gq_u64 gq_stream_end_capture(qd_stream s) {
     qd_status st = qd_stream_end_capture(s, &out);
     return gq_finish_u64(st, out);
 }
-static inline gq_result gq_graph_launch(qd_graph g, qd_stream s) { return gq_finish(qd_graph_launch(g, s)); }
 static inline gq_result gq_graph_update(qd_graph g, qd_graph from) { return gq_finish(qd_graph_update(g, from)); }
 static inline gq_result gq_graph_destroy(qd_graph g) { return gq_finish(qd_graph_destroy(g)); }
 static inline gq_result gq_event_destroy(qd_event e) { return gq_finish(qd_event_destroy(e)); }
@@ -214,10 +246,10 @@ static inline gq_result gq_kernel_destroy(qd_kernel k) { return gq_finish(qd_ker
 static inline gq_result gq_kernel_set_param_access(qd_kernel k, uint32_t index, uint32_t access) {
     return gq_finish(qd_kernel_set_param_access(k, index, access));
 }
-/* Restores the default hazard handler (one line on stderr); QD_ERROR_INVALID_OPERATION when
- * validation is off. */
-static inline gq_result gq_context_default_hazard_handler(qd_context c) {
-    return gq_finish(qd_context_set_hazard_handler(c, NULL, NULL));
+/* Sets the context's hazard handler again: the default (one line on stderr), or in fail mode
+ * none (the error carries the report); QD_ERROR_INVALID_OPERATION when validation is off. */
+static inline gq_result gq_context_reset_hazard_handler(qd_context c, uint32_t fail_mode) {
+    return gq_finish(qd_context_set_hazard_handler(c, fail_mode ? gq_hazard_returned : NULL, NULL));
 }
 
 /* A launch whose argument values lie back to back in blob, sizes[i] bytes each: the qd_arg
@@ -230,35 +262,71 @@ static inline gq_result gq_too_many_args(void) {
     return r;
 }
 static inline gq_result gq_launch(qd_stream s, qd_kernel k, const qd_launch_config *config,
-                                  const uint8_t *blob, const uint32_t *sizes, uint32_t n) {
+                                  uint8_t *blob, const uint32_t *sizes, uint32_t n,
+                                  uint32_t go_header, uint32_t may_capture) {
     qd_arg args[QD_MAX_ARGS];
     uint64_t offset = 0;
+    uint32_t captured = 0;
+    gq_result r;
     if (n > QD_MAX_ARGS) return gq_too_many_args();
+    if (go_header) {
+        captured = gq_capturing(s, may_capture);
+        gq_set_header_magic(blob, captured);
+    }
     for (uint32_t i = 0; i < n; ++i) {
         args[i].data = blob + offset;
         args[i].size = sizes[i];
         offset += sizes[i];
     }
-    return gq_finish(qd_launch(s, k, config, n ? args : NULL, n));
+    r = gq_finish(qd_launch(s, k, config, n ? args : NULL, n));
+    r.captured = captured;
+    return r;
 }
 /* A launch of pre-packed arguments (C memory), after an optional leading argument (a Go
  * kernel's header, in Go memory without pointers). */
 static inline gq_result gq_launch_packed(qd_stream s, qd_kernel k, const qd_launch_config *config,
-                                         const void *lead, uint32_t lead_size,
-                                         const qd_arg *packed, uint32_t n) {
+                                         void *lead, uint32_t lead_size,
+                                         const qd_arg *packed, uint32_t n, uint32_t may_capture) {
     qd_arg args[QD_MAX_ARGS];
+    gq_result r;
     if (!lead) return gq_finish(qd_launch(s, k, config, n ? packed : NULL, n));
     if (n + 1 > QD_MAX_ARGS) return gq_too_many_args();
     args[0].data = lead;
     args[0].size = lead_size;
     for (uint32_t i = 0; i < n; ++i) args[i + 1] = packed[i];
-    return gq_finish(qd_launch(s, k, config, args, n + 1));
+    r.captured = gq_capturing(s, may_capture);
+    gq_set_header_magic(lead, r.captured);
+    {
+        uint32_t captured = r.captured;
+        r = gq_finish(qd_launch(s, k, config, args, n + 1));
+        r.captured = captured;
+    }
+    return r;
 }
-static inline gq_result gq_launch_parallel(qd_stream s, const qd_task *tasks, uint32_t n) {
-    return gq_finish(qd_launch_parallel(s, tasks, n));
+/* headers: the Go kernel headers among the tasks' arguments (C memory), n_headers of them. */
+static inline gq_result gq_launch_parallel(qd_stream s, const qd_task *tasks, uint32_t n,
+                                           void *const *headers, uint32_t n_headers,
+                                           uint32_t may_capture) {
+    uint32_t captured = n_headers ? gq_capturing(s, may_capture) : 0;
+    gq_result r;
+    for (uint32_t i = 0; i < n_headers; ++i) gq_set_header_magic(headers[i], captured);
+    r = gq_finish(qd_launch_parallel(s, tasks, n));
+    r.captured = captured;
+    return r;
 }
-static inline gq_result gq_launch_host_fn(qd_stream s, uintptr_t handle) {
-    return gq_finish(qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)handle));
+static inline gq_result gq_launch_host_fn(qd_stream s, uintptr_t handle, uint32_t may_capture) {
+    uint32_t captured = gq_capturing(s, may_capture);
+    gq_result r = gq_finish(qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)handle));
+    r.captured = captured;
+    return r;
+}
+/* A graph replay, then (marker non-zero) a host callback after it on the same stream, which
+ * runs once the replay has: captured is 1 when the marker was queued. */
+static inline gq_result gq_graph_launch_marked(qd_graph g, qd_stream s, uintptr_t marker) {
+    gq_result r = gq_finish(qd_graph_launch(g, s));
+    if (r.status == QD_SUCCESS && marker)
+        r.captured = qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)marker) == QD_SUCCESS;
+    return r;
 }
 
 static inline gq_u64 gq_mem_alloc_async(qd_stream s, uint64_t bytes) {

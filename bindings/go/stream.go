@@ -146,6 +146,9 @@ func (s *Stream) Handle() uint64 { return s.h.Load() }
 
 // handle is the stream's handle for a call that touches the device.
 func (s *Stream) handle() (C.qd_stream, error) {
+	if s == nil {
+		return 0, errNil("stream")
+	}
 	h := s.h.Load()
 	if h == 0 {
 		return 0, errClosed("stream")
@@ -160,6 +163,9 @@ func (s *Stream) handle() (C.qd_stream, error) {
 // nothing for the default stream. It returns at once; work already queued still completes.
 // It is idempotent, and returns nil when the context was closed first.
 func (s *Stream) Close() error {
+	if s == nil {
+		return nil
+	}
 	h := s.h.Swap(0)
 	if h == 0 || s.kind == StreamDefault {
 		return nil
