@@ -647,6 +647,6 @@ def launch_host_fn(fn: Callable[[], Any], *, stream: Stream) -> None:
     sc = _stream_c(stream)
     if not callable(fn):
         raise ArgumentTypeError(f"fn must be callable, not {type(fn).__name__}")
-    status = _enqueue(sc, fn, stream._ctx._cb_errors)
+    status = _enqueue(stream, fn, stream._ctx._cb_errors)
     if status:
         raise _err(status, stream._ctx)

@@ -32,7 +32,7 @@ from ._errors import (
     Status,
 )
 from ._base import (
-    Backend, _C_ZERO, _MAX_POOL, _err, _f_event_destroy, _f_event_query, _f_event_record,
+    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _f_event_destroy, _f_event_query, _f_event_record,
     _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
     _f_stream_wait, _stream_type_error, _u32, _u64,
 )
@@ -120,7 +120,7 @@ def _import_stream(ctx: "Context", native: int, owner: Any) -> "Stream":
 # ----------------------------------------------------------------------------------------------
 
 
-class _ContextChild:
+class _ContextChild(_NoCopy):
     """What every object a context owns (Stream, Event, Module, Kernel) answers alike."""
 
     __slots__ = ()
