@@ -203,7 +203,8 @@ class Context(_NoCopy):
     """
 
     __slots__ = ("_h", "_c", "_backend", "_device", "_default_h", "_tls", "_cb_errors",
-                 "_keep", "_foreign", "_wait_events", "_held", "_finalizer", "__weakref__")
+                 "_keep", "_foreign", "_wait_events", "_record_events", "_held", "_finalizer",
+                 "__weakref__")
 
     def __init__(self, backend: Union[Backend, str, int] = Backend.DEFAULT, device: int = 0, *,
                  stream_pool_size: int = 0, event_pool_size: int = 0,
@@ -249,6 +250,8 @@ class Context(_NoCopy):
         self._foreign: Dict[int, Stream] = {}
         #: Events Stream.wait(stream) records and waits on (each used by one call at a time).
         self._wait_events: List[Event] = []
+        #: Handles of record events (Stream.record) free for reuse: (plain, timing).
+        self._record_events: Tuple[List[int], List[int]] = ([], [])
         #: What graphs keep for their replays (captured callbacks, Python buffers of copies).
         self._held = _Held()
         if not _raises_hazards(validate):
@@ -317,6 +320,8 @@ class Context(_NoCopy):
         self._keep.clear()
         self._foreign.clear()
         self._wait_events.clear()
+        for pool in self._record_events:
+            pool.clear()
 
     def __enter__(self) -> "Context":
         return self
@@ -533,6 +538,7 @@ class Context(_NoCopy):
         ev._c = _H(h)
         ev._ctx = self
         ev._timing = bool(timing)
+        ev._pooled = False
         return ev
 
     # -- active stream ----------------------------------------------------------------------
