@@ -121,8 +121,10 @@ class DeviceArray:
 
     @property
     def address(self) -> int:
-        """The device address of the first item (the buffer's address + ``offset``)."""
-        return self.buffer.address + self.offset
+        """The device address of the first item (the buffer's address + ``offset``); 0 once
+        the buffer was freed."""
+        base = self.buffer.address
+        return base + self.offset if base else 0
 
     @property
     def nbytes(self) -> int:

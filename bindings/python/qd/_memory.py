@@ -121,8 +121,9 @@ class DeviceBuffer(_NoCopy):
 
     @property
     def address(self) -> int:
-        """The device address (on the CPU backend, a host pointer)."""
-        return self._address
+        """The device address (on the CPU backend, a host pointer); 0 once freed (by
+        ``free``, or by closing its context)."""
+        return 0 if self._freed or not self._ctx._h else self._address
 
     @property
     def size(self) -> int:
@@ -140,6 +141,8 @@ class DeviceBuffer(_NoCopy):
         return self._freed or not self._ctx._h
 
     def __index__(self) -> int:
+        """The address; a freed buffer raises InvalidAddressError."""
+        self._check()
         return self._address
 
     __int__ = __index__
@@ -176,8 +179,8 @@ class HostBuffer(_NoCopy):
 
     @property
     def address(self) -> int:
-        """The host address (0 once freed)."""
-        return self._address
+        """The host address (0 once freed, by ``close()`` or by closing its context)."""
+        return self._address if self._ctx._h else 0
 
     @property
     def size(self) -> int:
@@ -190,6 +193,8 @@ class HostBuffer(_NoCopy):
         return not self._address or not self._ctx._h
 
     def __index__(self) -> int:
+        """The address; a freed buffer raises InvalidAddressError."""
+        self._check()
         return self._address
 
     __int__ = __index__

@@ -127,8 +127,8 @@ class _ContextChild(_NoCopy):
 
     @property
     def handle(self) -> int:
-        """The qd handle (0 once closed)."""
-        return self._h  # type: ignore[attr-defined]
+        """The qd handle (0 once closed, also by closing its context)."""
+        return self._h if self._ctx._h else 0  # type: ignore[attr-defined]
 
     @property
     def context(self) -> "Context":
