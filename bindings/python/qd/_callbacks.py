@@ -7,6 +7,7 @@ import atexit
 import builtins
 import ctypes
 import itertools
+import sys
 import threading
 import warnings
 import weakref
@@ -230,23 +231,29 @@ def _destroy_context(handle: int, keepalive: list, errors: list, held: _Held) ->
             return
         held.clear()
         _drop_unrun(errors)
-        _warn_unreported(errors)
+        _warn_unreported(errors, raise_errors=False)
     except BaseException:
         pass
 
 
-def _warn_unreported(errors: list) -> None:
-    """A context is gone with callback exceptions no synchronize() reported: say so (a
-    RuntimeWarning) rather than drop them silently."""
+def _warn_unreported(errors: list, raise_errors: bool = True) -> None:
+    """A context is gone with callback exceptions (or hazards) no synchronize() reported: say
+    so (a RuntimeWarning) rather than drop them silently. Where a filter makes the warning an
+    error and nothing can raise it (a finalizer: ``raise_errors`` False), it goes to stderr."""
     if not errors:
         return
     first, more = errors[0], len(errors) - 1
     errors.clear()
-    warnings.warn(
-        f"qd: a Python host callback or host kernel raised {type(first).__name__}: {first}"
-        + (f" (and {more} more)" if more else "")
-        + "; no synchronize() reported it before its context was destroyed",
-        RuntimeWarning, stacklevel=2)
+    what = ("qd: the validation mode reported a hazard" if isinstance(first, HazardWarning)
+            else f"qd: a Python host callback or host kernel raised {type(first).__name__}")
+    message = (f"{what}: {first}" + (f" (and {more} more)" if more else "")
+               + "; no synchronize() reported it before its context was destroyed")
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    except Warning:
+        if raise_errors:
+            raise
+        sys.stderr.write(f"RuntimeWarning: {message}\n")
 
 
 def _join_deferred() -> None:

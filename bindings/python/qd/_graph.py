@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, List, Optional, Set
 
 from . import _lib
 from ._lib import C as _C, H as _H, ref as _ref
-from ._errors import HandleTypeError, InvalidOperationError, ObjectClosedError
-from ._base import _C_ZERO, _NoCopy, _err
+from ._errors import HandleTypeError, InvalidOperationError, ObjectClosedError, Status
+from ._base import _C_ZERO, _NoCopy, _err, _f_stream_query
 from ._callbacks import _Keep, _capture_keeps, _enqueue
 from ._stream import Stream, _ContextChild, _as_stream
 
@@ -218,18 +218,25 @@ def _end(s: Stream, g: Graph, entry: Any) -> None:
         raise s._closed_error()
     out = c_uint64()
     status = _C.qd_stream_end_capture(s._h, _ref(out))
-    if status:
-        raise _err(status, s._ctx)
     captures = s._ctx._held.captures
+    if status:
+        exc = _err(status, s._ctx)
+        if entry is not None and _f_stream_query(s._c) != Status.ERROR_INVALID_OPERATION:
+            _forget(captures, entry)  # the capture is over all the same (no graph)
+        raise exc
     if entry is not None:
-        try:
-            captures.remove(entry)
-        except ValueError:
-            pass
+        _forget(captures, entry)
     g._pending = False
     g._h = g._key = out.value
     g._c = _H(out.value)
     g._keep = entry[1] if entry is not None else None
+
+
+def _forget(captures: List[Any], entry: Any) -> None:
+    try:
+        captures.remove(entry)
+    except ValueError:
+        pass
 
 
 def end_capture(s: Stream) -> Graph:

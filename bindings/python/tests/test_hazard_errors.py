@@ -7,6 +7,8 @@ validation model does not count as ordering."""
 from __future__ import annotations
 
 import builtins
+import subprocess
+import sys
 import threading
 import warnings
 from ctypes import c_uint32
@@ -14,6 +16,7 @@ from ctypes import c_uint32
 import pytest
 
 import qd
+from conftest import subprocess_env
 
 
 def _ran(stream: qd.Stream) -> None:
@@ -73,3 +76,31 @@ def test_callback_error_keeps_every_exception(ctx: qd.Context) -> None:
     else:
         assert isinstance(cause, group) and list(cause.exceptions) == raised
     s.synchronize()  # reported once
+
+
+_UNREPORTED = """
+import sys, threading
+from ctypes import c_uint32
+import qd
+ctx = qd.Context("cpu", validate=True)
+add_one = ctx.load_module(sys.argv[1]).get_kernel("add_one")
+a, b = ctx.create_stream(), ctx.create_stream()
+buf = qd.alloc(64, stream=a)
+a.synchronize()
+add_one.launch(buf, c_uint32(4), stream=a)
+done = threading.Event()
+qd.launch_host_fn(done.set, stream=a)
+assert done.wait(20)
+add_one.launch(buf, c_uint32(4), stream=b)
+print("exiting with the context open")
+"""
+
+
+def test_unreported_hazard_under_error_filter_reaches_stderr_at_exit(
+        cpu_module_path: str) -> None:
+    """Nothing synchronizes and the context is destroyed at exit, where nothing can raise: the
+    report goes to stderr rather than vanish."""
+    run = subprocess.run([sys.executable, "-W", "error", "-c", _UNREPORTED, cpu_module_path],
+                         env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "validation mode reported a hazard" in run.stderr and "race" in run.stderr
