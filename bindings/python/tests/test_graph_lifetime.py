@@ -218,3 +218,47 @@ def test_lost_context_releases_closures_and_buffers_of_work_that_never_runs() ->
     gc.collect()
     assert closure_ref() is None, "a callback that can never run is still kept"
     assert target_ref() is None, "the buffer of a copy that can never run is still kept"
+
+
+_FORKED = """
+import gc, os, threading, weakref
+import qd
+
+class Closure:
+    def __call__(self):
+        pass
+
+ctx = qd.Context("cpu")
+s = ctx.create_stream()
+gate = threading.Event()
+qd.launch_host_fn(lambda: gate.wait(20), stream=s)
+closure = Closure()
+ref = weakref.ref(closure)
+qd.launch_host_fn(closure, stream=s)
+target = bytearray(256)
+qd.memcpy(target, bytes(256), stream=s)
+del closure
+pid = os.fork()
+if pid == 0:  # the child: the inherited context runs nothing
+    code = 1
+    try:
+        ctx.close()
+        gc.collect()
+        target.append(0)  # no longer exported: a bytearray can be resized again
+        code = 0 if ref() is None else 2
+    finally:
+        os._exit(code)
+gate.set()
+s.synchronize()
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+ctx.close()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_child_releases_closures_and_buffers_of_inherited_work() -> None:
+    run = subprocess.run([sys.executable, "-c", _FORKED], env=subprocess_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert run.stdout.strip() == "child 0", (run.stdout, run.stderr[-4000:])
