@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
 import os
 import re
@@ -56,7 +57,8 @@ PACKAGE_ROOT = HERE.parent  # bindings/python (or the root of an unpacked sdist)
 NAME = "qd"
 
 # What libqd's build needs from the qd source tree (the sdist carries these under libqd/).
-_LIBQD_TREE = ("meson.build", "meson_options.txt", "include", "src", "abi", "cmake")
+_LIBQD_TREE = ("meson.build", "meson_options.txt", "include", "src", "abi", "cmake",
+               "tools/trace_view.cpp")
 _MESON_ARGS = ["--buildtype=release", "-Dtests=false", "-Dbench=false", "-Dtools=false",
                "-Dexamples=false"]
 
@@ -175,6 +177,18 @@ def _api_description(config: Optional[Mapping[str, Any]]) -> Path:
     return _source_dir(config) / "abi" / "qd-api.json"
 
 
+def _trace_view_page(config: Optional[Mapping[str, Any]]) -> bytes:
+    """The page of ``qd trace view`` (tools/trace_view.cpp), for ``python -m qd trace view``
+    (qd/_trace_view.py, loaded by path: importing qd would load libqd)."""
+    spec = importlib.util.spec_from_file_location(
+        "_qd_trace_view", PACKAGE_ROOT / NAME / "_trace_view.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cpp = (_source_dir(config) / "tools" / "trace_view.cpp").read_text(encoding="utf-8")
+    return module.template_from_source(cpp).encode("utf-8")
+
+
 def _package_files() -> List[Tuple[Path, str]]:
     """(source file, path in the wheel) of the Python package itself."""
     out = []
@@ -184,7 +198,7 @@ def _package_files() -> List[Tuple[Path, str]]:
         if not path.is_file() or "__pycache__" in rel.parts:
             continue
         if path.name.startswith("libqd.so") or path.suffix in (".pyc", ".pyo", ".c", ".so") \
-                or path.name == "qd-api.json":
+                or path.name in ("qd-api.json", "trace_view.html"):
             continue  # built files and the API description are added by the build
         out.append((path, rel.as_posix()))
     return out
@@ -287,6 +301,7 @@ def build_wheel(wheel_directory: str, config_settings: Optional[Mapping[str, Any
         api = _api_description(config_settings)
         if api.exists():
             files.append((f"{NAME}/qd-api.json", api.read_bytes(), 0o644))
+        files.append((f"{NAME}/trace_view.html", _trace_view_page(config_settings), 0o644))
         speedups = _build_speedups(config_settings, scratch)
         if speedups is not None:
             files.append((f"{NAME}/_speedups.abi3.so", speedups.read_bytes(), 0o755))

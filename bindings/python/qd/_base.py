@@ -50,6 +50,33 @@ MAX_ARGS = 64
 #: The largest stream pool qd_context_desc allows ("at most 4096").
 _MAX_POOL = 4096
 
+
+class _NoCopy:
+    """Refuses copy.copy, copy.deepcopy and pickle with a TypeError that says why: the object
+    owns (or stands for) a qd object, and a second Python owner would destroy it under the
+    first. Share the object itself instead."""
+
+    __slots__ = ()
+
+    def _no_copy(self, what: str) -> TypeError:
+        name = type(self).__name__
+        return TypeError(
+            f"a qd.{name} cannot be {what}: it stands for a qd object that only this Python "
+            f"object owns (pass the qd.{name} itself around instead)")
+
+    def __copy__(self) -> Any:
+        raise self._no_copy("copied")
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        raise self._no_copy("copied")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise self._no_copy("pickled")
+
+    def __reduce__(self) -> Any:
+        raise self._no_copy("pickled")
+
+
 # Hot-path copies of the C functions, without argtypes (see _lib.raw).
 _f_ctx_destroy = _lib.raw("qd_context_destroy")
 _f_ctx_sync = _lib.raw("qd_context_synchronize")

@@ -4,10 +4,13 @@ destruction at collection or exit."""
 from __future__ import annotations
 
 import atexit
+import builtins
 import ctypes
 import itertools
+import sys
 import threading
 import warnings
+import weakref
 from ctypes import (
     c_uint64,
     c_void_p,
@@ -23,24 +26,47 @@ from typing import (
 from . import _lib
 from ._errors import (
     CallbackError,
+    HazardWarning,
     Status,
 )
-from ._base import _f_ctx_destroy, _f_launch_host_fn
+from ._base import _f_ctx_destroy, _f_launch_host_fn, _f_stream_query
 
 if TYPE_CHECKING:
     from ._context import Context
 
 
 def _check_callback_errors(ctx: "Context") -> None:
+    """Raise what the context's Python callbacks and host kernels raised since the last report
+    (once): a CallbackError whose ``exceptions`` holds every one, in order, with the first as
+    ``__cause__``, or, on Python 3.11+ with several, an ExceptionGroup of them. A HazardWarning
+    that a warnings filter made an error (see _context._hazard_trampoline) is raised as itself."""
     errors = ctx._cb_errors
-    if errors:
-        first = errors.pop(0)
-        more = len(errors)
-        errors.clear()
-        raise CallbackError(
-            f"a Python host callback or host kernel on this context raised "
-            f"{type(first).__name__}: {first}" + (f" (and {more} more)" if more else "")
-        ) from first
+    if not errors:
+        return
+    caught = list(errors)
+    errors.clear()
+    first = caught[0]
+    if isinstance(first, HazardWarning):
+        rest = caught[1:]
+        errors.extend(rest)  # reported by the next synchronize()
+        raise first
+    more = len(caught) - 1
+    exc = CallbackError(
+        f"a Python host callback or host kernel on this context raised "
+        f"{type(first).__name__}: {first}" + (f" (and {more} more)" if more else ""))
+    exc.exceptions = tuple(caught)
+    cause: BaseException = first
+    if more and _ExceptionGroup is not None:
+        try:
+            cause = _ExceptionGroup("the exceptions of this context's Python callbacks", caught)
+        except TypeError:  # a BaseException among them (a BaseExceptionGroup then)
+            cause = _BaseExceptionGroup("the exceptions of this context's Python callbacks",
+                                        caught)
+    raise exc from cause
+
+
+_ExceptionGroup = getattr(builtins, "ExceptionGroup", None)
+_BaseExceptionGroup = getattr(builtins, "BaseExceptionGroup", None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -48,20 +74,71 @@ def _check_callback_errors(ctx: "Context") -> None:
 # _pending under an integer key (the user_data) until the trampoline pops and runs it, so it
 # stays alive exactly as long as needed. A failed qd_launch_host_fn never calls it (qd.h), so
 # the entry is dropped at once.
+#
+# A callback queued on a capturing stream is captured (qd.h, "Graphs"): every replay calls the
+# same user_data again, so it is not popped. It is held by the capture's _Keep (and so by the
+# graph, and by every graph updated from it) and looked up through _persistent, which holds it
+# weakly: it goes away when the last graph that may still replay it lets go (_graph.py).
 # ----------------------------------------------------------------------------------------------
 
 _pending: dict = {}
 _keys = itertools.count(1)
-# Callbacks a graph captured (qd.h, "Graphs"): every replay calls the same user_data again, so
-# they are not popped; they live until their context is destroyed (key -> (fn, errors, ctx)).
-_persistent: dict = {}
+_persistent: "weakref.WeakValueDictionary[int, _Captured]" = weakref.WeakValueDictionary()
+
+
+class _Captured:
+    """A captured host callback: what the trampoline calls on every replay."""
+
+    __slots__ = ("fn", "errors", "__weakref__")
+
+    def __init__(self, fn: Callable[[], Any], errors: list) -> None:
+        self.fn = fn
+        self.errors = errors
+
+
+class _Keep:
+    """What one capture's graph keeps alive for its replays: captured callbacks and the Python
+    buffers of captured copies. Shared by every graph that may replay them (update() makes the
+    target share its source's); freed when the last of them lets go."""
+
+    __slots__ = ("items", "__weakref__")
+
+    def __init__(self) -> None:
+        self.items: List[Any] = []
+
+
+class _Held:
+    """Per context, what the binding holds for graphs until the context is destroyed at the
+    latest: the open captures (origin stream handle, _Keep), the keeps of graphs closed while
+    their replays may still run (released by the next Context.synchronize), and the graphs
+    themselves (weakly)."""
+
+    __slots__ = ("captures", "retired", "graphs", "on_destroy")
+
+    def __init__(self) -> None:
+        self.captures: List[Any] = []
+        self.retired: List[_Keep] = []
+        self.graphs: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.on_destroy: Optional[Callable[[], Any]] = None
+
+    def clear(self) -> None:
+        """The context is destroyed: nothing of it runs any more."""
+        if self.on_destroy is not None:
+            self.on_destroy()
+            self.on_destroy = None
+        self.captures.clear()
+        self.retired.clear()
+        for g in list(self.graphs):
+            g._keep = None
+            g._launched = set()
 
 
 def _trampoline(key: Optional[int]) -> None:
     try:
         entry = _pending.pop(key, None)
         if entry is None:
-            entry = _persistent[key][:2]
+            captured = _persistent[key]
+            entry = (captured.fn, captured.errors)
         fn, errors = entry
     except BaseException:  # interpreter shutdown, or an unknown key: nothing to run
         return
@@ -81,35 +158,52 @@ _TRAMPOLINE_C = _lib.fnptr(_TRAMPOLINE, "qd_host_fn")  # as the FFI in use passe
 _ptr = _lib.ptr
 
 
-def _capture_mark() -> int:
-    """A key below every callback queued from now on (Stream.capture() on entry)."""
-    return next(_keys)
+def _capture_keeps(stream: Any) -> Optional[List[_Keep]]:
+    """The keeps of the captures ``stream`` may be queuing into, or None when it is not
+    capturing. Costs one attribute read while the context has no open capture; otherwise the
+    origin of a capture is known, and a stream that joined one answers qd_stream_query with
+    QD_ERROR_INVALID_OPERATION (its capture is not known: every open capture keeps it)."""
+    captures = stream._ctx._held.captures
+    if not captures:
+        return None
+    captures = list(captures)
+    h = stream._h
+    for origin, keep in captures:
+        if origin == h:
+            return [keep]
+    if _f_stream_query(stream._c) == Status.ERROR_INVALID_OPERATION:
+        return [keep for _, keep in captures]
+    return None
 
 
-def _capture_keep(start: int, ctx_handle: int) -> None:
-    """At the end of a capture: the callbacks queued since ``start`` that have not run were
-    captured (captured work never runs during its capture), so replays call them again. A
-    callback queued meanwhile on another stream that simply has not run yet is kept too; it
-    still runs exactly once, and is dropped with its context."""
-    end = next(_keys)
-    for key in [k for k in list(_pending) if start < k < end]:
-        entry = _pending.pop(key, None)
-        if entry is not None:
-            _persistent[key] = (entry[0], entry[1], ctx_handle)
-
-
-def _drop_persistent(ctx_handle: int) -> None:
-    for key in [k for k, v in list(_persistent.items()) if v[2] == ctx_handle]:
-        _persistent.pop(key, None)
-
-
-def _enqueue(stream_c: c_uint64, fn: Callable[[], Any], errors: list) -> int:
+def _enqueue(stream: Any, fn: Callable[[], Any], errors: list) -> int:
+    """qd_launch_host_fn of ``fn`` on ``stream`` (a Stream): run once, or, captured, kept by
+    the capture for every replay."""
     key = next(_keys)
-    _pending[key] = (fn, errors)
-    status = _f_launch_host_fn(stream_c, _TRAMPOLINE_C, _ptr(key))
+    keeps = _capture_keeps(stream)
+    if keeps is None:
+        _pending[key] = (fn, errors)
+        status = _f_launch_host_fn(stream._c, _TRAMPOLINE_C, _ptr(key))
+        if status:
+            _pending.pop(key, None)
+        return status
+    captured = _Captured(fn, errors)
+    _persistent[key] = captured
+    status = _f_launch_host_fn(stream._c, _TRAMPOLINE_C, _ptr(key))
     if status:
-        _pending.pop(key, None)
+        _persistent.pop(key, None)
+    else:
+        for keep in keeps:
+            keep.items.append(captured)
     return status
+
+
+def _drop_unrun(errors: list) -> None:
+    """After a context's destroy (which drained it): callbacks of that context still waiting
+    never run (the context was lost, or forked, before they could); let go of them and of what
+    they hold (a copy's Python buffers)."""
+    for key in [k for k, v in list(_pending.items()) if v[1] is errors]:
+        _pending.pop(key, None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -123,36 +217,43 @@ _deferred_lock = threading.Lock()
 _deferred_threads: List[threading.Thread] = []
 
 
-def _destroy_context(handle: int, keepalive: list, errors: list) -> None:
+def _destroy_context(handle: int, keepalive: list, errors: list, held: _Held) -> None:
     try:
         status = _f_ctx_destroy(_lib.H(handle))
         if status == Status.ERROR_INVALID_OPERATION:
             # The last reference died inside a host callback or host kernel of this very
             # context (qd refuses to drain from its own worker): destroy it from a helper thread.
-            thread = threading.Thread(target=_destroy_context, args=(handle, keepalive, errors),
+            thread = threading.Thread(target=_destroy_context, args=(handle, keepalive, errors, held),
                                       name=f"qd-destroy-{handle:#x}", daemon=True)
             with _deferred_lock:
                 _deferred_threads.append(thread)
             thread.start()
             return
-        _drop_persistent(handle)
-        _warn_unreported(errors)
+        held.clear()
+        _drop_unrun(errors)
+        _warn_unreported(errors, raise_errors=False)
     except BaseException:
         pass
 
 
-def _warn_unreported(errors: list) -> None:
-    """A context is gone with callback exceptions no synchronize() reported: say so (a
-    RuntimeWarning) rather than drop them silently."""
+def _warn_unreported(errors: list, raise_errors: bool = True) -> None:
+    """A context is gone with callback exceptions (or hazards) no synchronize() reported: say
+    so (a RuntimeWarning) rather than drop them silently. Where a filter makes the warning an
+    error and nothing can raise it (a finalizer: ``raise_errors`` False), it goes to stderr."""
     if not errors:
         return
     first, more = errors[0], len(errors) - 1
     errors.clear()
-    warnings.warn(
-        f"qd: a Python host callback or host kernel raised {type(first).__name__}: {first}"
-        + (f" (and {more} more)" if more else "")
-        + "; no synchronize() reported it before its context was destroyed",
-        RuntimeWarning, stacklevel=2)
+    what = ("qd: the validation mode reported a hazard" if isinstance(first, HazardWarning)
+            else f"qd: a Python host callback or host kernel raised {type(first).__name__}")
+    message = (f"{what}: {first}" + (f" (and {more} more)" if more else "")
+               + "; no synchronize() reported it before its context was destroyed")
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    except Warning:
+        if raise_errors:
+            raise
+        sys.stderr.write(f"RuntimeWarning: {message}\n")
 
 
 def _join_deferred() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 import warnings
@@ -35,10 +36,12 @@ from ._errors import (
     Status,
 )
 from ._base import (
-    Backend, _C_ZERO, _I32_MAX, _I32_MIN, _backend, _err, _f_acquire, _f_ctx_destroy, _f_ctx_sync,
+    Backend, _C_ZERO, _I32_MAX, _NoCopy, _I32_MIN, _backend, _err, _f_acquire, _f_ctx_destroy, _f_ctx_sync,
     _f_get_active, _f_set_active, _int, _stream_type_error, _u32, _u64,
 )
-from ._callbacks import _check_callback_errors, _destroy_context, _warn_unreported
+from ._callbacks import (
+    _Held, _check_callback_errors, _destroy_context, _drop_unrun, _warn_unreported,
+)
 from ._stream import (
     _BORROWED, _EVENT_NEW, _LEASED, _OWNED, _STREAM_NEW, Event, Stream, StreamKind, _new_stream,
 )
@@ -131,18 +134,36 @@ class ContextStatistics:
 CONTEXT_VALIDATE = 1
 CONTEXT_VALIDATE_FAIL = 2
 
-# The hazard handler: one C trampoline for the process; user_data is 1 for "warn" contexts
-# and 0 for "raise" ones (whose refused call raises HazardError with the report instead).
+# The hazard handler: one C trampoline for the process; user_data is the context's handle.
+# A context whose reports are warnings ("warn", or QD_VALIDATE=1) is in _hazard_sinks, with the
+# list its unreported errors wait in; a "raise" one (validate="raise", or QD_VALIDATE=error) is
+# not: its refused call raises HazardError with the report instead, and nothing is warned.
+_hazard_sinks: Dict[int, List[BaseException]] = {}
 
 
 def _hazard_trampoline(hazard: Any, user_data: Optional[int]) -> None:
     try:
-        if not user_data:
+        sink = _hazard_sinks.get(user_data or 0)
+        if sink is None:
             return
         message = hazard.contents.message.decode("utf-8", "replace")
+    except BaseException:  # interpreter shutdown
+        return
+    try:
         warnings.warn(message, HazardWarning, stacklevel=2)
-    except BaseException:  # interpreter shutdown, or a warnings filter set to "error"
-        pass
+    except BaseException as exc:  # a filter made it an error, which cannot cross C: the next
+        try:  # synchronize() of the context raises it (as a callback's exception is reported)
+            sink.append(exc)
+        except BaseException:
+            pass
+
+
+def _raises_hazards(validate: Union[bool, str]) -> bool:
+    """Whether the context refuses hazardous calls (validate="raise", or QD_VALIDATE=error when
+    validate is left to the environment, as qd_context_create reads it)."""
+    if validate:
+        return validate == "raise"
+    return os.environ.get("QD_VALIDATE", "") == "error"
 
 
 _HAZARD = _lib.HazardFn(_hazard_trampoline)
@@ -158,7 +179,7 @@ def _peer(peer: Any) -> "Context":
     return peer
 
 
-class Context:
+class Context(_NoCopy):
     """A qd context: one (backend, device) with its default stream, stream pool and event pool.
 
     ``with Context() as ctx:`` closes it at the end of the block. ``close()`` (and garbage
@@ -182,7 +203,8 @@ class Context:
     """
 
     __slots__ = ("_h", "_c", "_backend", "_device", "_default_h", "_tls", "_cb_errors",
-                 "_keep", "_foreign", "_wait_events", "_finalizer", "__weakref__")
+                 "_keep", "_foreign", "_wait_events", "_record_events", "_held", "_finalizer",
+                 "__weakref__")
 
     def __init__(self, backend: Union[Backend, str, int] = Backend.DEFAULT, device: int = 0, *,
                  stream_pool_size: int = 0, event_pool_size: int = 0,
@@ -212,8 +234,7 @@ class Context:
             raise exc
         # Reports become warnings (validation on through flags or QD_VALIDATE; off, the call
         # says so with QD_ERROR_INVALID_OPERATION and nothing changes).
-        _C.qd_context_set_hazard_handler(handle, _HAZARD_C,
-                                         _lib.ptr(0 if validate == "raise" else 1))
+        _C.qd_context_set_hazard_handler(handle, _HAZARD_C, _lib.ptr(handle))
         self._h = handle
         self._c = _H(handle)
         b = desc.backend
@@ -229,8 +250,15 @@ class Context:
         self._foreign: Dict[int, Stream] = {}
         #: Events Stream.wait(stream) records and waits on (each used by one call at a time).
         self._wait_events: List[Event] = []
+        #: Handles of record events (Stream.record) free for reuse: (plain, timing).
+        self._record_events: Tuple[List[int], List[int]] = ([], [])
+        #: What graphs keep for their replays (captured callbacks, Python buffers of copies).
+        self._held = _Held()
+        if not _raises_hazards(validate):
+            _hazard_sinks[handle] = self._cb_errors
+        self._held.on_destroy = functools.partial(_hazard_sinks.pop, handle, None)
         self._finalizer = weakref.finalize(self, _destroy_context, handle, self._keep,
-                                           self._cb_errors)
+                                           self._cb_errors, self._held)
         try:
             _trace_new_context(self)  # inside a qd.trace block that covers every context
         except BaseException:
@@ -286,10 +314,14 @@ class Context:
         self._c = _C_ZERO
         self._tls.rec.stream = None  # this thread's active stream died with the context
         self._finalizer.detach()
+        self._held.clear()
+        _drop_unrun(self._cb_errors)
         _warn_unreported(self._cb_errors)
         self._keep.clear()
         self._foreign.clear()
         self._wait_events.clear()
+        for pool in self._record_events:
+            pool.clear()
 
     def __enter__(self) -> "Context":
         return self
@@ -299,10 +331,14 @@ class Context:
 
     def synchronize(self) -> None:
         """Block until all work queued on every stream of the context has completed."""
+        retired = self._held.retired
+        done = len(retired)  # graphs closed before this call: their replays have run after it
         status = _f_ctx_sync(self._c)
         if status:
             self._check_open()
             raise _err(status, self)
+        if done:
+            del retired[:done]
         if self._cb_errors:
             _check_callback_errors(self)
 
@@ -502,6 +538,7 @@ class Context:
         ev._c = _H(h)
         ev._ctx = self
         ev._timing = bool(timing)
+        ev._pooled = False
         return ev
 
     # -- active stream ----------------------------------------------------------------------

@@ -9,7 +9,7 @@ an idiomatic exception for the mistake (``TypeError``, ``ValueError``, ``Overflo
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Dict, Optional, Tuple, Type
 
 from . import _lib
 
@@ -251,9 +251,11 @@ class HazardWarning(UserWarning):
 
 
 class CallbackError(QdError, RuntimeError):
-    """A Python host callback or host kernel raised. Reported (with the original exception as
-    ``__cause__``) by the next ``synchronize()`` of any stream, event or the context it ran
-    on.
+    """A Python host callback or host kernel raised. Reported by the next ``synchronize()`` of
+    any stream, event or the context it ran on, once. ``exceptions`` holds every exception
+    raised since the last report, in order; ``__cause__`` is the exception when there was one,
+    and, when there were several, an ``ExceptionGroup`` of them on Python 3.11+ (the first on
+    older Pythons).
 
     Not a qd status: the C library never saw the exception, so ``status`` is 0 (``QD_SUCCESS``,
     what the C call returned) and ``status_name`` is ``"CallbackError"``. It is a ``QdError``
@@ -267,6 +269,8 @@ class CallbackError(QdError, RuntimeError):
         self.status = Status.SUCCESS
         self.status_name = "CallbackError"
         self.message = message
+        #: Every exception reported by this error, in the order they were raised.
+        self.exceptions: Tuple[BaseException, ...] = ()
 
 
 _BY_STATUS: Dict[int, Type[QdError]] = {

@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 from ctypes import c_uint64
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Set
 
 from . import _lib
 from ._lib import C as _C, H as _H, ref as _ref
-from ._errors import HandleTypeError, InvalidOperationError, ObjectClosedError
-from ._base import _C_ZERO, _err
-from ._callbacks import _capture_keep, _capture_mark
-from ._stream import Stream, _ContextChild, _stream_c
+from ._errors import HandleTypeError, InvalidOperationError, ObjectClosedError, Status
+from ._base import _C_ZERO, _NoCopy, _err, _f_stream_query
+from ._callbacks import _Keep, _capture_keeps, _enqueue
+from ._stream import Stream, _ContextChild, _as_stream
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -35,9 +35,13 @@ class Graph(_ContextChild):
     """A captured graph (``Stream.capture()``). Replay it with ``launch(stream=...)``; give it
     the argument values of another capture of the same calls with ``update(other)``; destroy it
     with ``close()`` (or ``with graph:``). Until its capture ended the graph is empty and every
-    call on it raises InvalidOperationError."""
+    call on it raises InvalidOperationError.
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_pending", "__weakref__")
+    The graph keeps what its replays touch that C cannot keep: the Python host callbacks and
+    the Python buffers of the copies it captured. It lets go of them when it is closed (or
+    updated, for its old ones) once every replay queued through it so far has run."""
+
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_pending", "_keep", "_launched", "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("make graphs with Stream.capture()")
@@ -58,8 +62,28 @@ class Graph(_ContextChild):
     _destroy = staticmethod(_f_graph_destroy)
 
     def close(self) -> None:
-        """Destroy the graph; returns at once, replays already queued still run. Idempotent."""
-        self._close()
+        """Destroy the graph; returns at once, replays already queued still run (what they
+        use is let go of after them). Idempotent."""
+        if not self._h:
+            return
+        try:
+            self._close()
+        finally:
+            keep, self._keep = self._keep, None
+            launched, self._launched = self._launched, set()
+            _retire(self._ctx, keep, launched)
+
+    def __del__(self) -> None:
+        try:
+            if self._h:
+                self._h = 0
+                _f_graph_destroy(self._c)
+                if self._keep is not None and self._launched and self._ctx._h:
+                    # Replays may still run: held until the next Context.synchronize (no qd
+                    # call from a finalizer beyond the destroy).
+                    self._ctx._held.retired.append(self._keep)
+        except BaseException:
+            pass
 
     def launch(self, *, stream: Stream) -> None:
         """Replay the graph on ``stream`` (required; any stream of the graph's context): it
@@ -69,16 +93,21 @@ class Graph(_ContextChild):
             WrongContextError: the stream belongs to another context.
             InvalidOperationError: the stream is capturing.
         """
-        sc = _stream_c(stream, self._ctx)
+        if type(stream) is not Stream:
+            stream = _as_stream(stream, self._ctx)
+        if not stream._h:
+            raise stream._closed_error()
         if not self._h:
             raise self._closed_error()
-        status = _f_graph_launch(self._c, sc)
+        status = _f_graph_launch(self._c, stream._c)
         if status:
             raise _err(status, self._ctx)
+        self._launched.add(stream)
 
     def update(self, other: "Graph") -> None:
         """Later replays of this graph use ``other``'s values (``qd_graph_update``): a capture
-        of the same calls, in the same order on the same streams, with other arguments.
+        of the same calls, in the same order on the same streams, with other arguments. This
+        graph then keeps ``other``'s callbacks and buffers too (``other`` may be closed).
 
         Raises:
             InvalidOperationError: the shapes differ.
@@ -93,6 +122,38 @@ class Graph(_ContextChild):
         status = _C.qd_graph_update(self._h, other._h)
         if status:
             raise _err(status, self._ctx)
+        keep, self._keep = self._keep, other._keep
+        launched, self._launched = self._launched, set()
+        _retire(self._ctx, keep, launched)
+
+
+def _retire(ctx: "Context", keep: Optional[_Keep], launched: Set[Stream]) -> None:
+    """Let go of ``keep`` once the replays queued on ``launched`` have run: a host callback
+    queued after them on each of those streams drops it. A stream that cannot take one (closed,
+    capturing, or refused) leaves it to the context: the next Context.synchronize, or the
+    context's destroy, lets go of it."""
+    if keep is None or not launched or not ctx._h:
+        return
+    holder: List[Any] = [keep]
+    tokens: List[None] = [None] * len(launched)
+
+    def done() -> None:
+        try:
+            tokens.pop()
+        except IndexError:
+            pass
+        if not tokens:
+            holder.clear()
+
+    fallback = False
+    for stream in launched:
+        if stream._h and _capture_keeps(stream) is None:
+            if not _enqueue(stream, done, ctx._cb_errors):
+                continue
+        fallback = True
+        done()
+    if fallback:
+        ctx._held.retired.append(keep)
 
 
 def _new_graph(ctx: "Context") -> Graph:
@@ -101,36 +162,47 @@ def _new_graph(ctx: "Context") -> Graph:
     g._c = _C_ZERO
     g._ctx = ctx
     g._pending = True
+    g._keep = None
+    g._launched = set()
+    ctx._held.graphs.add(g)
     return g
 
 
-class Capture:
+class Capture(_NoCopy):
     """The context manager of ``Stream.capture()``: begins the capture on entry and returns
     the (still empty) Graph; ends it on exit and fills the Graph. If the block raised, the
     capture is ended and its graph destroyed, and the block's exception propagates."""
 
-    __slots__ = ("_stream", "_graph", "_mark")
+    __slots__ = ("_stream", "_graph", "_entry")
 
     def __init__(self, stream: Stream) -> None:
         self._stream = stream
         self._graph: Optional[Graph] = None
-        self._mark = 0
+        self._entry: Any = None
 
     def __enter__(self) -> Graph:
         s = self._stream
         s._check()
-        self._mark = _capture_mark()
         status = _C.qd_stream_begin_capture(s._h)
         if status:
             raise _err(status, s._ctx)
+        self._entry = (s._h, _Keep())
+        s._ctx._held.captures.append(self._entry)
         self._graph = _new_graph(s._ctx)
         return self._graph
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         g = self._graph
         assert g is not None
+        s = self._stream
+        if not s._ctx._h:
+            if exc_type is None:
+                raise ObjectClosedError(
+                    "the qd.Context of this capture was closed inside the `with "
+                    "stream.capture()` block: the capture and its graph are gone")
+            return
         try:
-            _end(self._stream, g, self._mark)
+            _end(s, g, self._entry)
         except BaseException:
             if exc_type is None:
                 raise
@@ -139,29 +211,38 @@ class Capture:
             g.close()
 
 
-# Streams whose `with stream.capture()` could not end the capture: stream handle -> the capture's
-# callback mark, for Stream.end_capture().
-_open_marks: dict = {}
-
-
-def _end(s: Stream, g: Graph, mark: int) -> None:
+def _end(s: Stream, g: Graph, entry: Any) -> None:
     """qd_stream_end_capture into ``g``. On an error (a fork not joined back) the stream stays
     capturing, as in C: join the stream the message names, then call ``Stream.end_capture()``."""
+    if not s._h:
+        raise s._closed_error()
     out = c_uint64()
     status = _C.qd_stream_end_capture(s._h, _ref(out))
+    captures = s._ctx._held.captures
     if status:
-        _open_marks[s._h] = mark
-        raise _err(status, s._ctx)
+        exc = _err(status, s._ctx)
+        if entry is not None and _f_stream_query(s._c) != Status.ERROR_INVALID_OPERATION:
+            _forget(captures, entry)  # the capture is over all the same (no graph)
+        raise exc
+    if entry is not None:
+        _forget(captures, entry)
     g._pending = False
     g._h = g._key = out.value
     g._c = _H(out.value)
-    # Python host callbacks queued during the capture: replays call them again.
-    _capture_keep(mark, s._ctx._h)
+    g._keep = entry[1] if entry is not None else None
+
+
+def _forget(captures: List[Any], entry: Any) -> None:
+    try:
+        captures.remove(entry)
+    except ValueError:
+        pass
 
 
 def end_capture(s: Stream) -> Graph:
     """``Stream.end_capture()``: end a capture whose ``with`` block could not end it."""
     s._check()
     g = _new_graph(s._ctx)
-    _end(s, g, _open_marks.pop(s._h, 0))
+    entry = next((e for e in s._ctx._held.captures if e[0] == s._h), None)
+    _end(s, g, entry)
     return g

@@ -121,8 +121,10 @@ class DeviceArray:
 
     @property
     def address(self) -> int:
-        """The device address of the first item (the buffer's address + ``offset``)."""
-        return self.buffer.address + self.offset
+        """The device address of the first item (the buffer's address + ``offset``); 0 once
+        the buffer was freed."""
+        base = self.buffer.address
+        return base + self.offset if base else 0
 
     @property
     def nbytes(self) -> int:
@@ -313,6 +315,10 @@ def _dlpack(buffer: Any, address: int, shape: Tuple[int, ...], ts: str, producer
     device = _dlpack_device(buffer)
     if copy:
         raise NotSupportedError("__dlpack__(copy=True): qd exports its memory without copying")
+    if device[0] != _KDL_CUDA and consumer is not None:
+        raise InvalidArgumentError(
+            f"__dlpack__(stream={consumer!r}): this buffer is host memory (kDLCPU), which has no "
+            "streams; the array API allows only stream=None here")
     if device[0] == _KDL_CUDA:
         if producer is not None and (not producer._h or not producer._ctx._h):
             _native_stream(producer)  # raises the closed-stream error

@@ -113,6 +113,7 @@ def _new_kernel(ctx: Context, handle: int, name: str, module: Optional[Module]) 
     k._name = name
     k._configs = {}
     k._fast = _no_fast
+    k._recent = []
     return k
 
 
@@ -145,7 +146,7 @@ class Kernel(_ContextChild):
     ============================================  ==========================================
     """
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "_fast",
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "_fast", "_recent",
                  "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -283,14 +284,31 @@ class Kernel(_ContextChild):
             # last launch (see _Layout); _MISS when these arguments do not fit it.
             status = self._fast(sc, self._c, cfg, self._ctx, args)
             if status is _MISS:
-                layout = _Layout.get(tuple(map(type, args)))
-                if layout is not None:
-                    self._fast = layout.launch
-                    status = layout.launch(sc, self._c, cfg, self._ctx, args)
-                if status is _MISS:
-                    status = self._launch_general(sc, cfg, args)
+                status = self._launch_other(sc, cfg, args)
         if status:
             raise _err(status, self._ctx)
+
+    def _launch_other(self, sc: c_uint64, cfg: Any, args: Sequence[Any]) -> Any:
+        """The arguments do not fit the last launch's types: try the launch functions of the
+        kernel's other recent signatures (up to _RECENT; a hit becomes the first one tried),
+        then the layout of these types, then the general path."""
+        recent = self._recent
+        for i, fast in enumerate(recent):
+            status = fast(sc, self._c, cfg, self._ctx, args)
+            if status is not _MISS:
+                recent[i] = self._fast  # swap: alternating signatures each hit at once
+                self._fast = fast
+                return status
+        layout = _Layout.get(tuple(map(type, args)))
+        if layout is not None:
+            status = layout.launch(sc, self._c, cfg, self._ctx, args)
+            if status is not _MISS:
+                if self._fast is not _no_fast:
+                    recent.insert(0, self._fast)
+                    del recent[_RECENT:]
+                self._fast = layout.launch
+                return status
+        return self._launch_general(sc, cfg, args)
 
     def _launch_general(self, sc: c_uint64, cfg: Any, args: Sequence[Any]) -> int:
         """Any arguments: each converted on its own (and every mistake named)."""
@@ -493,6 +511,7 @@ class _Layout:
 
 
 _MISS = object()  # a fast path that did not apply
+_RECENT = 3  # launch functions of other signatures a kernel keeps besides its last one
 _ONE, _ZERO = 1, 0  # Kernel.launch's defaults (small ints are one object each in CPython)
 
 
@@ -647,6 +666,6 @@ def launch_host_fn(fn: Callable[[], Any], *, stream: Stream) -> None:
     sc = _stream_c(stream)
     if not callable(fn):
         raise ArgumentTypeError(f"fn must be callable, not {type(fn).__name__}")
-    status = _enqueue(sc, fn, stream._ctx._cb_errors)
+    status = _enqueue(stream, fn, stream._ctx._cb_errors)
     if status:
         raise _err(status, stream._ctx)

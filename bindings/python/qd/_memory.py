@@ -35,6 +35,7 @@ from ._errors import (
 )
 from ._base import (
     _U8_MAX,
+    _NoCopy,
     _err,
     _f_alloc,
     _f_free,
@@ -44,7 +45,7 @@ from ._base import (
     _int,
     _u64,
 )
-from ._callbacks import _enqueue
+from ._callbacks import _capture_keeps, _enqueue
 from ._stream import Stream, _as_stream, _stream_c
 from . import _interop
 from ._interop import DeviceArray
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------------------------
 
 
-class DeviceBuffer:
+class DeviceBuffer(_NoCopy):
     """Device memory from ``qd.alloc`` (stream-ordered). Usable wherever an address is: as a
     kernel argument, in memcpy / memset, and as an int (``int(buf)``, ``buf.address``).
 
@@ -120,8 +121,9 @@ class DeviceBuffer:
 
     @property
     def address(self) -> int:
-        """The device address (on the CPU backend, a host pointer)."""
-        return self._address
+        """The device address (on the CPU backend, a host pointer); 0 once freed (by
+        ``free``, or by closing its context)."""
+        return 0 if self._freed or not self._ctx._h else self._address
 
     @property
     def size(self) -> int:
@@ -139,6 +141,8 @@ class DeviceBuffer:
         return self._freed or not self._ctx._h
 
     def __index__(self) -> int:
+        """The address; a freed buffer raises InvalidAddressError."""
+        self._check()
         return self._address
 
     __int__ = __index__
@@ -164,7 +168,7 @@ class DeviceBuffer:
         free(self, stream=stream)
 
 
-class HostBuffer:
+class HostBuffer(_NoCopy):
     """Pinned host memory from ``Context.host_alloc``. ``view`` is a writable memoryview of
     it (valid until ``close()``). Usable as an address (``int(buf)``) and in memcpy / memset."""
 
@@ -175,8 +179,8 @@ class HostBuffer:
 
     @property
     def address(self) -> int:
-        """The host address (0 once freed)."""
-        return self._address
+        """The host address (0 once freed, by ``close()`` or by closing its context)."""
+        return self._address if self._ctx._h else 0
 
     @property
     def size(self) -> int:
@@ -189,6 +193,8 @@ class HostBuffer:
         return not self._address or not self._ctx._h
 
     def __index__(self) -> int:
+        """The address; a freed buffer raises InvalidAddressError."""
+        self._check()
         return self._address
 
     __int__ = __index__
@@ -350,7 +356,8 @@ def _buffer_context(*sides: Any) -> Optional["Context"]:
 def _wrong_context(what: str, buf: "DeviceBuffer", ctx: "Context") -> WrongContextError:
     return WrongContextError(
         f"{what}: this DeviceBuffer belongs to {buf._ctx!r}, not to {ctx!r} of the stream (copy "
-        "between contexts through host memory; a raw int address is passed to C unchecked)")
+        "between contexts with qd.memcpy_peer(dst, src, stream=...); a raw int address is "
+        "passed to C unchecked)")
 
 
 def _operand(x: Any, writable: bool, what: str,
@@ -391,11 +398,17 @@ def _resolve_size(nbytes: Optional[int], sizes: Sequence[Optional[int]]) -> int:
 
 def _finish_host_copy(stream: Stream, views: List[_HostView]) -> None:
     """Release exported Python buffers once the queued copy has run (a host callback)."""
+    keeps = _capture_keeps(stream)
+    if keeps is not None:  # captured: every replay copies again, so the graph holds them
+        for keep in keeps:
+            keep.items.extend(views)
+        return
+
     def release() -> None:
         for v in views:
             v.release()
 
-    status = _enqueue(stream._c, release, stream._ctx._cb_errors)
+    status = _enqueue(stream, release, stream._ctx._cb_errors)
     if status:
         try:  # cannot queue the release: wait for the copy instead
             stream.synchronize()

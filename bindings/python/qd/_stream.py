@@ -32,7 +32,7 @@ from ._errors import (
     Status,
 )
 from ._base import (
-    Backend, _C_ZERO, _MAX_POOL, _err, _f_event_destroy, _f_event_query, _f_event_record,
+    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _f_event_destroy, _f_event_query, _f_event_record,
     _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
     _f_stream_wait, _stream_type_error, _u32, _u64,
 )
@@ -120,15 +120,15 @@ def _import_stream(ctx: "Context", native: int, owner: Any) -> "Stream":
 # ----------------------------------------------------------------------------------------------
 
 
-class _ContextChild:
+class _ContextChild(_NoCopy):
     """What every object a context owns (Stream, Event, Module, Kernel) answers alike."""
 
     __slots__ = ()
 
     @property
     def handle(self) -> int:
-        """The qd handle (0 once closed)."""
-        return self._h  # type: ignore[attr-defined]
+        """The qd handle (0 once closed, also by closing its context)."""
+        return self._h if self._ctx._h else 0  # type: ignore[attr-defined]
 
     @property
     def context(self) -> "Context":
@@ -381,15 +381,32 @@ class Stream(_ContextChild):
             raise _err(status, ctx)
 
     def record(self, *, timing: bool = False) -> "Event":
-        """A new Event recorded on this stream (``qd_event_create`` + ``qd_event_record``):
-        it completes when all work queued here so far has completed (cuda.core's and CuPy's
-        ``record``). ``timing=True`` makes it usable with ``Event.elapsed_ms``."""
-        self._check()
-        ev = self._ctx.create_event(timing=timing)
+        """A new Event recorded on this stream (``qd_event_record``): it completes when all
+        work queued here so far has completed (cuda.core's and CuPy's ``record``).
+        ``timing=True`` makes it usable with ``Event.elapsed_ms``.
+
+        The event comes from the context's pool of record events (``qd_event_create`` only
+        when it is empty), and goes back to it, instead of being destroyed, when it is closed
+        or collected: a wait already queued on it keeps the record it saw (qd.h)."""
+        if not self._h or not self._ctx._h:
+            raise self._closed_error()
+        ctx = self._ctx
+        pool = ctx._record_events[1 if timing else 0]
+        try:
+            h = pool.pop()  # atomic under the GIL
+        except IndexError:
+            ev = ctx.create_event(timing=timing)
+        else:
+            ev = _EVENT_NEW(Event)
+            ev._h = ev._key = h
+            ev._c = _H(h)
+            ev._ctx = ctx
+            ev._timing = bool(timing)
+        ev._pooled = True
         status = _f_event_record(self._c, ev._c)
         if status:
             ev.close()
-            raise _err(status, self._ctx)
+            raise _err(status, ctx)
         return ev
 
     def capture(self) -> Any:
@@ -555,6 +572,7 @@ def _external_handle(obj: Any) -> Tuple[int, Any]:
 
 
 _STREAM_NEW = object.__new__
+_RECORD_POOL = 64  # record events (Stream.record) a context keeps for reuse, per kind
 _EVENT_NEW = object.__new__
 
 
@@ -579,10 +597,34 @@ class Event(_ContextChild):
     ``end - start`` (two timing events) is ``start.elapsed_ms(end)``.
     """
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_timing", "__weakref__")
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_timing", "_pooled", "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("make events with Context.create_event()")
+
+    def _give_back(self, h: int) -> bool:
+        """A record event (Stream.record) goes back to its context's pool rather than being
+        destroyed, while the pool has room; True if it did."""
+        if not self._pooled:
+            return False
+        ctx = self._ctx
+        if not ctx._h:
+            return False
+        pool = ctx._record_events[1 if self._timing else 0]
+        if len(pool) >= _RECORD_POOL:
+            return False
+        pool.append(h)
+        return True
+
+    def __del__(self) -> None:
+        try:
+            h = self._h
+            if h:
+                self._h = 0
+                if not self._give_back(h):
+                    _f_event_destroy(self._c)
+        except BaseException:
+            pass
 
     @property
     def timing(self) -> bool:
@@ -599,7 +641,12 @@ class Event(_ContextChild):
     _destroy = staticmethod(_f_event_destroy)
 
     def close(self) -> None:
-        """Destroy the event; returns at once, even if a record is pending. Idempotent."""
+        """Destroy the event; returns at once, even if a record is pending. Idempotent. (An
+        event of ``Stream.record()`` goes back to the context's pool instead.)"""
+        if self._h and self._give_back(self._h):
+            self._h = 0
+            self._c = _C_ZERO
+            return
         self._close()
 
     def record(self, *, stream: Stream) -> "Event":

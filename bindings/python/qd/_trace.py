@@ -7,6 +7,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, List, Optional, Union
 
+from ._errors import InvalidArgumentError
+
 if TYPE_CHECKING:  # pragma: no cover
     from ._context import Context
 
@@ -25,6 +27,25 @@ def _new_context(ctx: "Context") -> None:
         block._cover(ctx)
 
 
+def _check_writable(path: str) -> None:
+    """What qd_trace_start checks of ``path``, so that a block over no open context fails on
+    entry rather than in the first ``qd.Context()`` made inside it: not a directory, and its
+    ``.tmp`` (through which the file is written) can be created."""
+    if os.path.isdir(path):
+        raise InvalidArgumentError(f"trace path '{path}' is a directory")
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w"):
+            pass
+    except OSError as exc:
+        raise InvalidArgumentError(
+            f"trace path '{tmp}' cannot be written: {exc.strerror or exc}") from None
+    try:
+        os.remove(tmp)
+    except OSError:
+        pass
+
+
 class trace:
     """Trace qd's work into a Chrome trace JSON file that Perfetto (ui.perfetto.dev) and
     chrome://tracing open; ``qd trace view FILE.json -o FILE.html`` draws it as a page.
@@ -41,8 +62,8 @@ class trace:
     set, which already traces every context).
 
     Raises (on entry):
-        InvalidArgumentError: ``path`` cannot be written; every context the block had started
-            is stopped again.
+        InvalidArgumentError: ``path`` cannot be written (also with no context open yet);
+            every context the block had started is stopped again.
         InvalidOperationError: a covered context is already being traced.
     """
 
@@ -54,6 +75,7 @@ class trace:
         self._active = False
 
     def __enter__(self) -> "trace":
+        _check_writable(self.path)  # also when no context is open yet
         try:
             if self._named:
                 for ctx in self._named:
