@@ -222,6 +222,21 @@ TEST_P(PoolTest, Fork_MoreThanFree_IsPoolExhaustedAllOrNothing) {
     EXPECT_QD_OK(qd_stream_release(held));
 }
 
+TEST_P(PoolTest, Fork_MoreThanThePoolCanEverLease_IsPoolExhaustedNotOutOfMemory) {
+    // n is checked against the pool's bound before anything is allocated for n children (a
+    // fork of UINT32_MAX once reserved room for them and failed with QD_ERROR_OUT_OF_MEMORY).
+    qd_context c = small_pool(4);
+    qd_stream parent = 0;
+    ASSERT_QD_OK(qd_context_default_stream(c, &parent));
+    qd_stream kids[5] = {0x5555, 0x5555, 0x5555, 0x5555, 0x5555};
+    EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_stream_fork(parent, UINT32_MAX, kids));
+    EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_stream_fork(parent, 5, kids));
+    for (qd_stream k : kids) { EXPECT_EQ(k, 0x5555u); }
+    EXPECT_EQ(get_stats(c).stream_pool_leased, 0u);
+    ASSERT_QD_OK(qd_stream_fork(parent, 4, kids)) << "the whole pool is still one fork";
+    ASSERT_QD_OK(qd_stream_join(parent, kids, 4));
+}
+
 TEST_P(PoolTest, Fork_ChildrenWaitForTheParentAndJoinMakesParentWait) {
     qd_stream parent = new_stream();
     qd_stream kids[3];
