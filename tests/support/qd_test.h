@@ -252,6 +252,22 @@ std::string param_name(const ::testing::TestParamInfo<qd_backend> &info);
         ASSERT_EQ(st_, QD_SUCCESS) << why_;                                                    \
     } while (0)
 
+// Whether this run is the validation pass of tools/test-all (QD_VALIDATE set, and not "0"):
+// every context validates, and a hazard fails the test (tests/README.md, "The validation pass").
+namespace qdt {
+bool validation_pass();
+}  // namespace qdt
+
+// For a test (or a fixture's SetUp) that races on purpose, or needs the validation mode off or
+// set its own way: it plants hazards to see them reported, or checks what a context without
+// validation does. It skips visibly in the validation pass; it has run in the plain ones.
+#define QDT_RACES_ON_PURPOSE()                                                                 \
+    do {                                                                                       \
+        if (::qdt::validation_pass())                                                          \
+            GTEST_SKIP() << "races on purpose, or sets validation itself: not in the "         \
+                            "validation pass (tests/README.md)";                                \
+    } while (0)
+
 #define QDT_REQUIRE_CPU()                                                                      \
     do {                                                                                       \
         if (!is_cpu()) GTEST_SKIP() << "CPU-backend behaviour";                                \
