@@ -608,7 +608,8 @@ QD_API qd_status qd_stream_get_priority(qd_stream stream, int32_t *priority);
  *  aging: each time a more urgent stream is taken while a less urgent one waits for a worker,
  *  that priority is passed over once, and at its 8th pass its first waiting stream is taken
  *  instead. So streams of a more urgent priority that always have work cannot starve a less
- *  urgent one: it gets at least one turn in 9, however busy they are. Priorities never preempt
+ *  urgent one: a waiting priority is served within 10 turns of more urgent streams (9 when it
+ *  is the only one waiting), however busy they are. Priorities never preempt
  *  an operation that is running. GPU backends: the driver's stream priorities, which are a
  *  hint to the hardware's scheduler (it may starve less urgent streams while more urgent ones
  *  always have work).

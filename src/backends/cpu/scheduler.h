@@ -32,7 +32,7 @@ inline constexpr int32_t kGreatestPriority = -2;
 inline constexpr int kPriorityLevels = 3;
 // Aging: a ready stream of a less urgent level is taken instead once its level has been passed
 // over this many times while it waited (a more urgent stream was taken), so that always-busy
-// urgent streams cannot starve it; it then gets at least one turn in kAgingPasses + 1.
+// urgent streams cannot starve it: it is served within kAgingPasses + 2 pops.
 inline constexpr uint32_t kAgingPasses = 8;
 
 // Per-worker state the task code needs. Lives on the worker's stack.
