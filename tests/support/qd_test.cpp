@@ -67,8 +67,12 @@ bool validation_pass() {
 
 void declare_slots(qd_kernel kernel, std::initializer_list<uint32_t> slots,
                    std::initializer_list<uint32_t> read_only) {
-    for (uint32_t i : slots) { EXPECT_QD_OK(qd_kernel_set_param_access(kernel, i, QD_PARAM_PARTITIONED)); }
-    for (uint32_t i : read_only) { EXPECT_QD_OK(qd_kernel_set_param_access(kernel, i, QD_PARAM_READ)); }
+    for (uint32_t i : slots) {
+        EXPECT_QD_OK(qd_kernel_set_param_access(kernel, i, QD_PARAM_PARTITIONED));
+    }
+    for (uint32_t i : read_only) {
+        EXPECT_QD_OK(qd_kernel_set_param_access(kernel, i, QD_PARAM_READ));
+    }
 }
 
 bool message_is_marker() { return t_marker == qd_last_error_message(); }
