@@ -76,6 +76,26 @@
  *           QD_SUCCESS. qd_mem_free_async does touch the device and returns
  *           QD_ERROR_DEVICE_LOST; context destroy frees such blocks.
  *
+ * Work queued before a loss. Work that has not started when the context becomes lost never
+ *           runs, even though it was queued before the fault: kernels, copies, memsets, graph
+ *           replays and host callbacks (qd_launch_host_fn's fn is then never called, on every
+ *           backend); work that had started finishes. On the CPU backend records, waits and
+ *           frees still complete, so every synchronize returns (QD_ERROR_DEVICE_LOST). qd
+ *           never calls fn or passes its user_data anywhere later, so whoever keeps something
+ *           alive for a queued callback (a closure, a buffer: bindings do) must not wait for the
+ *           call to release it: when qd_context_destroy returns, every callback queued on the
+ *           context has run or been dropped, and what is still kept for one can be released.
+ *
+ * Signals.  No qd function is async-signal-safe: never call one from a signal handler. qd's
+ *           locks are not re-entrant, so a handler that interrupts a qd call and calls qd
+ *           itself can deadlock (qd_stream_query from a handler spins forever on the lock the
+ *           interrupted thread holds). The CPU backend's worker threads block every
+ *           asynchronous signal (all but SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS and
+ *           SIGPROF), so a process-directed signal (kill, SIGINT, SIGTERM, SIGCHLD, timers) is
+ *           delivered to one of the program's own threads, and host kernels and callbacks run
+ *           with that mask; qd_context_create leaves the calling thread's mask as it was. On
+ *           GPU backends host callbacks run on the driver's thread, with the driver's mask.
+ *
  * Fork.     A context created before fork() returns QD_ERROR_FORKED from every call in the
  *           child (destroy calls only forget it there). Contexts created in the child work.
  *
@@ -221,7 +241,8 @@ typedef struct qd_stream_desc {
     uint32_t struct_size;
     uint32_t flags;   /**< qd_stream_flags */
     int32_t priority; /**< lower is more urgent, as in CUDA; 0 = default; clamped to the
-                           backend's range (qd_stream_priority_range) */
+                           backend's range (qd_stream_priority_range, which says how
+                           priorities are scheduled) */
     uint32_t reserved;
 } qd_stream_desc;
 #define QD_STREAM_DESC_INIT { (uint32_t)sizeof(qd_stream_desc), 0u, 0, 0u }
@@ -524,7 +545,8 @@ QD_API qd_status qd_stream_release(qd_stream stream);
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: children is NULL, or n is 0.
  *  - QD_ERROR_INVALID_HANDLE: parent is 0, not a stream, or destroyed.
- *  - QD_ERROR_POOL_EXHAUSTED: fewer than n streams are free in the pool.
+ *  - QD_ERROR_POOL_EXHAUSTED: fewer than n streams are free in the pool (always when n is
+ *    more than the pool's capacity, qd_context_desc.stream_pool_size).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_fork(qd_stream parent, uint32_t n, qd_stream *children);
 
@@ -581,6 +603,16 @@ QD_API qd_status qd_stream_get_priority(qd_stream stream, int32_t *priority);
 
 /** The backend's priority range: *least (the default, numerically largest) and *greatest (most
  *  urgent, numerically smallest). CPU: least 0, greatest -2.
+ *  Scheduling, CPU backend: a free worker takes the ready stream of the most urgent priority
+ *  (streams of one priority in turn, each for up to 32 operations while others wait), with
+ *  aging: each time a more urgent stream is taken while a less urgent one waits for a worker,
+ *  that priority is passed over once, and at its 8th pass its first waiting stream is taken
+ *  instead. So streams of a more urgent priority that always have work cannot starve a less
+ *  urgent one: a waiting priority is served within 10 turns of more urgent streams (9 when it
+ *  is the only one waiting), however busy they are. Priorities never preempt
+ *  an operation that is running. GPU backends: the driver's stream priorities, which are a
+ *  hint to the hardware's scheduler (it may starve less urgent streams while more urgent ones
+ *  always have work).
  *  - QD_ERROR_INVALID_ARGUMENT: least or greatest is NULL.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed. */
 QD_API qd_status qd_stream_priority_range(qd_context ctx, int32_t *least, int32_t *greatest);
@@ -729,6 +761,7 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
  *  Groups are mapped to streams in order of first appearance. If fewer pool streams are free
  *  than there are groups, groups share the free streams round-robin (still ordered within a
  *  group, less concurrent); if none is free the call fails with QD_ERROR_POOL_EXHAUSTED.
+ *  Queuing costs O(n log n) in num_tasks at most, however many distinct groups there are.
  *  Every task is validated before anything is queued; on an error nothing is queued, no lease
  *  is kept, and argument storage may be reused at once as for qd_launch.
  *  Threads: any.
@@ -745,7 +778,10 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
  *  and later work waits for it. The callback must not call blocking qd functions on the same
  *  context (they return QD_ERROR_INVALID_OPERATION); on GPUs it must make no qd call that
  *  reaches the driver (those return QD_ERROR_INVALID_OPERATION too). If this call fails, fn is
- *  never called.
+ *  never called. If the context is lost before fn starts, fn is never called either, and
+ *  user_data is not used again: release what it keeps alive when qd_context_destroy returns
+ *  at the latest (Conventions, "Work queued before a loss"). fn runs with every asynchronous
+ *  signal blocked on the CPU backend (Conventions, "Signals").
  *  GPU: CUDA runs the callbacks of all streams on one driver thread, and an event record queued
  *  behind a callback that has not returned yet is invisible until it does (queries report the
  *  previous state, waits do not wait for it). Do not block in a callback to delay device work.

@@ -29,6 +29,9 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
     if (st != QD_SUCCESS) return st;
     Context &ctx = *p->ctx;
     StreamPool &pool = ctx.stream_pool();
+    // More than the pool can ever lease is refused before anything is allocated for them.
+    st = pool.check_fits(n);
+    if (st != QD_SUCCESS) return st;
 
     std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
     std::vector<uint64_t> handles;

@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/fork_join.h"
 #include "core/launch_validation.h"
+#include "core/task_groups.h"
 
 namespace qd::core {
 
@@ -38,7 +39,7 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
                     "QD_TASK_INIT)",
                     stride, alignof(qd_task), first_size<qd_task>(), kMaxTaskSize);
     std::vector<Prepared> prepared(num_tasks);
-    std::vector<uint32_t> groups;  // distinct group ids, in order of appearance
+    std::vector<uint32_t> group_of(num_tasks);  // each task's group id
     for (uint32_t i = 0; i < num_tasks; ++i) {
         const qd_task &t = *reinterpret_cast<const qd_task *>(
             reinterpret_cast<const char *>(tasks) + uint64_t(i) * stride);
@@ -54,11 +55,13 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
             const std::string reason = last_error_message();
             return fail(st, "tasks[%u]: %s", i, reason.c_str());
         }
-        uint32_t g = 0;
-        while (g < groups.size() && groups[g] != t.group) ++g;
-        if (g == groups.size()) groups.push_back(t.group);
-        prepared[i].stream_index = g;
+        group_of[i] = t.group;
     }
+    // Each task's group, numbered in order of first appearance (never a search over every
+    // group per task: 1e5 groups would take seconds).
+    std::vector<uint32_t> group_number;
+    const uint32_t num_groups = number_groups(group_of, &group_number);
+    for (uint32_t i = 0; i < num_tasks; ++i) prepared[i].stream_index = group_number[i];
 
     Stream *parent = nullptr;
     qd_status st = resolve(stream, &parent);
@@ -91,10 +94,10 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     // Inside a capture the leases stay with the capture until it ends (core/capture.h); the
     // ones it already holds from earlier parallel launches of the same capture are reused.
     CaptureObserver *capture = capture_observer(ctx);
-    if (capture) capture->reuse_leases(*parent, uint32_t(groups.size()), &leases);
-    if (leases.size() < groups.size()) {
+    if (capture) capture->reuse_leases(*parent, num_groups, &leases);
+    if (leases.size() < num_groups) {
         std::vector<std::shared_ptr<Stream>> more;
-        st = ctx.stream_pool().acquire_internal(uint32_t(groups.size() - leases.size()), &more);
+        st = ctx.stream_pool().acquire_internal(uint32_t(num_groups - leases.size()), &more);
         if (st != QD_SUCCESS && leases.empty()) return st;
         for (auto &m : more) leases.push_back(std::move(m));
         st = QD_SUCCESS;  // fewer streams than groups: groups share them (below)

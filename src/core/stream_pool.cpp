@@ -61,6 +61,16 @@ qd_status StreamPool::acquire_internal(uint32_t want,
                 capacity_);
 }
 
+qd_status StreamPool::check_fits(uint32_t want) {
+    if (want <= capacity_) return QD_SUCCESS;
+    fail(QD_ERROR_POOL_EXHAUSTED,
+         "%u streams asked for, but the pool leases at most %u at once; raise "
+         "qd_context_desc.stream_pool_size (at most 4096)",
+         want, capacity_);
+    report_exhausted(want);
+    return QD_ERROR_POOL_EXHAUSTED;
+}
+
 // The observers' PoolExhausted event (the trace marks it), with the pool's lock released and
 // this thread's error message kept as the failed call wrote it.
 void StreamPool::report_exhausted(uint32_t wanted) {

@@ -37,6 +37,9 @@ class StreamPool {
     // Leases without handles, for qd_launch_parallel: up to `want`, at least 1, fewer when the
     // pool has fewer free. QD_ERROR_POOL_EXHAUSTED when none is free.
     qd_status acquire_internal(uint32_t want, std::vector<std::shared_ptr<Stream>> *out);
+    // QD_ERROR_POOL_EXHAUSTED (reported as an exhaustion, like a failed acquire) when `want`
+    // leases are more than the pool's capacity, so that no request could ever get them.
+    qd_status check_fits(uint32_t want);
     // Give back a lease by handle (disarms it). QD_ERROR_INVALID_HANDLE when the handle is not
     // a live lease of this pool's context.
     qd_status release(uint64_t handle);

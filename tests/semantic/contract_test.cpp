@@ -40,6 +40,7 @@ TEST_P(ContractTest, LaunchParallel_TasksOfALargerNewerStruct_ReadAtTheirOwnStri
     qd_stream s = new_stream();
     uint64_t dst = alloc(s, 3 * sizeof(uint32_t));
     ASSERT_QD_OK(qd_memset_async(s, dst, 0, 3 * sizeof(uint32_t)));
+    declare_slots(kernels_->write_value(), {0});  // each task its own word of `dst`
     uint64_t where[3];
     uint32_t value[3];
     qd_arg args[3][2];

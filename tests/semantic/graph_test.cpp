@@ -32,6 +32,7 @@ class GraphTest : public BackendTest {
     // `buf` holds 16 uint32 words.
     qd_status step(qd_stream s, uint64_t buf, uint32_t a, std::atomic<int> *calls) {
         qd_kernel k = kernels_->add_value();
+        declare_slots(k, {0, 1});  // every add_value of the step reads and writes its own words
         const uint64_t w = sizeof(uint32_t);
         qd_status st = launch_add_value(s, k, buf + 0 * w, buf + 15 * w, a);
         if (st != QD_SUCCESS) return st;

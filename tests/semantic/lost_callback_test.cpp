@@ -1,7 +1,11 @@
 // Lost contexts (a CPU kernel returning non-zero makes every later call DEVICE_LOST, naming the
 // kernel; destroy/release/unload still succeed) and blocking calls from inside host callbacks
 // and host kernels (INVALID_OPERATION instead of a deadlock).
+#include <pthread.h>
+#include <signal.h>
+
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "qd_test.h"
@@ -293,6 +297,41 @@ TEST_P(LostTest, EnqueuesAfterTheFaultIsVisible_AreDeviceLost_ThenDestroySucceed
     EXPECT_QD_OK(qd_context_destroy(c));
 }
 
+// qd.h, "Lost contexts": work queued before the fault that has not started when the context is
+// lost never runs (a host callback's fn is never called, a copy or memset never writes), and
+// the synchronize behind it still returns. The gate holds that work back, deterministically,
+// until the fault on the other stream has been seen.
+TEST_P(LostTest, WorkQueuedBeforeTheFault_NotStartedWhenLost_NeverRuns) {
+    QDT_REQUIRE_CPU();
+    qd_context c = 0;
+    qd_stream s = 0, t = 0;
+    qd_kernel fault = 0;
+    ASSERT_NO_FATAL_FAILURE(make_faulting_context(&c, &s, &t, &fault));
+    uint64_t d = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 8, &d));
+    ASSERT_QD_OK(qd_memset_async(s, d, 0x11, 8));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    uint8_t host[8];
+    std::memset(host, 0x22, sizeof host);
+    std::atomic<int> called{0};
+    Gate gate;
+    ASSERT_QD_OK(gate.enqueue(s));
+    ASSERT_TRUE(gate.wait_entered());
+    ASSERT_QD_OK(qd_launch_host_fn(
+        s, [](void *p) { static_cast<std::atomic<int> *>(p)->store(1); }, &called));
+    ASSERT_QD_OK(qd_memset_async(s, d, 0x33, 8));
+    ASSERT_QD_OK(qd_memcpy_async(s, uint64_t(uintptr_t(host)), d, 8));
+    ASSERT_QD_OK(launch0(t, fault));
+    ASSERT_QD(QD_ERROR_DEVICE_LOST, qd_stream_synchronize(t));
+    gate.open();
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, "fault", qd_stream_synchronize(s));
+    EXPECT_EQ(called.load(), 0) << "a callback queued before the fault ran after it";
+    for (uint8_t b : host) { EXPECT_EQ(b, 0x22) << "a copy queued before the fault ran after it"; }
+    EXPECT_QD_OK(qd_context_destroy(c));
+    EXPECT_EQ(called.load(), 0) << "the destroy's drain ran the callback";
+    EXPECT_FALSE(gate.timed_out());
+}
+
 QDT_INSTANTIATE_BACKENDS(LostTest);
 
 // ---------------------------------------------------------------------------------------------
@@ -433,6 +472,44 @@ TEST_P(CallbackTest, HostFn_SeesEarlierKernelAndCopy_EnqueueFromIt_CpuAllowedGpu
     EXPECT_EQ(probe.enqueue_status, expected) << qd_status_name(probe.enqueue_status);
     EXPECT_QD_OK(qd_mem_free_async(probe.stream, probe.d));
     EXPECT_QD_OK(qd_stream_destroy(probe.stream));
+}
+
+TEST_P(CallbackTest, Cpu_WorkersBlockAsynchronousSignals_CreatorsMaskUnchanged) {
+    // qd.h, "Threads and signals": a process-directed signal never lands on a worker (where a
+    // handler calling qd could deadlock on the lock the worker holds); the synchronous faults
+    // stay deliverable there, and the thread that created the context keeps its own mask.
+    QDT_REQUIRE_CPU();
+    sigset_t before;
+    ASSERT_EQ(pthread_sigmask(SIG_BLOCK, nullptr, &before), 0);
+    qd_context_desc desc = make_desc(backend(), 0, 2);
+    qd_context c = 0;
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    extra_contexts_.push_back(c);
+    sigset_t after;
+    ASSERT_EQ(pthread_sigmask(SIG_BLOCK, nullptr, &after), 0);
+    for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGALRM, SIGCHLD, SIGPROF})
+        EXPECT_EQ(sigismember(&after, sig), sigismember(&before, sig)) << "signal " << sig;
+    struct Probe {
+        std::atomic<int> ran{0};
+        sigset_t mask;
+    } probe;
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    ASSERT_QD_OK(qd_launch_host_fn(
+        s,
+        [](void *p) {
+            Probe &probe = *static_cast<Probe *>(p);
+            pthread_sigmask(SIG_BLOCK, nullptr, &probe.mask);
+            probe.ran = 1;
+        },
+        &probe));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    ASSERT_EQ(probe.ran.load(), 1);
+    for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGPIPE})
+        EXPECT_EQ(sigismember(&probe.mask, sig), 1) << "signal " << sig << " reaches a worker";
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGPROF})
+        EXPECT_EQ(sigismember(&probe.mask, sig), 0) << "signal " << sig << " blocked on a worker";
+    EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
 QDT_INSTANTIATE_BACKENDS(CallbackTest);

@@ -563,6 +563,7 @@ TEST_P(LaunchTest, ArgumentStorage_OverwrittenRightAfterLaunch_EveryTaskSeesItsO
     for (qd_stream &s : streams) s = new_stream();
     uint64_t out = alloc(streams[0], 8 * (uint64_t)K * rounds);
     ASSERT_QD_OK(qd_memset_async(streams[0], out, 0, 8 * (uint64_t)K * rounds));
+    declare_slots(kernels_->check_blob(), {0});  // each launch its own word of `out`
     ASSERT_QD_OK(qd_stream_synchronize(streams[0]));
     std::vector<uint64_t> expected(K * rounds);
     // One shared argument buffer, as the buggy runtimes had: reused for every launch.

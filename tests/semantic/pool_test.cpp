@@ -222,6 +222,21 @@ TEST_P(PoolTest, Fork_MoreThanFree_IsPoolExhaustedAllOrNothing) {
     EXPECT_QD_OK(qd_stream_release(held));
 }
 
+TEST_P(PoolTest, Fork_MoreThanThePoolCanEverLease_IsPoolExhaustedNotOutOfMemory) {
+    // n is checked against the pool's bound before anything is allocated for n children (a
+    // fork of UINT32_MAX once reserved room for them and failed with QD_ERROR_OUT_OF_MEMORY).
+    qd_context c = small_pool(4);
+    qd_stream parent = 0;
+    ASSERT_QD_OK(qd_context_default_stream(c, &parent));
+    qd_stream kids[5] = {0x5555, 0x5555, 0x5555, 0x5555, 0x5555};
+    EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_stream_fork(parent, UINT32_MAX, kids));
+    EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_stream_fork(parent, 5, kids));
+    for (qd_stream k : kids) { EXPECT_EQ(k, 0x5555u); }
+    EXPECT_EQ(get_stats(c).stream_pool_leased, 0u);
+    ASSERT_QD_OK(qd_stream_fork(parent, 4, kids)) << "the whole pool is still one fork";
+    ASSERT_QD_OK(qd_stream_join(parent, kids, 4));
+}
+
 TEST_P(PoolTest, Fork_ChildrenWaitForTheParentAndJoinMakesParentWait) {
     qd_stream parent = new_stream();
     qd_stream kids[3];
@@ -355,6 +370,7 @@ TEST_P(PoolTest, ForkJoin_DelayedProducer_1000Trials_ZeroWrongResults) {
     qd_stream parent = new_stream();
     uint64_t produced = alloc(parent, 4);
     uint64_t derived = alloc(parent, 4 * kKids);
+    declare_slots(kernels_->add_value(), {0}, {1});  // each child its own word of `derived`
     uint64_t bad = alloc(parent, 4 * (uint64_t)trials);
     ASSERT_QD_OK(qd_memset_async(parent, bad, 0xff, 4 * (uint64_t)trials));
     for (int t = 0; t < trials; ++t) {
@@ -394,6 +410,7 @@ TEST_P(PoolTest, LaunchParallel_DelayedProducer_1000Trials_ZeroWrongResults) {
     qd_stream parent = new_stream();
     uint64_t produced = alloc(parent, 4);
     uint64_t derived = alloc(parent, 4 * kGroups);
+    declare_slots(kernels_->add_value(), {0}, {1});  // each group its own word of `derived`
     uint64_t bad = alloc(parent, 4 * (uint64_t)trials);
     ASSERT_QD_OK(qd_memset_async(parent, bad, 0xff, 4 * (uint64_t)trials));
     const qd_context_stats before = get_stats(ctx_);
@@ -439,6 +456,7 @@ TEST_P(PoolTest, LaunchParallel_TasksOfAGroupRunInOrder) {
     const uint32_t kGroups = 3, kPerGroup = 20;
     qd_stream s = new_stream();
     uint64_t logs = alloc(s, 4 * (1 + kPerGroup) * kGroups);
+    declare_slots(kernels_->append_log(), {0});  // each group its own log in `logs`
     ASSERT_QD_OK(qd_memset_async(s, logs, 0, 4 * (1 + kPerGroup) * kGroups));
     std::vector<qd_task> tasks;
     std::vector<TaskArgs> storage(kGroups * kPerGroup * 2);
@@ -476,6 +494,7 @@ TEST_P(PoolTest, LaunchParallel_MoreGroupsThanFreeStreams_SharesThemRoundRobin) 
     const uint32_t kGroups = 10, kPerGroup = 5;
     qd_stream s = new_stream();
     uint64_t logs = alloc(s, 4 * (1 + kPerGroup) * kGroups);
+    declare_slots(kernels_->append_log(), {0});  // each group its own log in `logs`
     ASSERT_QD_OK(qd_memset_async(s, logs, 0, 4 * (1 + kPerGroup) * kGroups));
     std::vector<qd_task> tasks(kGroups * kPerGroup);
     std::vector<TaskArgs> storage(kGroups * kPerGroup);
@@ -612,6 +631,7 @@ TEST_P(PoolTest, LaunchParallel_ArgumentStorageReusableAtOnce) {
     const uint32_t kTasks = 16;
     uint64_t out = alloc(s, 4 * kTasks);
     ASSERT_QD_OK(qd_memset_async(s, out, 0, 4 * kTasks));
+    declare_slots(kernels_->write_value(), {0});  // each task its own word of `out`
     Gate gate;
     ASSERT_QD_OK(gate.enqueue(s));
     {

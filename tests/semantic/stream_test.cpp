@@ -2,6 +2,7 @@
 // qd_stream_synchronize, qd_stream_query, qd_stream_wait_event, qd_stream_get_context,
 // qd_stream_get_priority, qd_stream_priority_range, qd_stream_native_handle, qd_stream_import,
 // and the thread-local active stream (qd_stream_set_active / qd_stream_get_active).
+#include <atomic>
 #include <thread>
 
 #include "qd_test.h"
@@ -124,6 +125,81 @@ TEST_P(StreamTest, Priority_IsClampedToTheBackendRange) {
         EXPECT_EQ(prio, -1);
         EXPECT_QD_OK(qd_stream_destroy(s));
     }
+}
+
+namespace {
+// A stream kept always busy: each of its callbacks queues the next on the same stream, until
+// `stop` is set or it has run kBusyRounds times (so that a starved test still ends).
+constexpr uint64_t kBusyRounds = 200000;
+struct Busy {
+    qd_stream stream = 0;
+    const std::atomic<bool> *stop = nullptr;
+    std::atomic<bool> started{false}, gave_up{false};
+    std::atomic<uint64_t> rounds{0};
+    std::atomic<int> failed_enqueues{0};
+};
+void busy_round(void *p) {
+    Busy &b = *static_cast<Busy *>(p);
+    b.started.store(true);
+    if (b.stop->load()) return;
+    if (b.rounds.fetch_add(1) + 1 >= kBusyRounds) {
+        b.gave_up.store(true);
+        return;
+    }
+    if (qd_launch_host_fn(b.stream, &busy_round, p) != QD_SUCCESS) b.failed_enqueues.fetch_add(1);
+}
+struct Starved {
+    Busy *busy;
+    std::atomic<bool> *stop;
+    std::atomic<int> ran{0}, ran_while_both_busy{0};
+};
+void starved_callback(void *p) {
+    Starved &s = *static_cast<Starved *>(p);
+    const bool both_busy = !s.busy[0].gave_up.load() && !s.busy[1].gave_up.load();
+    s.ran_while_both_busy.store(both_busy ? 1 : 0);
+    s.ran.store(1);
+    s.stop->store(true);
+}
+}  // namespace
+
+TEST_P(StreamTest, Cpu_Priority_LeastUrgentStreamRunsWhileMoreUrgentOnesAreAlwaysBusy) {
+    // Priority aging (qd.h, qd_stream_desc.priority): two workers, each taken by a priority -2
+    // stream that always has work, and a priority 0 callback waiting for a worker. With strict
+    // priority it ran only once the busy streams gave up (after kBusyRounds rounds each); aged,
+    // it is taken after a bounded number of turns of the busy streams. No timing: the busy
+    // streams' work is counted, not timed.
+    QDT_REQUIRE_CPU();
+    qd_context_desc desc = make_desc(backend(), 0, 2);
+    qd_context c = 0;
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    extra_contexts_.push_back(c);
+    std::atomic<bool> stop{false};
+    Busy busy[2];
+    for (Busy &b : busy) {
+        qd_stream_desc sd = QD_STREAM_DESC_INIT;
+        sd.priority = -2;
+        ASSERT_QD_OK(qd_stream_create(c, &sd, &b.stream));
+        b.stop = &stop;
+        ASSERT_QD_OK(qd_launch_host_fn(b.stream, &busy_round, &b));
+    }
+    // Both running: each worker now runs one busy stream, whose queue is never empty.
+    while (!busy[0].started.load() || !busy[1].started.load()) std::this_thread::yield();
+    qd_stream low = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &low));
+    Starved starved{busy, &stop};
+    ASSERT_QD_OK(qd_launch_host_fn(low, &starved_callback, &starved));
+    ASSERT_QD_OK(qd_stream_synchronize(low));
+    EXPECT_EQ(starved.ran.load(), 1);
+    stop.store(true);
+    for (Busy &b : busy) {
+        ASSERT_QD_OK(qd_stream_synchronize(b.stream));
+        EXPECT_EQ(b.failed_enqueues.load(), 0);
+    }
+    EXPECT_EQ(starved.ran_while_both_busy.load(), 1)
+        << "the priority 0 callback waited until the priority -2 streams stopped (rounds: "
+        << busy[0].rounds.load() << ", " << busy[1].rounds.load() << ")";
+    for (Busy &b : busy) { EXPECT_QD_OK(qd_stream_destroy(b.stream)); }
+    EXPECT_QD_OK(qd_stream_destroy(low));
 }
 
 TEST_P(StreamTest, PriorityRange_NullOutputsOrBadContext_AreErrors) {

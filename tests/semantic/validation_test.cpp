@@ -31,6 +31,7 @@ struct Seen {
 class ValidationTest : public ::testing::TestWithParam<qd_backend> {
   protected:
     void SetUp() override {
+        QDT_RACES_ON_PURPOSE();  // plants hazards, and sets the validation flags itself
         std::string why;
         if (!backend_available(GetParam(), &why)) {
             skipped_ = true;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -138,8 +139,18 @@ class DeviceGate {
     qd_kernel kernel_;
     std::chrono::milliseconds auto_open_;
     uint32_t *words_ = nullptr;  // [0] open flag (host writes), [1] verdict (kernel writes)
+    qd_event finished_ = 0;      // recorded right after the kernel: the free is ordered after it
     bool enqueued_ = false;
 };
+
+// For a test whose streams each run one kernel on their own slots of one allocation (a slot per
+// task, group or child). The validation mode counts a pointer argument as an access from its
+// address to the end of its block, so such launches would look like races to it: this declares
+// the kernel's parameters `slots` QD_PARAM_PARTITIONED (its launches are not checked against
+// each other for them) and `read_only` QD_PARAM_READ, before the launches are queued. Every
+// other operation on those blocks is still checked (tests/README.md, "The validation pass").
+void declare_slots(qd_kernel kernel, std::initializer_list<uint32_t> slots,
+                   std::initializer_list<uint32_t> read_only = {});
 
 // A flag a host callback sets: proves that everything queued before it on a stream has run.
 struct Flag {
@@ -250,6 +261,22 @@ std::string param_name(const ::testing::TestParamInfo<qd_backend> &info);
             GTEST_SKIP() << "no test-kernel image for the " << ::qdt::backend_name(backend())  \
                          << " backend: " << why_;                                              \
         ASSERT_EQ(st_, QD_SUCCESS) << why_;                                                    \
+    } while (0)
+
+// Whether this run is the validation pass of tools/test-all (QD_VALIDATE set, and not "0"):
+// every context validates, and a hazard fails the test (tests/README.md, "The validation pass").
+namespace qdt {
+bool validation_pass();
+}  // namespace qdt
+
+// For a test (or a fixture's SetUp) that races on purpose, or needs the validation mode off or
+// set its own way: it plants hazards to see them reported, or checks what a context without
+// validation does. It skips visibly in the validation pass; it has run in the plain ones.
+#define QDT_RACES_ON_PURPOSE()                                                                 \
+    do {                                                                                       \
+        if (::qdt::validation_pass())                                                          \
+            GTEST_SKIP() << "races on purpose, or sets validation itself: not in the "         \
+                            "validation pass (tests/README.md)";                                \
     } while (0)
 
 #define QDT_REQUIRE_CPU()                                                                      \

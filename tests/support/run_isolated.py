@@ -11,6 +11,10 @@ and the summary names every test that failed, crashed or timed out (as libuv's r
                 A test past its limit is killed with its whole process group (SIGKILL).
   --jobs N      tests run at once (default: QD_TEST_JOBS, else the number of CPUs)
   --filter P    a --gtest_filter pattern: run only the tests it selects
+  --fail-on-output TEXT
+                a test that passes but prints TEXT (stdout or stderr) fails ("printed TEXT");
+                default: QD_TEST_FAIL_ON_OUTPUT from the environment, if set. The validation
+                pass of tools/test-all sets it to "qd: hazard:", the default hazard report.
   ARGS          passed to every test process after --gtest_filter
 
 The environment passes through unchanged (ASAN_OPTIONS, TSAN_OPTIONS, QD_TEST_*, ...). Tests
@@ -23,7 +27,8 @@ not run; 2 when the binary could not be listed.
 runs this runner over FIXTURE (tests/support/run_isolated_fixture.cpp: a passing, an
 aborting, a hanging and a failing test) with a 3 s timeout, and checks that the summary names
 the crash, the hang and the failure and that the passing test still ran (it writes a file
-into $QD_RUNNER_SELFTEST_DIR, which also shows the environment reached it).
+into $QD_RUNNER_SELFTEST_DIR, which also shows the environment reached it); then runs the
+passing test alone with --fail-on-output set to a line it prints, and checks that it failed.
 
 Python 3 standard library only.
 """
@@ -107,7 +112,7 @@ def signal_name(number):
         return "signal %d" % number
 
 
-def run_one(binary, name, extra, timeout):
+def run_one(binary, name, extra, timeout, fail_on_output=""):
     cmd = [binary, "--gtest_filter=" + name] + extra
     start = time.monotonic()
     try:
@@ -141,6 +146,8 @@ def run_one(binary, name, extra, timeout):
         return Result(name, "failed", "exit status %d" % rc, seconds, text)
     if "[  SKIPPED ] 1 test" in text:
         return Result(name, "skipped", "", seconds, text)
+    if fail_on_output and fail_on_output in text:
+        return Result(name, "failed", "printed %r" % fail_on_output, seconds, text)
     if "[  PASSED  ] 1 test" in text:
         return Result(name, "passed", "", seconds, text)
     return Result(name, "notrun", "exit status 0 but the test did not run", seconds, text)
@@ -163,7 +170,7 @@ def skip_reason(text):
     return ""
 
 
-def run_all(binary, tests, extra, timeout, jobs):
+def run_all(binary, tests, extra, timeout, jobs, fail_on_output=""):
     results = []
     lock = threading.Lock()
     width = len(str(len(tests)))
@@ -189,7 +196,8 @@ def run_all(binary, tests, extra, timeout, jobs):
                       flush=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_one, binary, t, extra, timeout) for t in tests]
+        futures = [pool.submit(run_one, binary, t, extra, timeout, fail_on_output)
+                   for t in tests]
         for f in concurrent.futures.as_completed(futures):
             report(f.result())
     order = {t: i for i, t in enumerate(tests)}
@@ -255,12 +263,26 @@ def self_test(fixture):
         problems.append("exit status %d, expected 1" % proc.returncode)
     if seconds > 60:
         problems.append("took %.0f s: the hang was not cut at its 3 s timeout" % seconds)
+    # --fail-on-output: the passing test fails once its output must not contain what it prints.
+    with tempfile.TemporaryDirectory(prefix="qd-runner-selftest-") as tmp:
+        env = dict(os.environ, QD_RUNNER_SELFTEST_DIR=tmp, QD_TEST_TIMEOUT_MULTIPLIER="1")
+        env.pop("QD_TEST_FAIL_ON_OUTPUT", None)
+        printed = "[ RUN      ] RunnerFixture.Passes"
+        cmd = [sys.executable, os.path.abspath(__file__), "--timeout", "30", "--jobs", "1",
+               "--filter", "RunnerFixture.Passes", "--fail-on-output", printed, fixture]
+        proc2 = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               timeout=120, check=False)
+        out2 = proc2.stdout.decode("utf-8", "replace")
+        print(out2)
+    if ("FAILED: RunnerFixture.Passes (printed %r)" % printed) not in out2.splitlines() or \
+            proc2.returncode != 1:
+        problems.append("--fail-on-output did not fail the test that printed its text")
     if problems:
         for p in problems:
             print("run_isolated self-test: FAILED: " + p)
         return 1
     print("run_isolated self-test: passed (crash, hang and failure named; the pass ran; "
-          "%.1f s)" % seconds)
+          "--fail-on-output failed a test; %.1f s)" % seconds)
     return 0
 
 
@@ -269,6 +291,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--filter", default="")
+    parser.add_argument("--fail-on-output", default=os.environ.get("QD_TEST_FAIL_ON_OUTPUT", ""))
     parser.add_argument("--self-test", action="store_true")
     parser.add_argument("binary")
     parser.add_argument("args", nargs=argparse.REMAINDER)
@@ -293,7 +316,9 @@ def main():
         return 2
     print("run_isolated: %s: %d tests, %d at a time, %g s each at most"
           % (binary, len(tests), jobs, timeout), flush=True)
-    results = run_all(binary, tests, extra, timeout, jobs)
+    if opts.fail_on_output:
+        print("run_isolated: a test that prints %r fails" % opts.fail_on_output, flush=True)
+    results = run_all(binary, tests, extra, timeout, jobs, opts.fail_on_output)
     return summarize(binary, results, timeout)
 
 

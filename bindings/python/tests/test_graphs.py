@@ -11,36 +11,52 @@ import pytest
 import qd
 
 
-def _step(kernels, s: qd.Stream, data, log, value: int, calls: list) -> None:
-    kernels.add_one.launch(ctypes.addressof(data), ctypes.c_uint32(len(data)), block=4, stream=s)
+def _step(kernels, s: qd.Stream, halves: list, log, value: int, calls: list) -> None:
+    # The data is four int32 in two qd allocations of two (the validation mode, QD_VALIDATE=1,
+    # sees every access to them; a launch argument counts as an access from its address to the
+    # end of its block). Each group of the parallel launch increments its own half, twice in
+    # order: two groups writing the same ints would race (the groups run concurrently). The log
+    # is appended to atomically (append_log) by the two forked children at once, on purpose, so
+    # it stays in the program's own memory, which the validation mode does not track.
+    for half in halves:
+        kernels.add_one.launch(half.address, ctypes.c_uint32(2), block=2, stream=s)
     kids = s.fork(2)
     for i, k in enumerate(kids):
         kernels.append_log.launch(ctypes.addressof(log), ctypes.c_uint32(value + i), stream=k)
     s.join(kids)
-    qd.launch_parallel([qd.Task(kernels.add_one, ctypes.addressof(data), ctypes.c_uint32(4),
-                                block=4, group=g) for g in range(2)], stream=s)
+    qd.launch_parallel([qd.Task(kernels.add_one, halves[g].address, ctypes.c_uint32(2), block=2,
+                                group=g) for g in range(2) for _ in range(2)], stream=s)
     qd.launch_host_fn(lambda: calls.append(value), stream=s)
+
+
+def _read(halves: list, s: qd.Stream) -> list:
+    host = (ctypes.c_int32 * 4)()
+    for i, half in enumerate(halves):
+        qd.memcpy(ctypes.addressof(host) + 8 * i, half, 8, stream=s)
+    s.synchronize()
+    return list(host)
 
 
 def test_capture_and_replay_equal_direct(kernels, ctx: qd.Context) -> None:
     s = ctx.create_stream()
-    direct = (ctypes.c_int32 * 4)()
-    replayed = (ctypes.c_int32 * 4)()
+    direct = [qd.alloc(8, stream=s) for _ in range(2)]
+    replayed = [qd.alloc(8, stream=s) for _ in range(2)]
+    for half in direct + replayed:
+        qd.memset(half, 0, stream=s)
+    s.synchronize()  # the replays on another stream are ordered after the allocations
     log_d = (ctypes.c_uint32 * 64)()
     log_r = (ctypes.c_uint32 * 64)()  # 2 appends per replay
     calls: list = []
     _step(kernels, s, direct, log_d, 5, calls)
-    s.synchronize()
-    assert list(direct) == [3, 3, 3, 3] and calls == [5]
+    assert _read(direct, s) == [3, 3, 3, 3] and calls == [5]
     with s.capture() as graph:
         _step(kernels, s, replayed, log_r, 5, calls)
     assert isinstance(graph, qd.Graph)
-    assert list(replayed) == [0, 0, 0, 0] and calls == [5], "captured work ran"
+    assert _read(replayed, s) == [0, 0, 0, 0] and calls == [5], "captured work ran"
     other = ctx.create_stream()
     for i in range(1, 11):
         graph.launch(stream=other)
-        other.synchronize()
-        assert list(replayed) == [3 * i] * 4
+        assert _read(replayed, other) == [3 * i] * 4
         assert log_r[0] == 2 * i and sorted(log_r[1:3]) == [5, 6]
         assert calls == [5] * (i + 1), "the captured Python callback runs on every replay"
     graph.close()
@@ -49,6 +65,9 @@ def test_capture_and_replay_equal_direct(kernels, ctx: qd.Context) -> None:
         graph.launch(stream=s)
     assert ctx.stats().live_graphs == 0
     assert ctx.stats().stream_pool_leased == 0
+    for half in direct + replayed:
+        qd.free(half, stream=s)
+    s.synchronize()
 
 
 def test_update_with_new_arguments(kernels, ctx: qd.Context, stream: qd.Stream) -> None:

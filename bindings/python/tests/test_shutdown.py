@@ -1,7 +1,7 @@
 """docs/reliability.md, category 12: programs that exit with live contexts, pending work and
-reference cycles. 100 runs in all (QD_SHUTDOWN_RUNS overrides), spread over the scenarios of
-shutdown_scenarios.py, each in its own process: every one must exit 0 with no "Exception
-ignored", no traceback and no signal."""
+reference cycles. 100 runs in all (QD_SHUTDOWN_RUNS overrides; every scenario runs at least
+once), spread over the scenarios of shutdown_scenarios.py, each in its own process: every one
+must exit 0 with no "Exception ignored", no traceback and no signal."""
 
 from __future__ import annotations
 
@@ -44,8 +44,10 @@ def _run(name: str, module_path: str):
 
 
 def test_exit_with_live_objects_is_clean_every_time(cpu_module_path: str) -> None:
-    assert RUNS >= len(SCENARIO_NAMES), "every scenario must run at least once"
-    names = [SCENARIO_NAMES[i % len(SCENARIO_NAMES)] for i in range(RUNS)]
+    # Every scenario runs at least once, however small QD_SHUTDOWN_RUNS is (the validation pass
+    # of tools/test-all runs each once).
+    names = [SCENARIO_NAMES[i % len(SCENARIO_NAMES)]
+             for i in range(max(RUNS, len(SCENARIO_NAMES)))]
     failures = []
     with ThreadPoolExecutor(max_workers=max(2, min(8, (os.cpu_count() or 2) * 2))) as pool:
         for name, proc in pool.map(lambda n: _run(n, cpu_module_path), names):

@@ -1,5 +1,8 @@
 #include "backends/cpu/scheduler.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdlib>
 
 #include "backends/cpu/cpu_stream.h"
@@ -10,11 +13,38 @@
 
 namespace qd::backend::cpu {
 
+namespace {
+// Blocks every asynchronous signal in this thread while it lives (the threads it starts
+// inherit the mask), then restores the thread's mask: workers never take process-directed
+// signals (README.md, "Signals"). The synchronous faults stay deliverable, and SIGPROF, which
+// profilers aim at the thread that is running.
+class AsyncSignalsBlocked {
+  public:
+    AsyncSignalsBlocked() {
+        sigset_t block;
+        sigfillset(&block);
+        for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPROF})
+            sigdelset(&block, sig);
+        restore_ = pthread_sigmask(SIG_BLOCK, &block, &saved_) == 0;
+    }
+    ~AsyncSignalsBlocked() {
+        if (restore_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+    }
+    AsyncSignalsBlocked(const AsyncSignalsBlocked &) = delete;
+    AsyncSignalsBlocked &operator=(const AsyncSignalsBlocked &) = delete;
+
+  private:
+    sigset_t saved_;
+    bool restore_;
+};
+}  // namespace
+
 std::shared_ptr<Scheduler> Scheduler::start(uint32_t threads, LostState *lost) {
     std::shared_ptr<Scheduler> scheduler(new Scheduler(threads, lost));
     const std::vector<int> cpus = worker_cpus(threads);
     scheduler->workers_.reserve(threads);
     try {
+        const AsyncSignalsBlocked blocked;  // the workers start with these signals blocked
         for (uint32_t i = 0; i < threads; ++i) {
             const int cpu = cpus.empty() ? -1 : cpus[i];
             // Each worker holds the scheduler, so its state outlives every worker even if the
@@ -91,13 +121,21 @@ bool Scheduler::push_ready(std::shared_ptr<CpuStream> &stream) noexcept {
 std::shared_ptr<CpuStream> Scheduler::pop_ready() noexcept {
     if (hot_.ready_count.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard<SpinLock> lock(hot_.ready_lock);
-    for (int level = kPriorityLevels - 1; level >= 0; --level) {
-        if (std::shared_ptr<CpuStream> stream = hot_.ready[level].pop_front()) {
-            hot_.ready_count.fetch_sub(1, std::memory_order_relaxed);
-            return stream;
+    int level = kPriorityLevels - 1;
+    while (level >= 0 && hot_.ready[level].empty()) --level;
+    if (level < 0) return nullptr;
+    // Aging: every less urgent level with a ready stream is passed over once more; the most
+    // urgent of them that has been passed over kAgingPasses times is taken instead.
+    for (int lower = level - 1; lower >= 0; --lower) {
+        if (hot_.ready[lower].empty()) continue;
+        if (++passed_over_[lower] >= kAgingPasses) {
+            passed_over_[lower] = 0;
+            level = lower;
+            break;
         }
     }
-    return nullptr;
+    hot_.ready_count.fetch_sub(1, std::memory_order_relaxed);
+    return hot_.ready[level].pop_front();
 }
 
 // A thread wake-up costs microseconds, so a sleeping worker is woken only for a ready stream

@@ -30,6 +30,10 @@ class Scheduler;
 inline constexpr int32_t kLeastPriority = 0;
 inline constexpr int32_t kGreatestPriority = -2;
 inline constexpr int kPriorityLevels = 3;
+// Aging: a ready stream of a less urgent level is taken instead once its level has been passed
+// over this many times while it waited (a more urgent stream was taken), so that always-busy
+// urgent streams cannot starve it: it is served within kAgingPasses + 2 pops.
+inline constexpr uint32_t kAgingPasses = 8;
 
 // Per-worker state the task code needs. Lives on the worker's stack.
 struct WorkerState {
@@ -116,6 +120,10 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
         StreamList ready[kPriorityLevels];  // index = -priority: 2 is the most urgent
     } hot_;
     static_assert(sizeof(Hot) == 64, "the hand-over fields should fill exactly one cache line");
+    // Per level: how often a stream of a more urgent level was taken while this level had a
+    // ready stream (aging, kAgingPasses). Guarded by hot_.ready_lock; touched only while
+    // streams of two levels are ready at once.
+    uint32_t passed_over_[kPriorityLevels] = {};
 
     // Only for sleeping: never taken on a path that has work to do.
     std::mutex sleep_mutex_;
