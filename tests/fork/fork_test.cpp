@@ -266,9 +266,12 @@ TEST(ForkThreads, ForkWhileThreadsUseQd_EveryChildForgetsTheInheritedContextAndM
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
         threads.emplace_back([&, t] {
+            // Each thread mostly stays on one kind of call, so its lock is held often: the
+            // pool's (0, 1), the table's allocation mutex and the registries' list (2), the
+            // slots' (3); every sixth call is of another kind.
             for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
                 uint64_t h = 0;
-                switch ((t + i) % 6) {
+                switch (i % 6 ? (t == 0 || t == 1 ? 2 : t == 2 ? 4 : 0) : (t + i / 6) % 6) {
                 case 0:
                     if (qd_stream_create(ctx, nullptr, &h) == QD_SUCCESS) {
                         (void)qd_launch_host_fn(h, &qdt::noop_host_fn, nullptr);
@@ -306,7 +309,7 @@ TEST(ForkThreads, ForkWhileThreadsUseQd_EveryChildForgetsTheInheritedContextAndM
             }
         });
     }
-    const int children = (int)scaled(60, 12);
+    const int children = (int)scaled(120, 24);
     std::vector<pid_t> pids;
     fflush(stdout);
     fflush(stderr);
@@ -315,7 +318,7 @@ TEST(ForkThreads, ForkWhileThreadsUseQd_EveryChildForgetsTheInheritedContextAndM
         for (int y = 0; y < 50; ++y) std::this_thread::yield();
         const pid_t pid = fork();
         if (pid == 0) {
-            alarm(60);  // a bound on a hang, far above the child's few milliseconds of work
+            alarm(30);  // a bound on a hang, far above the child's few milliseconds of work
             CHILD_CHECK(qd_context_destroy(ctx) == QD_SUCCESS);
             CHILD_CHECK(qd_stream_query(def) == QD_ERROR_INVALID_HANDLE);
             child_new_cpu_context_works();
