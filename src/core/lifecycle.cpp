@@ -118,7 +118,9 @@ qd_status destroy_stream(uint64_t handle) {
                     (unsigned long long)handle, stream_kind_name(s->kind),
                     s->kind == StreamKind::Leased ? "give it back with qd_stream_release"
                                                   : "it lives as long as its context");
-    st = refuse_if_capturing(*s, handle, "qd_stream_destroy");
+    // An inherited stream in a fork child is only forgotten; its capture state is the parent's
+    // (and guarded by a lock a thread of the parent may have held at the fork).
+    if (!s->ctx->forked()) st = refuse_if_capturing(*s, handle, "qd_stream_destroy");
     if (st != QD_SUCCESS) return st;
     std::shared_ptr<Object> removed;
     st = remove_child(handle, Tag::Stream, &removed);
