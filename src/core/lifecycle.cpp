@@ -98,7 +98,8 @@ qd_status get_kernel(Module &module, const char *name, uint64_t *out) {
     // the kernel goes with the module, as if the unload had destroyed it.
     (void)destroy_kernel(*out);
     *out = 0;
-    return fail(QD_ERROR_INVALID_HANDLE, "the module was unloaded while the kernel was being looked up");
+    return fail(QD_ERROR_INVALID_HANDLE,
+                "the module was unloaded while the kernel was being looked up");
 }
 
 qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name,
@@ -190,7 +191,8 @@ qd_status release_stream(uint64_t handle) {
     if (st != QD_SUCCESS) return st;
     // An inherited lease in the child of a fork: forgotten without the pool, whose lock a
     // thread of the parent may have held at the fork (core/fork_handlers.h).
-    if (__builtin_expect(c->forked(), 0)) return HandleTable::instance().revoke(handle, Tag::Stream);
+    if (__builtin_expect(c->forked(), 0))
+        return HandleTable::instance().revoke(handle, Tag::Stream);
     if (__builtin_expect(c->observer() != nullptr, 0) && resolve(handle, &s) == QD_SUCCESS) {
         st = refuse_if_capturing(*s, handle, "qd_stream_release");
         if (st != QD_SUCCESS) return st;

@@ -292,13 +292,15 @@ TEST(ForkThreads, ForkWhileThreadsUseQd_EveryChildForgetsTheInheritedContextAndM
                     break;
                 case 3: {
                     qd_stream kids[2];
-                    if (qd_stream_fork(def, 2, kids) == QD_SUCCESS) (void)qd_stream_join(def, kids, 2);
+                    if (qd_stream_fork(def, 2, kids) == QD_SUCCESS)
+                        (void)qd_stream_join(def, kids, 2);
                     break;
                 }
                 case 4: {
                     qd_context other = 0;
                     qd_context_desc d = make_desc(QD_BACKEND_CPU, 2, 1);
-                    if (qd_context_create(&d, &other) == QD_SUCCESS) (void)qd_context_destroy(other);
+                    if (qd_context_create(&d, &other) == QD_SUCCESS)
+                        (void)qd_context_destroy(other);
                     break;
                 }
                 default:
