@@ -320,7 +320,7 @@ TEST(ForkThreads, ForkWhileThreadsUseQd_EveryChildForgetsTheInheritedContextAndM
         for (int y = 0; y < 50; ++y) std::this_thread::yield();
         const pid_t pid = fork();
         if (pid == 0) {
-            alarm(30);  // a bound on a hang, far above the child's few milliseconds of work
+            alarm(60);  // a bound on a hang, far above the child's few milliseconds of work
             CHILD_CHECK(qd_context_destroy(ctx) == QD_SUCCESS);
             CHILD_CHECK(qd_stream_query(def) == QD_ERROR_INVALID_HANDLE);
             child_new_cpu_context_works();
