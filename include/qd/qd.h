@@ -98,6 +98,13 @@
  *
  * Fork.     A context created before fork() returns QD_ERROR_FORKED from every call in the
  *           child (destroy calls only forget it there). Contexts created in the child work.
+ *           This holds whatever the parent's other threads were doing in qd at the fork: qd's
+ *           process-wide locks are taken around fork() (pthread_atfork) so the child never
+ *           inherits one held, and in the child qd_context_destroy, qd_stream_destroy,
+ *           qd_stream_release, qd_event_destroy, qd_kernel_destroy and qd_module_unload on
+ *           inherited objects only make their handles invalid: they wait for nothing and
+ *           release nothing (the inherited objects' memory stays, as a leak, in the child).
+ *           A fork costs qd's prepare handler one lock per handle slot ever used.
  *
  * Raw pointers. Host pointers passed by the caller (argument data, memcpy sources) cannot be
  *           checked by qd. A pointer that is not NULL is trusted to be valid for the size given.
@@ -715,7 +722,9 @@ QD_API qd_status qd_module_unload(qd_module module);
  *  load may wait for work already in flight in the context, so get kernels before queueing
  *  work that waits on the host (e.g. a kernel polling a host flag).
  *  - QD_ERROR_INVALID_ARGUMENT: name or out is NULL.
- *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or unloaded.
+ *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or unloaded, including by a
+ *    qd_module_unload on another thread that overlaps this call (then no kernel is made: no
+ *    kernel handle of a module stays valid after its unload has returned).
  *  - QD_ERROR_NOT_FOUND: the module has no kernel of that name.
  *  - QD_ERROR_INVALID_IMAGE: (GPU) the driver could not load the kernel's code on this device.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
@@ -1002,14 +1011,25 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  *
  * The file. Several contexts may trace into one path: each writes its own part (its process
  * in the file), and a context that writes again replaces its own part, so the file is complete
- * valid JSON after every write and holds every context of this process written to that path.
- * Each write goes to PATH.tmp and is renamed over PATH.
+ * valid JSON after every write and holds the contexts of this process written to that path
+ * (up to the bound below). Each write goes to a new file of a unique name next to PATH
+ * (PATH.tmp-XXXXXX, made with mkstemp and given the permissions of the file it replaces) and
+ * is renamed over PATH, so two processes or contexts writing one path never share a temporary
+ * file. PATH must be a regular file or absent: a directory, FIFO, device or socket at PATH is
+ * refused with QD_ERROR_INVALID_ARGUMENT, at start and at every write, and never replaced.
+ * The files' table lives until the process ends: a stop or flush on another thread while the
+ * process exits, or in an atexit handler, writes as usual.
  *
  * Bounded memory. A window records at most QD_TRACE_CAPACITY operations (an environment
  * variable, read with secure_getenv at each start: 1 to 16777216, default 65536). When it is
  * full the newest operations are dropped, not the oldest: operations past the capacity run as
  * usual but are not recorded; the file counts them (process label "dropped N" and a "trace
  * full: N operations not recorded" marker).
+ * A file keeps the parts of at most 64 destroyed contexts: when one more context whose part
+ * is in the file is destroyed, the part of the context destroyed first is dropped, in memory
+ * and in the file, and the file counts the dropped parts (a process "qd trace file" labelled
+ * "parts of N destroyed contexts dropped (a file keeps the last 64)"). Live contexts' parts
+ * are never dropped.
  *
  * Without code changes. The environment variable QD_TRACE=PATH (read with secure_getenv when
  * a context is created) is a qd_trace_start(ctx, PATH) at every qd_context_create and, unless
@@ -1031,7 +1051,8 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  *  Threads: any, except a host kernel or callback of this context.
  *  - QD_ERROR_INVALID_ARGUMENT: path is NULL or empty; QD_TRACE_CAPACITY is set and not a
  *    number in 1..16777216; path cannot be written (its directory does not exist or is not
- *    writable, or path is a directory: checked by creating PATH.tmp); tracing stays off.
+ *    writable: checked by creating a temporary file next to it), or path exists and is not a
+ *    regular file (a directory, FIFO, device or socket); tracing stays off.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: ctx is already being traced (a second start, or QD_TRACE is
  *    set); the running window is unchanged. Called from a host kernel or callback of ctx.
@@ -1048,7 +1069,8 @@ QD_API qd_status qd_trace_start(qd_context ctx, const char *path);
  *  - QD_ERROR_INVALID_OPERATION: ctx is not being traced (never started, or already
  *    stopped). Called from a host kernel or callback of ctx.
  *  - QD_ERROR_INVALID_ARGUMENT: the file cannot be written (its directory was removed or made
- *    read-only since qd_trace_start; the message names the path and the reason).
+ *    read-only since qd_trace_start, or something other than a regular file is now at the
+ *    path, which is left as it is; the message names the path and the reason).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_FORKED. */
 QD_API qd_status qd_trace_stop(qd_context ctx);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 
 #include "common/error.h"
@@ -30,7 +31,23 @@ AllocRegistry::AllocRegistry() {
 AllocRegistry::~AllocRegistry() {
     RegistryList &list = registries();
     std::unique_lock<std::shared_mutex> lock(list.mutex);
-    list.all.erase(std::find(list.all.begin(), list.all.end(), this));
+    // Absent in the child of a fork for a registry inherited from the parent.
+    auto it = std::find(list.all.begin(), list.all.end(), this);
+    if (it != list.all.end()) list.all.erase(it);
+}
+
+void AllocRegistry::lock_list_for_fork() { registries().mutex.lock(); }
+
+void AllocRegistry::unlock_list_after_fork(bool child) {
+    RegistryList &list = registries();
+    if (!child) {
+        list.mutex.unlock();
+        return;
+    }
+    list.all.clear();
+    // Made anew rather than unlocked: an unlock hands a reader-writer lock over to the writers
+    // queued on it, which in the child are threads of the parent that do not exist here.
+    new (&list.mutex) std::shared_mutex();
 }
 
 bool AllocRegistry::insert(Kind kind, uint64_t address, uint64_t bytes,

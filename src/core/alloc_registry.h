@@ -44,6 +44,13 @@ class AllocRegistry {
     // no other block starts. Ranges outside every block are the caller's raw memory.
     // The caller has checked that address + bytes does not wrap.
     static qd_status check_range(uint64_t address, uint64_t bytes, const char *what);
+
+    // fork() (core/fork_handlers.h): the list of registries is locked in the prepare handler and
+    // unlocked in the parent and the child. The child also empties it: the registries there are
+    // of inherited contexts, whose locks a thread of the parent may have held at the fork, so
+    // check_range never looks into them (their blocks are not the child's to use).
+    static void lock_list_for_fork();
+    static void unlock_list_after_fork(bool child);
     // qd_memcpy_peer_async: [address, address+bytes) must lie inside one live block (device or
     // host) of this registry; QD_ERROR_INVALID_ADDRESS naming `what` and `owner` (the
     // context's handle) otherwise. bytes > 0; the caller has checked the range does not wrap.

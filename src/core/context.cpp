@@ -244,10 +244,13 @@ qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, 
 qd_status register_stream(const std::shared_ptr<Context> &ctx,
                           std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
     auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
-    Stream *named = stream.get();
-    qd_status st = ctx->adopt(Tag::Stream, std::move(stream), out);
+    // The table gets a reference of its own: once the handle is in it, a destroy of the context
+    // on another thread may drop that reference at any moment. This one is kept until the
+    // handle is stored, so the stream is released after the store (by whichever reference goes
+    // last, through the count's acquire-release), never while it is being written.
+    qd_status st = ctx->adopt(Tag::Stream, stream, out);
     if (st == QD_SUCCESS) {
-        named->handle.store(*out, std::memory_order_relaxed);
+        stream->handle.store(*out, std::memory_order_relaxed);
         ctx->counted(Tag::Stream, +1);
     }
     return st;
@@ -273,7 +276,17 @@ void Context::counted(Tag tag, int64_t delta) {
 void Context::tear_down() {
     if (torn_down_.exchange(true)) return;
     std::atomic_thread_fence(std::memory_order_seq_cst);  // see adopt()
-    const bool forked = fork_generation_ != fork_generation();
+    if (fork_generation_ != fork_generation()) {
+        // The child of a fork (core/fork_handlers.h): the parent's threads, which may have held
+        // this context's locks (its pool's, its backend's) at the fork, do not exist here, and
+        // neither do its workers. Only forget: every child handle dies, and the context with
+        // everything it holds is left behind, never released (a release could take those locks).
+        std::vector<std::shared_ptr<Object>> children;
+        if (handle_) children = HandleTable::instance().remove_all_owned_by(handle_);
+        new std::vector<std::shared_ptr<Object>>(std::move(children));
+        new std::shared_ptr<Context>(shared_from_this());
+        return;
+    }
     // The pool arms and disarms its slots under its own lock only; close it before anything
     // else writes them (remove_all_owned_by below, clear later).
     stream_pool_->close();
@@ -286,12 +299,6 @@ void Context::tear_down() {
         }
     }
     default_stream_.reset();
-    if (forked) {
-        // The parent's worker threads and driver state do not exist in this process; touching
-        // them could hang. Forget the context and leak what it held.
-        new std::shared_ptr<backend::Context>(std::move(impl_));
-        return;
-    }
     stream_pool_->clear();
     event_pool_->clear();
     impl_->synchronize();  // drain; a lost context still drains (its work is skipped)

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "common/error.h"
+#include "core/fork_handlers.h"
 
 namespace qd::core {
 
@@ -19,7 +20,11 @@ const char *tag_name(Tag tag) {
 }
 
 HandleTable &HandleTable::create_instance() {
-    static HandleTable *table = new HandleTable();  // thread-safe once
+    static HandleTable *table = [] {  // thread-safe once
+        auto *t = new HandleTable();
+        register_fork_handlers();  // from now on a fork() takes the table's locks first
+        return t;
+    }();
     instance_.store(table, std::memory_order_release);
     return *table;
 }
@@ -92,6 +97,27 @@ std::vector<std::shared_ptr<Object>> HandleTable::remove_all_owned_by(uint64_t o
         }
     }
     return dropped;  // destroyed by the caller, outside every slot lock
+}
+
+void HandleTable::lock_for_fork() {
+    uint32_t locked = 0;
+    for (;;) {
+        // Slots handed out while the earlier ones were being locked are locked in the next
+        // round; the allocation mutex is held only once no slot is left to lock, since a thread
+        // that holds a slot lock may be waiting for it (release_slot_locked).
+        const uint32_t n = high_water_.load(std::memory_order_acquire);
+        for (; locked < n; ++locked) slot_at(locked)->lock.lock();
+        alloc_mutex_.lock();
+        if (high_water_.load(std::memory_order_relaxed) == locked) break;
+        alloc_mutex_.unlock();
+    }
+    fork_locked_ = locked;
+}
+
+void HandleTable::unlock_after_fork() {
+    alloc_mutex_.unlock();
+    for (uint32_t i = 0; i < fork_locked_; ++i) slot_at(i)->lock.unlock();
+    fork_locked_ = 0;
 }
 
 void HandleTable::debug_set_generation(uint64_t handle, uint32_t generation) {

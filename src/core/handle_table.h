@@ -102,6 +102,15 @@ class HandleTable : public LeaseSlots {
     // back to the caller.
     std::vector<std::shared_ptr<Object>> remove_all_owned_by(uint64_t owner);
 
+    // fork() (core/fork_handlers.cpp): every slot lock and the allocation mutex, taken in the
+    // prepare handler so that no thread holds one while the process is copied, and released in
+    // the parent and in the child. Without them a child would inherit a lock held by a parent
+    // thread that does not exist in the child, and wait for it forever. Slot locks are taken
+    // first (a thread holding one may take the allocation mutex next, never the reverse), in
+    // index order (no thread holds two slot locks).
+    void lock_for_fork();
+    void unlock_after_fork();
+
     // --- Test hooks (not exported from libqd; white-box tests link the internal library).
     void debug_set_generation(uint64_t handle, uint32_t generation);
     uint64_t debug_retired_count() const;
@@ -196,6 +205,7 @@ class HandleTable : public LeaseSlots {
     std::vector<uint32_t> free_;
     uint32_t next_index_ = 0;
     std::atomic<uint32_t> high_water_{0};    // slots ever handed out, for scans
+    uint32_t fork_locked_ = 0;               // slots lock_for_fork holds (the forking thread's)
     std::atomic<uint64_t> retired_{0};
 };
 

@@ -71,6 +71,23 @@ void LeaseSlots::revoke_locked(uint32_t index) {
     if (t.end_generation(slot)) slot.state = State::Reserved;
 }
 
+qd_status LeaseSlots::revoke(uint64_t handle, Tag tag) {
+    using Slot = HandleTable::Slot;
+    using State = HandleTable::State;
+    HandleTable &t = table();
+    if (HandleTable::tag_of(handle) == uint8_t(tag)) {
+        if (Slot *slot = t.slot_at(HandleTable::index_of(handle))) {
+            HandleTable::SlotLock lock(*slot);
+            if (slot->live.load(std::memory_order_relaxed) == handle &&
+                slot->state == State::Armed) {
+                revoke_locked(HandleTable::index_of(handle));
+                return QD_SUCCESS;
+            }
+        }
+    }
+    return t.describe_failure(handle, tag);
+}
+
 void LeaseSlots::unreserve(uint32_t index) {
     using Slot = HandleTable::Slot;
     using State = HandleTable::State;

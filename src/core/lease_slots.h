@@ -51,6 +51,11 @@ class LeaseSlots {
     qd_status disarm(uint64_t handle, Tag tag, Object **obj = nullptr);
     // Give a reserved slot back (dropping its object).
     void unreserve(uint32_t index);
+    // Disarm under the slot lock, without the pool: the child of a fork releasing a lease of an
+    // inherited context, whose pool lock a thread of the parent may have held at fork() (a
+    // thread that does not exist in the child). The object stays with the slot. Same failures
+    // as disarm().
+    qd_status revoke(uint64_t handle, Tag tag);
 
   protected:
     LeaseSlots() = default;

@@ -23,8 +23,21 @@ qd_status adopt_child(Context &ctx, std::shared_ptr<Impl> impl, uint64_t *out) {
 // Removes a child handle and everything that remembers it on this thread; the removed object
 // (its last reference, unless queued work still holds it) is returned through `removed`.
 qd_status remove_child(uint64_t handle, Tag tag, std::shared_ptr<Object> *removed) {
-    qd_status st = HandleTable::instance().remove(handle, tag, removed);
+    HandleTable &table = HandleTable::instance();
+    // In the child of a fork, a child of an inherited context is only forgotten: its release
+    // could take locks of the context that a thread of the parent held at the fork
+    // (core/fork_handlers.h). Looked up only in a fork child.
+    bool inherited = false;
+    if (__builtin_expect(fork_generation() != 0, 0)) {
+        uint64_t owner = 0;
+        std::shared_ptr<Context> ctx;
+        if (table.check(handle, tag, &owner, false) == QD_SUCCESS &&
+            table.get(owner, Tag::Context, &ctx) == QD_SUCCESS)
+            inherited = ctx->forked();
+    }
+    qd_status st = table.remove(handle, tag, removed);
     ResolveCache::local().forget(handle);
+    if (st == QD_SUCCESS && inherited) new std::shared_ptr<Object>(*removed);  // never released
     return st;
 }
 
@@ -74,9 +87,19 @@ qd_status get_kernel(Module &module, const char *name, uint64_t *out) {
     if (st != QD_SUCCESS) return st;
     st = adopt_child<Kernel>(*module.ctx, std::move(impl), out);
     if (st != QD_SUCCESS) return st;
-    std::lock_guard<std::mutex> lock(module.kernels_mutex);
-    module.kernels.push_back(*out);  // unloading the module destroys it too
-    return QD_SUCCESS;
+    {
+        std::lock_guard<std::mutex> lock(module.kernels_mutex);
+        if (!module.unloaded) {
+            module.kernels.push_back(*out);  // unloading the module destroys it too
+            return QD_SUCCESS;
+        }
+    }
+    // An unload on another thread took the module's kernel list before this kernel was in it:
+    // the kernel goes with the module, as if the unload had destroyed it.
+    (void)destroy_kernel(*out);
+    *out = 0;
+    return fail(QD_ERROR_INVALID_HANDLE,
+                "the module was unloaded while the kernel was being looked up");
 }
 
 qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name,
@@ -96,7 +119,9 @@ qd_status destroy_stream(uint64_t handle) {
                     (unsigned long long)handle, stream_kind_name(s->kind),
                     s->kind == StreamKind::Leased ? "give it back with qd_stream_release"
                                                   : "it lives as long as its context");
-    st = refuse_if_capturing(*s, handle, "qd_stream_destroy");
+    // An inherited stream in a fork child is only forgotten; its capture state is the parent's
+    // (and guarded by a lock a thread of the parent may have held at the fork).
+    if (!s->ctx->forked()) st = refuse_if_capturing(*s, handle, "qd_stream_destroy");
     if (st != QD_SUCCESS) return st;
     std::shared_ptr<Object> removed;
     st = remove_child(handle, Tag::Stream, &removed);
@@ -131,7 +156,12 @@ qd_status unload_module(uint64_t handle) {
     m.ctx->counted(Tag::Module, -1);
     std::vector<uint64_t> kernels;
     {
-        std::lock_guard<std::mutex> lock(m.kernels_mutex);
+        // In the child of a fork, a thread of the parent may have held an inherited module's
+        // mutex at the fork: its kernels are then left to the context (core/fork_handlers.h).
+        std::unique_lock<std::mutex> lock(m.kernels_mutex, std::defer_lock);
+        if (!m.ctx->forked()) lock.lock();
+        else if (!lock.try_lock()) return QD_SUCCESS;
+        m.unloaded = true;  // a racing get_kernel destroys its kernel itself
         kernels.swap(m.kernels);
     }
     // A kernel its owner already destroyed fails here, which changes nothing (the call
@@ -159,6 +189,10 @@ qd_status release_stream(uint64_t handle) {
         return resolve(handle, &s);  // writes why the handle is not live
     qd_status st = resolve(owner, &c);
     if (st != QD_SUCCESS) return st;
+    // An inherited lease in the child of a fork: forgotten without the pool, whose lock a
+    // thread of the parent may have held at the fork (core/fork_handlers.h).
+    if (__builtin_expect(c->forked(), 0))
+        return HandleTable::instance().revoke(handle, Tag::Stream);
     if (__builtin_expect(c->observer() != nullptr, 0) && resolve(handle, &s) == QD_SUCCESS) {
         st = refuse_if_capturing(*s, handle, "qd_stream_release");
         if (st != QD_SUCCESS) return st;

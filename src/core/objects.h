@@ -60,9 +60,11 @@ class Module : public Object {
     std::shared_ptr<Context> ctx;
     std::shared_ptr<backend::Module> impl;
 
-    // Handles of the kernels taken from this module, invalidated by unload.
+    // Handles of the kernels taken from this module, invalidated by unload. Once `unloaded` is
+    // set (under the mutex, by unload), a kernel taken later is destroyed by its taker.
     std::mutex kernels_mutex;
     std::vector<uint64_t> kernels;
+    bool unloaded = false;
 };
 
 class Kernel : public Object {

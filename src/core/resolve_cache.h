@@ -80,6 +80,11 @@ class ResolveCache {
         return objects_[i].get();
     }
 
+    // In the child of a fork (core/fork_handlers.h): the calling thread's cache holds references
+    // to inherited objects, whose release could take locks that the parent's other threads held
+    // at the fork. The cache is left behind, never freed; the thread's next call makes a new one.
+    static void abandon_after_fork() { t_cache_ = nullptr; }
+
   private:
     // First use on this thread: the cache, and its deletion at thread exit.
     static ResolveCache &create();

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
+#include <deque>
 #include <map>
+#include <unistd.h>
 #include <sstream>
 #include <thread>
 
@@ -23,6 +25,10 @@ constexpr size_t kMaxCapacity = size_t{1} << 24;
 constexpr uint32_t kHostTrackBase = 100000;  // host threads' track ids, after the streams'
 
 std::atomic<uint32_t> g_next_id{1};
+
+// Serialises attaching a trace observer to a context (find_or_attach). At namespace scope, with
+// a constant initializer and nothing to destroy, so that a fork handler may take it.
+std::mutex g_attach_mutex;
 
 // The time every trace's timestamps count from: the first reference taken in the process, so
 // two contexts traced into one file share one time base.
@@ -104,43 +110,158 @@ qd_status capacity_from_environment(size_t *capacity) {
 
 // The trace files of this process. A file holds one part per context written into it (the part
 // of a context that writes again replaces its earlier one), so every write leaves a complete,
-// valid file. Written to path.tmp, then renamed over path.
+// valid file. Written to a temporary file of a unique name next to the path (mkstemp), then
+// renamed over the path, which must be a regular file or absent: a FIFO, a device or any other
+// special file is never replaced. A file keeps the parts of at most kKeptDestroyed destroyed
+// contexts (the oldest go first, counted in the file), so a process that traces many
+// short-lived contexts into one path keeps a bounded file, in memory and on disk.
 class TraceFiles {
   public:
+    static constexpr size_t kKeptDestroyed = 64;  // qd.h, "Timeline trace", says it
+
+    // Never destroyed: exit() runs static destructors while other threads may still flush or
+    // stop a trace (or a later destructor or atexit handler may), so the table must outlive
+    // them all. A leaked heap object: the pointer is trivially destructible.
     static TraceFiles &instance() {
-        static TraceFiles files;
-        return files;
+        static TraceFiles *files = new TraceFiles();
+        return *files;
     }
 
-    // Whether path can be written the way write() writes it (its .tmp created and renamed).
+    // Whether path can be written the way write() writes it (a temporary file created next to
+    // it; path itself a regular file or absent).
     qd_status check_writable(const std::string &path) {
         std::lock_guard<std::mutex> lock(mutex_);
-        struct stat st;
-        if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' is a directory",
-                        path.c_str());
-        const std::string tmp = path + ".tmp";
-        FILE *f = std::fopen(tmp.c_str(), "w");
+        qd_status st = refuse_special(path);
+        if (st != QD_SUCCESS) return st;
+        std::string tmp;
+        FILE *f = open_temporary(path, &tmp);
         if (!f)
             return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
-                        tmp.c_str(), std::strerror(errno));
+                        path.c_str(), std::strerror(errno));
         std::fclose(f);
         std::remove(tmp.c_str());
         return QD_SUCCESS;
     }
 
-    qd_status write(const std::string &path, uint32_t id, std::string part) {
+    // Writes the part of context `id` into path's file. `destroyed`: the context's last part
+    // (its destroy), after which the part may be dropped to keep the bound.
+    qd_status write(const std::string &path, uint32_t id, std::string part, bool destroyed) {
         std::lock_guard<std::mutex> lock(mutex_);
-        std::map<uint32_t, std::string> &mine = parts_[path];
-        mine[id] = std::move(part);
-        const std::string tmp = path + ".tmp";
-        FILE *f = std::fopen(tmp.c_str(), "w");
+        File &file = files_[path];
+        file.parts[id] = std::move(part);
+        if (destroyed) forget_destroyed(file, id);
+        return write_file(path, file);
+    }
+
+    // The context `id` was destroyed without writing again (its trace was stopped before):
+    // its part in every file counts towards the bound. The files are rewritten only when a
+    // part is dropped.
+    void context_destroyed(uint32_t id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto &f : files_) {
+            if (!f.second.parts.count(id)) continue;
+            const uint64_t before = f.second.dropped;
+            forget_destroyed(f.second, id);
+            if (f.second.dropped != before && write_file(f.first, f.second) != QD_SUCCESS)
+                std::fprintf(stderr, "qd: trace: %s\n", last_error_message());
+        }
+    }
+
+  private:
+    struct File {
+        std::map<uint32_t, std::string> parts;  // by context id
+        std::deque<uint32_t> destroyed;         // ids of destroyed contexts, oldest first
+        uint64_t dropped = 0;                   // destroyed contexts' parts dropped
+    };
+
+    // Marks id's part destroyed (once) and drops the oldest destroyed parts beyond the bound.
+    void forget_destroyed(File &file, uint32_t id) {
+        for (uint32_t d : file.destroyed)
+            if (d == id) return;
+        file.destroyed.push_back(id);
+        while (file.destroyed.size() > kKeptDestroyed) {
+            file.parts.erase(file.destroyed.front());
+            file.destroyed.pop_front();
+            ++file.dropped;
+        }
+    }
+
+    static qd_status refuse_special(const std::string &path) {
+        struct stat st;
+        if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return QD_SUCCESS;
+        if (S_ISDIR(st.st_mode))
+            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' is a directory",
+                        path.c_str());
+        const char *what = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : "a special file";
+        return fail(QD_ERROR_INVALID_ARGUMENT,
+                    "trace path '%s' is %s, not a regular file; it is never replaced",
+                    path.c_str(), what);
+    }
+
+    // A new file of a unique name next to path (so two processes, or two starts, never share
+    // it), with the permissions of the file it will replace, else those of a new file.
+    static FILE *open_temporary(const std::string &path, std::string *tmp) {
+        std::string name = path + ".tmp-XXXXXX";
+        const int fd = ::mkstemp(name.data());
+        if (fd < 0) return nullptr;
+        struct stat st;
+        const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777)
+                                                           : (0666 & ~process_umask());
+        (void)::fchmod(fd, mode);
+        FILE *f = ::fdopen(fd, "w");
+        if (!f) {
+            const int err = errno;
+            ::close(fd);
+            ::unlink(name.c_str());
+            errno = err;
+            return nullptr;
+        }
+        *tmp = std::move(name);
+        return f;
+    }
+
+    // The umask, read without changing it (umask() would, for every thread): Linux says it in
+    // /proc/self/status; 022 when it cannot be read.
+    static mode_t process_umask() {
+        mode_t mask = 022;
+        if (FILE *f = std::fopen("/proc/self/status", "r")) {
+            char line[256];
+            unsigned int m = 0;
+            while (std::fgets(line, sizeof line, f))
+                if (std::sscanf(line, "Umask: %o", &m) == 1) {
+                    mask = static_cast<mode_t>(m);
+                    break;
+                }
+            std::fclose(f);
+        }
+        return mask;
+    }
+
+    qd_status write_file(const std::string &path, const File &file) {
+        qd_status st = refuse_special(path);
+        if (st != QD_SUCCESS) return st;
+        std::string tmp;
+        FILE *f = open_temporary(path, &tmp);
         if (!f)
             return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
-                        tmp.c_str(), std::strerror(errno));
+                        path.c_str(), std::strerror(errno));
         std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
         bool first = true;
-        for (const auto &p : mine) {
+        if (file.dropped) {
+            std::fprintf(f,
+                         "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
+                         "\"qd trace file\"}},\n"
+                         "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_labels\",\"args\":{"
+                         "\"labels\":\"parts of %" PRIu64
+                         " destroyed contexts dropped (a file keeps the last %zu)\"}}",
+                         file.dropped, kKeptDestroyed);
+            first = false;
+        }
+        for (const auto &p : file.parts) {
             if (p.second.empty()) continue;
             if (!first) std::fputs(",\n", f);
             first = false;
@@ -148,18 +269,24 @@ class TraceFiles {
         }
         std::fputs("\n]}\n", f);
         const bool closed = std::fclose(f) == 0;
-        if (!closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        // Checked again just before the rename: a special file made at path since the start is
+        // not replaced either.
+        if (closed) st = refuse_special(path);
+        if (!closed || st != QD_SUCCESS || std::rename(tmp.c_str(), path.c_str()) != 0) {
             const int err = errno;
             std::remove(tmp.c_str());
+            if (st != QD_SUCCESS) return st;
             return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
                         path.c_str(), std::strerror(err));
         }
         return QD_SUCCESS;
     }
 
-  private:
     std::mutex mutex_;
-    std::map<std::string, std::map<uint32_t, std::string>> parts_;
+    std::map<std::string, File> files_;
+
+    friend void qd::core::lock_trace_files_for_fork();
+    friend void qd::core::unlock_trace_files_after_fork();
 };
 
 qd_status already_on(const std::string &path) {
@@ -175,6 +302,16 @@ TraceObserver *attached_trace(Context &ctx) {
 
 }  // namespace
 
+void lock_trace_files_for_fork() {
+    g_attach_mutex.lock();
+    TraceFiles::instance().mutex_.lock();
+}
+
+void unlock_trace_files_after_fork() {
+    TraceFiles::instance().mutex_.unlock();
+    g_attach_mutex.unlock();
+}
+
 qd_status TraceObserver::attach_if_requested(Context &ctx) {
     const char *path = ::secure_getenv("QD_TRACE");
     if (!path || !*path) return QD_SUCCESS;
@@ -184,8 +321,7 @@ qd_status TraceObserver::attach_if_requested(Context &ctx) {
 }
 
 qd_status TraceObserver::find_or_attach(Context &ctx, TraceObserver **out) {
-    static std::mutex attach_mutex;
-    std::lock_guard<std::mutex> lock(attach_mutex);
+    std::lock_guard<std::mutex> lock(g_attach_mutex);
     if ((*out = attached_trace(ctx))) return QD_SUCCESS;
     qd_status st = ctx.attach_observer(std::make_unique<TraceObserver>(ctx));
     if (st != QD_SUCCESS) return st;
@@ -212,7 +348,7 @@ qd_status TraceObserver::stop(Context &ctx) {
     if (!trace || !trace->on_.load(std::memory_order_acquire))
         return fail(QD_ERROR_INVALID_OPERATION,
                     "the context is not being traced (qd_trace_start starts a trace)");
-    return trace->end_window(true);
+    return trace->end_window(true, false);
 }
 
 qd_status TraceObserver::flush(Context &ctx) {
@@ -227,7 +363,7 @@ qd_status TraceObserver::flush(Context &ctx) {
             return fail(QD_ERROR_INVALID_OPERATION,
                         "the context was never traced (qd_trace_start starts a trace)");
     }
-    return trace->write_snapshot();
+    return trace->write_snapshot(false);
 }
 
 TraceObserver::TraceObserver(Context &ctx) : ctx_(ctx), id_(g_next_id.fetch_add(1)) {}
@@ -258,23 +394,25 @@ qd_status TraceObserver::begin_window(std::string path, size_t capacity) {
     return QD_SUCCESS;
 }
 
-qd_status TraceObserver::end_window(bool report) {
+qd_status TraceObserver::end_window(bool report, bool destroyed) {
     std::lock_guard<std::mutex> control(control_);
+    bool was_on;
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (!on_.load(std::memory_order_acquire)) {
-            if (!report) return QD_SUCCESS;
-            return fail(QD_ERROR_INVALID_OPERATION,
-                        "the context is not being traced (qd_trace_start starts a trace)");
-        }
+        was_on = on_.load(std::memory_order_acquire);
         on_.store(false, std::memory_order_release);
     }
-    return write_snapshot();
+    if (was_on) return write_snapshot(destroyed);
+    // Stopped before: the part written then (if any) was the context's last one.
+    if (destroyed) TraceFiles::instance().context_destroyed(id_);
+    if (!report) return QD_SUCCESS;
+    return fail(QD_ERROR_INVALID_OPERATION,
+                "the context is not being traced (qd_trace_start starts a trace)");
 }
 
 // Under control_. The operations whose submit has returned are in the copy; their end events
 // are waited for (the work they bracket was queued before this call), then the file is written.
-qd_status TraceObserver::write_snapshot() {
+qd_status TraceObserver::write_snapshot(bool destroyed) {
     Window copy;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -283,7 +421,7 @@ qd_status TraceObserver::write_snapshot() {
     for (Slot &s : copy.slots)
         if (s.completed && s.ended) (void)s.end->synchronize();  // a lost context: not timed
     std::string part = render(copy);
-    return TraceFiles::instance().write(copy.path, id_, std::move(part));
+    return TraceFiles::instance().write(copy.path, id_, std::move(part), destroyed);
 }
 
 uint32_t TraceObserver::track_of(Window &w, const Stream &stream) {
@@ -380,7 +518,7 @@ void TraceObserver::after(const Op &op, qd_status status) {
 // so a file that cannot be written is said on stderr).
 void TraceObserver::context_drained(Context &ctx) {
     (void)ctx;
-    if (end_window(false) != QD_SUCCESS)
+    if (end_window(false, true) != QD_SUCCESS)
         std::fprintf(stderr, "qd: trace: %s\n", last_error_message());
 }
 

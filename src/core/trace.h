@@ -116,8 +116,11 @@ class TraceObserver final : public OpObserver {
 
     static qd_status find_or_attach(Context &ctx, TraceObserver **out);
     qd_status begin_window(std::string path, size_t capacity);  // blocks on the reference event
-    qd_status end_window(bool report);  // off, then write; report: failures as a status
-    qd_status write_snapshot();        // copy the window, wait for its events, write the file
+    // Off, then write; report: failures as a status; destroyed: the context's last write (the
+    // file may then drop the oldest destroyed contexts' parts).
+    qd_status end_window(bool report, bool destroyed);
+    // Copy the window, wait for its events, write the file.
+    qd_status write_snapshot(bool destroyed);
     static uint32_t track_of(Window &w, const Stream &stream);
     static uint32_t thread_of(Window &w);  // this host thread's number in the window
     std::string render(const Window &w);
@@ -129,5 +132,10 @@ class TraceObserver final : public OpObserver {
     std::mutex mutex_;    // window_ (submits take it while on)
     std::unique_ptr<Window> window_;  // the current window, or after a stop the last one
 };
+
+// fork() (core/fork_handlers.h): the table of trace files is locked in the prepare handler and
+// unlocked in the parent and the child, so a child never inherits it locked by another thread.
+void lock_trace_files_for_fork();
+void unlock_trace_files_after_fork();
 
 }  // namespace qd::core

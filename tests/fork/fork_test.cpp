@@ -5,9 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "qd_test.h"
 
@@ -243,4 +246,100 @@ TEST(ForkNoContext, ForkTwice_GrandchildStillWorks) {
         CHILD_CHECK(inner == 0);
     });
     EXPECT_EQ(code, 0);
+}
+
+// fork() while other threads of the parent are inside qd: each thread may hold a lock at the
+// fork (a handle slot's, the handle table's, a stream pool's, a stream's), and a child that
+// waits for it hangs. Every child must destroy the inherited context (only forgetting it) and
+// make and use a new one. A child still running after a generous bound (alarm) is killed and
+// counted as hung; none may be.
+TEST(ForkThreads, ForkWhileThreadsUseQd_EveryChildForgetsTheInheritedContextAndMakesANewOne) {
+#ifdef QDT_TSAN
+    GTEST_SKIP() << "fork of a multi-threaded process: not supported under ThreadSanitizer";
+#endif
+    qd_context ctx = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 8, 2);
+    ASSERT_QD_OK(qd_context_create(&desc, &ctx));
+    qd_stream def = 0;
+    ASSERT_QD_OK(qd_context_default_stream(ctx, &def));
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            // Each thread mostly stays on one kind of call, so its lock is held often: the
+            // pool's (0, 1), the table's allocation mutex and the registries' list (2), the
+            // slots' (3); every sixth call is of another kind.
+            for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+                uint64_t h = 0;
+                switch (i % 6 ? (t == 0 || t == 1 ? 2 : t == 2 ? 4 : 0) : (t + i / 6) % 6) {
+                case 0:
+                    if (qd_stream_create(ctx, nullptr, &h) == QD_SUCCESS) {
+                        (void)qd_launch_host_fn(h, &qdt::noop_host_fn, nullptr);
+                        (void)qd_stream_destroy(h);
+                    }
+                    break;
+                case 1:
+                    if (qd_event_create(ctx, 0, &h) == QD_SUCCESS) {
+                        (void)qd_event_record(def, h);
+                        (void)qd_event_destroy(h);
+                    }
+                    break;
+                case 2:
+                    if (qd_stream_acquire(ctx, &h) == QD_SUCCESS) {
+                        (void)qd_launch_host_fn(h, &qdt::noop_host_fn, nullptr);
+                        (void)qd_stream_release(h);
+                    }
+                    break;
+                case 3: {
+                    qd_stream kids[2];
+                    if (qd_stream_fork(def, 2, kids) == QD_SUCCESS)
+                        (void)qd_stream_join(def, kids, 2);
+                    break;
+                }
+                case 4: {
+                    qd_context other = 0;
+                    qd_context_desc d = make_desc(QD_BACKEND_CPU, 2, 1);
+                    if (qd_context_create(&d, &other) == QD_SUCCESS)
+                        (void)qd_context_destroy(other);
+                    break;
+                }
+                default:
+                    (void)qd_launch_host_fn(def, &qdt::noop_host_fn, nullptr);
+                    (void)qd_stream_query(def);
+                    break;
+                }
+            }
+        });
+    }
+    const int children = (int)scaled(120, 24);
+    std::vector<pid_t> pids;
+    fflush(stdout);
+    fflush(stderr);
+    for (int c = 0; c < children; ++c) {
+        // Let the threads get going again between forks (a fork stops them only for its copy).
+        for (int y = 0; y < 50; ++y) std::this_thread::yield();
+        const pid_t pid = fork();
+        if (pid == 0) {
+            alarm(60);  // a bound on a hang, far above the child's few milliseconds of work
+            CHILD_CHECK(qd_context_destroy(ctx) == QD_SUCCESS);
+            CHILD_CHECK(qd_stream_query(def) == QD_ERROR_INVALID_HANDLE);
+            child_new_cpu_context_works();
+            _exit(0);
+        }
+        ASSERT_GT(pid, 0) << "fork failed";
+        pids.push_back(pid);
+    }
+    stop.store(true);
+    for (std::thread &th : threads) th.join();
+    int hung = 0, failed = 0;
+    for (pid_t pid : pids) {
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) ++hung;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    }
+    EXPECT_EQ(hung, 0) << "of " << children << " children, " << hung << " hung";
+    EXPECT_EQ(failed, 0) << "of " << children << " children, " << failed
+                         << " failed (see stderr for the failing check)";
+    ASSERT_QD_OK(qd_context_destroy(ctx));
 }

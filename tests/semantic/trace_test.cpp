@@ -4,7 +4,10 @@
 // flush writes the window so far and tracing goes on; a full ring drops the newest and counts
 // them; every misuse status; a path that cannot be written, at start and at stop; QD_TRACE is a
 // start that the program may stop; a destroy while traced writes the file; two contexts share
-// one file. (tests/trace/check_trace.py checks the file's content event by event.)
+// one file; a FIFO or device at the path is refused and never replaced; temporary files have
+// unique names; a file keeps the parts of the last 64 destroyed contexts. (tests/trace/
+// check_trace.py checks the file's content event by event, and a flush at exit.)
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,6 +173,80 @@ TEST_P(TraceTest, Start_PathThatCannotBeWritten_IsInvalidArgument_AndTracingStay
     ASSERT_QD_OK(qd_context_get_stats(ctx_, &s));
     ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str())) << "a good path still starts";
     ASSERT_QD_OK(qd_trace_stop(ctx_));
+}
+
+TEST_P(TraceTest, SpecialFileAtThePath_IsRefusedAtStartAndStop_AndNeverReplaced) {
+    QDT_REQUIRE_CPU();
+    auto is_fifo = [](const std::string &p) {
+        struct stat st;
+        return ::stat(p.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+    };
+    ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "a FIFO, not a regular file",
+                  qd_trace_start(ctx_, path_.c_str()));
+    EXPECT_QD(QD_ERROR_INVALID_OPERATION, qd_trace_stop(ctx_)) << "tracing stayed off";
+    EXPECT_TRUE(is_fifo(path_)) << "the FIFO is still there";
+    // A FIFO made at the path after the start is not replaced by the stop either.
+    ASSERT_EQ(std::remove(path_.c_str()), 0);
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(memset_n(222));
+    ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "a FIFO, not a regular file", qd_trace_stop(ctx_));
+    EXPECT_TRUE(is_fifo(path_)) << "the FIFO is still there";
+    // (A device is refused the same way; no test names one: were the check to regress, a test
+    // run as root would replace it.)
+}
+
+TEST_P(TraceTest, TemporaryFileName_IsUnique_SoATakenPathDotTmpDoesNotStopTheTrace) {
+    QDT_REQUIRE_CPU();
+    // What another process tracing to the same path would hold while it writes.
+    const std::string taken = path_ + ".tmp";
+    ASSERT_EQ(::mkdir(taken.c_str(), 0700), 0);
+    EXPECT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(memset_n(222));
+    EXPECT_QD_OK(qd_trace_stop(ctx_));
+    EXPECT_EQ(memsets(read_file(path_), 222), 1u);
+    ::rmdir(taken.c_str());
+    // Nothing is left next to the path but the file itself.
+    size_t entries = 0;
+    if (DIR *d = ::opendir(dir_.c_str())) {
+        while (struct dirent *e = ::readdir(d))
+            if (e->d_name[0] != '.') ++entries;
+        ::closedir(d);
+    }
+    EXPECT_EQ(entries, 1u) << "a temporary file was left in " << dir_;
+}
+
+// Every destroyed context's part stays in its file (in memory and on disk) up to a bound: the
+// file keeps the parts of the last 64 destroyed contexts, and says how many it dropped.
+TEST_P(TraceTest, ManyDestroyedContextsIntoOnePath_TheFileKeepsTheLast64AndCountsTheRest) {
+    QDT_REQUIRE_CPU();
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));  // a live context: never dropped
+    ASSERT_QD_OK(memset_n(5));
+    ASSERT_QD_OK(qd_trace_flush(ctx_));
+    const int contexts = 70;
+    for (int i = 0; i < contexts; ++i) {
+        qd_context c = 0;
+        qd_context_desc desc = make_desc(QD_BACKEND_CPU, 1, 1);
+        ASSERT_QD_OK(qd_context_create(&desc, &c));
+        ASSERT_QD_OK(qd_trace_start(c, path_.c_str()));
+        qd_stream s = 0;
+        ASSERT_QD_OK(qd_context_default_stream(c, &s));
+        // Memset sizes 1000 + i tell the contexts apart; half are stopped before the destroy.
+        static uint8_t block[2000];
+        ASSERT_QD_OK(qd_memset_async(s, reinterpret_cast<uint64_t>(block), 1, 1000 + i));
+        if (i % 2) { ASSERT_QD_OK(qd_trace_stop(c)); }
+        ASSERT_QD_OK(qd_context_destroy(c));
+    }
+    const std::string t = read_file(path_);
+    for (int i = 0; i < contexts - 64; ++i)
+        EXPECT_EQ(memsets(t, 1000 + i), 0u) << "the oldest destroyed contexts are dropped: " << i;
+    for (int i = contexts - 64; i < contexts; ++i)
+        EXPECT_EQ(memsets(t, 1000 + i), 1u) << "the last 64 are kept: " << i;
+    EXPECT_EQ(count(t, "parts of 6 destroyed contexts dropped (a file keeps the last 64)"), 1u);
+    EXPECT_EQ(memsets(t, 5), 1u) << "the live context's part stays";
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    EXPECT_EQ(memsets(read_file(path_), 5), 1u);
 }
 
 TEST_P(TraceTest, Stop_WhenThePathWasRemoved_IsInvalidArgument_AndFlushWritesItLater) {

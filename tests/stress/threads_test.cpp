@@ -516,3 +516,52 @@ TEST(Threads, CreationsRacingContextDestroy_EveryChildHandleIsInvalidAfterwards)
         for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
     }
 }
+
+// qd_kernel_get racing qd_module_unload of its module: either the get fails with INVALID_HANDLE,
+// or it made a kernel that the unload invalidated. A kernel added to the module after the
+// unload took its kernel list would stay launchable (and counted) with its module gone.
+TEST(Threads, KernelGetRacingModuleUnload_NoKernelOutlivesTheUnload) {
+    const int trials = (int)scaled(300, 40);
+    const std::string path = cpu_module_path();
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 8, 1);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_context_default_stream(c, &s));
+    int still_valid = 0;
+    for (int t = 0; t < trials; ++t) {
+        qd_module m = 0;
+        ASSERT_QD_OK(qd_module_load(c, path.data(), path.size(), &m));
+        std::atomic<int> made{0};
+        std::vector<qd_kernel> got;
+        Tally tally;
+        std::thread getter([&] {
+            for (;;) {
+                qd_kernel k = 0;
+                const qd_status st = qd_kernel_get(m, "qd_test_noop", &k);
+                if (st == QD_ERROR_INVALID_HANDLE) break;
+                if (st != QD_SUCCESS) {
+                    tally.bad("qd_kernel_get", st);
+                    made.store(-1);
+                    break;
+                }
+                got.push_back(k);
+                made.fetch_add(1);
+            }
+        });
+        // The unload comes while the getter is in its loop (it has made a kernel already).
+        while (made.load() == 0) std::this_thread::yield();
+        ASSERT_QD_OK(qd_module_unload(m));
+        getter.join();
+        for (qd_kernel k : got)
+            if (qd_launch(s, k, nullptr, nullptr, 0) != QD_ERROR_INVALID_HANDLE) ++still_valid;
+        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    }
+    EXPECT_EQ(still_valid, 0) << "kernels still launchable after their module's unload returned";
+    ASSERT_QD_OK(qd_context_synchronize(c));
+    qd_context_stats stats = QD_CONTEXT_STATS_INIT;
+    ASSERT_QD_OK(qd_context_get_stats(c, &stats));
+    EXPECT_EQ(stats.live_modules, 0u);
+    EXPECT_EQ(stats.live_kernels, 0u);
+    ASSERT_QD_OK(qd_context_destroy(c));
+}

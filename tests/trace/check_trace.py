@@ -109,6 +109,12 @@ def check_fault(data):
     check(len(lost) >= 1 and "broken" in lost[0]["name"], f"the fault is marked: {lost}")
 
 
+def check_exit(data):
+    events, procs, tracks, slices = parts(data)
+    omega = [s for s in slices if s["name"] == "omega"]
+    check(len(omega) == 5, f"the flush at exit wrote every launch, its own included: {len(omega)}")
+
+
 def check_view(qd_tool, trace, tmp, lanes):
     page = os.path.join(tmp, "trace.html")
     done = subprocess.run([qd_tool, "trace", "view", trace, "-o", page], capture_output=True,
@@ -141,6 +147,7 @@ def main():
         check_overflow(run(program, "normal", os.path.join(tmp, "small.json"),
                            QD_TRACE_CAPACITY="4"))
         check_fault(run(program, "fault", os.path.join(tmp, "fault.json")))
+        check_exit(run(program, "exit", os.path.join(tmp, "exit.json")))
         if qd_tool:
             check_view(qd_tool, trace, tmp, len(parts(data)[2]))
     if failures:

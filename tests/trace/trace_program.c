@@ -8,11 +8,17 @@
  *                          context: 2 launches of "delta". Both contexts are destroyed with
  *                          work still queued (a slow task at the head of A).
  *   trace_program fault    one context whose kernel "broken" fails (the context is lost).
+ *   trace_program exit     one context, 3 launches of "omega", then exit(); a handler that
+ *                          exit() runs after qd's own exit-time cleanup (it was registered
+ *                          before qd's first call) launches "omega" twice more and flushes the
+ *                          trace: the file must hold all 5 (the trace's file table outlives
+ *                          exit, so a thread or handler still tracing never uses freed memory).
  * Exit status 0 when every qd call that must succeed did. */
 #define _POSIX_C_SOURCE 199309L  /* nanosleep */
 #include <qd/qd.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -110,9 +116,42 @@ static int fault(void) {
     return 0;
 }
 
+static qd_context g_exit_context;
+static qd_kernel g_omega;
+static qd_stream g_exit_stream;
+
+/* Registered before the first qd call, so exit() runs it after every destructor and handler
+ * that qd's first calls registered. */
+static void flush_at_exit(void) {
+    if (!g_exit_context) return;
+    for (int i = 0; i < 2; ++i)
+        if (qd_launch(g_exit_stream, g_omega, NULL, NULL, 0) != QD_SUCCESS) _Exit(3);
+    if (qd_stream_synchronize(g_exit_stream) != QD_SUCCESS) _Exit(4);
+    qd_status st = qd_trace_flush(g_exit_context);
+    if (st != QD_SUCCESS) {
+        fprintf(stderr, "qd_trace_flush at exit: %s: %s\n", qd_status_name(st),
+                qd_last_error_message());
+        _Exit(5);
+    }
+}
+
+static int exit_flush(void) {
+    if (atexit(flush_at_exit) != 0) return 1;
+    qd_context c = new_context();
+    if (!c) return 1;
+    CHECK(qd_kernel_from_host_fn(c, quick, "omega", &g_omega));
+    CHECK(qd_stream_create(c, NULL, &g_exit_stream));
+    for (int i = 0; i < 3; ++i) CHECK(qd_launch(g_exit_stream, g_omega, NULL, NULL, 0));
+    CHECK(qd_stream_synchronize(g_exit_stream));
+    CHECK(qd_trace_flush(c));
+    g_exit_context = c;
+    exit(0); /* the context stays: flush_at_exit still traces it */
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "normal") == 0) return normal();
     if (argc == 2 && strcmp(argv[1], "fault") == 0) return fault();
+    if (argc == 2 && strcmp(argv[1], "exit") == 0) return exit_flush();
     fprintf(stderr, "usage: trace_program normal|fault\n");
     return 2;
 }
