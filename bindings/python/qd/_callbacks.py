@@ -211,13 +211,26 @@ def _drop_unrun(errors: list) -> None:
 # weakref.finalize runs at exit (atexit) for every context still alive, while other threads can
 # still take the GIL, so host callbacks still queued run to completion before the interpreter
 # goes away and no qd thread ever calls into a finalizing interpreter.
+#
+# A context whose last reference dies inside one of its own host callbacks is finalized on that
+# qd worker, which then hands the destroy to a helper thread. Exit waits for every destroy under
+# way on any thread, not only for the helpers already started: between qd_context_destroy's
+# refusal (the GIL released) and the helper's start, the worker must still take the GIL back,
+# and a worker that finds the interpreter finalized is ended by Python under libqd's feet
+# (std::terminate).
 # ----------------------------------------------------------------------------------------------
 
-_deferred_lock = threading.Lock()
+_deferred = threading.Condition()  # guards _destroying and _deferred_threads
+_destroying = [0]  # destroys under way on any thread
 _deferred_threads: List[threading.Thread] = []
 
 
 def _destroy_context(handle: int, keepalive: list, errors: list, held: _Held) -> None:
+    try:
+        with _deferred:
+            _destroying[0] += 1
+    except BaseException:  # module teardown: nothing left to count with
+        return
     try:
         status = _f_ctx_destroy(_lib.H(handle))
         if status == Status.ERROR_INVALID_OPERATION:
@@ -225,7 +238,7 @@ def _destroy_context(handle: int, keepalive: list, errors: list, held: _Held) ->
             # context (qd refuses to drain from its own worker): destroy it from a helper thread.
             thread = threading.Thread(target=_destroy_context, args=(handle, keepalive, errors, held),
                                       name=f"qd-destroy-{handle:#x}", daemon=True)
-            with _deferred_lock:
+            with _deferred:
                 _deferred_threads.append(thread)
             thread.start()
             return
@@ -234,6 +247,13 @@ def _destroy_context(handle: int, keepalive: list, errors: list, held: _Held) ->
         _warn_unreported(errors, raise_errors=False)
     except BaseException:
         pass
+    finally:
+        try:
+            with _deferred:
+                _destroying[0] -= 1
+                _deferred.notify_all()
+        except BaseException:
+            pass
 
 
 def _warn_unreported(errors: list, raise_errors: bool = True) -> None:
@@ -257,9 +277,13 @@ def _warn_unreported(errors: list, raise_errors: bool = True) -> None:
 
 
 def _join_deferred() -> None:
+    """At exit: wait until no context destroy is under way on any thread and every helper
+    thread has finished."""
     try:
         while True:
-            with _deferred_lock:
+            with _deferred:
+                while _destroying[0] and not _deferred_threads:
+                    _deferred.wait()
                 if not _deferred_threads:
                     return
                 thread = _deferred_threads.pop()

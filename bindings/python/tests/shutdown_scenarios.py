@@ -110,6 +110,39 @@ def callback_owns_the_context(module_path: str) -> None:
 
 
 @scenario
+def callback_owns_the_context_as_exit_begins(module_path: str) -> None:
+    """callback_owns_the_context with its window held open: the last reference dies in the
+    context's own callback, before exit, and that worker is held (the GIL released) right after
+    qd_context_destroy refused to drain from it, until the main thread has begun exiting. Exit
+    must wait for that destroy to finish; otherwise the worker comes back to a finalized
+    interpreter and the process aborts."""
+    from qd import _callbacks
+
+    destroy = _callbacks._f_ctx_destroy
+    refused = threading.Event()
+    main_thread = threading.main_thread()
+
+    def held_destroy(handle):
+        status = destroy(handle)
+        if status == qd.Status.ERROR_INVALID_OPERATION and not refused.is_set():
+            refused.set()
+            main_thread.join()  # returns once the main thread has begun exiting
+        return status
+
+    _callbacks._f_ctx_destroy = held_destroy
+    made = threading.Event()
+
+    def make() -> None:
+        ctx = qd.Context("cpu")
+        s = ctx.create_stream()
+        qd.launch_host_fn(lambda: (made.wait(), ctx, s), stream=s)
+
+    make()  # the only reference to the context is the pending callback's
+    made.set()  # (only now: the callback must not drop its reference while make() holds one)
+    refused.wait()  # the callback ran and let go of the context on its worker
+
+
+@scenario
 def daemon_thread_still_working(module_path: str) -> None:
     ctx = qd.Context("cpu")
     started = threading.Event()
