@@ -101,7 +101,13 @@ qd_status memcpy_peer(uint64_t stream, uint64_t dst, uint64_t dst_ctx, uint64_t 
     bool dst_host = false, src_host = false;
     st = d->allocs().check_inside(dst, bytes, "dst", dst_ctx, &dst_host);
     if (st == QD_SUCCESS) st = r->allocs().check_inside(src, bytes, "src", src_ctx, &src_host);
-    if (st != QD_SUCCESS) return st;
+    if (st != QD_SUCCESS) {
+        // A racing qd_context_destroy of either context sweeps its blocks: the handle is what
+        // went stale, not the address.
+        if (d->check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
+        if (r->check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
+        return st;
+    }
     // Pinned host memory is reachable from every context by its address: a plain copy. The
     // backends' peer copies (cuMemcpyPeerAsync) take device memory on both sides.
     if (dst_host || src_host) {
