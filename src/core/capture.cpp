@@ -216,6 +216,9 @@ qd_status CaptureObserver::before(const Op &op, bool *consumed) {
 
 qd_status CaptureObserver::begin(Stream &stream, uint64_t handle) {
     std::lock_guard<std::mutex> lock(mutex_);
+    // A capture begun once the context's destroy has begun would outlive its drain
+    // (context_drained ends the captures), and its lanes would keep the context alive.
+    if (ctx_.check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
     auto it = lanes_.find(&stream);
     if (it != lanes_.end()) {
         if (it->second.lane == 0)

@@ -131,6 +131,7 @@ qd_status Context::destroy(uint64_t handle) {
     if (st != QD_SUCCESS) return st;
     if (ctx->fork_generation_ == fork_generation()) {
         st = ctx->may_block();
+        if (st == QD_SUCCESS) st = ctx->peer_users_.may_wait(handle);
         if (st != QD_SUCCESS) return st;
     }
     // Removing the handle is the one step that can only succeed once: a second destroy, from
@@ -304,6 +305,12 @@ void Context::tear_down() {
     impl_->synchronize();  // drain; a lost context still drains (its work is skipped)
     if (observers_) observers_->context_drained(*this);
     impl_->shutdown();
+    // Other contexts' queued peer copies of this context's memory run before it is freed; a
+    // destroy nested in such a copy's call frees it once that call has queued the copy.
+    peer_users_.close_then([self = shared_from_this()] { self->sweep(); });
+}
+
+void Context::sweep() {
     // Blocks given back by frees refused during the drain were registered again and are swept
     // here; from now on the registry refuses them (register_allocation frees them at once).
     allocs_closed_.store(true, std::memory_order_release);

@@ -19,6 +19,7 @@
 #include "core/event_pool.h"
 #include "core/handle_table.h"
 #include "core/objects.h"
+#include "core/peer_users.h"
 #include "core/resolve_cache.h"
 #include "core/stream_pool.h"
 
@@ -77,6 +78,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     StreamPool &stream_pool() { return *stream_pool_; }
     EventPool &event_pool() { return *event_pool_; }
     AllocRegistry &allocs() { return allocs_; }
+    // Other contexts' streams with peer copies of this context's memory (core/peer_users.h).
+    PeerUsers &peer_users() { return peer_users_; }
     uint64_t default_stream() const { return default_stream_handle_; }
 
     // The observer of every operation submitted on this context's streams (core/submit.h), or
@@ -105,6 +108,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     Context() = default;
     qd_status unusable() const;  // the error half of usable()
     void tear_down();  // everything destroy() does after the handle is gone
+    void sweep();      // frees what the registry still holds: the last step of tear_down()
 
     uint64_t handle_ = 0;
     qd_backend kind_ = QD_BACKEND_CPU;
@@ -113,6 +117,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     std::unique_ptr<StreamPool> stream_pool_;
     std::unique_ptr<EventPool> event_pool_;
     AllocRegistry allocs_;
+    PeerUsers peer_users_;
     std::shared_ptr<Stream> default_stream_;
     uint64_t default_stream_handle_ = 0;
     std::atomic<bool> torn_down_{false};

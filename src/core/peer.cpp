@@ -98,6 +98,14 @@ qd_status memcpy_peer(uint64_t stream, uint64_t dst, uint64_t dst_ctx, uint64_t 
     if (st == QD_SUCCESS) st = d->usable();
     if (st == QD_SUCCESS) st = r->usable();
     if (st != QD_SUCCESS || bytes == 0) return st;
+    // The other context's memory stays until this copy ran: its destroy waits for the copy's
+    // stream (core/peer_users.h), or refuses it here once the destroy has begun.
+    Context *other = d != &mine ? d : r != &mine ? r : nullptr;
+    PeerUsers::Entry entry;
+    if (other) {
+        st = other->peer_users().enter(other->shared_from_this(), other->handle(), &entry);
+        if (st != QD_SUCCESS) return st;
+    }
     bool dst_host = false, src_host = false;
     st = d->allocs().check_inside(dst, bytes, "dst", dst_ctx, &dst_host);
     if (st == QD_SUCCESS) st = r->allocs().check_inside(src, bytes, "src", src_ctx, &src_host);
@@ -112,9 +120,12 @@ qd_status memcpy_peer(uint64_t stream, uint64_t dst, uint64_t dst_ctx, uint64_t 
     // backends' peer copies (cuMemcpyPeerAsync) take device memory on both sides.
     if (dst_host || src_host) {
         st = refuse_if_capturing(*s, stream, "qd_memcpy_peer_async");
-        return st == QD_SUCCESS ? submit_memcpy(*s, dst, src, bytes) : st;
+        if (st == QD_SUCCESS) st = submit_memcpy(*s, dst, src, bytes);
+    } else {
+        st = submit_memcpy_peer(*s, dst, *d, src, *r, bytes);
     }
-    return submit_memcpy_peer(*s, dst, *d, src, *r, bytes);
+    if (st == QD_SUCCESS && other) entry.queued(s->impl, mine.shared_from_this());
+    return st;
 }
 
 }  // namespace qd::core

@@ -200,6 +200,133 @@ TEST(ReentrancyTest, MemFreeRefusedByHazard_DuringDestroyDrain_FreedAfterQueuedW
 }
 
 // ---------------------------------------------------------------------------------------------
+// Peer copies and the destroy of the context whose memory they name
+// ---------------------------------------------------------------------------------------------
+
+// Large enough to be mapped on its own by malloc: once freed, reading it faults at once.
+constexpr uint64_t kPeerBytes = 8ull << 20;
+
+struct PeerPair {
+    qd_context a = 0, b = 0;  // the copy runs on a stream of a; b's memory is the source
+    qd_stream sa = 0;
+    uint64_t dst = 0, src = 0;
+    explicit PeerPair(uint32_t a_flags) {
+        a = make_context(a_flags);
+        b = make_context(0);
+        qd_stream da = 0, db = 0;
+        EXPECT_QD_OK(qd_context_default_stream(a, &da));
+        EXPECT_QD_OK(qd_context_default_stream(b, &db));
+        EXPECT_QD_OK(qd_stream_create(a, nullptr, &sa));
+        EXPECT_QD_OK(qd_mem_alloc_async(da, kPeerBytes, &dst));
+        EXPECT_QD_OK(qd_mem_alloc_async(db, kPeerBytes, &src));
+        EXPECT_QD_OK(qd_memset_async(db, src, 0x5a, kPeerBytes));
+        EXPECT_QD_OK(qd_memset_async(da, dst, 0, kPeerBytes));
+        EXPECT_QD_OK(qd_stream_synchronize(da));
+        EXPECT_QD_OK(qd_stream_synchronize(db));
+    }
+    qd_status copy() { return qd_memcpy_peer_async(sa, dst, a, src, b, kPeerBytes); }
+    // The last bytes the copy wrote, read back on the host.
+    bool copied() {
+        uint8_t tail[16] = {};
+        EXPECT_QD_OK(qd_memcpy_async(sa, (uint64_t)(uintptr_t)tail, dst + kPeerBytes - sizeof tail,
+                                     sizeof tail));
+        EXPECT_QD_OK(qd_stream_synchronize(sa));
+        for (uint8_t v : tail)
+            if (v != 0x5a) return false;
+        return true;
+    }
+};
+
+void destroy_other_context(const qd_hazard *, void *user) {
+    auto *log = static_cast<HandlerLog *>(user);
+    if (log->calls++ == 0) log->destroy_status = qd_context_destroy(log->other);
+}
+
+TEST(ReentrancyTest, HazardHandlerOfAPeerCopy_DestroysTheSourceContext_CopyReadsLiveMemory) {
+    PeerPair p(QD_CONTEXT_VALIDATE);
+    // An unordered launch that names dst on another stream makes the copy's write a race: the
+    // copy's report comes from inside qd_memcpy_peer_async, before the copy is queued.
+    qd_stream other = 0;
+    qd_kernel k = 0;
+    ASSERT_QD_OK(qd_stream_create(p.a, nullptr, &other));
+    ASSERT_QD_OK(qd_kernel_from_host_fn(p.a, &k_noop, "user", &k));
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    qd_arg arg = {&p.dst, sizeof p.dst};
+    ASSERT_QD_OK(qd_launch(other, k, &cfg, &arg, 1));
+    ASSERT_QD_OK(qd_stream_synchronize(other));
+    ASSERT_QD_OK(qd_launch(other, k, &cfg, &arg, 1));
+    HandlerLog log;
+    log.other = p.b;
+    ASSERT_QD_OK(qd_context_set_hazard_handler(p.a, &destroy_other_context, &log));
+    // b's destroy runs inside this call: its memory is freed only after the copy ran.
+    EXPECT_QD_OK(p.copy());
+    EXPECT_EQ(log.calls.load(), 1);
+    EXPECT_EQ(log.destroy_status, QD_SUCCESS) << qd_last_error_message();
+    EXPECT_TRUE(p.copied());
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, p.copy());
+    EXPECT_QD_OK(qd_context_destroy(p.a));
+}
+
+TEST(ReentrancyTest, DestroyOfTheSourceContext_WaitsForAQueuedPeerCopy) {
+    PeerPair p(0);
+    Gate gate;
+    ASSERT_QD_OK(gate.enqueue(p.sa));
+    ASSERT_QD_OK(p.copy());  // queued behind the gate
+    // Opens the gate once b's destroy has begun (its handle is gone).
+    std::thread opener([&] {
+        qd_context_stats stats = QD_CONTEXT_STATS_INIT;
+        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (qd_context_get_stats(p.b, &stats) == QD_SUCCESS &&
+               std::chrono::steady_clock::now() < limit)
+            std::this_thread::yield();
+        gate.open();
+    });
+    EXPECT_QD_OK(qd_context_destroy(p.b));
+    opener.join();
+    EXPECT_TRUE(p.copied());
+    EXPECT_QD_OK(qd_context_destroy(p.a));
+}
+
+// A peer copy, a capture and a free racing the destroy of their context get the statuses qd.h
+// lists for that race (QD_ERROR_INVALID_HANDLE, or success as if they came first), never
+// QD_ERROR_INVALID_ADDRESS for the swept memory or "not capturing" for the ended capture.
+TEST(ReentrancyTest, CallsRacingContextDestroy_GetOnlyListedStatuses) {
+    const int rounds = int(scaled(40, 8));
+    for (int round = 0; round < rounds; ++round) {
+        PeerPair p(0);
+        qd_stream sb = 0;
+        ASSERT_QD_OK(qd_stream_create(p.b, nullptr, &sb));
+        Barrier start(3);
+        qd_status copy_st = QD_SUCCESS, capture_st = QD_SUCCESS, end_st = QD_SUCCESS;
+        std::thread copier([&] {
+            start.arrive_and_wait();
+            copy_st = p.copy();
+        });
+        std::thread capturer([&] {
+            start.arrive_and_wait();
+            capture_st = qd_stream_begin_capture(sb);
+            if (capture_st == QD_SUCCESS) {
+                qd_graph g = 0;
+                end_st = qd_stream_end_capture(sb, &g);
+                if (end_st == QD_SUCCESS) (void)qd_graph_destroy(g);
+            }
+        });
+        start.arrive_and_wait();
+        EXPECT_QD_OK(qd_context_destroy(p.b));
+        copier.join();
+        capturer.join();
+        EXPECT_TRUE(copy_st == QD_SUCCESS || copy_st == QD_ERROR_INVALID_HANDLE)
+            << "qd_memcpy_peer_async: " << qd_status_name(copy_st);
+        EXPECT_TRUE(capture_st == QD_SUCCESS || capture_st == QD_ERROR_INVALID_HANDLE)
+            << "qd_stream_begin_capture: " << qd_status_name(capture_st);
+        EXPECT_TRUE(end_st == QD_SUCCESS || end_st == QD_ERROR_INVALID_HANDLE)
+            << "qd_stream_end_capture: " << qd_status_name(end_st);
+        if (copy_st == QD_SUCCESS) EXPECT_TRUE(p.copied());
+        EXPECT_QD_OK(qd_context_destroy(p.a));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Module constructors and destructors (tests/cpu_module/qd_test_hook_module.cpp)
 // ---------------------------------------------------------------------------------------------
 
