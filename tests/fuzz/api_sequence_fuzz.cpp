@@ -258,8 +258,8 @@ struct World {
         c.validating = validating;
         expect("qd_context_default_stream", qd_context_default_stream(h, &c.def), {LOST});
         if (validating)
-            expect("qd_context_set_hazard_handler", qd_context_set_hazard_handler(h, on_hazard, this),
-                   {});
+            expect("qd_context_set_hazard_handler",
+                   qd_context_set_hazard_handler(h, on_hazard, this), {});
     }
 
     // The model's side of a context that a nested call destroyed.
@@ -297,21 +297,21 @@ struct World {
             Ctx *c = nullptr;
             int i = 0;
             if (!w.find_stream(h->stream, &c, &i)) break;
-            expect(c->stream_leased[i] ? "qd_stream_release (in a hazard handler)"
-                                       : "qd_stream_destroy (in a hazard handler)",
-                   c->stream_leased[i] ? qd_stream_release(h->stream) : qd_stream_destroy(h->stream),
-                   {});
+            const bool leased = c->stream_leased[i];
+            expect(leased ? "qd_stream_release (in a hazard handler)"
+                          : "qd_stream_destroy (in a hazard handler)",
+                   leased ? qd_stream_release(h->stream) : qd_stream_destroy(h->stream), {});
             w.kill_stream(*c, i);
             break;
         }
         case kQueryAndSyncOther: {
             qd_context_stats st = QD_CONTEXT_STATS_INIT;
-            expect("qd_context_get_stats (in a hazard handler)", qd_context_get_stats(own->handle, &st),
-                   {});
+            expect("qd_context_get_stats (in a hazard handler)",
+                   qd_context_get_stats(own->handle, &st), {});
             Ctx &o = w.other_than(*own);
             if (o.live)
-                expect("qd_context_synchronize (in a hazard handler)", qd_context_synchronize(o.handle),
-                       {LOST});
+                expect("qd_context_synchronize (in a hazard handler)",
+                       qd_context_synchronize(o.handle), {LOST});
             break;
         }
         case kDestroyOtherContext: {
@@ -333,8 +333,8 @@ struct World {
             if (!c || !c->live) return;
             switch (action) {
             case kDestroyOwnContext:
-                expect("qd_context_destroy (in a module constructor)", qd_context_destroy(c->handle),
-                       {});
+                expect("qd_context_destroy (in a module constructor)",
+                       qd_context_destroy(c->handle), {});
                 w.forget_context(*c);
                 break;
             case kDestroyStream: {  // a stream made and destroyed inside the load
@@ -774,8 +774,9 @@ void World::step(Input &in) {
         g_ctor_action = in.below(kActions);
         loading_ = &c;
         qd_module m = 0;
-        const qd_status st = expect("qd_module_load", qd_module_load(c.handle, kPath, sizeof kPath - 1, &m),
-                                    {S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST});
+        const qd_status st =
+            expect("qd_module_load", qd_module_load(c.handle, kPath, sizeof kPath - 1, &m),
+                   {S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST});
         loading_ = nullptr;
         g_ctor_action = kNothing;
         if (st != QD_SUCCESS) {
@@ -785,8 +786,8 @@ void World::step(Input &in) {
         }
         if (!c.live) violation("qd_module_load (succeeded into a destroyed context)", st);
         qd_kernel k = 0;
-        if (expect("qd_kernel_get", qd_kernel_get(m, "qd_test_hook_noop", &k), {S(OUT_OF_MEMORY), LOST}) ==
-            QD_SUCCESS) {
+        if (expect("qd_kernel_get", qd_kernel_get(m, "qd_test_hook_noop", &k),
+                   {S(OUT_OF_MEMORY), LOST}) == QD_SUCCESS) {
             const int n = int(in.below(3));
             for (int j = 0; j < n; ++j) {
                 const int i = int(in.below(kSlots));
