@@ -53,11 +53,13 @@
  *           Nested calls: a qd call made while another qd call on the same thread is in
  *           progress (from a hazard handler, a CPU module's constructor or destructor, or a
  *           callback run inline) may destroy any object, the outer call's own objects and
- *           context included: the outer call then completes as if the destroy came after it,
- *           or returns QD_ERROR_INVALID_HANDLE, and what it uses is released when the
- *           outermost call on the thread returns.
+ *           context included (except where a blocking call is refused, below): the outer
+ *           call then completes as if the destroy came after it, or returns
+ *           QD_ERROR_INVALID_HANDLE, and what it uses is released when the outermost call on
+ *           the thread returns.
  *           Blocking functions (the *_synchronize family, qd_context_destroy) called from inside
- *           a host kernel or host callback running on the same context return
+ *           a host kernel or host callback running on the same context, or from a CPU module's
+ *           constructor or destructor (qd_module_load) of that context, return
  *           QD_ERROR_INVALID_OPERATION instead of deadlocking.
  *
  * Descriptors. Public structs start with uint32_t struct_size; initialise them with their
@@ -414,9 +416,10 @@ QD_API qd_status qd_context_create(const qd_context_desc *desc, qd_context *out)
  *  copy of this context's memory, the memory is freed once that copy has run.
  *  Threads: any thread except a worker of this context. Blocks until the drain completes.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or already destroyed.
- *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context, or of
- *    another context whose stream has a peer copy of this context's memory queued (the destroy
- *    would wait for that stream, so for itself). */
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context (a CPU
+ *    module's constructor or destructor included: qd_module_load), or of another context whose
+ *    stream has a peer copy of this context's memory queued (the destroy would wait for that
+ *    stream, so for itself). */
 QD_API qd_status qd_context_destroy(qd_context ctx);
 
 /** Block until all work queued on every stream of the context has completed.
@@ -681,11 +684,13 @@ QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms);
  *  QD_ERROR_INVALID_IMAGE before the runtime reads it.
  *  - QD_ERROR_INVALID_ARGUMENT: image or out is NULL, size is 0, or (CPU) the path has no '/'
  *    or contains a NUL byte.
- *  CPU: the library's constructors run inside this call, on the calling thread; they may call
- *  qd (Conventions, "Threads", nested calls). If they destroy ctx, the call unloads the
- *  library again and returns QD_ERROR_INVALID_HANDLE.
- *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed (also by the module's
- *    constructors).
+ *  CPU: the library's constructors run inside this call, on the calling thread, holding the
+ *  dynamic loader's lock; they may call qd (Conventions, "Threads", nested calls), and run as
+ *  a callback of ctx: blocking calls on ctx from them (qd_context_destroy, the
+ *  *_synchronize family) return QD_ERROR_INVALID_OPERATION, since a worker of ctx may be
+ *  waiting for that lock. A blocking call there on another context waits while the lock is
+ *  held: it deadlocks if a worker of that context unloads a module meanwhile.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
  *  - QD_ERROR_NOT_FOUND: (CPU) no file at that path.
  *  - QD_ERROR_INVALID_IMAGE: the loader or driver rejected the image; the message says why.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
@@ -694,10 +699,12 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
 /** Unload a module. Its kernels' handles become invalid. Work already queued keeps the module's
  *  code alive until it completes.
  *  CPU: the library's destructors run when its last use ends: inside a later qd call of the
- *  thread that unloaded it (or of the last thread that used it), or, when queued work held the
- *  last use, on the worker of the context that ran that work, as a callback of that context:
- *  a blocking call on that context from them returns QD_ERROR_INVALID_OPERATION, as from a
- *  host kernel.
+ *  thread that unloaded it (or of the last thread that used it), when the context is
+ *  destroyed, or, when queued work held the last use, on the worker of the context that ran
+ *  that work. Wherever they run, they hold the dynamic loader's lock and run as a callback of
+ *  the module's context: a blocking call on that context from them returns
+ *  QD_ERROR_INVALID_OPERATION, as from a host kernel (on its worker it would wait for
+ *  itself).
  *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or already unloaded. */
 QD_API qd_status qd_module_unload(qd_module module);
 

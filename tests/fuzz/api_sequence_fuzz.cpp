@@ -332,10 +332,11 @@ struct World {
             Ctx *c = w.loading_;
             if (!c || !c->live) return;
             switch (action) {
-            case kDestroyOwnContext:
-                expect("qd_context_destroy (in a module constructor)",
-                       qd_context_destroy(c->handle), {});
-                w.forget_context(*c);
+            case kDestroyOwnContext:  // refused: the constructor runs as a callback of c
+                if (expect("qd_context_destroy (in a module constructor)",
+                           qd_context_destroy(c->handle), {S(INVALID_OPERATION)}) == QD_SUCCESS)
+                    violation("qd_context_destroy (of the loading context, in its module's "
+                              "constructor)", QD_SUCCESS);
                 break;
             case kDestroyStream: {  // a stream made and destroyed inside the load
                 qd_stream s = 0;
@@ -349,8 +350,11 @@ struct World {
                 qd_context_stats st = QD_CONTEXT_STATS_INIT;
                 expect("qd_context_get_stats (in a module constructor)",
                        qd_context_get_stats(c->handle, &st), {});
-                expect("qd_context_synchronize (in a module constructor)",
-                       qd_context_synchronize(c->handle), {LOST});
+                if (expect("qd_context_synchronize (in a module constructor)",
+                           qd_context_synchronize(c->handle), {S(INVALID_OPERATION), LOST}) ==
+                    QD_SUCCESS)
+                    violation("qd_context_synchronize (of the loading context, in its module's "
+                              "constructor)", QD_SUCCESS);
                 break;
             }
             default: break;
@@ -358,10 +362,12 @@ struct World {
             return;
         }
         // The destructor: on this thread inside a qd call, or on a worker of the module's
-        // context once its last launch ended, or after the context is gone. The stream may be
+        // context once its last launch ended, or after the context is gone; always as a
+        // callback of the module's context, under the dynamic loader's lock. The stream may be
         // of another module's context by then: a worker only queries it (a blocking call from
         // a worker on another context's stream could wait for work behind that worker, the
-        // program's own deadlock); this thread also synchronizes it.
+        // program's own deadlock); this thread also synchronizes it (refused when it is the
+        // module's context).
         if (g_dtor_action.exchange(kNothing) == kQueryAndSyncOther) {
             const qd_stream s = g_dtor_stream.exchange(0);
             const qd_status q = qd_stream_query(s);
@@ -784,7 +790,6 @@ void World::step(Input &in) {
                 violation("qd_module_load (INVALID_HANDLE for a live context)", st);
             break;
         }
-        if (!c.live) violation("qd_module_load (succeeded into a destroyed context)", st);
         qd_kernel k = 0;
         if (expect("qd_kernel_get", qd_kernel_get(m, "qd_test_hook_noop", &k),
                    {S(OUT_OF_MEMORY), LOST}) == QD_SUCCESS) {

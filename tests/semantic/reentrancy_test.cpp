@@ -381,8 +381,8 @@ struct ModuleHook {
     static void on_load(int phase) {
         if (phase != 0) return;
         status = qd_context_destroy(ctx.load());
-        // A new context right after: were the destroyed one freed here, this one could take
-        // its place in memory, and the load would put the module into it.
+        // A new context right after: had the destroy freed the loading context, this one could
+        // take its place in memory, and the load would put the module into it.
         replacement = make_context(0);
         ran = 1;
     }
@@ -406,7 +406,10 @@ const char *hook_module_path() {
     return p && *p ? p : nullptr;
 }
 
-TEST(ReentrancyTest, ModuleConstructor_DestroysTheLoadingContext_LoadReturnsInvalidHandle) {
+// The constructor runs inside dlopen, under the dynamic loader's lock, which a worker of the
+// context may need (releasing another module): a destroy there would wait for its drain, so for
+// itself. It is refused as from a callback of the context, and the load goes on.
+TEST(ReentrancyTest, ModuleConstructor_DestroyOfTheLoadingContext_RefusedAndTheLoadCompletes) {
     const char *path = hook_module_path();
     if (!path) GTEST_SKIP() << "QD_TEST_HOOK_MODULE is not set (meson test sets it)";
     qd_context ctx = make_context(0);
@@ -414,12 +417,14 @@ TEST(ReentrancyTest, ModuleConstructor_DestroysTheLoadingContext_LoadReturnsInva
     ModuleHook::ctx = ctx;
     ModuleHook::set(&ModuleHook::on_load);
     qd_module m = 0;
-    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_module_load(ctx, path, std::strlen(path), &m));
+    EXPECT_QD_OK(qd_module_load(ctx, path, std::strlen(path), &m));
     EXPECT_EQ(ModuleHook::ran.load(), 1);
-    EXPECT_EQ(ModuleHook::status.load(), QD_SUCCESS);
-    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_context_synchronize(ctx));
+    EXPECT_EQ(ModuleHook::status.load(), QD_ERROR_INVALID_OPERATION);
+    EXPECT_EQ(get_stats(ctx).live_modules, 1u);
     EXPECT_EQ(get_stats(ModuleHook::replacement).live_modules, 0u);
+    EXPECT_QD_OK(qd_module_unload(m));
     EXPECT_QD_OK(qd_context_destroy(ModuleHook::replacement));
+    EXPECT_QD_OK(qd_context_destroy(ctx));
 }
 
 TEST(ReentrancyTest, ModuleDestructorOnAWorker_BlockingCallOnItsContext_Refused) {

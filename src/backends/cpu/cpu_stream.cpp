@@ -1,5 +1,4 @@
 #include "backends/cpu/cpu_stream.h"
-#include "backends/common/callback_scope.h"
 #include "backends/common/limits.h"
 
 #include <algorithm>
@@ -259,16 +258,7 @@ CpuStream::RunResult CpuStream::run(const std::shared_ptr<CpuStream> &self,
                 worker.scheduler->make_ready(worker.woken);
             }
             execute(*task, worker);
-            if (task->ref) {
-                // A launch's reference may be its module's last: unloading it runs the module's
-                // destructors here, as a callback of this context (a blocking call from them
-                // on this context would wait for this very worker: it is refused, as from a
-                // host kernel).
-                CallbackScope scope(worker.scheduler, false);
-                task->~Task();
-            } else {
-                task->~Task();
-            }
+            task->~Task();
             lock.lock();
             queue_.pop_front(bytes);
             wake_hosts = count_completion_locked();
