@@ -75,7 +75,7 @@ struct RacingLaunches {
 // What a hazard handler did, for the test to check after the reporting call returned.
 struct HandlerLog {
     std::atomic<int> calls{0};
-    qd_status destroy_status = QD_ERROR_INTERNAL;
+    std::atomic<qd_status> destroy_status{QD_ERROR_INTERNAL};  // may be set on another thread
     qd_status other_status = QD_ERROR_INTERNAL;
     qd_context other = 0;
     qd_kernel kernel = 0;
@@ -94,7 +94,7 @@ TEST(ReentrancyTest, HazardHandler_DestroysItsOwnContext_TheReportingLaunchCompl
     r.gate.open();  // the destroy inside the handler drains s1
     const qd_status st = r.launch(r.s2);
     EXPECT_EQ(log.calls.load(), 1);
-    EXPECT_EQ(log.destroy_status, QD_SUCCESS) << qd_last_error_message();
+    EXPECT_EQ(log.destroy_status.load(), QD_SUCCESS) << qd_last_error_message();
     // The launch completes as if the destroy came after it, or finds its context gone.
     EXPECT_TRUE(st == QD_SUCCESS || st == QD_ERROR_INVALID_HANDLE) << qd_status_name(st);
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_context_synchronize(r.ctx));
@@ -125,7 +125,7 @@ TEST(ReentrancyTest, HazardHandler_DestroysTheLaunchedKernel_AndCallsAnotherCont
     // handler destroys, which the launch keeps alive until it ran.
     EXPECT_QD_OK(r.launch(r.s2));
     EXPECT_EQ(log.calls.load(), 1);
-    EXPECT_EQ(log.destroy_status, QD_SUCCESS);
+    EXPECT_EQ(log.destroy_status.load(), QD_SUCCESS);
     EXPECT_EQ(log.other_status, QD_SUCCESS) << qd_last_error_message();
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, r.launch(r.s1));
     r.gate.open();
@@ -164,7 +164,7 @@ TEST(ReentrancyTest, HostFreeRefusedByHazard_HandlerDestroysContext_BlockFreedOn
     gate.open();  // the destroy in the handler drains the stream
     const qd_status st = qd_host_free(ctx, h);
     EXPECT_EQ(log.calls.load(), 1);
-    EXPECT_EQ(log.destroy_status, QD_SUCCESS) << qd_last_error_message();
+    EXPECT_EQ(log.destroy_status.load(), QD_SUCCESS) << qd_last_error_message();
     EXPECT_TRUE(st == QD_ERROR_HAZARD || st == QD_ERROR_INVALID_HANDLE) << qd_status_name(st);
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_host_free(ctx, h));
     // Heap still sound: a double free would have aborted here or at the next allocations.
@@ -212,7 +212,7 @@ TEST(ReentrancyTest, MemFreeRefusedByHazard_DuringDestroyDrain_FreedAfterQueuedW
     const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (log.destroy_status == QD_ERROR_INTERNAL && std::chrono::steady_clock::now() < limit)
         std::this_thread::yield();
-    EXPECT_EQ(log.destroy_status, QD_SUCCESS);
+    EXPECT_EQ(log.destroy_status.load(), QD_SUCCESS);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ TEST(ReentrancyTest, HazardHandlerOfAPeerCopy_DestroysTheSourceContext_CopyReads
     // b's destroy runs inside this call: its memory is freed only after the copy ran.
     EXPECT_QD_OK(p.copy());
     EXPECT_EQ(log.calls.load(), 1);
-    EXPECT_EQ(log.destroy_status, QD_SUCCESS) << qd_last_error_message();
+    EXPECT_EQ(log.destroy_status.load(), QD_SUCCESS) << qd_last_error_message();
     EXPECT_TRUE(p.copied());
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, p.copy());
     EXPECT_QD_OK(qd_context_destroy(p.a));
