@@ -46,10 +46,20 @@
  *
  * Threads.  Every function may be called from any thread, concurrently, on the same or
  *           different objects. A call racing with the destruction of an object it names either
- *           completes as if it came first, or returns QD_ERROR_INVALID_HANDLE. The only
- *           thread-local state is the active stream and the last error message.
+ *           completes as if it came first, or returns QD_ERROR_INVALID_HANDLE; this holds for
+ *           the object's context too (a call that resolved a context its destroy then swept
+ *           gets QD_ERROR_INVALID_HANDLE, never a status about the state the destroy removed).
+ *           The only thread-local state is the active stream and the last error message.
+ *           Nested calls: a qd call made while another qd call on the same thread is in
+ *           progress (from a hazard handler, a CPU module's constructor or destructor, or a
+ *           callback run inline) may destroy any object, the outer call's own objects and
+ *           context included (except where a blocking call is refused, below): the outer
+ *           call then completes as if the destroy came after it, or returns
+ *           QD_ERROR_INVALID_HANDLE, and what it uses is released when the outermost call on
+ *           the thread returns.
  *           Blocking functions (the *_synchronize family, qd_context_destroy) called from inside
- *           a host kernel or host callback running on the same context return
+ *           a host kernel or host callback running on the same context, or from a CPU module's
+ *           constructor or destructor (qd_module_load) of that context, return
  *           QD_ERROR_INVALID_OPERATION instead of deadlocking.
  *
  * Descriptors. Public structs start with uint32_t struct_size; initialise them with their
@@ -425,9 +435,19 @@ QD_API qd_status qd_context_create(const qd_context_desc *desc, qd_context *out)
  *  destroys every child (streams, pooled streams, events, modules, kernels), frees every
  *  allocation still registered, and invalidates every child handle: later calls with them
  *  return QD_ERROR_INVALID_HANDLE. Other threads' active-stream entries for it become inert.
+ *  Before freeing its memory it also waits for the streams of other contexts on which
+ *  qd_memcpy_peer_async queued copies to or from that memory (their work queued so far), so
+ *  no queued copy reads or writes freed memory; a qd_memcpy_peer_async naming this context
+ *  that races the destroy completes first or returns QD_ERROR_INVALID_HANDLE. A free of one
+ *  of its blocks refused while the destroy runs (QD_ERROR_HAZARD, a capture) leaves the block
+ *  to the destroy, which frees it after the drain. Called from a hazard handler inside a peer
+ *  copy of this context's memory, the memory is freed once that copy has run.
  *  Threads: any thread except a worker of this context. Blocks until the drain completes.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or already destroyed.
- *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context. */
+ *  - QD_ERROR_INVALID_OPERATION: called from a host kernel or callback of this context (a CPU
+ *    module's constructor or destructor included: qd_module_load), or of another context whose
+ *    stream has a peer copy of this context's memory queued (the destroy would wait for that
+ *    stream, so for itself). */
 QD_API qd_status qd_context_destroy(qd_context ctx);
 
 /** Block until all work queued on every stream of the context has completed.
@@ -703,6 +723,12 @@ QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms);
  *  QD_ERROR_INVALID_IMAGE before the runtime reads it.
  *  - QD_ERROR_INVALID_ARGUMENT: image or out is NULL, size is 0, or (CPU) the path has no '/'
  *    or contains a NUL byte.
+ *  CPU: the library's constructors run inside this call, on the calling thread, holding the
+ *  dynamic loader's lock; they may call qd (Conventions, "Threads", nested calls), and run as
+ *  a callback of ctx: blocking calls on ctx from them (qd_context_destroy, the
+ *  *_synchronize family) return QD_ERROR_INVALID_OPERATION, since a worker of ctx may be
+ *  waiting for that lock. A blocking call there on another context waits while the lock is
+ *  held: it deadlocks if a worker of that context unloads a module meanwhile.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
  *  - QD_ERROR_NOT_FOUND: (CPU) no file at that path.
  *  - QD_ERROR_INVALID_IMAGE: the loader or driver rejected the image; the message says why.
@@ -711,6 +737,13 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
 
 /** Unload a module. Its kernels' handles become invalid. Work already queued keeps the module's
  *  code alive until it completes.
+ *  CPU: the library's destructors run when its last use ends: inside a later qd call of the
+ *  thread that unloaded it (or of the last thread that used it), when the context is
+ *  destroyed, or, when queued work held the last use, on the worker of the context that ran
+ *  that work. Wherever they run, they hold the dynamic loader's lock and run as a callback of
+ *  the module's context: a blocking call on that context from them returns
+ *  QD_ERROR_INVALID_OPERATION, as from a host kernel (on its worker it would wait for
+ *  itself).
  *  - QD_ERROR_INVALID_HANDLE: module is 0, not a module, or already unloaded. */
 QD_API qd_status qd_module_unload(qd_module module);
 
@@ -942,7 +975,8 @@ QD_API qd_status qd_stream_begin_capture(qd_stream stream);
  *  and unchanged: join that stream and call this again.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: graph is NULL.
- *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed; or its context's destroy
+ *    began after the capture did (the destroy ends every capture).
  *  - QD_ERROR_INVALID_OPERATION: stream is not capturing; stream joined a capture but is not
  *    its origin; a stream that joined the capture has not joined back to the origin (the
  *    message names its handle, or says it was a stream of qd_launch_parallel); (CUDA, HIP)
@@ -1150,7 +1184,8 @@ QD_API qd_status qd_context_enable_peer_access(qd_context ctx, qd_context peer);
  *  Threads: any. Since 0.2.
  *  - QD_ERROR_INVALID_ARGUMENT: dst or src is 0 while bytes > 0.
  *  - QD_ERROR_OVERFLOW: dst + bytes or src + bytes wraps around.
- *  - QD_ERROR_INVALID_HANDLE: stream, dst_ctx or src_ctx is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_INVALID_HANDLE: stream, dst_ctx or src_ctx is 0, of the wrong type, or destroyed
+ *    (also when its destroy began during this call: qd_context_destroy).
  *  - QD_ERROR_WRONG_CONTEXT: stream belongs to neither dst_ctx nor src_ctx; dst_ctx and src_ctx
  *    are contexts of different backends.
  *  - QD_ERROR_INVALID_ADDRESS: dst is not inside a live allocation of dst_ctx, or src of
@@ -1258,7 +1293,10 @@ typedef struct qd_hazard {
 
 /** Receives a hazard. Called on the thread whose call found it, before that call returns, with
  *  no qd lock held: it may call qd functions, except on streams of the same context, which
- *  would be checked while the report is pending (their hazards are reported too). */
+ *  would be checked while the report is pending (their hazards are reported too). It may
+ *  destroy objects, the reporting call's own (its kernel, its stream) and its context included
+ *  (Conventions, "Threads", nested calls): the reporting call then completes as if the destroy
+ *  came after it, or returns QD_ERROR_INVALID_HANDLE. */
 typedef void (*qd_hazard_fn)(const qd_hazard *hazard, void *user_data);
 
 /** Install the context's hazard handler: fn(hazard, user_data) is called once per hazard

@@ -16,7 +16,9 @@ namespace qd::api {
 template <class F>
 inline qd_status guarded(F &&body) noexcept {
     try {
-        core::ResolveCache::begin_call();
+        // Counts the thread's nesting of qd calls: what this call resolves stays alive until the
+        // outermost call on the thread returns (core/resolve_cache.h).
+        core::ResolveCache::CallScope scope;
         return body();
     } catch (const std::bad_alloc &) {
         return fail(QD_ERROR_OUT_OF_MEMORY, "out of host memory");

@@ -54,7 +54,7 @@ bool AllocRegistry::insert(Kind kind, uint64_t address, uint64_t bytes,
                            const std::atomic<bool> &closed) {
     Map::node_type node;
     Guard g(lock_);
-    if (closed.load(std::memory_order_relaxed)) return false;
+    if (closed.load(std::memory_order_acquire)) return false;
     if (!spare_.empty()) {
         node = std::move(spare_.back());
         spare_.pop_back();

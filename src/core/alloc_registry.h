@@ -31,9 +31,10 @@ class AllocRegistry {
     AllocRegistry(const AllocRegistry &) = delete;
     AllocRegistry &operator=(const AllocRegistry &) = delete;
 
-    // Registers a block, unless `closed` is already true (context destroy sets it before its
-    // sweep, take_all, takes the same lock): then nothing is registered and the call returns
-    // false, so a block made during a destroy is either swept by it or refused here.
+    // Registers a block, unless `closed` is already true (context destroy sets it, once its
+    // streams are drained and shut down, before its sweep, take_all, takes the same lock): then
+    // nothing is registered and the call returns false, so a block made or given back during a
+    // destroy is either swept by it or refused here, when no queued work can touch it any more.
     bool insert(Kind kind, uint64_t address, uint64_t bytes, const std::atomic<bool> &closed);
     // QD_ERROR_INVALID_ADDRESS (with message) when address is not the start of a live block.
     // *bytes (when given) receives the removed block's size.

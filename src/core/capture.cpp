@@ -216,6 +216,9 @@ qd_status CaptureObserver::before(const Op &op, bool *consumed) {
 
 qd_status CaptureObserver::begin(Stream &stream, uint64_t handle) {
     std::lock_guard<std::mutex> lock(mutex_);
+    // A capture begun once the context's destroy has begun would outlive its drain
+    // (context_drained ends the captures), and its lanes would keep the context alive.
+    if (ctx_.check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
     auto it = lanes_.find(&stream);
     if (it != lanes_.end()) {
         if (it->second.lane == 0)
@@ -536,6 +539,8 @@ qd_status end_capture(uint64_t stream, uint64_t *graph) {
     std::shared_ptr<backend::Graph> native;
     st = obs->end(*s, &data, &native);
     if (st != QD_SUCCESS) {
+        // A racing qd_context_destroy drops every capture when it drains (context_drained).
+        if (s->ctx->check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
         const std::string reason = last_error_message();
         return fail(st, "qd_stream_end_capture of stream 0x%016llx: %s",
                     (unsigned long long)stream, reason.c_str());

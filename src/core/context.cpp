@@ -131,6 +131,7 @@ qd_status Context::destroy(uint64_t handle) {
     if (st != QD_SUCCESS) return st;
     if (ctx->fork_generation_ == fork_generation()) {
         st = ctx->may_block();
+        if (st == QD_SUCCESS) st = ctx->peer_users_.may_wait(handle);
         if (st != QD_SUCCESS) return st;
     }
     // Removing the handle is the one step that can only succeed once: a second destroy, from
@@ -220,13 +221,20 @@ qd_status Context::adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out) {
 
 qd_status Context::register_allocation(AllocRegistry::Kind kind, uint64_t address,
                                        uint64_t bytes) {
-    // The registry reads torn_down_ under its lock, which tear_down() takes (take_all) after
-    // setting it: either the sweep sees this block, or the insert sees the destroy and refuses.
-    if (allocs_.insert(kind, address, bytes, torn_down_)) return QD_SUCCESS;
+    // The registry reads allocs_closed_ under its lock, which tear_down() takes (take_all) after
+    // setting it: either the sweep sees this block, or the insert sees the sweep and refuses,
+    // and then the drain is over, so freeing the block here races no queued work.
+    if (allocs_.insert(kind, address, bytes, allocs_closed_)) return QD_SUCCESS;
     if (kind == AllocRegistry::Kind::Device) impl_->mem_free_now(address);
     else impl_->host_free(reinterpret_cast<void *>(address));
     return fail(QD_ERROR_INVALID_HANDLE,
                 "context 0x%016llx was destroyed while the allocation was being made",
+                (unsigned long long)handle_);
+}
+
+qd_status Context::check_not_destroyed() const {
+    if (!torn_down_.load(std::memory_order_acquire)) return QD_SUCCESS;
+    return fail(QD_ERROR_INVALID_HANDLE, "context 0x%016llx was destroyed during the call",
                 (unsigned long long)handle_);
 }
 
@@ -304,6 +312,15 @@ void Context::tear_down() {
     impl_->synchronize();  // drain; a lost context still drains (its work is skipped)
     if (observers_) observers_->context_drained(*this);
     impl_->shutdown();
+    // Other contexts' queued peer copies of this context's memory run before it is freed; a
+    // destroy nested in such a copy's call frees it once that call has queued the copy.
+    peer_users_.close_then([self = shared_from_this()] { self->sweep(); });
+}
+
+void Context::sweep() {
+    // Blocks given back by frees refused during the drain were registered again and are swept
+    // here; from now on the registry refuses them (register_allocation frees them at once).
+    allocs_closed_.store(true, std::memory_order_release);
     for (uint64_t a : allocs_.take_all(AllocRegistry::Kind::Device)) impl_->mem_free_now(a);
     for (uint64_t p : allocs_.take_all(AllocRegistry::Kind::Host))
         impl_->host_free(reinterpret_cast<void *>(p));

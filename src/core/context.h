@@ -19,6 +19,7 @@
 #include "core/event_pool.h"
 #include "core/handle_table.h"
 #include "core/objects.h"
+#include "core/peer_users.h"
 #include "core/resolve_cache.h"
 #include "core/stream_pool.h"
 
@@ -58,10 +59,18 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     // Registers a new child handle. A child created while the context is being destroyed is
     // removed again and the call fails, so no handle outlives its context.
     qd_status adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out);
-    // Registers an allocation the backend just made. If the context is being destroyed, either
-    // the destroy's sweep frees the block, or the registry refuses it and this call frees it and
-    // fails, so nothing allocated during a destroy leaks.
+    // Registers an allocation the backend just made (or one a refused free gives back). If the
+    // context is being destroyed, either the destroy's sweep frees the block (after its drain),
+    // or the sweep is over and the registry refuses it, and this call frees it (no queued work
+    // can touch it any more) and fails with QD_ERROR_INVALID_HANDLE; either way the caller must
+    // not free it again. Nothing allocated during a destroy leaks.
     qd_status register_allocation(AllocRegistry::Kind kind, uint64_t address, uint64_t bytes);
+
+    // QD_ERROR_INVALID_HANDLE with the message once this context's destroy has begun, else
+    // QD_SUCCESS: for a call that resolved the context just before a racing destroy, and then
+    // found its state gone (qd.h: such a call completes as if it came first, or returns
+    // QD_ERROR_INVALID_HANDLE).
+    qd_status check_not_destroyed() const;
 
     uint64_t handle() const { return handle_; }
     qd_backend kind() const { return kind_; }
@@ -69,6 +78,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     StreamPool &stream_pool() { return *stream_pool_; }
     EventPool &event_pool() { return *event_pool_; }
     AllocRegistry &allocs() { return allocs_; }
+    // Other contexts' streams with peer copies of this context's memory (core/peer_users.h).
+    PeerUsers &peer_users() { return peer_users_; }
     uint64_t default_stream() const { return default_stream_handle_; }
 
     // The observer of every operation submitted on this context's streams (core/submit.h), or
@@ -97,6 +108,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     Context() = default;
     qd_status unusable() const;  // the error half of usable()
     void tear_down();  // everything destroy() does after the handle is gone
+    void sweep();      // frees what the registry still holds: the last step of tear_down()
 
     uint64_t handle_ = 0;
     qd_backend kind_ = QD_BACKEND_CPU;
@@ -105,9 +117,13 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     std::unique_ptr<StreamPool> stream_pool_;
     std::unique_ptr<EventPool> event_pool_;
     AllocRegistry allocs_;
+    PeerUsers peer_users_;
     std::shared_ptr<Stream> default_stream_;
     uint64_t default_stream_handle_ = 0;
     std::atomic<bool> torn_down_{false};
+    // Set by tear_down() once its streams are drained and shut down, just before its sweep:
+    // from then on the registry refuses blocks (register_allocation).
+    std::atomic<bool> allocs_closed_{false};
     std::atomic<OpObserver *> observer_{nullptr};
     std::mutex observers_mutex_;
     std::unique_ptr<ObserverSet> observers_;  // created by the first attach_observer

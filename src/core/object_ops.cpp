@@ -137,7 +137,9 @@ qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
 // The block leaves the registry first, so a second free of it (on any thread) is refused at
 // once; if the stream then refuses the free (an observer such as graph capture, or the backend),
 // the block goes back into the registry: it stays the caller's, freeable later, and a context
-// destroy still frees it.
+// destroy still frees it. If that destroy has already swept, register_allocation frees the
+// block itself (the drain is over, so no work queued earlier still touches it): it is freed
+// once, there, and never again here.
 qd_status mem_free(Stream &stream, uint64_t address) {
     Context &ctx = *stream.ctx;
     uint64_t bytes = 0;
@@ -146,10 +148,7 @@ qd_status mem_free(Stream &stream, uint64_t address) {
     st = submit_mem_free(stream, address);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
-        // Refused only once the context's destroy has begun, which then frees nothing it
-        // cannot see: free the block now rather than lose it.
-        if (ctx.register_allocation(AllocRegistry::Kind::Device, address, bytes) != QD_SUCCESS)
-            ctx.impl().mem_free_now(address);
+        (void)ctx.register_allocation(AllocRegistry::Kind::Device, address, bytes);
         return fail(st, "%s", reason.c_str());
     }
     return QD_SUCCESS;
@@ -185,8 +184,7 @@ qd_status host_free(Context &ctx, void *ptr) {
     if (OpObserver *o = ctx.observer()) st = o->host_freeing(address, &taken);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
-        if (ctx.register_allocation(AllocRegistry::Kind::Host, address, bytes) != QD_SUCCESS)
-            ctx.impl().host_free(ptr);
+        (void)ctx.register_allocation(AllocRegistry::Kind::Host, address, bytes);  // see mem_free
         return fail(st, "%s", reason.c_str());
     }
     if (!taken) ctx.impl().host_free(ptr);

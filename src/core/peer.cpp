@@ -98,17 +98,34 @@ qd_status memcpy_peer(uint64_t stream, uint64_t dst, uint64_t dst_ctx, uint64_t 
     if (st == QD_SUCCESS) st = d->usable();
     if (st == QD_SUCCESS) st = r->usable();
     if (st != QD_SUCCESS || bytes == 0) return st;
+    // The other context's memory stays until this copy ran: its destroy waits for the copy's
+    // stream (core/peer_users.h), or refuses it here once the destroy has begun.
+    Context *other = d != &mine ? d : r != &mine ? r : nullptr;
+    PeerUsers::Entry entry;
+    if (other) {
+        st = other->peer_users().enter(other->shared_from_this(), other->handle(), &entry);
+        if (st != QD_SUCCESS) return st;
+    }
     bool dst_host = false, src_host = false;
     st = d->allocs().check_inside(dst, bytes, "dst", dst_ctx, &dst_host);
     if (st == QD_SUCCESS) st = r->allocs().check_inside(src, bytes, "src", src_ctx, &src_host);
-    if (st != QD_SUCCESS) return st;
+    if (st != QD_SUCCESS) {
+        // A racing qd_context_destroy of either context sweeps its blocks: the handle is what
+        // went stale, not the address.
+        if (d->check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
+        if (r->check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
+        return st;
+    }
     // Pinned host memory is reachable from every context by its address: a plain copy. The
     // backends' peer copies (cuMemcpyPeerAsync) take device memory on both sides.
     if (dst_host || src_host) {
         st = refuse_if_capturing(*s, stream, "qd_memcpy_peer_async");
-        return st == QD_SUCCESS ? submit_memcpy(*s, dst, src, bytes) : st;
+        if (st == QD_SUCCESS) st = submit_memcpy(*s, dst, src, bytes);
+    } else {
+        st = submit_memcpy_peer(*s, dst, *d, src, *r, bytes);
     }
-    return submit_memcpy_peer(*s, dst, *d, src, *r, bytes);
+    if (st == QD_SUCCESS && other) entry.queued(s->impl, mine.shared_from_this());
+    return st;
 }
 
 }  // namespace qd::core

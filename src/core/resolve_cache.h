@@ -4,14 +4,22 @@
 // A hit costs one lock-free HandleTable::check() (three loads): if the handle is still live,
 // the cached object is the object of that handle, because a handle value is never reissued.
 // The cache holds a strong reference, so the raw pointer it returns stays valid. Entries pushed
-// out by a miss go to a graveyard that is emptied when the next API call on this thread
-// begins, never in the middle of one, so every pointer a call obtained stays valid until that
-// call returns.
+// out by a miss go to a graveyard that is emptied when the next outermost API call on this
+// thread begins, never in the middle of one, so every pointer a call obtained stays valid until
+// that call returns.
+//
+// Calls nest: a hazard handler, a module's constructor or destructor, or a host callback run
+// inline may call qd while an outer qd call on the same thread is in progress. CallScope counts
+// the thread's depth (one non-atomic increment and decrement of a thread-local per call); only
+// the outermost call empties the graveyard, so what an outer call resolved stays alive while the
+// calls nested in it destroy objects (their own context included), and is released when the
+// outermost call returns.
 //
 // Cost of the design: a destroyed object may live on (its handle is dead) until this thread
 // makes a few more qd calls or exits; on a GPU its native stream or event is released then.
-// qd_context_destroy releases the calling thread's entries at once (release_dead_now); other
-// threads' entries of that context go at their next calls. Destroy calls already return before
+// qd_context_destroy releases the calling thread's entries at once (release_dead_now), or, when
+// it is nested in another qd call, as that outermost call returns; other threads' entries of
+// that context go at their next calls. Destroy calls already return before
 // queued work completes, so nothing observable depends on the exact moment memory is freed.
 //
 // The thread's cache is reached through a plain pointer in initial-exec TLS: one load from the
@@ -37,11 +45,30 @@ class ResolveCache {
         return c ? *c : create();
     }
 
-    // Called as each API call begins: frees what earlier calls pushed out.
-    static void begin_call() {
-        ResolveCache *c = t_cache_;
-        if (c && !c->graveyard_.empty()) c->bury();
-    }
+    // Brackets each API call (api/guard.h). The outermost call on the thread frees, as it
+    // begins, what earlier calls pushed out; a nested call frees nothing, and a release that a
+    // nested call asked for (release_dead_now) happens as the outermost call returns.
+    class CallScope {
+      public:
+        CallScope() noexcept {
+            if (t_depth_++ == 0) {
+                ResolveCache *c = t_cache_;
+                if (c && !c->graveyard_.empty()) c->bury();
+            }
+        }
+        ~CallScope() {
+            if (--t_depth_ == 0) {
+                ResolveCache *c = t_cache_;
+                if (c && c->release_pending_) c->release_dead_now();
+            }
+        }
+        CallScope(const CallScope &) = delete;
+        CallScope &operator=(const CallScope &) = delete;
+    };
+
+    // True while the calling thread is inside a qd call that another qd call on this thread
+    // is running (a hazard handler, a module constructor, an inline callback).
+    static bool nested() { return t_depth_ > 1; }
 
     Object *find(uint64_t handle, Tag tag) {
         for (unsigned i = 0; i < kWays; ++i) {
@@ -60,15 +87,21 @@ class ResolveCache {
             if (handles_[i] == handle) evict(i);
     }
 
-    // Drops, now, this thread's entries whose handles are dead. qd_context_destroy calls it once
-    // the context is torn down, so the children this thread resolved (and the native objects
-    // they hold) are released before it returns, not at a later call. Only for the end of an
-    // API call: it frees objects whose pointers the call may have used.
+    // Drops this thread's entries whose handles are dead. qd_context_destroy calls it once the
+    // context is torn down, so the children this thread resolved (and the native objects they
+    // hold) are released before it returns, not at a later call; nested in another qd call on
+    // this thread, the release waits for that outermost call to return (CallScope). Only for
+    // the end of an API call: it frees objects whose pointers the call may have used.
     void release_dead_now() {
         for (unsigned i = 0; i < kWays; ++i)
             if (handles_[i] &&
                 !HandleTable::instance().is_live(handles_[i], Tag(HandleTable::tag_of(handles_[i]))))
                 evict(i);
+        if (t_depth_ > 1) {
+            release_pending_ = true;
+            return;
+        }
+        release_pending_ = false;
         bury();
     }
 
@@ -90,10 +123,22 @@ class ResolveCache {
     static ResolveCache &create();
     static inline thread_local ResolveCache *t_cache_
         __attribute__((tls_model("initial-exec"))) = nullptr;
+    // How many qd calls the thread is inside (CallScope).
+    static inline thread_local unsigned t_depth_ __attribute__((tls_model("initial-exec"))) = 0;
     friend struct ResolveCacheReaper;
 
-    // Out of line, so the clearing loop stays out of every entry point's prologue.
-    __attribute__((noinline)) void bury() { graveyard_.clear(); }
+    // Out of line, so the clearing loop stays out of every entry point's prologue. Releasing an
+    // object may run code that calls qd on this thread (the last reference to a module runs
+    // its destructor): those calls count as nested, and what they push out waits for the next
+    // outermost call, so the vector being cleared is never touched meanwhile.
+    __attribute__((noinline)) void bury() {
+        ++t_depth_;
+        std::vector<std::shared_ptr<Object>> dead;
+        dead.swap(graveyard_);
+        dead.clear();
+        if (graveyard_.empty()) graveyard_.swap(dead);  // keeps the capacity
+        --t_depth_;
+    }
 
     void evict(unsigned i) {
         handles_[i] = 0;
@@ -103,6 +148,7 @@ class ResolveCache {
     uint64_t handles_[kWays] = {};
     std::shared_ptr<Object> objects_[kWays];
     unsigned next_ = 0;
+    bool release_pending_ = false;  // a nested release_dead_now, for the outermost call's end
     std::vector<std::shared_ptr<Object>> graveyard_;
 };
 

@@ -5,7 +5,10 @@
 // acquire/release, fork/join, launch and parallel launch of real host kernels (one of which
 // faults, one of which makes a blocking call from inside), record/wait/query/synchronize,
 // stream-ordered alloc/free/memcpy/memset, host callbacks, the active stream and context
-// destroy with leases held and work in flight. After every step it checks:
+// destroy with leases held and work in flight; and qd calls nested in qd calls: a validating
+// context's hazard handler, and a CPU module's constructor and destructor
+// (tests/cpu_module/qd_test_hook_module.cpp), that destroy objects (their own context
+// included), query, or synchronize. After every step it checks:
 //   - the status is one qd.h lists for that function (else it traps: a crash for libFuzzer);
 //   - each live context's qd_context_get_stats counters equal what the sequence created
 //     (streams, leases, events, kernels, allocations);
@@ -24,9 +27,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <initializer_list>
 #include <iterator>
 #include <map>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -119,7 +124,29 @@ struct Ctx {
     std::vector<uint64_t> dead_blocks;
     void *host[2] = {};
     bool lost = false;
+    bool validating = false;  // QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL, with on_hazard
 };
+
+struct World;
+extern World g_world;
+
+// What the next hazard handler call does (set by the step that provokes the hazard), and what
+// the hook module's constructor and destructor do (set before qd_module_load and
+// qd_module_unload; the destructor may run later, on a worker, when the last launch of the
+// module ends).
+enum HandlerAction : uint32_t {
+    kNothing,
+    kDestroyOwnContext,
+    kDestroyStream,
+    kQueryAndSyncOther,
+    kDestroyOtherContext,
+    kActions
+};
+uint32_t g_hazard_action = kNothing;
+uint32_t g_ctor_action = kNothing;
+std::atomic<uint32_t> g_dtor_action{kNothing};
+std::atomic<qd_stream> g_dtor_stream{0};
+std::thread::id g_main_thread;  // the fuzzer's thread (LLVMFuzzerInitialize)
 
 struct World {
     Ctx ctx[kContexts];
@@ -216,7 +243,11 @@ struct World {
         d.stream_pool_size = 1 + in.below(4);
         d.event_pool_size = in.below(3);
         d.cpu_worker_threads = 1 + in.below(2);
-        if (in.below(16) == 15) d.flags = 4;  // refused (not a qd_context_flags bit)
+        const uint32_t flags = in.below(16);
+        if (flags == 15) d.flags = 4;  // refused (not a qd_context_flags bit)
+        // Validating in fail mode, with a hazard handler that calls back into qd (on_hazard).
+        const bool validating = flags >= 12 && flags != 15;
+        if (validating) d.flags = QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL;
         qd_context h = 0;
         const qd_status st = expect("qd_context_create", qd_context_create(&d, &h),
                                     {S(INVALID_ARGUMENT), S(OUT_OF_MEMORY)});
@@ -224,8 +255,130 @@ struct World {
         c = Ctx{};
         c.handle = h;
         c.live = true;
+        c.validating = validating;
         expect("qd_context_default_stream", qd_context_default_stream(h, &c.def), {LOST});
+        if (validating)
+            expect("qd_context_set_hazard_handler",
+                   qd_context_set_hazard_handler(h, on_hazard, this), {});
     }
+
+    // The model's side of a context that a nested call destroyed.
+    void forget_context(Ctx &c) {
+        dead.push_back(c.handle);
+        dead.push_back(c.def);
+        for (int i = 0; i < kSlots; ++i) {
+            if (c.stream_live[i]) dead.push_back(c.streams[i]);
+            if (c.event_live[i]) dead.push_back(c.events[i]);
+            if (c.kernel_live[i]) dead.push_back(c.kernels[i]);
+        }
+        c = Ctx{};
+    }
+    Ctx *find_ctx(qd_context h) {
+        for (Ctx &x : ctx)
+            if (x.live && x.handle == h) return &x;
+        return nullptr;
+    }
+    Ctx &other_than(const Ctx &c) { return &c == &ctx[0] ? ctx[1] : ctx[0]; }
+
+    // The hazard handler of every validating context: runs g_hazard_action, nested in the call
+    // that found the hazard (qd.h: it may call qd, except on streams of its own context).
+    static void on_hazard(const qd_hazard *h, void *user) {
+        World &w = *static_cast<World *>(user);
+        Ctx *own = w.find_ctx(h->context);
+        const uint32_t action = g_hazard_action;
+        g_hazard_action = kNothing;  // once per provoked hazard
+        if (!own) return;
+        switch (action) {
+        case kDestroyOwnContext:
+            expect("qd_context_destroy (in a hazard handler)", qd_context_destroy(own->handle), {});
+            w.forget_context(*own);
+            break;
+        case kDestroyStream: {
+            Ctx *c = nullptr;
+            int i = 0;
+            if (!w.find_stream(h->stream, &c, &i)) break;
+            const bool leased = c->stream_leased[i];
+            expect(leased ? "qd_stream_release (in a hazard handler)"
+                          : "qd_stream_destroy (in a hazard handler)",
+                   leased ? qd_stream_release(h->stream) : qd_stream_destroy(h->stream), {});
+            w.kill_stream(*c, i);
+            break;
+        }
+        case kQueryAndSyncOther: {
+            qd_context_stats st = QD_CONTEXT_STATS_INIT;
+            expect("qd_context_get_stats (in a hazard handler)",
+                   qd_context_get_stats(own->handle, &st), {});
+            Ctx &o = w.other_than(*own);
+            if (o.live)
+                expect("qd_context_synchronize (in a hazard handler)",
+                       qd_context_synchronize(o.handle), {LOST});
+            break;
+        }
+        case kDestroyOtherContext: {
+            Ctx &o = w.other_than(*own);
+            if (o.live) w.destroy_context(o);
+            break;
+        }
+        default: break;
+        }
+    }
+
+    // The hook module's constructor and destructor (QDT_MODULE_HOOK, set at start-up).
+    static void on_module(int phase) {
+        World &w = g_world;
+        if (phase == 0) {
+            const uint32_t action = g_ctor_action;
+            g_ctor_action = kNothing;
+            Ctx *c = w.loading_;
+            if (!c || !c->live) return;
+            switch (action) {
+            case kDestroyOwnContext:  // refused: the constructor runs as a callback of c
+                if (expect("qd_context_destroy (in a module constructor)",
+                           qd_context_destroy(c->handle), {S(INVALID_OPERATION)}) == QD_SUCCESS)
+                    violation("qd_context_destroy (of the loading context, in its module's "
+                              "constructor)", QD_SUCCESS);
+                break;
+            case kDestroyStream: {  // a stream made and destroyed inside the load
+                qd_stream s = 0;
+                if (expect("qd_stream_create (in a module constructor)",
+                           qd_stream_create(c->handle, nullptr, &s), {S(OUT_OF_MEMORY), LOST}) ==
+                    QD_SUCCESS)
+                    expect("qd_stream_destroy (in a module constructor)", qd_stream_destroy(s), {});
+                break;
+            }
+            case kQueryAndSyncOther: {
+                qd_context_stats st = QD_CONTEXT_STATS_INIT;
+                expect("qd_context_get_stats (in a module constructor)",
+                       qd_context_get_stats(c->handle, &st), {});
+                if (expect("qd_context_synchronize (in a module constructor)",
+                           qd_context_synchronize(c->handle), {S(INVALID_OPERATION), LOST}) ==
+                    QD_SUCCESS)
+                    violation("qd_context_synchronize (of the loading context, in its module's "
+                              "constructor)", QD_SUCCESS);
+                break;
+            }
+            default: break;
+            }
+            return;
+        }
+        // The destructor: on this thread inside a qd call, or on a worker of the module's
+        // context once its last launch ended, or after the context is gone; always as a
+        // callback of the module's context, under the dynamic loader's lock. The stream may be
+        // of another module's context by then: a worker only queries it (a blocking call from
+        // a worker on another context's stream could wait for work behind that worker, the
+        // program's own deadlock); this thread also synchronizes it (refused when it is the
+        // module's context).
+        if (g_dtor_action.exchange(kNothing) == kQueryAndSyncOther) {
+            const qd_stream s = g_dtor_stream.exchange(0);
+            const qd_status q = qd_stream_query(s);
+            if (q != QD_NOT_READY)
+                expect("qd_stream_query (in a module destructor)", q, {S(INVALID_HANDLE), LOST});
+            if (std::this_thread::get_id() == g_main_thread)
+                expect("qd_stream_synchronize (in a module destructor)", qd_stream_synchronize(s),
+                       {S(INVALID_HANDLE), S(INVALID_OPERATION), LOST});
+        }
+    }
+    Ctx *loading_ = nullptr;  // the context a qd_module_load is loading into
 
     void step(Input &in);
     void reset();
@@ -273,7 +426,7 @@ uint32_t pick_args(Input &in, qd_arg *args, qd_stream *stream_arg) {
 
 void World::step(Input &in) {
     Ctx &c = pick_ctx(in);
-    const uint32_t op = in.below(30);
+    const uint32_t op = in.below(32);
     switch (op) {
     case 0:
         create_context(c, in);
@@ -600,6 +753,64 @@ void World::step(Input &in) {
                S(INVALID_OPERATION)});
         break;
     }
+    case 30: {  // a hazard (a race refused in fail mode) whose handler calls back into qd
+        if (!c.live || !c.validating || c.blocks.empty()) break;
+        const int i = int(in.below(kSlots));
+        if (!c.stream_live[i]) break;
+        auto it = c.blocks.begin();
+        std::advance(it, in.below(uint32_t(c.blocks.size())));
+        const uint64_t a = it->first, bytes = it->second;
+        g_hazard_action = in.below(kActions);
+        // Ordered after the allocation (the default stream); then the same bytes on another
+        // stream, unordered: a race, refused with nothing queued.
+        qd_status st = expect("qd_memset_async", qd_memset_async(c.def, a, in.byte(), bytes),
+                              {S(INVALID_HANDLE), LOST});
+        if (st == QD_SUCCESS) {
+            const qd_stream s = c.streams[i];
+            st = expect("qd_memset_async (a race)", qd_memset_async(s, a, 0, bytes),
+                        {S(HAZARD), S(INVALID_HANDLE), LOST});
+            // Not a race after all when the host learnt meanwhile that the first memset ran (a
+            // module destructor's query on a worker): then order the block's later use again.
+            if (st == QD_SUCCESS)
+                expect("qd_stream_synchronize", qd_stream_synchronize(s), {S(INVALID_HANDLE), LOST});
+        }
+        g_hazard_action = kNothing;
+        break;
+    }
+    case 31: {  // the hook module: its constructor and destructor call back into qd
+        if (!c.live) break;
+        static const char kPath[] = QD_TEST_HOOK_MODULE_PATH;
+        g_ctor_action = in.below(kActions);
+        loading_ = &c;
+        qd_module m = 0;
+        const qd_status st =
+            expect("qd_module_load", qd_module_load(c.handle, kPath, sizeof kPath - 1, &m),
+                   {S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST});
+        loading_ = nullptr;
+        g_ctor_action = kNothing;
+        if (st != QD_SUCCESS) {
+            if (st == QD_ERROR_INVALID_HANDLE && c.live)
+                violation("qd_module_load (INVALID_HANDLE for a live context)", st);
+            break;
+        }
+        qd_kernel k = 0;
+        if (expect("qd_kernel_get", qd_kernel_get(m, "qd_test_hook_noop", &k),
+                   {S(OUT_OF_MEMORY), LOST}) == QD_SUCCESS) {
+            const int n = int(in.below(3));
+            for (int j = 0; j < n; ++j) {
+                const int i = int(in.below(kSlots));
+                const qd_stream s = c.stream_live[i] ? c.streams[i] : c.def;
+                qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+                qd_arg arg = {g_host, 8};
+                expect("qd_launch (the hook module's kernel)", qd_launch(s, k, &cfg, &arg, 1),
+                       {S(OUT_OF_MEMORY), LOST});
+            }
+        }
+        g_dtor_stream = c.def;
+        g_dtor_action = in.flag() ? kQueryAndSyncOther : kNothing;
+        expect("qd_module_unload", qd_module_unload(m), {});
+        break;
+    }
     case 28: {  // import (the CPU backend has no native streams)
         qd_stream h = 0;
         expect("qd_stream_import", qd_stream_import(c.handle, 1 + in.byte(), &h),
@@ -663,11 +874,24 @@ void World::reset() {
     for (Ctx &c : ctx)
         if (c.live) destroy_context(c);
     dead.clear();
+    // A module destructor still to come (its last launch was still queued) does nothing.
+    g_dtor_action = kNothing;
+    g_dtor_stream = 0;
 }
 
 World g_world;
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+    // The hook module's constructor and destructor find World::on_module here; set once,
+    // before any thread exists.
+    char value[32];
+    std::snprintf(value, sizeof value, "%llx", (unsigned long long)(uintptr_t)&World::on_module);
+    setenv("QDT_MODULE_HOOK", value, 1);
+    g_main_thread = std::this_thread::get_id();
+    return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 4096) return -1;  // longer sequences add time, not states

@@ -75,7 +75,7 @@ qd_status CpuContext::create_event(bool timing, std::shared_ptr<Event> *out) {
 }
 
 qd_status CpuContext::load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) {
-    return load_cpu_module(image, size, out);
+    return load_cpu_module(image, size, out, scheduler_);
 }
 
 qd_status CpuContext::kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,

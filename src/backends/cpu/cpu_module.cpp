@@ -9,11 +9,19 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/common/callback_scope.h"
 #include "common/error.h"
 
 namespace qd::backend::cpu {
 
-qd_status load_cpu_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) {
+CpuModule::~CpuModule() {
+    const std::shared_ptr<Scheduler> owner = owner_.lock();
+    CallbackScope scope(owner.get(), false);
+    handle_ = DlLibrary();  // dlclose: the library's destructors
+}
+
+qd_status load_cpu_module(const void *image, uint64_t size, std::shared_ptr<Module> *out,
+                          const std::shared_ptr<Scheduler> &owner) {
     // The image is the module's path. A path with no '/' would make dlopen search library
     // paths (and possibly the current directory's neighbours): a CPU module is named exactly.
     if (size > 4096) return fail(QD_ERROR_INVALID_ARGUMENT, "a module path is at most 4096 bytes");
@@ -32,9 +40,19 @@ qd_status load_cpu_module(const void *image, uint64_t size, std::shared_ptr<Modu
     // RTLD_NOW: a library with unresolved symbols is rejected here, not at its first launch.
     // RTLD_LOCAL: two modules may export kernels of the same name.
     const char *reason = nullptr;
-    DlLibrary handle = DlLibrary::open(path.c_str(), &reason);
+    DlLibrary handle;
+    {
+        CallbackScope scope(owner.get(), false);  // the library's constructors (CpuModule)
+        handle = DlLibrary::open(path.c_str(), &reason);
+    }
     if (!handle) return fail(QD_ERROR_INVALID_IMAGE, "cannot load module '%s': %s", path.c_str(), reason);
-    *out = std::make_shared<CpuModule>(std::move(handle), std::move(path));
+    try {
+        *out = std::make_shared<CpuModule>(std::move(handle), std::move(path), owner);
+    } catch (...) {
+        CallbackScope scope(owner.get(), false);
+        handle = DlLibrary();
+        throw;
+    }
     return QD_SUCCESS;
 }
 
