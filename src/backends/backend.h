@@ -87,7 +87,9 @@ class Stream {
     virtual qd_status query() = 0;
 
     // Stream-ordered memory. mem_alloc may return the address at once; it is only valid for
-    // work queued after it. mem_free releases after the work queued before it.
+    // work queued after it. mem_free releases after the work queued before it. mem_alloc (and
+    // Context::host_alloc) reserve the end guard past `bytes` (common/limits.h: kEndGuard);
+    // their messages name `bytes`.
     virtual qd_status mem_alloc(uint64_t bytes, uint64_t *address) = 0;
     virtual qd_status mem_free(uint64_t address) = 0;
     virtual qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) = 0;

@@ -10,13 +10,6 @@ namespace qd::core {
 
 namespace {
 
-// Every block gets one byte more than asked for, which no one else can own: the address one
-// past a block's end is then qd's memory, not memory of the caller's that happens to start
-// there (allocators without headers, such as TSan's, place blocks back to back), so a range
-// starting at a block's end can be refused (AllocRegistry::check_range) without refusing the
-// caller's own memory. The registry and the statistics count the bytes asked for.
-constexpr uint64_t kEndGuard = 1;
-
 // A wait's status, then a fault the wait found.
 qd_status after_wait(Context &ctx, qd_status st) { return st == QD_SUCCESS ? ctx.usable() : st; }
 
@@ -118,7 +111,7 @@ void priority_range(Context &ctx, int32_t *least, int32_t *greatest) {
 
 qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
     uint64_t a = 0;
-    qd_status st = submit_mem_alloc(stream, bytes + kEndGuard, &a);
+    qd_status st = submit_mem_alloc(stream, bytes, &a);
     if (st != QD_SUCCESS) return st;
     Context &ctx = *stream.ctx;
     try {
@@ -156,7 +149,7 @@ qd_status mem_free(Stream &stream, uint64_t address) {
 
 qd_status host_alloc(Context &ctx, uint64_t bytes, void **out) {
     void *p = nullptr;
-    qd_status st = ctx.impl().host_alloc(bytes + kEndGuard, &p);
+    qd_status st = ctx.impl().host_alloc(bytes, &p);
     if (st != QD_SUCCESS) return st;
     try {
         st = ctx.register_allocation(AllocRegistry::Kind::Host, reinterpret_cast<uint64_t>(p),

@@ -2,6 +2,7 @@
 // qd_mem_free_async, qd_memcpy_async, qd_memset_async, qd_host_alloc and qd_host_free, plus the
 // cross-stream lifetime figure (alloc on A, use on delayed B, free on A, alloc again).
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "qd_test.h"
@@ -113,6 +114,30 @@ TEST_P(MemoryTest, Alloc_Errors) {
     for (qd_stream x : {(qd_stream)0, dead, (qd_stream)ctx_})
         EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_mem_alloc_async(x, 16, &a));
     EXPECT_EQ(a, 0x5555u);
+    EXPECT_EQ(get_stats(ctx_).live_allocations, 0u);
+    EXPECT_QD_OK(qd_stream_destroy(s));
+}
+
+// A refused allocation's message names the bytes asked for, never qd's own end guard on top
+// (2^56 is the largest size the API accepts; the CPU backend refuses it without asking the
+// allocator, a GPU backend as beyond its largest block or from the driver).
+TEST_P(MemoryTest, AllocRefused_MessageNamesTheBytesAskedFor) {
+    constexpr uint64_t kLargest = uint64_t{1} << 56;
+    const std::string asked = std::to_string(kLargest);
+    const std::string with_guard = std::to_string(kLargest + 1);
+    qd_stream s = new_stream();
+    uint64_t a = 0;
+    const qd_status st = qd_mem_alloc_async(s, kLargest, &a);
+    EXPECT_TRUE(st == QD_ERROR_OUT_OF_MEMORY || st == QD_ERROR_OVERFLOW) << qd_status_name(st);
+    std::string msg = qd_last_error_message();
+    EXPECT_EQ(msg.find(with_guard), std::string::npos) << msg;
+    if (GetParam() == QD_BACKEND_CPU) EXPECT_NE(msg.find(asked), std::string::npos) << msg;
+    void *p = nullptr;
+    const qd_status hst = qd_host_alloc(ctx_, kLargest, &p);
+    EXPECT_TRUE(hst == QD_ERROR_OUT_OF_MEMORY || hst == QD_ERROR_OVERFLOW) << qd_status_name(hst);
+    msg = qd_last_error_message();
+    EXPECT_EQ(msg.find(with_guard), std::string::npos) << msg;
+    if (GetParam() == QD_BACKEND_CPU) EXPECT_NE(msg.find(asked), std::string::npos) << msg;
     EXPECT_EQ(get_stats(ctx_).live_allocations, 0u);
     EXPECT_QD_OK(qd_stream_destroy(s));
 }

@@ -105,7 +105,7 @@ void CpuContext::priority_range(int32_t *least, int32_t *greatest) const {
 }
 
 qd_status CpuContext::host_alloc(uint64_t bytes, void **out) {
-    void *block = aligned_host_alloc(bytes);
+    void *block = aligned_host_alloc(with_end_guard(bytes));
     if (!block)
         return fail(QD_ERROR_OUT_OF_MEMORY, "cannot allocate %llu bytes of host memory",
                     static_cast<unsigned long long>(bytes));

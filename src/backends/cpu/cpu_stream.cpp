@@ -131,7 +131,7 @@ qd_status CpuStream::wait(Event &event) {
 
 qd_status CpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
     if (scheduler_->stopping()) return fail_destroyed();
-    void *block = aligned_host_alloc(bytes);
+    void *block = aligned_host_alloc(with_end_guard(bytes));
     if (!block)
         return fail(QD_ERROR_OUT_OF_MEMORY, "cannot allocate %llu bytes of CPU device memory",
                     static_cast<unsigned long long>(bytes));

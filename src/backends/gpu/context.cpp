@@ -1,6 +1,7 @@
 // GpuContext: one qd context on one device's primary context.
 #include <algorithm>
 
+#include "backends/common/limits.h"
 #include "backends/gpu/gpu_objects.h"
 #include "common/error.h"
 
@@ -156,7 +157,7 @@ qd_status GpuContext::host_alloc(uint64_t bytes, void **out) {
     if (!entry.ok()) return entry.status();
     const DriverTable &t = dc_->t;
     void *ptr = nullptr;
-    Result r = t.host_alloc(&ptr, static_cast<size_t>(bytes), t.host_alloc_flags);
+    Result r = t.host_alloc(&ptr, static_cast<size_t>(with_end_guard(bytes)), t.host_alloc_flags);
     if (r != t.success) return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::host_alloc, nullptr);
     *out = ptr;
     return QD_SUCCESS;

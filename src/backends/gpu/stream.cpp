@@ -2,6 +2,7 @@
 // check); nothing here blocks except synchronize().
 #include <memory>
 
+#include "backends/common/limits.h"
 #include "backends/gpu/gpu_objects.h"
 #include "common/error.h"
 
@@ -109,7 +110,7 @@ qd_status GpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
     DevicePtr ptr = 0;
-    Result r = t_.mem_alloc_async(&ptr, static_cast<size_t>(bytes), stream_);
+    Result r = t_.mem_alloc_async(&ptr, static_cast<size_t>(with_end_guard(bytes)), stream_);
     if (r != t_.success) return fail(r, QD_ERROR_OUT_OF_MEMORY, Fn::mem_alloc_async);
     *address = ptr;
     return QD_SUCCESS;
