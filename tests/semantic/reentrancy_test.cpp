@@ -88,6 +88,7 @@ void destroy_own_context(const qd_hazard *h, void *user) {
 }
 
 TEST(ReentrancyTest, HazardHandler_DestroysItsOwnContext_TheReportingLaunchCompletes) {
+    QDT_RACES_ON_PURPOSE();  // plants a hazard for its handler to see
     RacingLaunches r(QD_CONTEXT_VALIDATE);
     HandlerLog log;
     ASSERT_QD_OK(qd_context_set_hazard_handler(r.ctx, &destroy_own_context, &log));
@@ -116,6 +117,7 @@ void destroy_kernel_then_call_other(const qd_hazard *, void *user) {
 }
 
 TEST(ReentrancyTest, HazardHandler_DestroysTheLaunchedKernel_AndCallsAnotherContext) {
+    QDT_RACES_ON_PURPOSE();  // plants a hazard for its handler to see
     RacingLaunches r(QD_CONTEXT_VALIDATE);
     HandlerLog log;
     log.kernel = r.k;
@@ -146,6 +148,7 @@ void destroy_context_in_fail_mode(const qd_hazard *h, void *user) {
 }
 
 TEST(ReentrancyTest, HostFreeRefusedByHazard_HandlerDestroysContext_BlockFreedOnce) {
+    QDT_RACES_ON_PURPOSE();  // plants a hazard for its handler to see
     qd_context ctx = make_context(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
     qd_stream s = 0;
     qd_kernel k = 0;
@@ -192,6 +195,7 @@ void hold_free_while_destroy_drains(const qd_hazard *h, void *user) {
 }
 
 TEST(ReentrancyTest, MemFreeRefusedByHazard_DuringDestroyDrain_FreedAfterQueuedWork) {
+    QDT_RACES_ON_PURPOSE();  // plants a hazard for its handler to see
     qd_context ctx = make_context(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
     qd_stream def = 0, s = 0;
     ASSERT_QD_OK(qd_context_default_stream(ctx, &def));
@@ -259,6 +263,7 @@ void destroy_other_context(const qd_hazard *, void *user) {
 }
 
 TEST(ReentrancyTest, HazardHandlerOfAPeerCopy_DestroysTheSourceContext_CopyReadsLiveMemory) {
+    QDT_RACES_ON_PURPOSE();  // plants a hazard for its handler to see
     PeerPair p(QD_CONTEXT_VALIDATE);
     // An unordered launch that names dst on another stream makes the copy's write a race: the
     // copy's report comes from inside qd_memcpy_peer_async, before the copy is queued.
