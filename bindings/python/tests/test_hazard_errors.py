@@ -18,6 +18,9 @@ import pytest
 import qd
 from conftest import subprocess_env
 
+# Every test plants a hazard, or sets the validation mode itself: not in the validation pass.
+pytestmark = pytest.mark.races_on_purpose
+
 
 def _ran(stream: qd.Stream) -> None:
     done = threading.Event()
