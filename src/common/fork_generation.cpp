@@ -1,4 +1,4 @@
-#include "backends/common/fork_generation.h"
+#include "common/fork_generation.h"
 
 #include <pthread.h>
 

@@ -1,4 +1,5 @@
-// Limits and refusals that the core and the backends share, so each is written once.
+// Limits and refusals that the core and the backends share, so each is written once. (A limit
+// of one backend lives in that backend: the CPU worker cap is cpu/cpu_context.h's.)
 #pragma once
 
 #include <qd/qd.h>
@@ -8,10 +9,6 @@
 #include "common/error.h"
 
 namespace qd {
-
-// The most CPU worker threads a context may ask for (qd_context_desc.cpu_worker_threads); the
-// core refuses more, and the CPU backend clamps its own default to it.
-inline constexpr uint32_t kMaxCpuWorkerThreads = 256;
 
 // Every block a backend allocates for qd_mem_alloc_async or qd_host_alloc reserves this many
 // bytes past the size asked for, which no other block can own: the address one past a block's
