@@ -16,15 +16,6 @@ void check(qd_status status, const char *call) {
                   qd_last_error_message());
 }
 
-const char *backend_name(qd_backend backend) {
-    switch (backend) {
-    case QD_BACKEND_CPU: return "CPU";
-    case QD_BACKEND_CUDA: return "CUDA";
-    case QD_BACKEND_HIP: return "HIP";
-    default: return "default";
-    }
-}
-
 RunResult timed_run(qd_context ctx, qd_stream stream, qd_kernel kernel,
                     const std::vector<TaskArgs> &tasks, const std::vector<uint32_t> &groups,
                     bool parallel) {

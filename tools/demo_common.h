@@ -22,8 +22,6 @@ struct QdError : std::runtime_error {
 // thread-local and the next failing call on this thread overwrites it.
 void check(qd_status status, const char *call);
 
-const char *backend_name(qd_backend backend);
-
 struct DemoOptions {
     std::optional<qd_backend> backend; // forced with --backend; otherwise the best available
     uint32_t groups = 16;

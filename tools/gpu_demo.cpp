@@ -51,7 +51,7 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
     (void)options;
     std::printf("qd demo: this qd was built without nvcc, so it carries no GPU kernel; %s is "
                 "available but the demo runs on the CPU\n",
-                backend_name(backend));
+                qd_backend_name(backend));
     return std::nullopt;
 #else
     // One kernel image: PTX, built by nvcc. A HIP runtime over an NVIDIA device loads it; on an
@@ -59,7 +59,7 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
     // then says so and runs on the CPU.
     if (backend != QD_BACKEND_CUDA && backend != QD_BACKEND_HIP) {
         std::printf("qd demo: no demo kernel for %s yet; the demo runs on the CPU\n",
-                    backend_name(backend));
+                    qd_backend_name(backend));
         return std::nullopt;
     }
     const uint32_t task_count = options.groups * options.tasks_per_group;
@@ -128,7 +128,7 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
 
     qd_device_info info = QD_DEVICE_INFO_INIT;
     check(qd_device_get_info(backend, 0, &info), "qd_device_get_info");
-    std::printf("qd demo on %s (%s, sm_%u%u, %u multiprocessors)\n", backend_name(backend),
+    std::printf("qd demo on %s (%s, sm_%u%u, %u multiprocessors)\n", qd_backend_name(backend),
                 info.name, info.compute_major, info.compute_minor, info.multiprocessors);
     std::printf("  %u groups x %u tasks, %u elements x %u logistic steps per task (~%.1f ms)\n",
                 options.groups, options.tasks_per_group, kSliceElements, iterations,

@@ -32,13 +32,14 @@ const char *const kUsageHead =
     "usage: qd <command> [options]\n"
     "\n"
     "commands:\n"
-    "  info                 print the library version and, for each backend (CPU, CUDA, HIP),\n"
-    "                       whether it is available and what its devices are\n"
+    "  info                 print the library version and, for each backend (cpu, cuda, hip,\n"
+    "                       ...), whether it is available and what its devices are\n"
     "  demo [options]       run a stream-parallel workload on the best available backend\n"
-    "                       (CUDA, else HIP, else CPU), once serially and once with\n"
-    "                       qd_launch_parallel; check the results match bit for bit and print\n"
-    "                       the speedup\n"
-    "      --backend cpu|cuda|hip   use this backend instead of the best available one\n"
+    "                       (the first GPU backend with a device, else cpu), once serially\n"
+    "                       and once with qd_launch_parallel; check the results match bit for\n"
+    "                       bit and print the speedup\n"
+    "      --backend NAME           use this backend (a name qd info prints) instead of the\n"
+    "                               best available one\n"
     "      --groups N               independent groups of tasks (default 16)\n"
     "      --tasks N                tasks per group, run in order (default 4)\n"
     "      --task-ms MS             target time of one task (default 3)\n"
@@ -54,10 +55,18 @@ const char *const kUsageTail =
     "suite could not run (a missed bar is not a failure), 2 usage error.\n";
 const std::string kUsage = std::string(kUsageHead) + kBenchUsage + kUsageTail;
 
+// Every backend the library knows, built in or not: qd_backend_name names them from
+// QD_BACKEND_CPU up (qd.h).
+std::vector<qd_backend> known_backends() {
+    std::vector<qd_backend> all;
+    for (uint32_t b = QD_BACKEND_CPU; std::strcmp(qd_backend_name(qd_backend(b)), "unknown"); ++b)
+        all.push_back(qd_backend(b));
+    return all;
+}
+
 std::optional<qd_backend> parse_backend(const std::string &name) {
-    if (name == "cpu") return QD_BACKEND_CPU;
-    if (name == "cuda") return QD_BACKEND_CUDA;
-    if (name == "hip") return QD_BACKEND_HIP;
+    for (qd_backend backend : known_backends())
+        if (name == qd_backend_name(backend)) return backend;
     return std::nullopt;
 }
 
@@ -97,16 +106,16 @@ int run_info() {
         std::printf("warning: the library and the header this tool was built with differ\n");
 
     int exit_status = 0;
-    for (qd_backend backend : {QD_BACKEND_CPU, QD_BACKEND_CUDA, QD_BACKEND_HIP}) {
+    for (qd_backend backend : known_backends()) {
         BackendProbe found = probe(backend);
         if (!found.unavailable_reason.empty()) {
-            std::printf("%s: unavailable (%s)\n", backend_name(backend),
+            std::printf("%s: unavailable (%s)\n", qd_backend_name(backend),
                         found.unavailable_reason.c_str());
             // The CPU backend is always available; anything else is a broken library.
             if (backend == QD_BACKEND_CPU) exit_status = 1;
             continue;
         }
-        std::printf("%s: available, %u device%s\n", backend_name(backend), found.devices,
+        std::printf("%s: available, %u device%s\n", qd_backend_name(backend), found.devices,
                     found.devices == 1 ? "" : "s");
         for (uint32_t device = 0; device < found.devices; ++device) {
             qd_device_info info = QD_DEVICE_INFO_INIT;
@@ -276,14 +285,14 @@ int run_demo(const DemoOptions &options) {
         BackendProbe found = probe(backend);
         if (!found.unavailable_reason.empty() || found.devices == 0) {
             std::fprintf(stderr, "qd demo: backend %s is not available: %s\n",
-                         backend_name(backend),
+                         qd_backend_name(backend),
                          found.unavailable_reason.empty() ? "no devices"
                                                           : found.unavailable_reason.c_str());
             return 1;
         }
     } else {
-        for (qd_backend candidate : {QD_BACKEND_CUDA, QD_BACKEND_HIP}) {
-            if (probe(candidate).devices > 0) {
+        for (qd_backend candidate : known_backends()) {  // the first GPU backend with a device
+            if (candidate != QD_BACKEND_CPU && probe(candidate).devices > 0) {
                 backend = candidate;
                 break;
             }

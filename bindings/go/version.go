@@ -39,16 +39,11 @@ const (
 	BackendHIP     Backend = C.QD_BACKEND_HIP     // AMD HIP, loaded at run time
 )
 
+// String is libqd's name of the backend (qd_backend_name): "cpu", "cuda", "hip", "default";
+// a value that names no backend is "backend(N)".
 func (b Backend) String() string {
-	switch b {
-	case BackendDefault:
-		return "default"
-	case BackendCPU:
-		return "cpu"
-	case BackendCUDA:
-		return "cuda"
-	case BackendHIP:
-		return "hip"
+	if name := C.GoString(C.qd_backend_name(C.qd_backend(b))); name != "unknown" {
+		return name
 	}
 	return "backend(" + strconv.FormatUint(uint64(b), 10) + ")"
 }

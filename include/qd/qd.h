@@ -143,7 +143,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define QD_VERSION_MAJOR 0
-#define QD_VERSION_MINOR 2
+#define QD_VERSION_MINOR 3
 #define QD_VERSION_PATCH 0
 /** Encoded as (major << 16) | (minor << 8) | patch. */
 #define QD_VERSION ((QD_VERSION_MAJOR << 16) | (QD_VERSION_MINOR << 8) | QD_VERSION_PATCH)
@@ -243,7 +243,8 @@ typedef struct qd_context_desc {
     uint32_t stream_pool_size;   /**< most streams leased at once; 0 = 32; at most 4096 */
     uint32_t event_pool_size;    /**< fork/join events kept for reuse; 0 = 256 */
     uint32_t cpu_worker_threads; /**< CPU backend worker threads; 0 = max(2, CPUs this process
-                                      may use); at most 256. With one worker per usable CPU the
+                                      may use); at most 256; other backends ignore it. With
+                                      one worker per usable CPU the
                                       workers are pinned one per CPU; the environment variable
                                       QD_CPU_PIN_WORKERS=0 (read with secure_getenv) turns that
                                       off, e.g. for a host thread that polls in a tight loop. */
@@ -414,6 +415,14 @@ QD_API qd_status qd_device_count(qd_backend backend, uint32_t *count);
  *  - QD_ERROR_BACKEND_UNAVAILABLE: as for qd_device_count. */
 QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_device_info *out);
 
+/** Name of a backend (since 0.3): "cpu", "cuda" or "hip", the names that the bindings and the
+ *  qd tool use; "default" for QD_BACKEND_DEFAULT and "unknown" for any other value. It names
+ *  every backend this header knows, built into this library or not (qd_device_count says which
+ *  are available). Backends are numbered from QD_BACKEND_CPU up without gaps, so counting up
+ *  from QD_BACKEND_CPU until the name is "unknown" visits every backend the library knows.
+ *  Threads: any. Never NULL; the string is static. */
+QD_API const char *qd_backend_name(qd_backend backend);
+
 /* ---------------------------------------------------------------------------------------------
  * Contexts (since 0.1)
  * ------------------------------------------------------------------------------------------- */
@@ -422,7 +431,7 @@ QD_API qd_status qd_device_get_info(qd_backend backend, uint32_t device, qd_devi
  *  pool. On the CPU backend this starts cpu_worker_threads worker threads.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: desc or out is NULL; struct_size too small; backend unknown;
- *    device out of range; pool size or worker count above its limit; flags has bits that are
+ *    device out of range; pool size, or a CPU context's worker count, above its limit; flags has bits that are
  *    not qd_context_flags, or QD_CONTEXT_VALIDATE_FAIL without QD_CONTEXT_VALIDATE; reserved
  *    not 0; the environment variable QD_VALIDATE has a value other than "", "0", "1" or
  *    "error"; QD_TRACE is set and the trace cannot start (see "Timeline trace"; from

@@ -1,6 +1,7 @@
-// Status names, the last error message, the version, and device queries.
+// Status and backend names, the last error message, the version, and device queries.
 #include <cstring>
 
+#include "common/backend_table.h"
 #include "common/first_sizes.h"
 #include "api/guard.h"
 #include "core/object_ops.h"
@@ -21,6 +22,10 @@ static uint32_t raw_backend(const qd_backend &backend) {
     uint32_t raw;
     std::memcpy(&raw, &backend, sizeof raw);
     return raw;
+}
+
+QD_API const char *qd_backend_name(qd_backend backend) {
+    return backend_slug(raw_backend(backend));
 }
 
 QD_API qd_status qd_device_count(qd_backend backend, uint32_t *count) {

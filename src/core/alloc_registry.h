@@ -18,7 +18,7 @@
 #include <map>
 #include <vector>
 
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 
 namespace qd::core {
 

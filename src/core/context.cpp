@@ -2,7 +2,6 @@
 #include "core/observers.h"
 #include "core/trace.h"
 #include "core/validation.h"
-#include "backends/common/limits.h"
 #include "common/first_sizes.h"
 
 #include <cstring>
@@ -34,7 +33,6 @@ constexpr uint32_t kDefaultStreamPool = 32;
 constexpr uint32_t kMaxStreamPool = 4096;
 constexpr uint32_t kDefaultEventPool = 256;
 constexpr uint32_t kMaxEventPool = 65536;
-constexpr uint32_t kMaxWorkers = kMaxCpuWorkerThreads;
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -64,9 +62,6 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
     if (desc.event_pool_size > kMaxEventPool)
         return fail(QD_ERROR_INVALID_ARGUMENT, "event_pool_size %u is above the limit %u",
                     desc.event_pool_size, kMaxEventPool);
-    if (desc.cpu_worker_threads > kMaxWorkers)
-        return fail(QD_ERROR_INVALID_ARGUMENT, "cpu_worker_threads %u is above the limit %u",
-                    desc.cpu_worker_threads, kMaxWorkers);
 
     backend::Driver *driver = nullptr;
     qd_status st = backend::get_driver(desc.backend, &driver);

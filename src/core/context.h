@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/common/fork_generation.h"
+#include "common/fork_generation.h"
 #include "core/alloc_registry.h"
 #include "core/event_pool.h"
 #include "core/handle_table.h"
@@ -25,7 +25,7 @@
 
 namespace qd::core {
 
-// fork_generation(): bumped in the child of every fork() (backends/common/fork_generation.h).
+// fork_generation(): bumped in the child of every fork() (common/fork_generation.h).
 
 class OpObserver;   // core/submit.h
 class ObserverSet;  // core/observers.h

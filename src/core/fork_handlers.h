@@ -13,7 +13,7 @@
 //     backend's queues and scheduler) are never waited for in the child: destroying or
 //     releasing an inherited object only forgets it (its handle dies; the object and what it
 //     holds are left as they are, never released), and every other call on it is refused with
-//     QD_ERROR_FORKED (backends/common/fork_generation.h). The calling thread's resolve cache
+//     QD_ERROR_FORKED (common/fork_generation.h). The calling thread's resolve cache
 //     (core/resolve_cache.h), which holds references to inherited objects, is left behind in
 //     the child for the same reason.
 //

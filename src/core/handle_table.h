@@ -26,7 +26,7 @@
 #include <mutex>
 #include <vector>
 
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 #include "core/lease_slots.h"
 
 namespace qd::core {

@@ -1,5 +1,6 @@
 #include "core/peer.h"
 
+#include "common/backend_table.h"
 #include "common/error.h"
 #include "core/capture.h"
 #include "core/submit.h"
@@ -8,15 +9,6 @@ namespace qd::core {
 
 namespace {
 
-const char *backend_name(qd_backend kind) {
-    switch (kind) {
-        case QD_BACKEND_CPU: return "CPU";
-        case QD_BACKEND_CUDA: return "CUDA";
-        case QD_BACKEND_HIP: return "HIP";
-        default: return "unknown";
-    }
-}
-
 // Two contexts of different backends cannot be ordered or copied between by one driver.
 qd_status same_backend(const Context &a, const char *a_name, const Context &b,
                        const char *b_name) {
@@ -24,8 +16,8 @@ qd_status same_backend(const Context &a, const char *a_name, const Context &b,
     return fail(QD_ERROR_WRONG_CONTEXT,
                 "%s belongs to a %s context (0x%016llx) and %s to a %s context (0x%016llx); "
                 "only contexts of the same backend can be mixed",
-                a_name, backend_name(a.kind()), (unsigned long long)a.handle(), b_name,
-                backend_name(b.kind()), (unsigned long long)b.handle());
+                a_name, backend_display_name(a.kind()), (unsigned long long)a.handle(), b_name,
+                backend_display_name(b.kind()), (unsigned long long)b.handle());
 }
 
 // Both contexts of a peer query or grant: two distinct contexts of one backend.

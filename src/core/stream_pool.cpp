@@ -1,5 +1,5 @@
 #include "core/stream_pool.h"
-#include "backends/common/limits.h"
+#include "common/limits.h"
 
 #include "common/error.h"
 #include "core/context.h"

@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 
 namespace qd::core {
 

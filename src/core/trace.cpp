@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/backend_table.h"
 #include "common/error.h"
 #include "core/context.h"
 #include "core/observers.h"
@@ -60,14 +61,6 @@ const char *origin_name(OpOrigin origin) {
     case OpOrigin::GraphLaunch: return "graph replay";
     }
     return "other";
-}
-
-const char *backend_label(qd_backend kind) {
-    switch (kind) {
-    case QD_BACKEND_CUDA: return "cuda";
-    case QD_BACKEND_HIP: return "hip";
-    default: return "cpu";
-    }
 }
 
 // JSON string body (no quotes).
@@ -542,7 +535,7 @@ std::string TraceObserver::render(const Window &w) {
     std::snprintf(buf, sizeof buf,
                   "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_name\",\"args\":{\"name\":\"qd "
                   "context %u (%s)\"}}",
-                  id_, id_, backend_label(ctx.kind()));
+                  id_, id_, backend_slug(ctx.kind()));
     add(buf);
     std::snprintf(buf, sizeof buf,
                   "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_labels\",\"args\":{\"labels\":"

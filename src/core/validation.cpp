@@ -366,7 +366,7 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
             what = "free";
             auto it = blocks_.find(op.dst);
             if (it != blocks_.end() && !it->second->freed && !it->second->host)
-                touches.push_back(Touch{it->second.get(), 0, it->second->bytes, false, true, 0});
+                touches.push_back(Touch{it->second.get(), 0, it->second->bytes, false, true, 0, 0});
             break;
         }
         default: break;

@@ -37,7 +37,7 @@ int main() {
     qd_stream_flags sflag = QD_STREAM_NON_BLOCKING;
     qd_event_flags eflag = QD_EVENT_TIMING;
     constexpr uint32_t version = QD_VERSION;
-    static_assert(version == ((0u << 16) | (2u << 8) | 0u), "version 0.2.0");
+    static_assert(version == ((0u << 16) | (3u << 8) | 0u), "version 0.3.0");
 
     task.args = &arg;
     task.num_args = 1;

@@ -894,9 +894,25 @@ TEST(CpuDriver, ReportsOneDeviceAndRejectsOthers) {
     std::unique_ptr<Context> ctx;
     EXPECT_EQ(driver.create_context(params, &ctx), QD_ERROR_INVALID_ARGUMENT);
     params.device = 0;
-    params.worker_threads = 100000;  // capped, not refused
     ASSERT_EQ(driver.create_context(params, &ctx), QD_SUCCESS);
     destroy(ctx);
+}
+
+// The worker cap is the CPU backend's own limit: the backend refuses more workers itself (the
+// core checks nothing about them), with the field's name and the limit in the message.
+TEST(CpuDriver, MoreWorkersThanItsCap_IsInvalidArgument) {
+    Driver &driver = cpu_driver();
+    for (uint32_t workers : {257u, 100000u, 0xffffffffu}) {  // qd.h: at most 256
+        SCOPED_TRACE(workers);
+        ContextParams params;
+        params.worker_threads = workers;
+        std::unique_ptr<Context> ctx;
+        EXPECT_EQ(driver.create_context(params, &ctx), QD_ERROR_INVALID_ARGUMENT);
+        EXPECT_EQ(ctx, nullptr);
+        const std::string msg = last_error_message();
+        EXPECT_NE(msg.find("cpu_worker_threads"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("256"), std::string::npos) << msg;
+    }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Devices, contexts, statistics, the last-error message and the version: success and every
 // documented status of qd_device_count, qd_device_get_info, qd_context_create,
 // qd_context_destroy, qd_context_synchronize, qd_context_default_stream, qd_context_get_stats,
-// qd_last_error_message and qd_version.
+// qd_last_error_message, qd_version and qd_backend_name.
 #include <cstring>
 #include <thread>
 
@@ -56,6 +56,38 @@ TEST(LastErrorMessage, IsThreadLocal_AndOnlyWrittenOnFailure) {
 }
 
 TEST(Version, MatchesHeader) { EXPECT_EQ(qd_version(), (uint32_t)QD_VERSION); }
+
+// ---------------------------------------------------------------------------------------------
+// qd_backend_name
+// ---------------------------------------------------------------------------------------------
+
+TEST(BackendName, EveryBackendOfTheHeader_HasItsName) {
+    EXPECT_STREQ(qd_backend_name(QD_BACKEND_DEFAULT), "default");
+    EXPECT_STREQ(qd_backend_name(QD_BACKEND_CPU), "cpu");
+    EXPECT_STREQ(qd_backend_name(QD_BACKEND_CUDA), "cuda");
+    EXPECT_STREQ(qd_backend_name(QD_BACKEND_HIP), "hip");
+}
+
+TEST(BackendName, AValueThatNamesNoBackend_IsUnknownAndWritesNoMessage) {
+    plant_marker_message();
+    for (uint32_t raw : {4u, 99u, 0x7fffffffu, 0x80000000u, 0xffffffffu}) {
+        SCOPED_TRACE(raw);
+        qd_backend b;
+        std::memcpy(&b, &raw, sizeof b);  // any 32-bit value, as a C caller may pass
+        const char *name = qd_backend_name(b);
+        ASSERT_NE(name, nullptr);
+        EXPECT_STREQ(name, "unknown");
+    }
+    EXPECT_TRUE(message_is_marker()) << "a name lookup is not a failure";
+}
+
+TEST(BackendName, CountingUpFromCpu_VisitsEveryBackendOnce) {
+    // The header's promise: backends are numbered from QD_BACKEND_CPU up without gaps.
+    std::vector<std::string> seen;
+    for (uint32_t b = QD_BACKEND_CPU; std::strcmp(qd_backend_name((qd_backend)b), "unknown"); ++b)
+        seen.push_back(qd_backend_name((qd_backend)b));
+    EXPECT_EQ(seen, (std::vector<std::string>{"cpu", "cuda", "hip"}));
+}
 
 // ---------------------------------------------------------------------------------------------
 // qd_device_count / qd_device_get_info

@@ -33,14 +33,18 @@ uint64_t scaled(uint64_t n, uint64_t floor) {
 // Status assertions
 // ---------------------------------------------------------------------------------------------
 
-const char *backend_name(qd_backend backend) {
-    switch (backend) {
-    case QD_BACKEND_DEFAULT: return "default";
-    case QD_BACKEND_CPU: return "CPU";
-    case QD_BACKEND_CUDA: return "CUDA";
-    case QD_BACKEND_HIP: return "HIP";
-    default: return "unknown";
-    }
+std::vector<qd_backend> all_backends() {
+    std::vector<qd_backend> all;
+    for (uint32_t b = QD_BACKEND_CPU; std::strcmp(qd_backend_name((qd_backend)b), "unknown"); ++b)
+        all.push_back((qd_backend)b);
+    return all;
+}
+
+std::string backend_name(qd_backend backend) {
+    std::string name = qd_backend_name(backend);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return (char)toupper(c); });
+    return name;
 }
 
 namespace {

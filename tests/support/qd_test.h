@@ -38,7 +38,11 @@ uint64_t scaled(uint64_t n, uint64_t floor = 1);
 // Status assertions
 // ---------------------------------------------------------------------------------------------
 
-const char *backend_name(qd_backend backend);
+// Every backend the library knows, built in or not (qd_backend_name names them, from
+// QD_BACKEND_CPU up): what QDT_INSTANTIATE_BACKENDS runs each suite against.
+std::vector<qd_backend> all_backends();
+// How test names and messages spell a backend: qd_backend_name() in capitals ("CPU", "CUDA").
+std::string backend_name(qd_backend backend);
 
 // Writes a distinctive message into this thread's last-error slot, so a later check can tell
 // whether the call under test wrote its own message.
@@ -291,6 +295,5 @@ bool validation_pass();
 
 #define QDT_INSTANTIATE_BACKENDS(fixture)                                                      \
     INSTANTIATE_TEST_SUITE_P(Backends, fixture,                                                \
-                             ::testing::Values(QD_BACKEND_CPU, QD_BACKEND_CUDA,                \
-                                               QD_BACKEND_HIP),                                \
+                             ::testing::ValuesIn(::qdt::all_backends()),                       \
                              ::qdt::param_name)

@@ -20,8 +20,10 @@ else the system loader.
 
 from __future__ import annotations
 
+from typing import Union
+
 from . import _lib
-from ._base import Backend
+from ._base import Backend, _backend
 from ._context import (
     Context,
     ContextStatistics,
@@ -79,7 +81,7 @@ from ._errors import (
 from ._lib import HostKernelFn, HostKernelInfo, LibraryNotFoundError
 
 #: The version of this binding.
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: The ctypes library object, with every function of qd.h declared (argtypes and restype).
 lib = _lib.lib
@@ -88,6 +90,17 @@ lib = _lib.lib
 FFI: str = _lib.FFI
 #: The path libqd was loaded from.
 library_path: str = _lib.library_path
+
+
+def backend_name(backend: Union[Backend, str, int]) -> str:
+    """``qd_backend_name``: e.g. ``backend_name(Backend.CUDA) == "cuda"``; ``"unknown"`` for an
+    int that names no backend.
+
+    Raises:
+        InvalidArgumentError: a string that names no backend.
+        ArgumentTypeError, ArgumentRangeError: not an int, or outside ``qd_backend``'s range.
+    """
+    return _lib.backend_name(_backend(backend))
 
 
 def status_name(status: int) -> str:
@@ -115,7 +128,7 @@ __all__ = [
     "NotFoundError", "NotReadyError", "NotRecordedError", "NotSupportedError",
     "ObjectClosedError", "OutOfMemoryError", "PoolExhaustedError", "QdError",
     "QdOverflowError", "Status", "Stream", "StreamKind", "Task", "TimingDisabledError",
-    "WrongContextError", "alloc", "device_count", "device_properties", "free", "kernel_arg",
+    "WrongContextError", "alloc", "backend_name", "device_count", "device_properties", "free", "kernel_arg",
     "launch_host_fn", "launch_parallel", "lib", "library_path", "memcpy", "memcpy_peer", "memset",
     "status_name", "trace", "version",
 ]

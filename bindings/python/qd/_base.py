@@ -22,6 +22,7 @@ from ctypes import (
 from typing import (
     TYPE_CHECKING,
     Any,
+    Dict,
     Optional,
     Union,
 )
@@ -173,21 +174,40 @@ def _stream_type_error(stream: Any) -> QdError:
 
 
 class Backend(enum.IntEnum):
-    """``qd_backend``. ``Context(backend=...)`` also accepts the lower-case names."""
+    """``qd_backend``. ``Context(backend=...)`` also accepts the names of :attr:`label`."""
 
     DEFAULT = 0  #: the embedded default: the CPU backend
     CPU = 1
     CUDA = 2
     HIP = 3
 
+    @property
+    def label(self) -> str:
+        """libqd's name of the backend (``qd_backend_name``): ``"cpu"``, ``"cuda"``, ``"hip"``,
+        ``"default"``."""
+        return _lib.backend_name(self.value)
+
+
+def _library_backends() -> Dict[str, int]:
+    """Every backend libqd knows, by its name (qd_backend_name numbers them from 1 up)."""
+    names = {_lib.backend_name(Backend.DEFAULT): int(Backend.DEFAULT)}
+    number = int(Backend.CPU)
+    while (name := _lib.backend_name(number)) != "unknown":
+        names[name] = number
+        number += 1
+    return names
+
+
+_BACKENDS_BY_NAME = _library_backends()
+
 
 def _backend(value: Union[Backend, str, int]) -> int:
     if isinstance(value, str):
-        try:
-            return Backend[value.upper()].value
-        except KeyError:
-            raise InvalidArgumentError(
-                f"unknown backend {value!r}: use 'cpu', 'cuda', 'hip' or 'default'") from None
+        number = _BACKENDS_BY_NAME.get(value.lower())
+        if number is None:
+            names = ", ".join(repr(name) for name in _BACKENDS_BY_NAME)
+            raise InvalidArgumentError(f"unknown backend {value!r}: use one of {names}")
+        return number
     return _int(value, _I32_MIN, _I32_MAX, "qd_backend", "backend")
 
 

@@ -289,7 +289,7 @@ class Context(_NoCopy):
 
     def __repr__(self) -> str:
         state = "closed" if not self._h else f"{self._h:#x}"
-        return f"<qd.Context {self._backend.name.lower()}:{self._device} {state}>"
+        return f"<qd.Context {self._backend.label}:{self._device} {state}>"
 
     def _check_open(self) -> None:
         if not self._h:

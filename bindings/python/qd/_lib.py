@@ -65,7 +65,7 @@ __all__ = [
 
 #: The release of the header this binding mirrors (qd.h, QD_VERSION_MAJOR / _MINOR).
 ABI_MAJOR = 0
-ABI_MINOR = 2
+ABI_MINOR = 3
 
 # ----------------------------------------------------------------------------------------------
 # Struct mirrors. Field for field as in qd.h; tests/test_api_description.py compares names,
@@ -257,6 +257,7 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_last_error_message": (c_char_p, []),
     "qd_version": (c_uint32, []),
     # devices
+    "qd_backend_name": (c_char_p, [_backend]),
     "qd_device_count": (_status, [_backend, POINTER(c_uint32)]),
     "qd_device_get_info": (_status, [_backend, c_uint32, POINTER(DeviceInfo)]),
     # contexts
@@ -647,6 +648,11 @@ SPEEDUPS, why_not_speedups = _load_speedups()
 def status_name(status: int) -> str:
     """``qd_status_name``: the name of a status, e.g. ``"QD_ERROR_INVALID_HANDLE"``."""
     return (cstring(C.qd_status_name(status)) or b"").decode("ascii", "replace")
+
+
+def backend_name(backend: int) -> str:
+    """``qd_backend_name``: a backend's name, e.g. ``"cpu"``; ``"unknown"`` for other values."""
+    return (cstring(C.qd_backend_name(backend)) or b"").decode("ascii", "replace")
 
 
 def last_error_message() -> str:

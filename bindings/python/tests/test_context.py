@@ -37,6 +37,28 @@ def test_unknown_backend_value_is_invalid_argument() -> None:
         qd.Context(99)
 
 
+def test_backend_names_are_the_librarys_names_of_every_backend() -> None:
+    want = {qd.Backend.DEFAULT: "default", qd.Backend.CPU: "cpu", qd.Backend.CUDA: "cuda",
+            qd.Backend.HIP: "hip"}
+    for backend, name in want.items():
+        assert qd.backend_name(backend) == name
+        assert backend.label == name
+        assert qd.backend_name(name) == name  # a name passes through
+    assert qd.backend_name(int(qd.Backend.CUDA)) == "cuda"
+    assert qd.backend_name(99) == "unknown"  # a number that names no backend
+    with qd.Context("CPU") as ctx:  # names are matched without regard to case
+        assert ctx.backend is qd.Backend.CPU and "cpu:0" in repr(ctx)
+
+
+def test_backend_name_of_bad_input_raises_a_clear_error() -> None:
+    with pytest.raises(qd.InvalidArgumentError, match="'cpu', 'cuda', 'hip'"):
+        qd.backend_name("metal")
+    with pytest.raises(qd.ArgumentRangeError):
+        qd.backend_name(2**40)
+    with pytest.raises(qd.ArgumentTypeError):
+        qd.backend_name(1.0)  # type: ignore[arg-type]
+
+
 def test_hip_backend_unavailable_here_or_works() -> None:
     try:
         n = qd.device_count("hip")

@@ -1,5 +1,5 @@
 #include "backends/cpu/cpu_context.h"
-#include "backends/common/limits.h"
+#include "common/limits.h"
 
 #include <sched.h>
 
@@ -39,9 +39,11 @@ uint32_t usable_cpus() {
 }  // namespace
 
 qd_status CpuContext::create(uint32_t worker_threads, std::unique_ptr<Context> *out) {
+    if (worker_threads > kMaxWorkerThreads)
+        return fail(QD_ERROR_INVALID_ARGUMENT, "cpu_worker_threads %u is above the limit %u",
+                    worker_threads, kMaxWorkerThreads);
     uint32_t threads = worker_threads;
-    if (threads == 0) threads = std::max(2u, usable_cpus());
-    threads = std::min(threads, kMaxCpuWorkerThreads);
+    if (threads == 0) threads = std::min(std::max(2u, usable_cpus()), kMaxWorkerThreads);
     std::unique_ptr<CpuContext> context(new CpuContext());
     try {
         context->scheduler_ = Scheduler::start(threads, &context->lost_state());

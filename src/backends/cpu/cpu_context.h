@@ -9,9 +9,14 @@
 
 namespace qd::backend::cpu {
 
+// The most worker threads a context may ask for (qd_context_desc.cpu_worker_threads); the
+// default count is capped at it too.
+inline constexpr uint32_t kMaxWorkerThreads = 256;
+
 class CpuContext final : public Context {
   public:
-    // worker_threads: 0 = max(2, hardware threads); capped at 256.
+    // worker_threads: 0 = max(2, usable CPUs), capped at kMaxWorkerThreads; more than
+    // kMaxWorkerThreads is QD_ERROR_INVALID_ARGUMENT.
     static qd_status create(uint32_t worker_threads, std::unique_ptr<Context> *out);
     ~CpuContext() override;
 

@@ -6,7 +6,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/marker.h"
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 
 namespace qd::backend::cpu {
 

@@ -1,5 +1,5 @@
 #include "backends/cpu/cpu_stream.h"
-#include "backends/common/limits.h"
+#include "common/limits.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -10,7 +10,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/scheduler.h"
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 #include "backends/cpu/stream_list.h"
 #include "backends/cpu/task_queue.h"
 

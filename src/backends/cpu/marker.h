@@ -13,7 +13,7 @@
 #include <memory>
 #include <mutex>
 
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 #include "backends/cpu/stream_list.h"
 
 namespace qd::backend::cpu {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 #include "backends/common/live_registry.h"
 #include "backends/cpu/stream_list.h"
 #include "backends/cpu/task_queue.h"

@@ -1,5 +1,5 @@
 // The CPU backend's spin bounds. Spinning itself (SpinLock, spin_until, cpu_relax) is shared:
-// backends/common/spin_lock.h.
+// common/spin_lock.h.
 //
 // Bounded spinning before a blocking wait: a wake-up through a futex costs several microseconds,
 // while the work that ends a wait (a task on another worker, the next enqueue of a tight loop)
@@ -9,7 +9,7 @@
 
 #include <chrono>
 
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 
 namespace qd::backend::cpu {
 

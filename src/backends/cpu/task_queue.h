@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "backends/common/spin_lock.h"
+#include "common/spin_lock.h"
 #include "backends/cpu/task.h"
 
 namespace qd::backend::cpu {

@@ -1,7 +1,7 @@
 // GpuContext: one qd context on one device's primary context.
 #include <algorithm>
 
-#include "backends/common/limits.h"
+#include "common/limits.h"
 #include "backends/gpu/gpu_objects.h"
 #include "common/error.h"
 

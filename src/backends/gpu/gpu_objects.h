@@ -16,7 +16,7 @@
 
 #include "backends/common/callback_scope.h"
 #include "backends/common/dl_library.h"
-#include "backends/common/fork_generation.h"
+#include "common/fork_generation.h"
 #include "backends/common/live_registry.h"
 #include "backends/backend.h"
 #include "backends/gpu/driver_table.h"
@@ -28,7 +28,7 @@ class GpuStream;
 
 // --- Process-wide guards ---------------------------------------------------------------------
 
-// g_fork_generation (backends/common/fork_generation.h): an object made with another value
+// g_fork_generation (common/fork_generation.h): an object made with another value
 // was inherited from the parent of a fork, and the driver must not be called for it.
 
 // GPU drivers run host callbacks on threads of their own and forbid driver calls from them:

@@ -2,7 +2,7 @@
 // check); nothing here blocks except synchronize().
 #include <memory>
 
-#include "backends/common/limits.h"
+#include "common/limits.h"
 #include "backends/gpu/gpu_objects.h"
 #include "common/error.h"
 

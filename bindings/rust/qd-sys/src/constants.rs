@@ -5,7 +5,7 @@ use crate::types::{qd_backend, qd_hazard_kind, qd_param_access, qd_status};
 /// `QD_VERSION_MAJOR`.
 pub const QD_VERSION_MAJOR: u32 = 0;
 /// `QD_VERSION_MINOR`.
-pub const QD_VERSION_MINOR: u32 = 2;
+pub const QD_VERSION_MINOR: u32 = 3;
 /// `QD_VERSION_PATCH`.
 pub const QD_VERSION_PATCH: u32 = 0;
 /// `QD_VERSION`: `(major << 16) | (minor << 8) | patch`.

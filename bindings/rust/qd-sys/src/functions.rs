@@ -10,6 +10,7 @@ extern "C" {
     pub fn qd_version() -> u32;
 
     // Devices.
+    pub fn qd_backend_name(backend: qd_backend) -> *const c_char;
     pub fn qd_device_count(backend: qd_backend, count: *mut u32) -> qd_status;
     pub fn qd_device_get_info(backend: qd_backend, device: u32, out: *mut qd_device_info) -> qd_status;
 

@@ -35,6 +35,26 @@ impl Backend {
             Backend::Hip => qd_sys::QD_BACKEND_HIP,
         }
     }
+
+    /// libqd's name of the backend (`qd_backend_name`): `"default"`, `"cpu"`, `"cuda"`, `"hip"`.
+    /// `Display` writes it.
+    ///
+    /// ```
+    /// assert_eq!(qd::Backend::Cuda.name(), "cuda");
+    /// assert_eq!(qd::Backend::Cpu.to_string(), "cpu");
+    /// ```
+    pub fn name(self) -> &'static str {
+        // SAFETY: qd_backend_name takes any value and returns a static NUL-terminated string,
+        // never NULL.
+        let name = unsafe { CStr::from_ptr(qd_sys::qd_backend_name(self.raw())) };
+        name.to_str().unwrap_or("unknown")
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Number of devices of a backend (the CPU backend has exactly 1).

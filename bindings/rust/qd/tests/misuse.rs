@@ -183,3 +183,19 @@ fn the_message_is_read_on_the_failing_thread_right_after_the_call() {
     let again = e2.record(&s1).unwrap_err();
     assert_eq!(first, again);
 }
+
+#[test]
+fn backend_names_are_the_librarys_names_of_every_backend() {
+    use qd::Backend;
+    let want = [(Backend::Default, "default"), (Backend::Cpu, "cpu"), (Backend::Cuda, "cuda"), (Backend::Hip, "hip")];
+    for (backend, name) in want {
+        assert_eq!(backend.name(), name);
+        assert_eq!(backend.to_string(), name);
+    }
+    // The raw call names every value, those that name no backend included.
+    for raw in [4u32, 99, u32::MAX] {
+        // SAFETY: qd_backend_name takes any value and returns a static string, never NULL.
+        let got = unsafe { std::ffi::CStr::from_ptr(sys::qd_backend_name(raw)) };
+        assert_eq!(got.to_str().unwrap(), "unknown", "backend {raw}");
+    }
+}
