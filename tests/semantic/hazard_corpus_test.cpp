@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -765,6 +766,15 @@ void shape_EventChainThroughAnotherContext(Corpus &c) {
 // ways qd.h lists, then b (of this context) reads.
 enum class HostSync { Stream, Event, Context, StreamQuery, EventQuery };
 
+// Polls qd_event_query until it finds the record done (bounded): the host learns its clock.
+qd_status query_until_done(qd_event e) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    qd_status st;
+    while ((st = qd_event_query(e)) == QD_NOT_READY && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return st;
+}
+
 void through_other_then_host(Corpus &c, HostSync how) {
     qd_context other = c.ctx2();
     ASSERT_NE(other, 0u);
@@ -780,15 +790,7 @@ void through_other_then_host(Corpus &c, HostSync how) {
     case HostSync::Event: ASSERT_QD_OK(qd_event_synchronize(e2)); break;
     case HostSync::Context: ASSERT_QD_OK(qd_context_synchronize(other)); break;
     case HostSync::StreamQuery: ASSERT_TRUE(wait_idle(s2)); break;
-    case HostSync::EventQuery: {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        qd_status st;
-        while ((st = qd_event_query(e2)) == QD_NOT_READY &&
-               std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        ASSERT_QD_OK(st);
-        break;
-    }
+    case HostSync::EventQuery: ASSERT_QD_OK(query_until_done(e2)); break;
     }
     ASSERT_QD_OK(launch_add_value(b, c.k->add_value(), y, x, 1));
     EXPECT_EQ(c.peek(y), 6u);
@@ -824,15 +826,7 @@ void here_then_host(Corpus &c, HostSync how) {
     case HostSync::Event: ASSERT_QD_OK(qd_event_synchronize(e)); break;
     case HostSync::Context: ASSERT_QD_OK(qd_context_synchronize(c.ctx)); break;
     case HostSync::StreamQuery: ASSERT_TRUE(wait_idle(a)); break;
-    case HostSync::EventQuery: {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        qd_status st;
-        while ((st = qd_event_query(e)) == QD_NOT_READY &&
-               std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        ASSERT_QD_OK(st);
-        break;
-    }
+    case HostSync::EventQuery: ASSERT_QD_OK(query_until_done(e)); break;
     }
     ASSERT_QD_OK(launch_add_value(b, c.k->add_value(), y, x, 1));
     ASSERT_QD_OK(qd_mem_free_async(b, x));
