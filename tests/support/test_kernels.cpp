@@ -200,4 +200,23 @@ void task_append_log(qd_task *t, TaskArgs *a, uint32_t group, qd_kernel k, uint6
     t->num_args = 2;
 }
 
+void task_write_value(qd_task *t, TaskArgs *a, uint32_t group, qd_kernel k, uint64_t dst,
+                      uint32_t value) {
+    task_append_log(t, a, group, k, dst, value);  // the same layout: (u64, u32)
+}
+
+void task_wait_flag(qd_task *t, TaskArgs *a, uint32_t group, qd_kernel k, uint64_t words,
+                    uint64_t timeout_us) {
+    *t = qd_task QD_TASK_INIT;
+    t->group = group;
+    t->kernel = k;
+    a->u64[0] = words;
+    a->u64[1] = timeout_us;
+    a->args[0] = {&a->u64[0], 8};
+    a->args[1] = {&a->u64[1], 8};
+    a->count = 2;
+    t->args = a->args;
+    t->num_args = 2;
+}
+
 }  // namespace qdt

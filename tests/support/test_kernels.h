@@ -104,5 +104,10 @@ void task_add_value(qd_task *t, TaskArgs *storage, uint32_t group, qd_kernel k, 
 void task_spin(qd_task *t, TaskArgs *storage, uint32_t group, qd_kernel k, uint64_t us);
 void task_append_log(qd_task *t, TaskArgs *storage, uint32_t group, qd_kernel k, uint64_t log,
                      uint32_t value);
+// ... and write_value(dst, value) / wait_flag(words, timeout_us).
+void task_write_value(qd_task *t, TaskArgs *storage, uint32_t group, qd_kernel k, uint64_t dst,
+                      uint32_t value);
+void task_wait_flag(qd_task *t, TaskArgs *storage, uint32_t group, qd_kernel k, uint64_t words,
+                    uint64_t timeout_us);
 
 }  // namespace qdt
