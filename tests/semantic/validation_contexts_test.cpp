@@ -69,8 +69,9 @@ class ValidationContextsTest : public ::testing::TestWithParam<qd_backend> {
         EXPECT_QD_OK(qd_context_create(&desc, &c));
         if (!c) return 0;
         contexts_.push_back(c);
-        if (flags & QD_CONTEXT_VALIDATE)
+        if (flags & QD_CONTEXT_VALIDATE) {
             EXPECT_QD_OK(qd_context_set_hazard_handler(c, &ValidationContextsTest::on_hazard, this));
+        }
         return c;
     }
 
