@@ -1259,7 +1259,8 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
  * qd_memcpy_peer_async, by a qd_memcpy_async or a kernel on another context's stream naming
  * it, by a free while another context still copies from it. A report goes to the handler of
  * the context whose call found the hazard, and is counted there (qd_hazard.context); its
- * streams and its block may be of the other context. Destroying a validating context drains
+ * streams and its block may be of the other context, and that calling context's
+ * QD_CONTEXT_VALIDATE_FAIL decides whether the call is refused. Destroying a validating context drains
  * its work, so the host is ordered after it; its streams, events and blocks then leave the
  * domain, and the other contexts go on validating.
  * A context that does not validate is outside the domain: its operations and its

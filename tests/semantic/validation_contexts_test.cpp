@@ -307,6 +307,33 @@ TEST_P(ValidationContextsTest, FreeWhileTheOtherContextCopiesFromTheBlock_Report
     ASSERT_QD_OK(qd_stream_synchronize(a));
 }
 
+TEST_P(ValidationContextsTest, FailModeOfTheCallingContext_RefusesACopyAcrossContexts) {
+    NEED_KERNELS();
+    qd_context strict = create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL, 1);
+    ASSERT_NE(strict, 0u);
+    if (!peer_access(strict, one_)) GTEST_SKIP() << "no peer access between the devices";
+    const uint64_t n = 256;
+    const uint64_t mine = block(one_, n), theirs = block(strict, n);
+    qd_stream a = stream(one_), y = stream(strict);
+    ASSERT_QD_OK(launch_write_value(a, k1_->write_value(), mine + 32, 9));
+    ran(a);
+    // The strict context's call finds the race with the first context's kernel: refused,
+    // reported to the strict context, and nothing queued.
+    EXPECT_QD_ERR(QD_ERROR_HAZARD, "race", qd_memcpy_async(y, theirs, mine, n));
+    EXPECT_EQ(read_u32(y, theirs + 32), 0u);
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u) << first_message();
+    EXPECT_EQ(s[0].context, strict);
+    EXPECT_EQ(s[0].stream, y);
+    EXPECT_EQ(s[0].other_stream, a);
+    EXPECT_EQ(s[0].allocation, mine);
+    // The first context only reports: the same copy on its own stream goes through.
+    qd_stream b = stream(one_);
+    ASSERT_QD_OK(qd_memcpy_peer_async(b, theirs, strict, mine, one_, n));
+    EXPECT_EQ(seen().size(), 2u);
+    EXPECT_EQ(read_u32(b, theirs + 32), 9u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // A context that does not validate; one validating context destroyed while another validates
 // ---------------------------------------------------------------------------------------------
