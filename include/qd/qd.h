@@ -1146,6 +1146,12 @@ QD_API qd_status qd_trace_flush(qd_context ctx);
  * Collective libraries (NCCL, RCCL) run on the native streams of qd streams
  * (qd_stream_native_handle), ordered by qd events recorded and waited on around them.
  *
+ * The validation mode checks all three when the contexts validate ("Validation", across
+ * contexts): ordering by events and by the host's synchronizes of either context, peer copies,
+ * copies and kernels on one context's streams that name blocks of another, frees while the
+ * other context still uses a block. A context that does not validate is not checked, and its
+ * events order a waiting validating stream after everything queued so far.
+ *
  * Contexts of different backends are never mixed: QD_ERROR_WRONG_CONTEXT. The CPU backend
  * supports all of it between CPU contexts (they share the host's memory: peer access is always
  * possible and granting it changes nothing), so programs and tests run without a GPU.
@@ -1236,7 +1242,9 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
  *     otherwise;
  *   - qd_mem_alloc_async writes the whole block on its stream (other streams must be ordered
  *     after the allocation), qd_mem_free_async and qd_host_free release it.
- * Memory outside qd's blocks (the program's own host buffers) is not tracked.
+ * Memory outside qd's blocks (the program's own host buffers) is not tracked. Not checked:
+ * what host callbacks (qd_launch_host_fn), host kernels and the program's threads touch, and a
+ * kernel's real extent (an argument counts from its address to the block's end, as above).
  *
  * What is reported (qd_hazard_kind): a write and another access to overlapping bytes, on
  * different streams, neither ordered before the other (QD_HAZARD_RACE); a free while an
@@ -1251,6 +1259,26 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
  * touch; it goes to the context's hazard handler (by default one line on stderr, starting
  * "qd: hazard:") and is counted in qd_context_stats.hazards_reported. With
  * QD_CONTEXT_VALIDATE_FAIL the offending call also returns QD_ERROR_HAZARD and queues nothing.
+ *
+ * Across contexts. The validating contexts of one backend share one happens-before domain:
+ * their streams' clocks, their events' clocks and their blocks. An event recorded on a stream
+ * of one context and waited on by a stream of another orders the two; a synchronize or query
+ * of any of them (stream, event or context) orders the host, and so the work it queues
+ * afterwards on any of them; a block is checked wherever it is touched: by
+ * qd_memcpy_peer_async, by a qd_memcpy_async or a kernel on another context's stream naming
+ * it, by a free while another context still copies from it. A report goes to the handler of
+ * the context whose call found the hazard, and is counted there (qd_hazard.context); its
+ * streams and its block may be of the other context, and that calling context's
+ * QD_CONTEXT_VALIDATE_FAIL decides whether the call is refused. Destroying a validating context drains
+ * its work, so the host is ordered after it; its streams, events and blocks then leave the
+ * domain, and the other contexts go on validating.
+ * A context that does not validate is outside the domain: its operations and its
+ * synchronizes are not seen, so what its streams touch is not checked, and an ordering that
+ * passes through a host synchronize of it is not known (a race may be reported: validate
+ * every context that orders work, QD_VALIDATE=1 does). A wait by a validating context's
+ * stream on an event of a context that does not validate orders that stream after all the
+ * work queued so far on validating contexts, since the record may have waited for any of it:
+ * a hazard this hides is missed, none is invented.
  *
  * Cost when on: one mutex and a few map look-ups per operation, plus a scan of every launch's
  * argument words (bench/RESULTS.md records it). Off: none (no observer is attached).
@@ -1285,7 +1313,9 @@ typedef enum qd_param_access {
 typedef struct qd_hazard {
     uint32_t struct_size;
     uint32_t kind;               /**< qd_hazard_kind */
-    qd_context context;
+    qd_context context;          /**< the context whose call found it (whose handler gets it);
+                                      the streams and the block may be of another validating
+                                      context ("Validation", across contexts) */
     qd_stream stream;            /**< the operation's stream, or 0 when it had no handle (a
                                       pooled stream of qd_launch_parallel or a graph replay) or
                                       is the host (qd_host_free) */
@@ -1294,8 +1324,11 @@ typedef struct qd_hazard {
     uint64_t allocation;         /**< the block's address (qd_mem_alloc_async, qd_host_alloc) */
     uint64_t allocation_bytes;   /**< its size */
     uint64_t offset;             /**< the first byte of the block both operations touch */
-    const char *operation;       /**< e.g. "kernel 'consume' (read)", "memcpy (write)", "free" */
-    const char *other_operation; /**< the same for the other operation */
+    const char *operation;       /**< e.g. "kernel 'consume' (read)", "memcpy (write)", "free";
+                                      a kernel's mode is its parameter's declared access:
+                                      "(read)", "(write)" or "(read-write)" */
+    const char *other_operation; /**< the same for the other operation ("alloc (write)" for a
+                                      qd_mem_alloc_async, named by its stream's handle) */
     const char *message;         /**< the whole report in one line, as the default handler
                                       prints it */
 } qd_hazard;

@@ -10,6 +10,7 @@
 #include "core/capture.h"
 #include "core/context.h"
 #include "core/observers.h"
+#include "backends/common/fork_generation.h"
 
 namespace qd::core {
 
@@ -59,6 +60,7 @@ struct ValidationObserver::Access {
     uint32_t actor = 0;
     uint64_t epoch = 0;
     bool write = false;
+    bool read = false;  // with write: read-write
     std::shared_ptr<const OpInfo> op;
     // QD_PARAM_PARTITIONED: the kernel's launches touch disjoint parts, so two such accesses
     // of one kernel are not checked against each other.
@@ -68,6 +70,7 @@ struct ValidationObserver::Access {
 struct ValidationObserver::Block {
     uint64_t start = 0, bytes = 0;
     bool host = false;
+    const ValidationObserver *owner = nullptr;  // the context it belongs to (compared only)
     bool freed = false;
     std::shared_ptr<const OpInfo> free_op;
     std::vector<Access> accesses;
@@ -79,6 +82,66 @@ struct ValidationObserver::Report {
     uint64_t allocation = 0, bytes = 0, offset = 0;
     std::string operation, other_operation, message;
 };
+
+// What every validating context of one backend shares (see the header), under `mutex`.
+struct ValidationObserver::Domain {
+    std::mutex mutex;
+    std::vector<Actor> actors_;  // [0] is the host
+    std::unordered_map<const Stream *, uint32_t> actor_index_;
+    struct Recorded {
+        Clock clock;
+        bool user = false;                    // a user event (else a pooled fork/join event)
+        std::weak_ptr<backend::Event> owner;  // the user event, to forget it once destroyed
+        const ValidationObserver *by = nullptr;  // the context whose stream recorded it
+    };
+    std::unordered_map<const backend::Event *, Recorded> events_;
+    size_t events_pruned_at_ = 64;
+    Clock host_;
+    uint64_t host_version_ = 1;
+    std::map<uint64_t, std::unique_ptr<Block>> blocks_;  // by start address
+
+    Domain() { actors_.emplace_back(); }  // the host
+
+    // The domain of `kind` in this fork generation: the live one, or a new one.
+    static std::shared_ptr<Domain> of(qd_backend kind);
+};
+
+namespace {
+
+// The live domains, by backend. One registry per fork generation: a fork child never takes a
+// lock or a domain another thread of the parent held (the older registries stay reachable).
+struct DomainRegistry {
+    uint64_t generation = 0;
+    std::mutex mutex;
+    std::map<int, std::weak_ptr<void>> domains;
+    DomainRegistry *previous = nullptr;
+};
+
+DomainRegistry &domain_registry() {
+    static std::atomic<DomainRegistry *> current{nullptr};
+    const uint64_t generation = fork_generation();
+    DomainRegistry *r = current.load(std::memory_order_acquire);
+    while (!r || r->generation != generation) {
+        auto *fresh = new DomainRegistry;
+        fresh->generation = generation;
+        fresh->previous = r;
+        if (current.compare_exchange_strong(r, fresh, std::memory_order_acq_rel)) return *fresh;
+        delete fresh;
+    }
+    return *r;
+}
+
+}  // namespace
+
+std::shared_ptr<ValidationObserver::Domain> ValidationObserver::Domain::of(qd_backend kind) {
+    DomainRegistry &r = domain_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    std::weak_ptr<void> &slot = r.domains[int(kind)];
+    if (auto live = std::static_pointer_cast<Domain>(slot.lock())) return live;
+    auto fresh = std::make_shared<Domain>();
+    slot = fresh;
+    return fresh;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Entry points
@@ -100,11 +163,15 @@ qd_status ValidationObserver::attach_if_requested(Context &ctx, uint32_t flags) 
 }
 
 ValidationObserver::ValidationObserver(Context &ctx, bool fail_calls)
-    : ctx_(ctx), fail_calls_(fail_calls), handler_(&default_handler) {
-    actors_.emplace_back();  // the host
-}
+    : ctx_(ctx), fail_calls_(fail_calls), domain_(Domain::of(ctx.kind())),
+      handler_(&default_handler) {}
 
-ValidationObserver::~ValidationObserver() = default;
+ValidationObserver::~ValidationObserver() {
+    // A context that was drained has left already; one whose creation failed leaves here (it
+    // queued nothing that still runs, and its held blocks, if any, went with its allocations).
+    std::lock_guard<std::mutex> lock(domain_->mutex);
+    leave(nullptr);
+}
 
 ValidationObserver *validation_observer(const Context &ctx) {
     if (!ctx.observer()) return nullptr;
@@ -154,11 +221,9 @@ void ValidationObserver::context_drained(Context &ctx) {
     // kept (each holds its context) are let go.
     std::deque<Held> held;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<std::mutex> lock(domain_->mutex);
         drained_ = true;
-        held.swap(held_);
-        held_bytes_ = 0;
-        blocks_.clear();
+        leave(&held);
     }
     for (Held &h : held) {
         if (h.host)
@@ -179,29 +244,35 @@ void ValidationObserver::host_event(const HostEvent &event) {
 }
 
 void ValidationObserver::host_synchronized(const Stream &stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Domain &d = *domain_;
+    std::lock_guard<std::mutex> lock(d.mutex);
+    if (drained_) return;
     const uint32_t a = actor_of(stream);
-    merge(&host_, actors_[a].clock);
+    merge(&d.host_, d.actors_[a].clock);
     host_learned();
 }
 
 void ValidationObserver::host_synchronized(const backend::Event &event) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = events_.find(&event);
-    if (it == events_.end()) return;
-    merge(&host_, it->second.clock);
+    Domain &d = *domain_;
+    std::lock_guard<std::mutex> lock(d.mutex);
+    auto it = d.events_.find(&event);
+    if (it == d.events_.end()) return;
+    merge(&d.host_, it->second.clock);
     host_learned();
 }
 
 void ValidationObserver::host_synchronized_all() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (host_.size() < actors_.size()) host_.resize(actors_.size(), 0);
-    for (size_t i = 1; i < actors_.size(); ++i) host_[i] = std::max(host_[i], at(actors_[i].clock, uint32_t(i)));
+    // Every stream of this context (the host is ordered after their work; what they waited
+    // for on other contexts comes along through their clocks).
+    Domain &d = *domain_;
+    std::lock_guard<std::mutex> lock(d.mutex);
+    for (size_t i = 1; i < d.actors_.size(); ++i)
+        if (d.actors_[i].owner == this) merge(&d.host_, d.actors_[i].clock);
     host_learned();
 }
 
 void ValidationObserver::allocated(const Stream *stream, uint64_t address, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(domain_->mutex);
     if (drained_) return;
     add_block(address, bytes, stream == nullptr);
     if (!stream) return;
@@ -211,6 +282,7 @@ void ValidationObserver::allocated(const Stream *stream, uint64_t address, uint6
     const uint64_t epoch = tick(a);
     Op op;
     op.kind = OpKind::MemAlloc;
+    op.stream = const_cast<Stream *>(stream);  // named by its handle, as every operation is
     auto info = describe(op, "alloc", a);
     Block *b = block_at(address);
     if (b) commit(*b, 0, b->bytes, true, a, epoch, info, nullptr);
@@ -221,15 +293,19 @@ qd_status ValidationObserver::host_freeing(uint64_t address, bool *taken) {
     std::vector<Report> reports;
     std::vector<Held> release_now;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        Domain &d = *domain_;
+        std::lock_guard<std::mutex> lock(d.mutex);
         if (drained_) return QD_SUCCESS;
-        auto it = blocks_.find(address);
-        if (it == blocks_.end() || it->second->freed || !it->second->host) return QD_SUCCESS;
+        auto it = d.blocks_.find(address);
+        if (it == d.blocks_.end() || it->second->freed || !it->second->host ||
+            it->second->owner != this)
+            return QD_SUCCESS;
         Block &b = *it->second;
         Op op;
         op.kind = OpKind::MemFree;
         auto info = describe(op, "qd_host_free", 0);
-        check(b, 0, b.bytes, true, 0, host_, info, nullptr, QD_HAZARD_FREE_IN_USE, "", &reports);
+        check(b, 0, b.bytes, true, 0, d.host_, info, nullptr, QD_HAZARD_FREE_IN_USE, "",
+              &reports);
         if (reports.empty() || !fail_calls_) {
             b.freed = true;
             b.free_op = info;
@@ -250,7 +326,7 @@ qd_status ValidationObserver::host_freeing(uint64_t address, bool *taken) {
 }
 
 void ValidationObserver::set_handler(qd_hazard_fn fn, void *user_data) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(domain_->mutex);
     handler_ = fn ? fn : &default_handler;
     handler_data_ = fn ? user_data : nullptr;
 }
@@ -271,34 +347,40 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
     std::vector<Report> reports;
     std::vector<Held> release_now;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        Domain &d = *domain_;
+        std::lock_guard<std::mutex> lock(d.mutex);
         if (drained_) return QD_SUCCESS;
         const uint32_t a = actor_of(*op.stream);
-        Actor &actor = actors_[a];
+        Actor &actor = d.actors_[a];
         switch (op.kind) {
         case OpKind::Record: {
             refresh(a);
-            Recorded &r = events_[op.event];
+            Domain::Recorded &r = d.events_[op.event];
             r.clock = actor.clock;
             r.user = op.user_event != nullptr;
+            r.by = this;
             if (op.user_event) r.owner = op.user_event->impl;
-            if (events_.size() > events_pruned_at_) {
+            if (d.events_.size() > d.events_pruned_at_) {
                 // Forget the clocks of destroyed user events (pooled events live as long as
-                // the context and are few).
-                for (auto it = events_.begin(); it != events_.end();) {
+                // their context and are few; they leave with it).
+                for (auto it = d.events_.begin(); it != d.events_.end();) {
                     if (it->second.user && it->second.owner.expired() && it->first != op.event)
-                        it = events_.erase(it);
+                        it = d.events_.erase(it);
                     else
                         ++it;
                 }
-                events_pruned_at_ = std::max<size_t>(64, events_.size() * 2);
+                d.events_pruned_at_ = std::max<size_t>(64, d.events_.size() * 2);
             }
             return QD_SUCCESS;
         }
         case OpKind::Wait: {
             refresh(a);
-            auto it = events_.find(op.event);
-            if (it != events_.end()) merge(&actor.clock, it->second.clock);
+            auto it = d.events_.find(op.event);
+            if (it != d.events_.end())
+                merge(&actor.clock, it->second.clock);
+            else if (op.user_event && op.user_event->ctx.get() != &ctx_ &&
+                     !validation_observer(*op.user_event->ctx))
+                order_after_everything(a);  // outside the domain (qd.h, "Validation")
             return QD_SUCCESS;
         }
         default: break;
@@ -364,8 +446,8 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
             break;
         case OpKind::MemFree: {
             what = "free";
-            auto it = blocks_.find(op.dst);
-            if (it != blocks_.end() && !it->second->freed && !it->second->host)
+            auto it = d.blocks_.find(op.dst);
+            if (it != d.blocks_.end() && !it->second->freed && !it->second->host)
                 touches.push_back(Touch{it->second.get(), 0, it->second->bytes, false, true, 0, 0});
             break;
         }
@@ -420,7 +502,7 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
                     continue;
                 }
                 commit(*t.block, t.lo, t.hi, t.write, a, epoch, info,
-                       t.partitioned ? kernel_key : nullptr);
+                       t.partitioned ? kernel_key : nullptr, t.read && t.write);
             }
             if (is_free && !touches.empty()) {
                 // Held back: the release is queued on this stream later (quarantine()).
@@ -465,7 +547,9 @@ void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool writ
     r.offset = std::max(lo, conflict->lo);
     const bool is_free = kind == QD_HAZARD_FREE_IN_USE;
     r.operation = op->what + mode;
-    r.other_operation = conflict->op->what + (conflict->write ? " (write)" : " (read)");
+    r.other_operation =
+        conflict->op->what +
+        (conflict->write ? (conflict->read ? " (read-write)" : " (write)") : " (read)");
     char where[160];
     std::snprintf(where, sizeof where, "allocation 0x%" PRIx64 " (%" PRIu64 " bytes) at offset %" PRIu64,
                   r.allocation, r.bytes, r.offset);
@@ -486,7 +570,7 @@ void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool writ
 void ValidationObserver::commit(Block &block, uint64_t lo, uint64_t hi, bool write,
                                 uint32_t actor, uint64_t epoch,
                                 const std::shared_ptr<const OpInfo> &op,
-                                const void *partitioned_by) {
+                                const void *partitioned_by, bool read) {
     auto &acc = block.accesses;
     // Superseded: a write supersedes every access within its bytes, a read the same stream's
     // earlier reads within its bytes; a partitioned write only its own stream's (the other
@@ -504,7 +588,7 @@ void ValidationObserver::commit(Block &block, uint64_t lo, uint64_t hi, bool wri
         auto read = std::find_if(acc.begin(), acc.end(), [](const Access &p) { return !p.write; });
         acc.erase(read != acc.end() ? read : acc.begin());
     }
-    acc.push_back(Access{lo, hi, actor, epoch, write, op, partitioned_by});
+    acc.push_back(Access{lo, hi, actor, epoch, write, read && write, op, partitioned_by});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -512,47 +596,98 @@ void ValidationObserver::commit(Block &block, uint64_t lo, uint64_t hi, bool wri
 // ---------------------------------------------------------------------------------------------
 
 uint32_t ValidationObserver::actor_of(const Stream &stream) {
-    auto it = actor_index_.find(&stream);
-    if (it != actor_index_.end()) {
-        Actor &a = actors_[it->second];
+    Domain &d = *domain_;
+    auto it = d.actor_index_.find(&stream);
+    if (it != d.actor_index_.end()) {
+        Actor &a = d.actors_[it->second];
         if (!a.stream.expired()) return it->second;
         // A new stream at a freed stream's address: the old one's index is reused. Its own
         // entry keeps counting up, so the new stream's operations are never taken for the old
         // one's; the new stream starts from what the host knows.
         const uint64_t own = at(a.clock, it->second);
         a.stream = stream.weak_from_this();
-        a.clock = host_;
+        a.owner = this;
+        a.clock = d.host_;
         if (a.clock.size() <= it->second) a.clock.resize(it->second + 1, 0);
         a.clock[it->second] = std::max(a.clock[it->second], own);
-        a.host_seen = host_version_;
+        a.host_seen = d.host_version_;
         return it->second;
     }
-    const uint32_t index = uint32_t(actors_.size());
+    const uint32_t index = uint32_t(d.actors_.size());
     Actor a;
     a.stream = stream.weak_from_this();
-    a.clock = host_;
+    a.owner = this;
+    a.clock = d.host_;
     a.clock.resize(std::max<size_t>(a.clock.size(), index + 1), 0);
-    a.host_seen = host_version_;
-    actors_.push_back(std::move(a));
-    actor_index_[&stream] = index;
+    a.host_seen = d.host_version_;
+    d.actors_.push_back(std::move(a));
+    d.actor_index_[&stream] = index;
     return index;
 }
 
 void ValidationObserver::refresh(uint32_t actor) {
-    Actor &a = actors_[actor];
-    if (a.host_seen == host_version_) return;
-    merge(&a.clock, host_);
-    a.host_seen = host_version_;
+    Domain &d = *domain_;
+    Actor &a = d.actors_[actor];
+    if (a.host_seen == d.host_version_) return;
+    merge(&a.clock, d.host_);
+    a.host_seen = d.host_version_;
 }
 
 uint64_t ValidationObserver::tick(uint32_t actor) {
     refresh(actor);
-    Actor &a = actors_[actor];
+    Actor &a = domain_->actors_[actor];
     if (a.clock.size() <= actor) a.clock.resize(actor + 1, 0);
     return ++a.clock[actor];
 }
 
-void ValidationObserver::host_learned() { ++host_version_; }
+void ValidationObserver::host_learned() { ++domain_->host_version_; }
+
+void ValidationObserver::order_after_everything(uint32_t actor) {
+    Domain &d = *domain_;
+    Clock &clock = d.actors_[actor].clock;
+    merge(&clock, d.host_);
+    if (clock.size() < d.actors_.size()) clock.resize(d.actors_.size(), 0);
+    for (size_t i = 1; i < d.actors_.size(); ++i)
+        clock[i] = std::max(clock[i], at(d.actors_[i].clock, uint32_t(i)));
+}
+
+void ValidationObserver::leave(std::deque<Held> *held) {
+    if (left_) return;
+    left_ = true;
+    Domain &d = *domain_;
+    if (held) held->swap(held_);
+    held_.clear();
+    held_bytes_ = 0;
+    // Its streams' work is done (the destroy drained them): the host is ordered after it, and
+    // the streams are no longer actors anyone finds.
+    for (auto it = d.actor_index_.begin(); it != d.actor_index_.end();) {
+        if (d.actors_[it->second].owner == this)
+            it = d.actor_index_.erase(it);
+        else
+            ++it;
+    }
+    for (size_t i = 1; i < d.actors_.size(); ++i) {
+        Actor &a = d.actors_[i];
+        if (a.owner != this) continue;
+        if (d.host_.size() <= i) d.host_.resize(i + 1, 0);
+        d.host_[i] = std::max(d.host_[i], at(a.clock, uint32_t(i)));
+        a.owner = nullptr;
+        a.stream.reset();
+    }
+    host_learned();
+    for (auto it = d.events_.begin(); it != d.events_.end();) {
+        if (it->second.by == this)
+            it = d.events_.erase(it);
+        else
+            ++it;
+    }
+    for (auto it = d.blocks_.begin(); it != d.blocks_.end();) {
+        if (it->second->owner == this)
+            it = d.blocks_.erase(it);
+        else
+            ++it;
+    }
+}
 
 std::shared_ptr<const ValidationObserver::OpInfo> ValidationObserver::describe(const Op &op,
                                                                                const char *what,
@@ -578,6 +713,7 @@ std::shared_ptr<const ValidationObserver::OpInfo> ValidationObserver::describe(c
 }
 
 ValidationObserver::Block *ValidationObserver::block_at(uint64_t address) {
+    auto &blocks_ = domain_->blocks_;
     auto it = blocks_.upper_bound(address);
     if (it == blocks_.begin()) return nullptr;
     --it;
@@ -588,6 +724,7 @@ ValidationObserver::Block *ValidationObserver::block_at(uint64_t address) {
 void ValidationObserver::add_block(uint64_t address, uint64_t bytes, bool host) {
     // Blocks remembered as freed that the new one overlaps are gone for good (their release
     // happened: qd handed the addresses out again).
+    auto &blocks_ = domain_->blocks_;
     auto it = blocks_.upper_bound(address);
     if (it != blocks_.begin()) --it;
     while (it != blocks_.end() && it->first < address + bytes) {
@@ -599,6 +736,7 @@ void ValidationObserver::add_block(uint64_t address, uint64_t bytes, bool host) 
     b->start = address;
     b->bytes = bytes;
     b->host = host;
+    b->owner = this;
     blocks_[address] = std::move(b);
 }
 
@@ -609,7 +747,7 @@ void ValidationObserver::quarantine(Held held, std::vector<Held> *release_now) {
         Held h = std::move(held_.front());
         held_.pop_front();
         held_bytes_ -= h.bytes;
-        blocks_.erase(h.address);  // released now: its addresses may come back from anyone
+        domain_->blocks_.erase(h.address);  // released now: its addresses may come back from anyone
         release_now->push_back(std::move(h));
     }
 }
@@ -619,7 +757,7 @@ void ValidationObserver::deliver(std::vector<Report> &reports) {
     qd_hazard_fn fn;
     void *data;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<std::mutex> lock(domain_->mutex);
         fn = handler_;
         data = handler_data_;
     }

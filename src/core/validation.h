@@ -25,6 +25,20 @@
 // freed blocks is held back (a stream-ordered free queued later on the same stream, or the
 // host free done later), so while a block is remembered as freed no allocator can hand its
 // addresses out again, and a use of them is a use after free, never the program's own memory.
+//
+// One domain per backend. Every validating context of a backend (in one fork generation) shares
+// one Domain: the actors (every stream of every such context, and the one host), the clocks of
+// recorded events and the blocks. So an event recorded on one context's stream and waited on
+// another's orders them, a host synchronize of any context orders the host, and a block is
+// checked wherever it is touched (a peer copy, a copy on another context's stream, a free while
+// another context uses it). The domain lives while any validating context does (each observer
+// holds it); a context's streams, events, blocks and held-back frees leave it on one path,
+// leave(), from the context's context_drained (and, for a context whose creation failed, from
+// the observer's destructor): its streams' work is done then, so the host is ordered after it.
+// A context that does not validate is outside the domain: its operations are not seen, and a
+// wait on one of its events orders the waiting stream after everything queued so far in the
+// domain (qd.h, "Validation": a hazard may be missed, none is invented). Each context keeps its
+// own handler, count and quarantine; a report goes to the context whose call found it.
 #pragma once
 
 #include <qd/qd.h>
@@ -81,10 +95,14 @@ class ValidationObserver final : public OpObserver {
     struct Access;
     struct Block;
     struct Report;
+    struct Domain;
     struct Actor {
         std::weak_ptr<const Stream> stream;
         Clock clock;
         uint64_t host_seen = 0;  // the host_version_ last merged into clock
+        // The context whose stream it is (null: the host, or a stream whose context left);
+        // compared, never followed.
+        const ValidationObserver *owner = nullptr;
     };
     struct Held {  // a freed block whose release is held back
         uint64_t address = 0;
@@ -93,7 +111,7 @@ class ValidationObserver final : public OpObserver {
         bool host = false;
     };
 
-    // All under mutex_.
+    // All under the domain's mutex.
     uint32_t actor_of(const Stream &stream);
     void refresh(uint32_t actor);  // merge what the host learned since
     uint64_t tick(uint32_t actor);  // refresh, then the next epoch of the actor's own entry
@@ -105,14 +123,20 @@ class ValidationObserver final : public OpObserver {
                const Clock &clock, const std::shared_ptr<const OpInfo> &op,
                const void *partitioned_by, uint32_t kind, const char *mode,
                std::vector<Report> *out);
-    // partitioned_by: the kernel of a QD_PARAM_PARTITIONED access (else null).
+    // partitioned_by: the kernel of a QD_PARAM_PARTITIONED access (else null); read: a write
+    // that also reads (a read-write kernel parameter), so reports call it "read-write".
     void commit(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
                 uint64_t epoch, const std::shared_ptr<const OpInfo> &op,
-                const void *partitioned_by);
+                const void *partitioned_by, bool read = false);
     Block *block_at(uint64_t address);
     void add_block(uint64_t address, uint64_t bytes, bool host);
     void quarantine(Held held, std::vector<Held> *release);
-    // Outside mutex_: hand the reports to the handler; releases held blocks.
+    // A wait on an event of a context outside the domain: after everything queued so far.
+    void order_after_everything(uint32_t actor);
+    // This context's streams, events and blocks leave the domain (see above); its held blocks
+    // move to *held (null: dropped, the context is gone).
+    void leave(std::deque<Held> *held);
+    // Outside the domain's mutex: hand the reports to the handler; releases held blocks.
     void deliver(std::vector<Report> &reports);
     void release(std::vector<Held> &held);
 
@@ -121,25 +145,15 @@ class ValidationObserver final : public OpObserver {
     Context &ctx_;
     const bool fail_calls_;
     std::atomic<uint64_t> reported_{0};
+    const std::shared_ptr<Domain> domain_;
 
-    std::mutex mutex_;
+    // This context's own state, under the domain's mutex.
     qd_hazard_fn handler_ = nullptr;
     void *handler_data_ = nullptr;
-    std::vector<Actor> actors_;  // [0] is the host
-    std::unordered_map<const Stream *, uint32_t> actor_index_;
-    struct Recorded {
-        Clock clock;
-        bool user = false;                    // a user event (else a pooled fork/join event)
-        std::weak_ptr<backend::Event> owner;  // the user event, to forget it once destroyed
-    };
-    std::unordered_map<const backend::Event *, Recorded> events_;
-    size_t events_pruned_at_ = 64;
-    Clock host_;
-    uint64_t host_version_ = 1;
-    std::map<uint64_t, std::unique_ptr<Block>> blocks_;  // by start address
     std::deque<Held> held_;
     uint64_t held_bytes_ = 0;
     bool drained_ = false;
+    bool left_ = false;
 };
 
 // The context's validation observer, or null when validation is off.

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -256,6 +257,45 @@ TEST_P(ValidationTest, UseOnAnotherStream_BeforeOrderingAfterItsAlloc_IsReported
     ASSERT_QD_OK(qd_stream_synchronize(b));
     ASSERT_QD_OK(qd_stream_synchronize(a));
     ASSERT_QD_OK(qd_mem_free_async(a, x));
+}
+
+TEST_P(ValidationTest, RaceAgainstAnAllocation_NamesTheAllocatingStream) {
+    qd_stream a = stream(), b = stream();
+    uint64_t x = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(a, 64, &x));
+    ASSERT_QD_OK(qd_memset_async(b, x, 0, 64));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].other_operation, "alloc (write)");
+    EXPECT_EQ(s[0].stream, b);
+    EXPECT_EQ(s[0].other_stream, a);  // an owned stream: its handle, never 0
+    char handle[32];
+    std::snprintf(handle, sizeof handle, "stream 0x%016llx", (unsigned long long)a);
+    EXPECT_TRUE(contains(s[0].message, handle)) << s[0].message;
+    EXPECT_FALSE(contains(s[0].message, "pooled")) << s[0].message;
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(qd_mem_free_async(a, x));
+}
+
+TEST_P(ValidationTest, EarlierKernel_IsLabelledWithItsDeclaredAccess) {
+    const uint64_t x = block(), y = block();
+    qd_stream a = stream(), b = stream();
+    // Undeclared: read-write.
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), x, 1));
+    ran(a);
+    ASSERT_QD_OK(qd_memset_async(b, x, 0, 4));
+    // Declared write-only.
+    ASSERT_QD_OK(qd_kernel_set_param_access(kernels_->write_value(), 0, QD_PARAM_WRITE));
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), y, 1));
+    ran(a);
+    ASSERT_QD_OK(qd_memset_async(b, y, 0, 4));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 2u);
+    EXPECT_TRUE(contains(s[0].other_operation, "qd_test_write_value")) << s[0].other_operation;
+    EXPECT_TRUE(contains(s[0].other_operation, "' (read-write)")) << s[0].other_operation;
+    EXPECT_TRUE(contains(s[0].message, "' (read-write) on")) << s[0].message;
+    EXPECT_TRUE(contains(s[1].other_operation, "' (write)")) << s[1].other_operation;
 }
 
 // ---------------------------------------------------------------------------------------------
