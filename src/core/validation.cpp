@@ -10,7 +10,7 @@
 #include "core/capture.h"
 #include "core/context.h"
 #include "core/observers.h"
-#include "backends/common/fork_generation.h"
+#include "common/fork_generation.h"
 
 namespace qd::core {
 
