@@ -114,7 +114,9 @@ class NcclOnQdStreams : public ::testing::Test {
     }
     void TearDown() override {
         for (int d = 0; d < 2; ++d)
-            if (ctx_[d]) EXPECT_EQ(qd_context_destroy(ctx_[d]), QD_SUCCESS) << qd_last_error_message();
+            if (ctx_[d]) {
+                EXPECT_EQ(qd_context_destroy(ctx_[d]), QD_SUCCESS) << qd_last_error_message();
+            }
     }
 
     // data[i] += 1 for i < n, on stream s of device d.
