@@ -1,4 +1,5 @@
 #include "core/validation.h"
+#include "core/validation_shadow.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -46,39 +47,6 @@ void default_handler(const qd_hazard *hazard, void *) {
 }
 
 }  // namespace
-
-// An operation as a report names it.
-struct ValidationObserver::OpInfo {
-    std::string what;      // "kernel 'consume'", "memcpy", "memset", "alloc", "free", ...
-    uint64_t stream = 0;   // its stream's handle then (0: none, or the host)
-    std::string where;     // "stream 0x...", "a pooled stream (...)", "the host"
-};
-
-struct ValidationObserver::Access {
-    uint64_t lo = 0, hi = 0;  // offsets in the block, [lo, hi)
-    uint32_t actor = 0;
-    uint64_t epoch = 0;
-    bool write = false;
-    std::shared_ptr<const OpInfo> op;
-    // QD_PARAM_PARTITIONED: the kernel's launches touch disjoint parts, so two such accesses
-    // of one kernel are not checked against each other.
-    const void *partitioned_by = nullptr;
-};
-
-struct ValidationObserver::Block {
-    uint64_t start = 0, bytes = 0;
-    bool host = false;
-    bool freed = false;
-    std::shared_ptr<const OpInfo> free_op;
-    std::vector<Access> accesses;
-};
-
-struct ValidationObserver::Report {
-    uint32_t kind = 0;
-    uint64_t stream = 0, other_stream = 0;
-    uint64_t allocation = 0, bytes = 0, offset = 0;
-    std::string operation, other_operation, message;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Entry points
@@ -140,6 +108,7 @@ qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access) {
 }
 
 qd_status ValidationObserver::before(const Op &op, bool *consumed) {
+    if (op.batch) return QD_SUCCESS;  // checked and committed whole by check_batch()
     switch (op.kind) {
     case OpKind::HostFn:
     case OpKind::MemAlloc: return QD_SUCCESS;  // no tracked access (alloc: allocated())
@@ -273,11 +242,26 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (drained_) return QD_SUCCESS;
+        check_locked(op, consumed, reports, release_now);
+    }
+    const std::string first = reports.empty() ? "" : reports.front().message;
+    deliver(reports);
+    release(release_now);
+    if (!first.empty() && fail_calls_) return fail(QD_ERROR_HAZARD, "%s", first.c_str());
+    return QD_SUCCESS;
+}
+
+qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
+                                           std::vector<Report> &reports,
+                                           std::vector<Held> &release_now) {
+    {
         const uint32_t a = actor_of(*op.stream);
+        save_actor(a);
         Actor &actor = actors_[a];
         switch (op.kind) {
         case OpKind::Record: {
             refresh(a);
+            save_event(op.event);
             Recorded &r = events_[op.event];
             r.clock = actor.clock;
             r.user = op.user_event != nullptr;
@@ -413,6 +397,7 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
         } else {
             for (const Touch &t : touches) {
                 if (t.block->freed) continue;
+                save_block(*t.block);
                 if (is_free) {
                     t.block->freed = true;
                     t.block->free_op = info;
@@ -433,10 +418,6 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
             }
         }
     }
-    const std::string first = reports.empty() ? "" : reports.front().message;
-    deliver(reports);
-    release(release_now);
-    if (!first.empty() && fail_calls_) return fail(QD_ERROR_HAZARD, "%s", first.c_str());
     return QD_SUCCESS;
 }
 
