@@ -155,7 +155,8 @@ qd_status submit_observed(OpObserver &observer, const Op &op);
 qd_status submit_unobserved(const Op &op);
 
 // A multi-part call (fork, join, parallel launch, a graph's replay): the whole list of its
-// operations, built with everything resolved and acquired, queued all or nothing. With no
+// operations, built with everything resolved and acquired, queued all or nothing. A batch holds
+// no MemAlloc or MemFree (none of these calls makes or releases memory). With no
 // observer attached, one branch, then each part's backend call. With observers, two phases:
 // every observer's check_batch() sees the whole list, and a refusal returns its status with
 // nothing queued; then each part goes through before(), the backend and after() as one

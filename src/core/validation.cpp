@@ -1,5 +1,4 @@
 #include "core/validation.h"
-#include "core/validation_shadow.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -11,6 +10,7 @@
 #include "core/capture.h"
 #include "core/context.h"
 #include "core/observers.h"
+#include "core/validation_shadow.h"
 
 namespace qd::core {
 
