@@ -591,13 +591,17 @@ QD_API qd_status qd_stream_fork(qd_stream parent, uint32_t n, qd_stream *childre
  *  (from qd_stream_fork or qd_stream_acquire) of parent's context. Everything is validated
  *  before anything is queued: on an error nothing changes. A child that is capturing
  *  ("Graphs") is released too (its handle is stale at once), but its stream stays with the
- *  capture until the capture ends.
+ *  capture until the capture ends. A failure of the device after some children's records
+ *  were queued (QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST: not a refusal) leaves parent
+ *  waiting for the children queued before it, and releases none.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: children is NULL, n is 0, or a child appears twice or equals
  *    parent.
  *  - QD_ERROR_INVALID_HANDLE: parent or a child is 0, not a stream, or destroyed/released.
  *  - QD_ERROR_WRONG_CONTEXT: a child belongs to another context.
- *  - QD_ERROR_INVALID_OPERATION: a child is not a pool lease.
+ *  - QD_ERROR_INVALID_OPERATION: a child is not a pool lease; parent is capturing (or would
+ *    join the capture of an earlier child) and a child is outside that capture or in another
+ *    one ("Graphs"): nothing is queued or recorded, the capture stays as it was.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_join(qd_stream parent, const qd_stream *children, uint32_t n);
 
@@ -814,7 +818,11 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
  *  group, less concurrent); if none is free the call fails with QD_ERROR_POOL_EXHAUSTED.
  *  Queuing costs O(n log n) in num_tasks at most, however many distinct groups there are.
  *  Every task is validated before anything is queued; on an error nothing is queued, no lease
- *  is kept, and argument storage may be reused at once as for qd_launch.
+ *  is kept, and argument storage may be reused at once as for qd_launch. In the validation
+ *  mode's fail mode the fork, every launch and the join are checked whole before any is
+ *  queued ("Validation"). A launch that fails in the device after earlier ones were queued
+ *  (QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST: not a refusal)
+ *  queues no later task, but stream still waits for every pooled stream.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: tasks is NULL with num_tasks > 0; tasks[0].struct_size is
  *    smaller than the first qd_task, larger than 1024 or not a multiple of 8; a task's
@@ -822,6 +830,8 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
  *    num_tasks 0 is a successful no-op.
  *  - QD_ERROR_OVERFLOW, QD_ERROR_INVALID_HANDLE, QD_ERROR_WRONG_CONTEXT: as for qd_launch.
  *  - QD_ERROR_POOL_EXHAUSTED: no stream of the pool is free.
+ *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, a task would race or use freed memory
+ *    ("Validation"): no task is queued.
  *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint32_t num_tasks);
 
@@ -934,8 +944,10 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * What is refused while a stream captures (QD_ERROR_INVALID_OPERATION, and the capture stays
  * as it was, usable): qd_stream_synchronize and qd_stream_query of it, qd_mem_alloc_async and
  * qd_mem_free_async on it (stream-ordered allocation is not captured), a wait on an event last
- * recorded outside the capture, qd_stream_destroy and qd_stream_release of it, qd_graph_launch
- * on it, and qd_stream_begin_capture on it again. qd_context_synchronize is allowed: captured
+ * recorded outside the capture (and so a qd_stream_join into it of a child outside it),
+ * qd_stream_destroy and qd_stream_release of it, qd_graph_launch on it, and
+ * qd_stream_begin_capture on it again. A call of several parts (qd_stream_fork,
+ * qd_stream_join, qd_launch_parallel) is recorded whole or, refused, not at all. qd_context_synchronize is allowed: captured
  * work never runs, so it waits only for work queued outside captures.
  *
  * Pool leases taken during a capture (qd_stream_fork, qd_launch_parallel) are not handed to
@@ -1004,9 +1016,14 @@ QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
  *  Threads: any; replays of one graph may be queued concurrently with each other and with
  *  qd_graph_update (each replay uses the values current when it is queued). On CUDA and HIP a
  *  replay of a native graph also runs after the replays of the same graph queued before it.
+ *  An operation that fails in the device after others of the replay were queued
+ *  (QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST: not a refusal) ends
+ *  the replay there, and stream still waits for every branch queued so far.
  *  - QD_ERROR_INVALID_HANDLE: graph or stream is 0, of the wrong type, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context than graph.
  *  - QD_ERROR_INVALID_OPERATION: stream is capturing.
+ *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, an operation of the graph would race or
+ *    use freed memory ("Validation"): no operation of the replay is queued.
  *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
 
@@ -1258,7 +1275,19 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
  * alloc, free), both streams (by handle), the block, and the offset of the first byte both
  * touch; it goes to the context's hazard handler (by default one line on stderr, starting
  * "qd: hazard:") and is counted in qd_context_stats.hazards_reported. With
- * QD_CONTEXT_VALIDATE_FAIL the offending call also returns QD_ERROR_HAZARD and queues nothing.
+ * QD_CONTEXT_VALIDATE_FAIL the offending call also returns QD_ERROR_HAZARD and queues nothing,
+ * and the model is left as it was before the call.
+ *
+ * A refused call queues nothing, also when it is made of several parts: qd_launch_parallel
+ * (its fork, every task's launch, its join) and qd_graph_launch (every operation of every
+ * branch, and the waits between them) are checked whole, each part seeing the ordering of the
+ * parts before it, before any part is queued; a hazard in any part refuses the call with
+ * QD_ERROR_HAZARD, reported once, and no part runs. qd_memcpy_peer_async is one operation.
+ * qd_stream_fork and qd_stream_join touch no memory: validation orders them and never refuses
+ * them; their own refusals queue nothing too (a fork the pool cannot serve,
+ * QD_ERROR_POOL_EXHAUSTED; a join of a child outside the parent's capture,
+ * QD_ERROR_INVALID_OPERATION). A part that fails in the device after others were queued is
+ * not a refusal: each call says what it leaves queued then.
  *
  * Across contexts. The validating contexts of one backend share one happens-before domain:
  * their streams' clocks, their events' clocks and their blocks. An event recorded on a stream

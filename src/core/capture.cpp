@@ -357,6 +357,38 @@ void CaptureObserver::note_handle(const Stream &stream, uint64_t handle) {
     if (it != lanes_.end()) it->second.capture->lane_handles[it->second.lane] = handle;
 }
 
+qd_status CaptureObserver::check_join(const Stream &parent, uint64_t parent_handle,
+                                      Stream *const *children, const uint64_t *handles,
+                                      uint32_t n) const {
+    if (open_.load(std::memory_order_acquire) == 0) return QD_SUCCESS;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto capture_of = [&](const Stream &s) -> const Capture * {
+        auto it = lanes_.find(&s);
+        return it == lanes_.end() ? nullptr : it->second.capture;
+    };
+    const Capture *into = capture_of(parent);  // the parent joins a child's capture by waiting
+    for (uint32_t i = 0; i < n; ++i) {
+        const Capture *from = capture_of(*children[i]);
+        if (!into) {
+            into = from;
+            continue;
+        }
+        if (from == into) continue;
+        if (!from)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "children[%u] (0x%016llx) is not part of the capture that stream "
+                        "0x%016llx is in; a capturing stream can only wait on work of its own "
+                        "capture",
+                        i, (unsigned long long)handles[i], (unsigned long long)parent_handle);
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "children[%u] (0x%016llx) is in another capture (of stream 0x%016llx) than "
+                    "stream 0x%016llx",
+                    i, (unsigned long long)handles[i],
+                    (unsigned long long)from->origin_handle, (unsigned long long)parent_handle);
+    }
+    return QD_SUCCESS;
+}
+
 void CaptureObserver::context_drained(Context &) {
     std::vector<std::unique_ptr<Capture>> abandoned;
     {
@@ -398,36 +430,61 @@ qd_status Graph::launch(Stream &stream) {
     std::vector<char> needed(nodes.size(), 0);
     for (const GraphNode &n : nodes)
         if (n.kind == OpKind::Wait && on[n.lane] != on[nodes[n.dep].lane]) needed[n.dep] = 1;
+    // Every event first, then one batch of every node, all or nothing (core/submit.h).
     std::vector<std::shared_ptr<backend::Event>> events(nodes.size());
     EventPool &pool = c.event_pool();
     qd_status st = QD_SUCCESS;
+    for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i)
+        if (needed[i]) st = pool.get(&events[i]);
+    OpBatch ops(nodes.size());
     for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i) {
         const GraphNode &n = nodes[i];
         Stream &s = *on[n.lane];
         switch (n.kind) {
-            case OpKind::Launch:
-                st = submit_launch(s, *n.kernel, n.dims, n.args.data(), uint32_t(n.args.size()),
-                                   OpOrigin::GraphLaunch);
+            case OpKind::Launch: {
+                Op &op = ops.add(OpKind::Launch, s, OpOrigin::GraphLaunch);
+                op.kernel = n.kernel.get();
+                op.dims = &n.dims;
+                op.args = n.args.data();
+                op.num_args = uint32_t(n.args.size());
                 break;
-            case OpKind::HostFn: st = submit_host_fn(s, n.fn, n.user_data); break;
-            case OpKind::Memcpy: st = submit_memcpy(s, n.dst, n.src, n.bytes); break;
-            case OpKind::Memset: st = submit_memset(s, n.dst, n.value, n.bytes); break;
+            }
+            case OpKind::HostFn: {
+                Op &op = ops.add(OpKind::HostFn, s, OpOrigin::Api);
+                op.fn = n.fn;
+                op.user_data = n.user_data;
+                break;
+            }
+            case OpKind::Memcpy: {
+                Op &op = ops.add(OpKind::Memcpy, s, OpOrigin::Api);
+                op.dst = n.dst;
+                op.src = n.src;
+                op.bytes = n.bytes;
+                break;
+            }
+            case OpKind::Memset: {
+                Op &op = ops.add(OpKind::Memset, s, OpOrigin::Api);
+                op.dst = n.dst;
+                op.value = n.value;
+                op.bytes = n.bytes;
+                break;
+            }
             case OpKind::Record:
-                if (!needed[i]) break;
-                st = pool.get(&events[i]);
-                if (st == QD_SUCCESS)
-                    st = submit_record(s, *events[i], nullptr, OpOrigin::GraphLaunch);
+                if (needed[i]) ops.record(s, *events[i], OpOrigin::GraphLaunch);
                 break;
             case OpKind::Wait:
                 if (on[n.lane] == on[nodes[n.dep].lane]) break;  // in order on one stream
-                st = submit_wait(s, *events[n.dep], nullptr, OpOrigin::GraphLaunch);
+                ops.wait(s, *events[n.dep], OpOrigin::GraphLaunch);
                 break;
             case OpKind::MemAlloc:
-            case OpKind::MemFree: st = QD_ERROR_INTERNAL; break;
+            case OpKind::MemFree: st = fail(QD_ERROR_INTERNAL, "a graph holds no allocation"); break;
         }
     }
-    if (st != QD_SUCCESS) {
-        // The launch stream must not run ahead of what was queued: join every branch.
+    size_t queued = 0;
+    if (st == QD_SUCCESS) st = ops.submit(c, SIZE_MAX, &queued);
+    if (st != QD_SUCCESS && queued > 0) {
+        // A part failed in the backend after others were queued: the launch stream must not
+        // run ahead of what was queued, so every branch joins it.
         const std::string reason = last_error_message();
         for (auto &l : leases) {
             Stream *target = &stream;

@@ -127,6 +127,13 @@ class CaptureObserver final : public OpObserver {
     // A stream's handle for messages (the handle it had when it joined, if known).
     void note_handle(const Stream &stream, uint64_t handle);
 
+    // qd_stream_join, before any part is queued: QD_ERROR_INVALID_OPERATION (written) when a
+    // child's record could not be waited on by the parent as before() would see the parts in
+    // order (the parent, capturing or joining a child's capture, would wait on a record made
+    // outside its capture or in another one), so a join is refused whole, never half queued.
+    qd_status check_join(const Stream &parent, uint64_t parent_handle, Stream *const *children,
+                         const uint64_t *handles, uint32_t n) const;
+
   private:
     struct Capture;
     struct LaneRef {

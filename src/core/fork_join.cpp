@@ -15,8 +15,10 @@ qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n
     std::shared_ptr<backend::Event> ev;
     qd_status st = pool.get(&ev);
     if (st != QD_SUCCESS) return st;
-    st = submit_record(from, *ev, nullptr, origin);
-    for (uint32_t i = 0; st == QD_SUCCESS && i < n; ++i) st = submit_wait(*to[i], *ev, nullptr, origin);
+    OpBatch ops(size_t(n) + 1);
+    ops.record(from, *ev, origin);
+    for (uint32_t i = 0; i < n; ++i) ops.wait(*to[i], *ev, origin);
+    st = ops.submit(ctx);
     pool.put(std::move(ev));
     return st;
 }
@@ -104,12 +106,25 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
             return fail(QD_ERROR_INVALID_OPERATION,
                         "children[%u] is not a pool lease (from qd_stream_fork or "
                         "qd_stream_acquire)", i);
-    for (uint32_t i = 0; i < n; ++i) {
-        Stream *target = p;
-        st = link_streams(ctx, *kids[i], &target, 1, OpOrigin::Join);
+    CaptureObserver *obs = capture_observer(ctx);
+    if (obs) {
+        st = obs->check_join(*p, parent, kids.data(), children, n);
         if (st != QD_SUCCESS) return st;
     }
-    CaptureObserver *obs = capture_observer(ctx);
+    // One batch, all or nothing: each child's record and the parent's wait for it, through one
+    // pooled event (each wait captures the record before the next record is queued).
+    EventPool &events = ctx.event_pool();
+    std::shared_ptr<backend::Event> ev;
+    st = events.get(&ev);
+    if (st != QD_SUCCESS) return st;
+    OpBatch ops(size_t(n) * 2);
+    for (uint32_t i = 0; i < n; ++i) {
+        ops.record(*kids[i], *ev, OpOrigin::Join);
+        ops.wait(*p, *ev, OpOrigin::Join);
+    }
+    st = ops.submit(ctx);
+    events.put(std::move(ev));
+    if (st != QD_SUCCESS) return st;
     for (uint32_t i = 0; i < n; ++i) {
         // A child that is a lane of a capture stays with the capture until it ends (core/
         // capture.h): its handle goes stale now, its stream goes back to the pool then.

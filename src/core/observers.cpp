@@ -24,6 +24,15 @@ qd_status ObserverSet::before(const Op &op, bool *consumed) {
     return QD_SUCCESS;
 }
 
+qd_status ObserverSet::check_batch(const Op *ops, size_t n) {
+    const size_t count_now = count();
+    for (size_t i = 0; i < count_now; ++i) {
+        const qd_status st = slots_[i]->check_batch(ops, n);
+        if (st != QD_SUCCESS) return st;
+    }
+    return QD_SUCCESS;
+}
+
 void ObserverSet::after(const Op &op, qd_status status) {
     for (size_t i = count(); i-- > 0;) slots_[i]->after(op, status);
 }

@@ -42,6 +42,8 @@ class ObserverSet final : public OpObserver {
     // observers never see it). after() runs in reverse order, on every observer.
     qd_status before(const Op &op, bool *consumed) override;
     void after(const Op &op, qd_status status) override;
+    // In attach order; the first that refuses the batch ends the walk.
+    qd_status check_batch(const Op *ops, size_t n) override;
     // Every observer, in attach order.
     void context_drained(Context &ctx) override;
     void host_event(const HostEvent &event) override;

@@ -106,21 +106,37 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     std::vector<Stream *> lanes(k);
     for (uint32_t i = 0; i < k; ++i) lanes[i] = leases[i].get();
 
-    // Fork: every lease waits for the work already on the parent.
-    st = link_streams(ctx, *parent, lanes.data(), k, OpOrigin::ParallelLaunch);
-    // Groups share streams round-robin when the pool had fewer free than there are groups;
-    // a group always maps to one stream, so its tasks stay in order.
-    for (uint32_t i = 0; st == QD_SUCCESS && i < num_tasks; ++i) {
-        const qd_task &t = *prepared[i].task;
-        st = submit_launch(*lanes[prepared[i].stream_index % k], *prepared[i].kernel,
-                           prepared[i].dims, t.args, t.num_args, OpOrigin::ParallelLaunch);
+    // One batch, all or nothing (core/submit.h): the fork (every lease waits for the work
+    // already on the parent), the launches, the join (the parent waits for every lease), through
+    // one pooled event (each wait captures the record before the next record is queued).
+    std::shared_ptr<backend::Event> ev;
+    st = ctx.event_pool().get(&ev);
+    if (st == QD_SUCCESS) {
+        OpBatch ops(size_t(num_tasks) + 3 * size_t(k) + 1);
+        ops.record(*parent, *ev, OpOrigin::ParallelLaunch);
+        for (uint32_t i = 0; i < k; ++i) ops.wait(*lanes[i], *ev, OpOrigin::ParallelLaunch);
+        // Groups share streams round-robin when the pool had fewer free than there are groups;
+        // a group always maps to one stream, so its tasks stay in order.
+        for (uint32_t i = 0; i < num_tasks; ++i) {
+            const qd_task &t = *prepared[i].task;
+            Op &op = ops.add(OpKind::Launch, *lanes[prepared[i].stream_index % k],
+                             OpOrigin::ParallelLaunch);
+            op.kernel = prepared[i].kernel;
+            op.dims = &prepared[i].dims;
+            op.args = t.args;
+            op.num_args = t.num_args;
+        }
+        // The join runs even after a part failed in the backend: the parent must not run
+        // ahead of what was queued.
+        const size_t join_from = ops.size();
+        for (uint32_t i = 0; i < k; ++i) {
+            ops.record(*lanes[i], *ev, OpOrigin::ParallelLaunch);
+            ops.wait(*parent, *ev, OpOrigin::ParallelLaunch);
+        }
+        st = ops.submit(ctx, join_from);
+        ctx.event_pool().put(std::move(ev));
     }
-    // Join, even after a failed launch: the parent must not run ahead of what was queued.
     const std::string reason = st != QD_SUCCESS ? last_error_message() : "";
-    for (uint32_t i = 0; i < k; ++i) {
-        qd_status js = link_streams(ctx, *lanes[i], &parent, 1, OpOrigin::ParallelLaunch);
-        if (st == QD_SUCCESS) st = js;
-    }
     if (capture) {
         std::vector<std::shared_ptr<Stream>> back;
         for (auto &l : leases)

@@ -1,5 +1,9 @@
 #include "core/submit.h"
 
+#include <string>
+
+#include "common/error.h"
+
 namespace qd::core {
 
 namespace {
@@ -25,6 +29,40 @@ qd_status dispatch(const Op &op) {
 }  // namespace
 
 qd_status submit_unobserved(const Op &op) { return dispatch(op); }
+
+qd_status submit_batch(Context &ctx, Op *ops, size_t n, size_t finally_from, size_t *queued) {
+    OpObserver *observer = ctx.observer();
+    if (observer) {
+        const qd_status st = observer->check_batch(ops, n);
+        if (st != QD_SUCCESS) {
+            if (queued) *queued = 0;
+            return st;
+        }
+    }
+    qd_status first = QD_SUCCESS;
+    std::string reason;  // the first failure's message, which the later parts must not replace
+    bool later = false;
+    size_t done = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (first != QD_SUCCESS && i < finally_from) {
+            i = finally_from;
+            if (i >= n) break;
+        }
+        ops[i].batch = true;
+        const qd_status st = observer ? submit_observed(*observer, ops[i]) : dispatch(ops[i]);
+        if (st == QD_SUCCESS) {
+            ++done;
+        } else if (first == QD_SUCCESS) {
+            first = st;
+            reason = last_error_message();
+        } else {
+            later = true;
+        }
+    }
+    if (queued) *queued = done;
+    if (later) return fail(first, "%s", reason.c_str());
+    return first;
+}
 
 qd_status submit_observed(OpObserver &observer, const Op &op) {
     bool consumed = false;

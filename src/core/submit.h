@@ -20,7 +20,11 @@
 
 #include <qd/qd.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <type_traits>
 
 #include "backends/backend.h"
 #include "core/context.h"
@@ -70,7 +74,13 @@ struct Op {
     // HostFn.
     qd_host_fn fn = nullptr;
     void *user_data = nullptr;
+
+    // A part of a multi-part call (submit_batch below) whose whole list every observer's
+    // check_batch() passed: an observer that judged the part there does not judge it again.
+    bool batch = false;
 };
+
+static_assert(std::is_trivially_destructible_v<Op>, "OpBatch never destroys its parts");
 
 // What the host did with a context that is not a submission but that observers need to see:
 // waits that ordered the host after stream work (the validation mode's clocks), blocks made
@@ -106,6 +116,18 @@ class OpObserver {
     virtual qd_status before(const Op &op, bool *consumed) = 0;
     // After the backend returned `status` (not called for a refused or consumed operation).
     virtual void after(const Op &op, qd_status status) = 0;
+    // Before any part of a multi-part call (submit_batch below) reaches before(): the whole
+    // list, in submission order. QD_SUCCESS lets the parts go on, each then through before()
+    // and after() with op.batch set; any other status (written with fail()) is returned to the
+    // caller with no part queued. An observer that keeps state for what it passes here commits
+    // it here, as though every part ran, so it must be the only kind of observer that refuses
+    // here: the validation mode (core/validation.h). Capture passes every batch: a multi-part
+    // call is checked whole before it is built (core/fork_join.cpp).
+    virtual qd_status check_batch(const Op *ops, size_t n) {
+        (void)ops;
+        (void)n;
+        return QD_SUCCESS;
+    }
     // The context's destroy has drained every stream (its work ran or, for a lost context, was
     // skipped) and no operation will be submitted again; the backend is still up. An observer
     // finishes here what needs the work done (a trace flushes, a capture is abandoned).
@@ -131,6 +153,65 @@ qd_status submit_observed(OpObserver &observer, const Op &op);
 // The backend call of an Op, past every observer: only for an observer that queues an
 // operation it took over earlier (the validation mode's held-back frees, core/validation.h).
 qd_status submit_unobserved(const Op &op);
+
+// A multi-part call (fork, join, parallel launch, a graph's replay): the whole list of its
+// operations, built with everything resolved and acquired, queued all or nothing. A batch holds
+// no MemAlloc or MemFree (none of these calls makes or releases memory). With no
+// observer attached, one branch, then each part's backend call. With observers, two phases:
+// every observer's check_batch() sees the whole list, and a refusal returns its status with
+// nothing queued; then each part goes through before(), the backend and after() as one
+// submit_*() call would, marked op.batch. A part that fails in the second phase (the backend,
+// or an observer's before(): not a refusal of the call, since parts before it are queued)
+// ends the walk, except that the parts from `finally_from` on are submitted all the same (a
+// join, so that the stream a call returns to never runs ahead of what was queued); the
+// first failure's status is returned. *queued (optional) is how many parts were queued: 0
+// after a refusal.
+qd_status submit_batch(Context &ctx, Op *ops, size_t n, size_t finally_from = SIZE_MAX,
+                       size_t *queued = nullptr);
+
+// The parts of one multi-part call, built in order; the first kInline live on the stack, so a
+// fork or join of a few streams allocates nothing for them.
+class OpBatch {
+  public:
+    explicit OpBatch(size_t capacity) {
+        if (capacity > kInline) {
+            heap_.reset(new Op[capacity]);
+            ops_ = heap_.get();
+        } else {
+            ops_ = std::launder(reinterpret_cast<Op *>(storage_));
+        }
+    }
+    OpBatch(const OpBatch &) = delete;
+    OpBatch &operator=(const OpBatch &) = delete;
+
+    // A new part (within the capacity given), defaults but for these.
+    Op &add(OpKind kind, Stream &stream, OpOrigin origin) {
+        Op *op = heap_ ? &ops_[n_] : new (&ops_[n_]) Op();
+        ++n_;
+        op->kind = kind;
+        op->stream = &stream;
+        op->origin = origin;
+        return *op;
+    }
+    void record(Stream &s, backend::Event &event, OpOrigin origin) {
+        add(OpKind::Record, s, origin).event = &event;
+    }
+    void wait(Stream &s, backend::Event &event, OpOrigin origin) {
+        add(OpKind::Wait, s, origin).event = &event;
+    }
+
+    size_t size() const { return n_; }
+    qd_status submit(Context &ctx, size_t finally_from = SIZE_MAX, size_t *queued = nullptr) {
+        return submit_batch(ctx, ops_, n_, finally_from, queued);
+    }
+
+  private:
+    static constexpr size_t kInline = 8;
+    alignas(Op) unsigned char storage_[kInline * sizeof(Op)];  // Op is trivially destructible
+    std::unique_ptr<Op[]> heap_;
+    Op *ops_ = nullptr;
+    size_t n_ = 0;
+};
 
 // The typed entry points: the Op is built only when an observer will see it.
 #define QD_SUBMIT_OBSERVED_(on, build)                                                       \

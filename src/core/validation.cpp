@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/observers.h"
 #include "common/fork_generation.h"
+#include "core/validation_shadow.h"
 
 namespace qd::core {
 
@@ -47,64 +48,6 @@ void default_handler(const qd_hazard *hazard, void *) {
 }
 
 }  // namespace
-
-// An operation as a report names it.
-struct ValidationObserver::OpInfo {
-    std::string what;      // "kernel 'consume'", "memcpy", "memset", "alloc", "free", ...
-    uint64_t stream = 0;   // its stream's handle then (0: none, or the host)
-    std::string where;     // "stream 0x...", "a pooled stream (...)", "the host"
-};
-
-struct ValidationObserver::Access {
-    uint64_t lo = 0, hi = 0;  // offsets in the block, [lo, hi)
-    uint32_t actor = 0;
-    uint64_t epoch = 0;
-    bool write = false;
-    bool read = false;  // with write: read-write
-    std::shared_ptr<const OpInfo> op;
-    // QD_PARAM_PARTITIONED: the kernel's launches touch disjoint parts, so two such accesses
-    // of one kernel are not checked against each other.
-    const void *partitioned_by = nullptr;
-};
-
-struct ValidationObserver::Block {
-    uint64_t start = 0, bytes = 0;
-    bool host = false;
-    const ValidationObserver *owner = nullptr;  // the context it belongs to (compared only)
-    bool freed = false;
-    std::shared_ptr<const OpInfo> free_op;
-    std::vector<Access> accesses;
-};
-
-struct ValidationObserver::Report {
-    uint32_t kind = 0;
-    uint64_t stream = 0, other_stream = 0;
-    uint64_t allocation = 0, bytes = 0, offset = 0;
-    std::string operation, other_operation, message;
-};
-
-// What every validating context of one backend shares (see the header), under `mutex`.
-struct ValidationObserver::Domain {
-    std::mutex mutex;
-    std::vector<Actor> actors_;  // [0] is the host
-    std::unordered_map<const Stream *, uint32_t> actor_index_;
-    struct Recorded {
-        Clock clock;
-        bool user = false;                    // a user event (else a pooled fork/join event)
-        std::weak_ptr<backend::Event> owner;  // the user event, to forget it once destroyed
-        const ValidationObserver *by = nullptr;  // the context whose stream recorded it
-    };
-    std::unordered_map<const backend::Event *, Recorded> events_;
-    size_t events_pruned_at_ = 64;
-    Clock host_;
-    uint64_t host_version_ = 1;
-    std::map<uint64_t, std::unique_ptr<Block>> blocks_;  // by start address
-
-    Domain() { actors_.emplace_back(); }  // the host
-
-    // The domain of `kind` in this fork generation: the live one, or a new one.
-    static std::shared_ptr<Domain> of(qd_backend kind);
-};
 
 namespace {
 
@@ -207,6 +150,7 @@ qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access) {
 }
 
 qd_status ValidationObserver::before(const Op &op, bool *consumed) {
+    if (op.batch) return QD_SUCCESS;  // checked and committed whole by check_batch()
     switch (op.kind) {
     case OpKind::HostFn:
     case OpKind::MemAlloc: return QD_SUCCESS;  // no tracked access (alloc: allocated())
@@ -350,11 +294,27 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
         Domain &d = *domain_;
         std::lock_guard<std::mutex> lock(d.mutex);
         if (drained_) return QD_SUCCESS;
+        check_locked(op, consumed, reports, release_now);
+    }
+    const std::string first = reports.empty() ? "" : reports.front().message;
+    deliver(reports);
+    release(release_now);
+    if (!first.empty() && fail_calls_) return fail(QD_ERROR_HAZARD, "%s", first.c_str());
+    return QD_SUCCESS;
+}
+
+qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
+                                           std::vector<Report> &reports,
+                                           std::vector<Held> &release_now) {
+    Domain &d = *domain_;
+    {
         const uint32_t a = actor_of(*op.stream);
+        save_actor(a);
         Actor &actor = d.actors_[a];
         switch (op.kind) {
         case OpKind::Record: {
             refresh(a);
+            save_event(op.event);
             Domain::Recorded &r = d.events_[op.event];
             r.clock = actor.clock;
             r.user = op.user_event != nullptr;
@@ -495,6 +455,7 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
         } else {
             for (const Touch &t : touches) {
                 if (t.block->freed) continue;
+                save_block(*t.block);
                 if (is_free) {
                     t.block->freed = true;
                     t.block->free_op = info;
@@ -515,10 +476,6 @@ qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
             }
         }
     }
-    const std::string first = reports.empty() ? "" : reports.front().message;
-    deliver(reports);
-    release(release_now);
-    if (!first.empty() && fail_calls_) return fail(QD_ERROR_HAZARD, "%s", first.c_str());
     return QD_SUCCESS;
 }
 

@@ -70,6 +70,11 @@ class ValidationObserver final : public OpObserver {
     qd_status before(const Op &op, bool *consumed) override;
     void after(const Op &op, qd_status status) override;
     void context_drained(Context &ctx) override;
+    // A multi-part call (core/validation_batch.cpp): checks and commits every part in order
+    // under one lock, so a later part sees the clocks of the earlier ones; in fail mode a part
+    // that would be refused rolls back everything the batch changed, and the call is refused
+    // whole (QD_ERROR_HAZARD, its reports delivered once). before() skips the batch's parts.
+    qd_status check_batch(const Op *ops, size_t n) override;
 
     // The host events it needs (core/submit.h): waits move the host's clock, Allocated makes
     // the block's shadow; each goes to the function of the same meaning below.
@@ -141,6 +146,21 @@ class ValidationObserver final : public OpObserver {
     void release(std::vector<Held> &held);
 
     qd_status check_op(const Op &op, bool *consumed);
+    // check_op's work under the domain's mutex: checks the operation and, unless it is refused
+    // (fail mode, reports appended), commits it; frees to release now go to release_now.
+    qd_status check_locked(const Op &op, bool *consumed, std::vector<Report> &reports,
+                           std::vector<Held> &release_now);
+
+    // What a batch changed, to roll it back (core/validation_batch.cpp): each actor, event and
+    // block as it was before the batch first touched it. Set while check_batch holds the
+    // domain's mutex; the save_*() hooks below note a state before it changes (no-ops
+    // otherwise).
+    struct Undo;
+    Undo *undo_ = nullptr;
+    void save_actor(uint32_t actor);
+    void save_event(const backend::Event *event);
+    void save_block(Block &block);
+    void roll_back(Undo &undo);
 
     Context &ctx_;
     const bool fail_calls_;

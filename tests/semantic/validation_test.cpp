@@ -490,6 +490,198 @@ TEST_P(ValidationTest, FailMode_RefusesTheRacingCall_WithHazardAndQueuesNothing)
     EXPECT_EQ(reported(), 2u);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fail mode: a multi-part call queues all of its parts or none
+// ---------------------------------------------------------------------------------------------
+
+// Two groups: the first reads a clean block, the second the block `raced` that stream `a`
+// wrote with no ordering; group g adds 11 * (g + 1) into out[g].
+void two_groups(qd_kernel add_value, uint64_t clean, uint64_t raced, const uint64_t out[2],
+                qd_task tasks[2], TaskArgs args[2]) {
+    task_add_value(&tasks[0], &args[0], 0, add_value, out[0], clean, 11);
+    task_add_value(&tasks[1], &args[1], 1, add_value, out[1], raced, 22);
+}
+
+TEST_P(ValidationTest, FailMode_ParallelLaunchRefusedByAHazard_QueuesNoGroup_WithoutItQueuesAll) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    const uint64_t clean = block(), raced = block();
+    const uint64_t out[2] = {block(), block()};
+    qd_stream a = stream(), s = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), raced, 7));
+    ran(a);
+    qd_task tasks[2];
+    TaskArgs args[2];
+    two_groups(kernels_->add_value(), clean, raced, out, tasks, args);
+    EXPECT_QD_ERR(QD_ERROR_HAZARD, "qd_test_write_value", qd_launch_parallel(s, tasks, 2));
+    EXPECT_EQ(read_u32(s, out[0]), 0u);  // the group checked before the conflicting one
+    EXPECT_EQ(read_u32(s, out[1]), 0u);
+    EXPECT_QD_OK(qd_stream_query(s));
+    EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
+    EXPECT_EQ(reported(), 1u);
+    ASSERT_EQ(seen().size(), 1u);
+    EXPECT_TRUE(contains(seen()[0].operation, "qd_test_add_value")) << seen()[0].operation;
+    // Ordered now, the same call queues every group.
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(qd_launch_parallel(s, tasks, 2));
+    EXPECT_EQ(read_u32(s, out[0]), 11u);
+    EXPECT_EQ(read_u32(s, out[1]), 29u);
+    EXPECT_EQ(reported(), 1u);
+}
+
+TEST_P(ValidationTest, FailMode_RefusedParallelLaunch_LeavesNoAccessBehind) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    const uint64_t clean = block(), raced = block();
+    const uint64_t out[2] = {block(), block()};
+    qd_stream a = stream(), s = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), raced, 7));
+    ran(a);
+    qd_task tasks[2];
+    TaskArgs args[2];
+    two_groups(kernels_->add_value(), clean, raced, out, tasks, args);
+    EXPECT_QD(QD_ERROR_HAZARD, qd_launch_parallel(s, tasks, 2));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    // The first group's write of out[0] and read of `clean` were rolled back: another stream,
+    // ordered after nothing of the refused call, writes both and nothing is reported.
+    ASSERT_QD_OK(qd_memset_async(b, out[0], 1, 4));
+    ASSERT_QD_OK(qd_memset_async(b, clean, 1, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    EXPECT_EQ(reported(), 1u);
+}
+
+// A graph of two branches: the first reads a clean block, the second `raced`.
+qd_graph two_branch_graph(qd_stream s, qd_kernel add_value, uint64_t clean, uint64_t raced,
+                          const uint64_t out[2]) {
+    qd_graph g = 0;
+    EXPECT_QD_OK(qd_stream_begin_capture(s));
+    qd_stream kids[2];
+    EXPECT_QD_OK(qd_stream_fork(s, 2, kids));
+    EXPECT_QD_OK(launch_add_value(kids[0], add_value, out[0], clean, 11));
+    EXPECT_QD_OK(launch_add_value(kids[1], add_value, out[1], raced, 22));
+    EXPECT_QD_OK(qd_stream_join(s, kids, 2));
+    EXPECT_QD_OK(qd_stream_end_capture(s, &g));
+    return g;
+}
+
+TEST_P(ValidationTest, FailMode_GraphLaunchRefusedByAHazard_QueuesNoBranch_WithoutItQueuesAll) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    const uint64_t clean = block(), raced = block();
+    const uint64_t out[2] = {block(), block()};
+    qd_stream a = stream(), s = stream();
+    qd_graph g = two_branch_graph(s, kernels_->add_value(), clean, raced, out);
+    ASSERT_NE(g, 0u);
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), raced, 7));
+    ran(a);
+    EXPECT_QD_ERR(QD_ERROR_HAZARD, "qd_test_write_value", qd_graph_launch(g, s));
+    EXPECT_EQ(read_u32(s, out[0]), 0u);  // the branch checked before the conflicting one
+    EXPECT_EQ(read_u32(s, out[1]), 0u);
+    EXPECT_QD_OK(qd_stream_query(s));
+    EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
+    EXPECT_EQ(reported(), 1u);
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(read_u32(s, out[0]), 11u);
+    EXPECT_EQ(read_u32(s, out[1]), 29u);
+    EXPECT_EQ(reported(), 1u);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(ValidationTest, FailMode_RefusedGraphLaunch_LeavesNoAccessBehind) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    const uint64_t clean = block(), raced = block();
+    const uint64_t out[2] = {block(), block()};
+    qd_stream a = stream(), s = stream(), b = stream();
+    qd_graph g = two_branch_graph(s, kernels_->add_value(), clean, raced, out);
+    ASSERT_NE(g, 0u);
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), raced, 7));
+    ran(a);
+    EXPECT_QD(QD_ERROR_HAZARD, qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(qd_memset_async(b, out[0], 1, 4));
+    ASSERT_QD_OK(qd_memset_async(b, clean, 1, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    EXPECT_EQ(reported(), 1u);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(ValidationTest, FailMode_ForkRefusedByAnExhaustedPool_QueuesNothing_ValidationNeverRefusesIt) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    qd_stream parent = stream();
+    const uint64_t capacity = get_stats(ctx_).stream_pool_capacity;
+    std::vector<qd_stream> held(capacity - 1);
+    for (auto &h : held) ASSERT_QD_OK(qd_stream_acquire(ctx_, &h));
+    qd_stream kids[2] = {0, 0};
+    EXPECT_QD(QD_ERROR_POOL_EXHAUSTED, qd_stream_fork(parent, 2, kids));
+    EXPECT_EQ(kids[0], 0u);
+    EXPECT_EQ(get_stats(ctx_).stream_pool_leased, capacity - 1);
+    EXPECT_QD_OK(qd_stream_query(parent));
+    for (auto &h : held) ASSERT_QD_OK(qd_stream_release(h));
+    // Fork and join touch no memory: validation orders them and never refuses them.
+    ASSERT_QD_OK(qd_stream_fork(parent, 2, kids));
+    ASSERT_QD_OK(qd_stream_join(parent, kids, 2));
+    EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
+    EXPECT_EQ(reported(), 0u);
+}
+
+TEST_P(ValidationTest, FailMode_JoinRefusedByCapture_ChildOutsideIt_RecordsNoPart) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    const uint64_t x = block();
+    qd_stream s = stream();
+    qd_stream outside = 0;
+    ASSERT_QD_OK(qd_stream_acquire(ctx_, &outside));
+    // The same capture twice; the first also tries to join a lease from outside it.
+    qd_graph g[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_QD_OK(qd_stream_begin_capture(s));
+        qd_stream kid = 0;
+        ASSERT_QD_OK(qd_stream_fork(s, 1, &kid));
+        ASSERT_QD_OK(launch_write_value(kid, kernels_->write_value(), x, 5));
+        if (i == 0) {
+            const qd_stream both[2] = {kid, outside};
+            EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "children[1]", qd_stream_join(s, both, 2));
+        }
+        ASSERT_QD_OK(qd_stream_join(s, &kid, 1));
+        ASSERT_QD_OK(qd_stream_end_capture(s, &g[i]));
+    }
+    // The refused join recorded none of its parts: both graphs have one shape.
+    EXPECT_QD_OK(qd_graph_update(g[0], g[1]));
+    EXPECT_QD_OK(qd_stream_query(outside));
+    ASSERT_QD_OK(qd_graph_launch(g[0], s));
+    EXPECT_EQ(read_u32(s, x), 5u);
+    EXPECT_QD_OK(qd_stream_release(outside));
+    EXPECT_QD_OK(qd_graph_destroy(g[0]));
+    EXPECT_QD_OK(qd_graph_destroy(g[1]));
+    EXPECT_EQ(reported(), 0u);
+}
+
+TEST_P(ValidationTest, FailMode_PeerCopyRefusedByAHazard_QueuesNothing_WithoutItCopies) {
+    create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
+    qd_context_desc desc = make_desc(GetParam(), 8, 4);
+    qd_context other = 0;
+    ASSERT_QD_OK(qd_context_create(&desc, &other));
+    qd_stream theirs = 0;
+    ASSERT_QD_OK(qd_context_default_stream(other, &theirs));
+    uint64_t dst = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(theirs, 256, &dst));
+    ASSERT_QD_OK(qd_memset_async(theirs, dst, 0, 256));
+    ASSERT_QD_OK(qd_stream_synchronize(theirs));
+    const uint64_t raced = block();
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), raced, 7));
+    ran(a);
+    EXPECT_QD_ERR(QD_ERROR_HAZARD, "qd_test_write_value",
+                  qd_memcpy_peer_async(b, dst, other, raced, ctx_, 4));
+    EXPECT_QD_OK(qd_stream_query(b));
+    EXPECT_EQ(read_u32(theirs, dst), 0u);
+    EXPECT_EQ(reported(), 1u);
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(qd_memcpy_peer_async(b, dst, other, raced, ctx_, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    EXPECT_EQ(read_u32(theirs, dst), 7u);
+    EXPECT_EQ(reported(), 1u);
+    ASSERT_QD_OK(qd_mem_free_async(theirs, dst));
+    ASSERT_QD_OK(qd_context_destroy(other));
+}
+
 TEST_P(ValidationTest, DefaultHandler_RestoredByNull) {
     EXPECT_QD_OK(qd_context_set_hazard_handler(ctx_, nullptr, nullptr));
     const uint64_t x = block();

@@ -34,7 +34,9 @@ class Recorder : public qd::core::OpObserver {
   public:
     qd_status before(const Op &op, bool *consumed) override {
         seen_before.push_back(op.kind);
+        batch_flags.push_back(op.batch);
         if (refuse != QD_SUCCESS) return refuse;
+        if (refuse_launches && op.kind == OpKind::Launch) return QD_ERROR_LAUNCH_FAILED;
         *consumed = consume;
         return QD_SUCCESS;
     }
@@ -43,9 +45,19 @@ class Recorder : public qd::core::OpObserver {
                         op.kernel ? op.kernel->impl->name() : "", op.num_args,
                         op.user_event != nullptr, status});
     }
+    qd_status check_batch(const Op *ops, size_t n) override {
+        std::vector<OpKind> list;
+        for (size_t i = 0; i < n; ++i) list.push_back(ops[i].kind);
+        batches.push_back(list);
+        return refuse_batch;
+    }
     std::vector<OpKind> seen_before;
+    std::vector<bool> batch_flags;  // op.batch of each operation before() saw
     std::vector<Seen> seen;
+    std::vector<std::vector<OpKind>> batches;  // what check_batch saw
     qd_status refuse = QD_SUCCESS;
+    qd_status refuse_batch = QD_SUCCESS;
+    bool refuse_launches = false;  // before() fails every launch (as a backend failure would)
     bool consume = false;
 };
 
@@ -172,6 +184,55 @@ TEST_F(SubmitTest, AnObserverThatRefuses_ReturnsItsStatus_AndTheBackendNeverRuns
     EXPECT_EQ(g_runs.load(), 0);
     EXPECT_EQ(rec_.seen_before.size(), 2u);
     EXPECT_TRUE(rec_.seen.empty());  // after() is not called for a refused operation
+}
+
+TEST_F(SubmitTest, ABatchRefusedByCheckBatch_QueuesNoPart_AndBeforeNeverSeesIt) {
+    rec_.refuse_batch = QD_ERROR_NOT_SUPPORTED;
+    qd_task tasks[2] = {QD_TASK_INIT, QD_TASK_INIT};
+    for (int i = 0; i < 2; ++i) {
+        tasks[i].kernel = k_;
+        tasks[i].group = uint32_t(i);
+    }
+    EXPECT_EQ(qd_launch_parallel(s_, tasks, 2), QD_ERROR_NOT_SUPPORTED);
+    qd_stream kids[2];
+    EXPECT_EQ(qd_stream_fork(s_, 2, kids), QD_ERROR_NOT_SUPPORTED);
+    rec_.refuse_batch = QD_SUCCESS;
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 0);
+    EXPECT_TRUE(rec_.seen_before.empty());
+    // The whole lists: the parallel launch's fork, launches and join; the fork's record, waits.
+    ASSERT_EQ(rec_.batches.size(), 2u);
+    EXPECT_EQ(rec_.batches[0], (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
+                                                    OpKind::Launch, OpKind::Launch,
+                                                    OpKind::Record, OpKind::Wait, OpKind::Record,
+                                                    OpKind::Wait}));
+    EXPECT_EQ(rec_.batches[1], (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait}));
+    qd_context_stats st = QD_CONTEXT_STATS_INIT;
+    ASSERT_EQ(qd_context_get_stats(ctx_, &st), QD_SUCCESS);
+    EXPECT_EQ(st.stream_pool_leased, 0u);
+}
+
+TEST_F(SubmitTest, ABatchPartFailingAfterTheCheck_EndsTheLaunches_TheJoinStillRuns) {
+    rec_.refuse_launches = true;  // the first launch fails past check_batch
+    qd_task tasks[3] = {QD_TASK_INIT, QD_TASK_INIT, QD_TASK_INIT};
+    for (int i = 0; i < 3; ++i) {
+        tasks[i].kernel = k_;
+        tasks[i].group = uint32_t(i % 2);
+    }
+    EXPECT_EQ(qd_launch_parallel(s_, tasks, 3), QD_ERROR_LAUNCH_FAILED);
+    rec_.refuse_launches = false;
+    EXPECT_EQ(rec_.seen_before, (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
+                                                     OpKind::Launch, OpKind::Record,
+                                                     OpKind::Wait, OpKind::Record,
+                                                     OpKind::Wait}));
+    for (bool b : rec_.batch_flags) EXPECT_TRUE(b);  // every part marked as checked
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 0);
+    // A single operation is no batch.
+    rec_.batch_flags.clear();
+    ASSERT_EQ(qd_launch_host_fn(s_, count_fn, nullptr), QD_SUCCESS);
+    EXPECT_EQ(rec_.batch_flags, std::vector<bool>{false});
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
 }
 
 TEST_F(SubmitTest, AnObserverThatConsumes_TakesTheOperationOver) {

@@ -1,0 +1,115 @@
+// The validation mode's side of a multi-part call (core/submit.h, submit_batch): fork, join,
+// parallel launch and a graph's replay are checked whole before any part is queued, so in fail
+// mode a refused call queues none of its parts and leaves the validation state as it was.
+//
+// Under one hold of the domain's mutex every part is checked and committed in order, as before() would
+// (a later part sees the clocks of the earlier ones: a fork's record, then the lanes' waits),
+// with an undo log: the first time the batch changes an actor's clock, an event's clock or a
+// block's accesses, the hooks in check_locked() save it. In fail mode the first part with a
+// report ends the walk and everything saved is put back; its reports are delivered once and the
+// call is refused. Otherwise the commits stay, the reports are delivered (warn mode), and the
+// parts' before() skips them (op.batch).
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/error.h"
+#include "core/capture.h"
+#include "core/validation.h"
+#include "core/validation_shadow.h"
+
+namespace qd::core {
+
+struct ValidationObserver::Undo {
+    std::unordered_map<uint32_t, Actor> actors;
+    // An event's clock before the batch, or none (it had no record yet).
+    std::unordered_map<const backend::Event *, std::pair<bool, Domain::Recorded>> events;
+    std::unordered_map<Block *, std::vector<Access>> blocks;
+};
+
+void ValidationObserver::save_actor(uint32_t actor) {
+    if (undo_) undo_->actors.emplace(actor, domain_->actors_[actor]);
+}
+
+void ValidationObserver::save_event(const backend::Event *event) {
+    if (!undo_ || undo_->events.count(event)) return;
+    auto it = domain_->events_.find(event);
+    if (it == domain_->events_.end())
+        undo_->events.emplace(event, std::make_pair(false, Domain::Recorded{}));
+    else
+        undo_->events.emplace(event, std::make_pair(true, it->second));
+}
+
+void ValidationObserver::save_block(Block &block) {
+    if (undo_) undo_->blocks.emplace(&block, block.accesses);
+}
+
+void ValidationObserver::roll_back(Undo &undo) {
+    Domain &d = *domain_;
+    for (auto &[index, actor] : undo.actors) d.actors_[index] = std::move(actor);
+    for (auto &[event, saved] : undo.events) {
+        if (saved.first)
+            d.events_[event] = std::move(saved.second);
+        else
+            d.events_.erase(event);
+    }
+    for (auto &[block, accesses] : undo.blocks) block->accesses = std::move(accesses);
+}
+
+qd_status ValidationObserver::check_batch(const Op *ops, size_t n) {
+    // Which parts a capture records instead of running (they order and touch nothing, as in
+    // check_op): parts on a capturing stream, and a wait on a record made inside a capture,
+    // which makes its stream join the capture for the parts after it.
+    std::vector<char> captured(n, 0);
+    if (CaptureObserver *capture = capture_observer(ctx_)) {
+        std::unordered_set<const Stream *> streams;
+        std::unordered_set<const backend::Event *> records;  // recorded inside, in this batch
+        std::unordered_set<const backend::Event *> outside;  // recorded outside, in this batch
+        for (size_t i = 0; i < n; ++i) {
+            const Op &op = ops[i];
+            if (streams.count(op.stream) || capture->capturing(*op.stream)) {
+                streams.insert(op.stream);
+                captured[i] = 1;
+                if (op.kind == OpKind::Record) {
+                    records.insert(op.event);
+                    outside.erase(op.event);
+                }
+                continue;
+            }
+            if (op.kind == OpKind::Record) {
+                records.erase(op.event);
+                outside.insert(op.event);
+            } else if (op.kind == OpKind::Wait &&
+                       (records.count(op.event) ||
+                        (!outside.count(op.event) && capture->recorded_in_capture(*op.event)))) {
+                streams.insert(op.stream);
+                captured[i] = 1;
+            }
+        }
+    }
+    std::vector<Report> reports;
+    std::vector<Held> release_now;
+    bool refused = false;
+    {
+        std::lock_guard<std::mutex> lock(domain_->mutex);
+        if (drained_) return QD_SUCCESS;
+        Undo undo;
+        undo_ = &undo;
+        for (size_t i = 0; i < n && !refused; ++i) {
+            const Op &op = ops[i];
+            if (captured[i] || op.kind == OpKind::HostFn || op.kind == OpKind::MemAlloc) continue;
+            const size_t had = reports.size();
+            bool consumed = false;
+            check_locked(op, &consumed, reports, release_now);
+            refused = fail_calls_ && reports.size() > had;
+        }
+        undo_ = nullptr;
+        if (refused) roll_back(undo);
+    }
+    const std::string first = refused ? reports.front().message : "";
+    deliver(reports);
+    release(release_now);
+    if (refused) return fail(QD_ERROR_HAZARD, "%s", first.c_str());
+    return QD_SUCCESS;
+}
+
+}  // namespace qd::core
