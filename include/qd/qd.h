@@ -1094,10 +1094,12 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  * A context destroyed while traced through qd_trace_start is stopped the same way.
  *
  * Cost. Never started, a context pays nothing (no observer is attached). While on, every
- * operation costs two timing-event records on its stream, a mutex and two host clock reads;
- * the events are read when the file is written, never on the launch path (bench/RESULTS.md
- * has the figures). After the first start the context keeps its observer: a stopped trace
- * costs each operation one extra indirect call and an atomic load.
+ * operation costs two timing-event records on its stream, a mutex and two host clock reads
+ * (an event record or wait also a process-wide lock, shared by every traced context); the
+ * events are read when the file is written, never on the launch path (bench/RESULTS.md has the
+ * figures). After the first start the context keeps its observer: a stopped trace costs each
+ * operation one extra indirect call and an atomic load (an event record also the process-wide
+ * lock).
  * ------------------------------------------------------------------------------------------- */
 
 /** Start tracing ctx: open a new window whose operations will be written to path (by

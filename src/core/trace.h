@@ -20,7 +20,8 @@
 // reference event recorded and synchronized when the window starts puts every stream on the
 // host's steady clock. Cost when on: two event records per operation (on the CPU backend two
 // queued markers, on a GPU two event records), a mutex, and the host clock read twice
-// (bench/RESULTS.md measures it).
+// (bench/RESULTS.md measures it); an event record or wait also takes the process-wide mutex of
+// the table of records (below). Stopped, a record takes it too (its event's entry goes).
 //
 // Memory is bounded: a window keeps at most QD_TRACE_CAPACITY operations (default 65536); the
 // ring drops the newest (operations past the capacity are not recorded), and the file says how
