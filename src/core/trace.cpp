@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -657,11 +658,13 @@ TracePart TraceObserver::render(const Window &w) {
         out += event;
     };
     const double reference_us = us_since_epoch(w.reference_time);
-    // The device (or worker) time of a completed event, on the host's steady clock.
+    // The device (or worker) time of a completed event, on the host's steady clock, rounded to
+    // the file's resolution (1 ns), so that a slice's ts + dur is its end exactly, as the
+    // arrows' times are.
     auto device_us = [&](backend::Event &e, double *t) {
         float ms = 0;
         if (ctx.impl().elapsed_ms(*w.reference, e, &ms) != QD_SUCCESS) return false;
-        *t = reference_us + static_cast<double>(ms) * 1000.0;
+        *t = std::round((reference_us + static_cast<double>(ms) * 1000.0) * 1000.0) / 1000.0;
         return true;
     };
 

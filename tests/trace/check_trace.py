@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 failures = []
+EPS = 1e-6  # the file's times are whole nanoseconds; what JSON floats add up to, not more
 
 
 def check(cond, what):
@@ -74,9 +75,10 @@ def arrows(data):
         check("bp" not in f, f"arrow {fid} binds its end to the next slice: {f}")
         on = lambda e, cat: [x for x in slices if (x["pid"], x["tid"]) == (e["pid"], e["tid"])
                              and x["cat"] == cat]
-        check(any(r["ts"] <= s["ts"] <= r["ts"] + r["dur"] for r in on(s, "event record")),
+        check(any(r["ts"] - EPS <= s["ts"] <= r["ts"] + r["dur"] + EPS
+                  for r in on(s, "event record")),
               f"arrow {fid} starts inside a record's slice: {s}")
-        check(any(w["ts"] <= f["ts"] <= w["ts"] + w["dur"] + 1e-3 for w in on(f, "event wait"))
+        check(any(w["ts"] - EPS <= f["ts"] <= w["ts"] + w["dur"] + EPS for w in on(f, "event wait"))
               or f["ts"] == s["ts"], f"arrow {fid} ends where a wait on its track ended: {f}")
     return pairs
 
@@ -87,7 +89,7 @@ def waits_with_arrows(data, pairs):
     out = []
     for w in (s for s in slices if s["cat"] == "event wait"):
         end = [(s, f) for s, f in pairs if (f["pid"], f["tid"]) == (w["pid"], w["tid"])
-               and (w["ts"] <= f["ts"] <= w["ts"] + w["dur"] + 1e-3 or f["ts"] == s["ts"])]
+               and (w["ts"] - EPS <= f["ts"] <= w["ts"] + w["dur"] + EPS or f["ts"] == s["ts"])]
         out.append((w, end[0] if end else None))
     return out
 
