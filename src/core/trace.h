@@ -25,7 +25,8 @@
 //
 // Memory is bounded: a window keeps at most QD_TRACE_CAPACITY operations (default 65536); the
 // ring drops the newest (operations past the capacity are not recorded), and the file says how
-// many were dropped.
+// many were dropped. The table of records below keeps one entry per event recorded while traced:
+// a context's entries go at its destroy, a destroyed user event's when the table has doubled.
 //
 // Arrows (flow events) across contexts. Every traced record gets a serial number unique in the
 // process, and a process-wide table keeps the latest traced record of each event; a wait, in
@@ -38,7 +39,7 @@
 // context's part stays in the file). An arrow starts inside the record's slice ("s", bound to
 // the enclosing slice) and ends where the wait was satisfied, the end of the wait's slice ("f"
 // with no "bp": bound to the next slice that starts at or after it, the waiting stream's next
-// work), never before its start.
+// work; 1 ns before that slice when it starts at the same time), never before its start.
 #pragma once
 
 #include <qd/qd.h>
