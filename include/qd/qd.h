@@ -1050,16 +1050,38 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
 /* ---------------------------------------------------------------------------------------------
  * Timeline trace (since 0.2)
  *
- * A trace records every operation a context's streams run (launches by kernel name, copies and
- * sets with their bytes, host callbacks, allocs and frees, event records and waits, the parts
- * of fork, join, qd_launch_parallel and graph replays) with the time it ran on the device or
+ * A trace records every operation a context's streams run (launches by kernel name, copies,
+ * sets and allocs with the bytes asked for, host callbacks, frees, event records and waits, the
+ * parts of fork, join, qd_launch_parallel and graph replays) with the time it ran on the device or
  * the CPU backend's worker, and writes it as a Chrome trace event JSON file that Perfetto
  * (ui.perfetto.dev) and chrome://tracing open; `qd trace view FILE.json -o FILE.html` draws it
  * as a page. In the file: one process per context, one track per stream, one track per host
  * thread for the enqueue calls, an arrow from each event record to each wait that consumed it
- * (fork and join included), and markers for a fault (the kernel that lost the context), for a
- * stream pool found empty (on the track of the thread whose qd_stream_acquire, qd_stream_fork
- * or qd_launch_parallel failed for it) and for a full ring.
+ * (fork, join, qd_launch_parallel and graph replays included), and markers for a fault (the
+ * kernel that lost the context), for a stream pool found empty (on the track of the thread
+ * whose qd_stream_acquire, qd_stream_fork or qd_launch_parallel failed for it) and for a full
+ * ring.
+ *
+ * Arrows. An arrow joins a record to a wait that consumed it (the latest record of the event
+ * when the wait was queued) in the same context or in another context traced into the same
+ * file: a qd_stream_wait_event on an event of another context draws an arrow from that
+ * context's process to this one's. It is a pair of flow events ("s", then "f", with an id that
+ * no other arrow of the file uses, whichever contexts wrote it): it starts inside the record's
+ * slice and ends where the wait was satisfied, the end of the wait's slice, never at a time
+ * before its start. The end has no "bp" (binding point): it binds to the next slice that starts
+ * on the waiting stream, the work the wait held back, which is where Perfetto and
+ * chrome://tracing draw its head; binding to the enclosing slice ("bp":"e") would put the head
+ * at the start of the wait's slice, which begins before the record when the wait really waited.
+ * A wait with no later operation on its stream in the window has no slice to end on (the viewers
+ * then draw no arrow for it; `qd trace view` still does). An arrow is drawn once both its
+ * record and its wait are in the file: the file joins them each time a context writes its part,
+ * so the later of the two writes draws it, and it stays while both parts do, also after either
+ * context's destroy. A wait on an event whose latest record was not traced (before the start or
+ * after the stop of its context's trace, past a full ring, or by a context that is not traced
+ * into this file) has no arrow. Each context puts its times on the host's clock through its own
+ * reference event (see qd_trace_start), so the times of two contexts may differ by the time a
+ * synchronization takes to return; an arrow across contexts that this would draw backwards ends
+ * at its start instead.
  *
  * The window. Tracing is per context: qd_trace_start opens a window, qd_trace_stop closes it
  * and writes the file. The window holds exactly the operations whose call (qd_launch, ...)
@@ -1098,10 +1120,12 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  * A context destroyed while traced through qd_trace_start is stopped the same way.
  *
  * Cost. Never started, a context pays nothing (no observer is attached). While on, every
- * operation costs two timing-event records on its stream, a mutex and two host clock reads;
- * the events are read when the file is written, never on the launch path (bench/RESULTS.md
- * has the figures). After the first start the context keeps its observer: a stopped trace
- * costs each operation one extra indirect call and an atomic load.
+ * operation costs two timing-event records on its stream, a mutex and two host clock reads
+ * (an event record or wait also a process-wide lock, shared by every traced context); the
+ * events are read when the file is written, never on the launch path (bench/RESULTS.md has the
+ * figures). After the first start the context keeps its observer: a stopped trace costs each
+ * operation one extra indirect call and an atomic load (an event record also the process-wide
+ * lock).
  * ------------------------------------------------------------------------------------------- */
 
 /** Start tracing ctx: open a new window whose operations will be written to path (by

@@ -2,19 +2,24 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
+#include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <unistd.h>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "common/backend_table.h"
 #include "common/error.h"
 #include "core/context.h"
+#include "core/objects.h"
 #include "core/observers.h"
 
 namespace qd::core {
@@ -24,6 +29,7 @@ namespace {
 constexpr size_t kDefaultCapacity = 65536;
 constexpr size_t kMaxCapacity = size_t{1} << 24;
 constexpr uint32_t kHostTrackBase = 100000;  // host threads' track ids, after the streams'
+constexpr double kNoNextSlice = std::numeric_limits<double>::infinity();
 
 std::atomic<uint32_t> g_next_id{1};
 
@@ -101,6 +107,87 @@ qd_status capacity_from_environment(size_t *capacity) {
     return QD_SUCCESS;
 }
 
+// The latest traced record of every event, in the whole process: a wait finds the record it
+// consumed whichever context made it. Each record gets a serial unique in the process, so a file
+// joins a wait to its record whichever parts they are in. Keyed by the backend event's address;
+// an entry goes when its event's context is destroyed (context_gone), and the entry of a user
+// event (whose owner the record names) is not taken for a later event made at the address of a
+// destroyed one. Never destroyed, like the table of files.
+class Records {
+  public:
+    static Records &instance() {
+        static Records *records = new Records();
+        return *records;
+    }
+
+    // A traced record (op) of context `context` completed its submit: its serial, now the
+    // event's latest.
+    uint64_t recorded(const Op &op, uint32_t context) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const uint64_t serial = ++last_serial_;
+        Latest &l = latest_[op.event];
+        l.serial = serial;
+        l.context = context;
+        l.owned = op.user_event != nullptr;
+        l.user_event.reset();
+        if (op.user_event) l.user_event = op.user_event->impl;
+        if (latest_.size() >= sweep_at_) sweep();
+        return serial;
+    }
+
+    // A record of `event` that is not traced (its context's trace is off, or its ring full): a
+    // wait on it from now on consumes no traced record.
+    void untraced(const backend::Event *event) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        latest_.erase(event);
+    }
+
+    // The serial of the latest traced record of `event`, 0 for none.
+    uint64_t latest(const backend::Event *event) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = latest_.find(event);
+        if (it == latest_.end()) return 0;
+        if (it->second.owned && it->second.user_event.expired()) {  // another event's entry
+            latest_.erase(it);
+            return 0;
+        }
+        return it->second.serial;
+    }
+
+    // The context `context` was destroyed: its events are gone with it.
+    void context_gone(uint32_t context) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = latest_.begin(); it != latest_.end();)
+            it = it->second.context == context ? latest_.erase(it) : std::next(it);
+    }
+
+  private:
+    struct Latest {
+        uint64_t serial = 0;
+        uint32_t context = 0;  // the trace id of the context that recorded it
+        bool owned = false;    // a user event's: user_event tells whether it still lives
+        std::weak_ptr<const backend::Event> user_event;
+    };
+
+    // The entries of destroyed user events go, whenever the table has doubled since the last
+    // sweep (so a process that makes and destroys many events keeps a bounded table).
+    void sweep() {
+        for (auto it = latest_.begin(); it != latest_.end();)
+            it = it->second.owned && it->second.user_event.expired() ? latest_.erase(it)
+                                                                     : std::next(it);
+        sweep_at_ = std::max<size_t>(kFirstSweep, 2 * latest_.size());
+    }
+
+    static constexpr size_t kFirstSweep = 1024;
+    std::mutex mutex_;
+    uint64_t last_serial_ = 0;
+    size_t sweep_at_ = kFirstSweep;
+    std::unordered_map<const backend::Event *, Latest> latest_;
+
+    friend void qd::core::lock_trace_files_for_fork();
+    friend void qd::core::unlock_trace_files_after_fork();
+};
+
 // The trace files of this process. A file holds one part per context written into it (the part
 // of a context that writes again replaces its earlier one), so every write leaves a complete,
 // valid file. Written to a temporary file of a unique name next to the path (mkstemp), then
@@ -138,7 +225,7 @@ class TraceFiles {
 
     // Writes the part of context `id` into path's file. `destroyed`: the context's last part
     // (its destroy), after which the part may be dropped to keep the bound.
-    qd_status write(const std::string &path, uint32_t id, std::string part, bool destroyed) {
+    qd_status write(const std::string &path, uint32_t id, TracePart part, bool destroyed) {
         std::lock_guard<std::mutex> lock(mutex_);
         File &file = files_[path];
         file.parts[id] = std::move(part);
@@ -162,7 +249,7 @@ class TraceFiles {
 
   private:
     struct File {
-        std::map<uint32_t, std::string> parts;  // by context id
+        std::map<uint32_t, TracePart> parts;    // by context id
         std::deque<uint32_t> destroyed;         // ids of destroyed contexts, oldest first
         uint64_t dropped = 0;                   // destroyed contexts' parts dropped
     };
@@ -255,11 +342,12 @@ class TraceFiles {
             first = false;
         }
         for (const auto &p : file.parts) {
-            if (p.second.empty()) continue;
+            if (p.second.events.empty()) continue;
             if (!first) std::fputs(",\n", f);
             first = false;
-            std::fputs(p.second.c_str(), f);
+            std::fputs(p.second.events.c_str(), f);
         }
+        write_arrows(f, file, &first);
         std::fputs("\n]}\n", f);
         const bool closed = std::fclose(f) == 0;
         // Checked again just before the rename: a special file made at path since the start is
@@ -273,6 +361,39 @@ class TraceFiles {
                         path.c_str(), std::strerror(err));
         }
         return QD_SUCCESS;
+    }
+
+    // One arrow per wait whose record is in the file (either part may be any context's),
+    // numbered from 1 in the file. It starts inside the record's slice and ends where the wait
+    // was satisfied (the end of its slice), or just before the waiting stream's next slice when
+    // that starts at the same time, so that the end binds to that slice; an end that the two
+    // contexts' time bases would put before the start is moved to the start.
+    static void write_arrows(FILE *f, const File &file, bool *first) {
+        std::unordered_map<uint64_t, const TracePart::Record *> records;
+        for (const auto &p : file.parts)
+            for (const TracePart::Record &r : p.second.records) records[r.serial] = &r;
+        constexpr double kTick = 0.001;  // the file's resolution: 1 ns
+        uint64_t id = 0;
+        for (const auto &p : file.parts) {
+            for (const TracePart::Wait &w : p.second.waits) {
+                auto it = records.find(w.serial);
+                if (it == records.end()) continue;
+                const TracePart::Record &r = *it->second;
+                double end = w.end;
+                if (w.next <= end && w.next - kTick >= w.begin) end = w.next - kTick;
+                const double start = (r.begin + std::min(r.end, std::max(end, r.begin))) / 2;
+                end = std::max(end, start);
+                ++id;
+                std::fprintf(f,
+                             "%s{\"ph\":\"s\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+                             "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"},\n"
+                             "{\"ph\":\"f\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+                             "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"}",
+                             *first ? "" : ",\n", id, r.pid, r.tid, start, r.name, id, w.pid,
+                             w.tid, end, r.name);
+                *first = false;
+            }
+        }
     }
 
     std::mutex mutex_;
@@ -298,9 +419,11 @@ TraceObserver *attached_trace(Context &ctx) {
 void lock_trace_files_for_fork() {
     g_attach_mutex.lock();
     TraceFiles::instance().mutex_.lock();
+    Records::instance().mutex_.lock();
 }
 
 void unlock_trace_files_after_fork() {
+    Records::instance().mutex_.unlock();
     TraceFiles::instance().mutex_.unlock();
     g_attach_mutex.unlock();
 }
@@ -413,7 +536,7 @@ qd_status TraceObserver::write_snapshot(bool destroyed) {
     }
     for (Slot &s : copy.slots)
         if (s.completed && s.ended) (void)s.end->synchronize();  // a lost context: not timed
-    std::string part = render(copy);
+    TracePart part = render(copy);
     return TraceFiles::instance().write(copy.path, id_, std::move(part), destroyed);
 }
 
@@ -489,7 +612,11 @@ void TraceObserver::after(const Op &op, qd_status status) {
     if (!window_) return;
     Window &w = *window_;
     auto it = w.in_flight.find(&op);
-    if (it == w.in_flight.end()) return;  // not recorded (the ring was full, or off)
+    if (it == w.in_flight.end()) {  // not recorded (the ring was full, or off)
+        if (op.kind == OpKind::Record && status == QD_SUCCESS)
+            Records::instance().untraced(op.event);
+        return;
+    }
     const size_t index = it->second;
     Slot &s = w.slots[index];
     w.in_flight.erase(it);
@@ -499,12 +626,10 @@ void TraceObserver::after(const Op &op, qd_status status) {
     if (s.begun && ctx_.impl().create_event(true, &s.end) == QD_SUCCESS)
         s.ended = op.stream->impl->record(*s.end) == QD_SUCCESS;
     if (status != QD_SUCCESS) return;
-    if (op.kind == OpKind::Record) {
-        w.last_record[op.event] = index;
-    } else if (op.kind == OpKind::Wait) {
-        auto r = w.last_record.find(op.event);
-        if (r != w.last_record.end()) s.flow_from = static_cast<int64_t>(r->second);
-    }
+    if (op.kind == OpKind::Record)
+        s.serial = Records::instance().recorded(op, id_);
+    else if (op.kind == OpKind::Wait)
+        s.serial = Records::instance().latest(op.event);
 }
 
 // A context destroyed while traced: its stop (the streams are drained; nobody can see a status,
@@ -513,22 +638,26 @@ void TraceObserver::context_drained(Context &ctx) {
     (void)ctx;
     if (end_window(false, true) != QD_SUCCESS)
         std::fprintf(stderr, "qd: trace: %s\n", last_error_message());
+    Records::instance().context_gone(id_);
 }
 
-std::string TraceObserver::render(const Window &w) {
+TracePart TraceObserver::render(const Window &w) {
     Context &ctx = ctx_;
-    std::string out;
+    TracePart part;
+    std::string &out = part.events;
     char buf[512];
     auto add = [&](const std::string &event) {
         if (!out.empty()) out += ",\n";
         out += event;
     };
     const double reference_us = us_since_epoch(w.reference_time);
-    // The device (or worker) time of a completed event, on the host's steady clock.
+    // The device (or worker) time of a completed event, on the host's steady clock, rounded to
+    // the file's resolution (1 ns), so that a slice's ts + dur is its end exactly, as the
+    // arrows' times are.
     auto device_us = [&](backend::Event &e, double *t) {
         float ms = 0;
         if (ctx.impl().elapsed_ms(*w.reference, e, &ms) != QD_SUCCESS) return false;
-        *t = reference_us + static_cast<double>(ms) * 1000.0;
+        *t = std::round((reference_us + static_cast<double>(ms) * 1000.0) * 1000.0) / 1000.0;
         return true;
     };
 
@@ -563,9 +692,8 @@ std::string TraceObserver::render(const Window &w) {
         add(buf);
     }
 
-    std::vector<double> begin_us(w.slots.size(), 0.0);
-    std::vector<bool> timed(w.slots.size(), false);
-    uint64_t flow = 0;
+    // The waits of each track whose next slice has not been seen yet (index in part.waits).
+    std::unordered_map<uint32_t, std::vector<size_t>> waiting;
     for (size_t i = 0; i < w.slots.size(); ++i) {
         const Slot &s = w.slots[i];
         if (!s.completed) continue;
@@ -583,8 +711,6 @@ std::string TraceObserver::render(const Window &w) {
         double b = 0, e = 0;
         if (!s.begun || !s.ended || !device_us(*s.begin, &b) || !device_us(*s.end, &e)) continue;
         if (e < b) e = b;
-        begin_us[i] = b;
-        timed[i] = true;
         std::string args = std::string("\"origin\":\"") + origin_name(s.origin) + "\"";
         if (s.kind == OpKind::Memcpy || s.kind == OpKind::Memset || s.kind == OpKind::MemAlloc)
             args += ",\"bytes\":" + std::to_string(s.bytes);
@@ -601,21 +727,19 @@ std::string TraceObserver::render(const Window &w) {
                           id_, tid, b, name.c_str());
             add(buf);
         }
-        // The arrow from the record a wait consumed to the wait (fork, join and user events).
-        if (s.kind == OpKind::Wait && s.flow_from >= 0 && timed[static_cast<size_t>(s.flow_from)]) {
-            const size_t r = static_cast<size_t>(s.flow_from);
-            ++flow;
-            std::snprintf(buf, sizeof buf,
-                          "{\"ph\":\"s\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,"
-                          "\"name\":\"%s\",\"cat\":\"dependency\"}",
-                          flow, id_, w.slots[r].track, begin_us[r],
-                          origin_name(w.slots[r].origin));
-            add(buf);
-            std::snprintf(buf, sizeof buf,
-                          "{\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
-                          "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"}",
-                          flow, id_, tid, b, origin_name(w.slots[r].origin));
-            add(buf);
+        // This slice is the next one of the waits before it on its stream.
+        auto pending = waiting.find(tid);
+        if (pending != waiting.end()) {
+            for (size_t k : pending->second) part.waits[k].next = b;
+            waiting.erase(pending);
+        }
+        // The ends of the arrows (fork, join, graph replays, parallel launches and user events,
+        // in this context or another): the file joins them (TraceFiles::write_arrows).
+        if (s.kind == OpKind::Record && s.serial)
+            part.records.push_back({s.serial, id_, tid, b, e, origin_name(s.origin)});
+        if (s.kind == OpKind::Wait && s.serial) {
+            waiting[tid].push_back(part.waits.size());
+            part.waits.push_back({s.serial, id_, tid, b, e, kNoNextSlice});
         }
     }
     for (const auto &x : w.exhausted) {
@@ -639,7 +763,7 @@ std::string TraceObserver::render(const Window &w) {
                       id_, us_since_epoch(Clock::now()), w.dropped);
         add(buf);
     }
-    return out;
+    return part;
 }
 
 }  // namespace qd::core

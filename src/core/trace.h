@@ -20,11 +20,26 @@
 // reference event recorded and synchronized when the window starts puts every stream on the
 // host's steady clock. Cost when on: two event records per operation (on the CPU backend two
 // queued markers, on a GPU two event records), a mutex, and the host clock read twice
-// (bench/RESULTS.md measures it).
+// (bench/RESULTS.md measures it); an event record or wait also takes the process-wide mutex of
+// the table of records (below). Stopped, a record takes it too (its event's entry goes).
 //
 // Memory is bounded: a window keeps at most QD_TRACE_CAPACITY operations (default 65536); the
 // ring drops the newest (operations past the capacity are not recorded), and the file says how
-// many were dropped.
+// many were dropped. The table of records below keeps one entry per event recorded while traced:
+// a context's entries go at its destroy, a destroyed user event's when the table has doubled.
+//
+// Arrows (flow events) across contexts. Every traced record gets a serial number unique in the
+// process, and a process-wide table keeps the latest traced record of each event; a wait, in
+// whichever context, takes the serial of the record it consumed. A context's part of a file
+// holds its events and the two ends of its arrows (TracePart): its timed records and its timed
+// waits, with their serials. The file (the process-wide table of trace files, where the parts
+// of all contexts meet) joins them each time it is written: one arrow per wait whose record is
+// in the file, numbered in the file, so a record in one context and the wait in another are
+// joined whichever context writes last, and an arrow stays while both parts do (a destroyed
+// context's part stays in the file). An arrow starts inside the record's slice ("s", bound to
+// the enclosing slice) and ends where the wait was satisfied, the end of the wait's slice ("f"
+// with no "bp": bound to the next slice that starts at or after it, the waiting stream's next
+// work; 1 ns before that slice when it starts at the same time), never before its start.
 #pragma once
 
 #include <qd/qd.h>
@@ -43,6 +58,26 @@
 #include "core/submit.h"
 
 namespace qd::core {
+
+// One context's part of a trace file: its events, rendered, and the ends of its arrows, which
+// the file joins (times in microseconds on the file's time base).
+struct TracePart {
+    struct Record {  // a timed record: its slice
+        uint64_t serial;
+        uint32_t pid, tid;
+        double begin, end;
+        const char *name;  // the record's origin: the arrow's name (static storage)
+    };
+    struct Wait {  // a timed wait that consumed the record `serial`: its slice
+        uint64_t serial;
+        uint32_t pid, tid;
+        double begin, end;
+        double next;  // when the next slice on its stream starts (infinity: none in the window)
+    };
+    std::string events;
+    std::vector<Record> records;
+    std::vector<Wait> waits;
+};
 
 class TraceObserver final : public OpObserver {
   public:
@@ -79,7 +114,9 @@ class TraceObserver final : public OpObserver {
         bool begun = false, ended = false;
         bool completed = false;  // after() ran: false for an operation another observer took
                                  // over (graph capture: the replay is traced, not the capture)
-        int64_t flow_from = -1;  // Wait: the slot of the record it consumed
+        // Record: its serial (process-wide); Wait: the serial of the record it consumed, 0 for
+        // none traced (the event was never recorded, or its record is not traced)
+        uint64_t serial = 0;
     };
 
     // What one start .. stop records. Copied for a flush, so the events are waited for and the
@@ -91,7 +128,6 @@ class TraceObserver final : public OpObserver {
                                  // copied every slot: most of the cost of tracing on)
         uint64_t dropped = 0;
         std::unordered_map<const Op *, size_t> in_flight;  // before() -> after() of one submit
-        std::unordered_map<const backend::Event *, size_t> last_record;
         std::unordered_map<std::thread::id, uint32_t> threads;
         // A stream's track, found by address; the weak reference tells a new stream at a freed
         // stream's address from the old one.
@@ -123,7 +159,7 @@ class TraceObserver final : public OpObserver {
     qd_status write_snapshot(bool destroyed);
     static uint32_t track_of(Window &w, const Stream &stream);
     static uint32_t thread_of(Window &w);  // this host thread's number in the window
-    std::string render(const Window &w);
+    TracePart render(const Window &w);
 
     Context &ctx_;
     const uint32_t id_;  // this context's process id in the file
@@ -133,8 +169,9 @@ class TraceObserver final : public OpObserver {
     std::unique_ptr<Window> window_;  // the current window, or after a stop the last one
 };
 
-// fork() (core/fork_handlers.h): the table of trace files is locked in the prepare handler and
-// unlocked in the parent and the child, so a child never inherits it locked by another thread.
+// fork() (core/fork_handlers.h): the table of trace files and the table of records are locked
+// in the prepare handler and unlocked in the parent and the child, so a child never inherits
+// them locked by another thread.
 void lock_trace_files_for_fork();
 void unlock_trace_files_after_fork();
 

@@ -4,9 +4,12 @@
 // flush writes the window so far and tracing goes on; a full ring drops the newest and counts
 // them; every misuse status; a path that cannot be written, at start and at stop; QD_TRACE is a
 // start that the program may stop; a destroy while traced writes the file; two contexts share
-// one file; a FIFO or device at the path is refused and never replaced; temporary files have
-// unique names; a file keeps the parts of the last 64 destroyed contexts. (tests/trace/
-// check_trace.py checks the file's content event by event, and a flush at exit.)
+// one file, and an arrow joins a record in one to the wait in the other, numbered once in the
+// file and pointing forward, whichever context writes last and after the recording context's
+// destroy; an alloc shows the bytes asked for; a FIFO or device at the path is refused and never
+// replaced; temporary files have unique names; a file keeps the parts of the last 64 destroyed
+// contexts. (tests/trace/check_trace.py checks the file's content event by event, and a flush
+// at exit.)
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +17,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -43,6 +47,57 @@ size_t count(const std::string &text, const std::string &what) {
 size_t memsets(const std::string &text, uint64_t bytes) {
     return count(text, "\"cat\":\"memset\",\"args\":{\"origin\":\"api\",\"bytes\":" +
                            std::to_string(bytes) + "}");
+}
+
+// The flow events of a trace file (one event per line, as the trace writes them).
+struct Flow {
+    char ph;
+    uint64_t id;
+    unsigned pid, tid;
+    double ts;
+    bool enclosing;  // "bp":"e"
+};
+
+std::vector<Flow> flows(const std::string &text) {
+    std::vector<Flow> out;
+    std::istringstream lines(text);
+    std::string line;
+    auto number = [&](const char *key) {
+        const size_t at = line.find(key);
+        if (at == std::string::npos) return -1.0;
+        return std::strtod(line.c_str() + at + std::strlen(key), nullptr);
+    };
+    while (std::getline(lines, line)) {
+        const bool s = line.find("\"ph\":\"s\"") != std::string::npos;
+        const bool f = line.find("\"ph\":\"f\"") != std::string::npos;
+        if (!s && !f) continue;
+        out.push_back({s ? 's' : 'f', static_cast<uint64_t>(number("\"id\":")),
+                       static_cast<unsigned>(number("\"pid\":")),
+                       static_cast<unsigned>(number("\"tid\":")), number("\"ts\":"),
+                       line.find("\"bp\":\"e\"") != std::string::npos});
+    }
+    return out;
+}
+
+// The arrows of a file, start and end by id; every id must be one start and one end.
+std::vector<std::pair<Flow, Flow>> arrows(const std::string &text) {
+    std::vector<std::pair<Flow, Flow>> out;
+    const std::vector<Flow> all = flows(text);
+    for (const Flow &s : all) {
+        if (s.ph != 's') continue;
+        size_t starts = 0, ends = 0;
+        const Flow *end = nullptr;
+        for (const Flow &f : all) {
+            if (f.id != s.id) continue;
+            if (f.ph == 's') ++starts;
+            if (f.ph == 'f') ++ends, end = &f;
+        }
+        EXPECT_EQ(starts, 1u) << "arrow " << s.id << " has one start";
+        EXPECT_EQ(ends, 1u) << "arrow " << s.id << " has one end";
+        if (end) out.emplace_back(s, *end);
+    }
+    EXPECT_EQ(out.size() * 2, all.size()) << "every end has its start";
+    return out;
 }
 
 class TraceTest : public BackendTest {
@@ -369,6 +424,75 @@ TEST_P(TraceTest, TwoContextsIntoOnePath_EachHasItsProcess) {
     EXPECT_EQ(memsets(t, 9), 1u);
     ASSERT_QD_OK(qd_mem_free_async(s, b));
     ASSERT_QD_OK(qd_stream_synchronize(s));
+}
+
+// An event recorded in one context and waited for in another: one arrow, from the record in
+// the first context's process to the wait in the second's, its end no earlier than its start
+// and bound to the waiting stream's next slice (no "bp"), whichever context writes the file
+// last.
+TEST_P(TraceTest, TwoContexts_RecordInOneWaitInTheOther_OneArrowAcrossPointingForward) {
+    qd_context c = other_context();
+    qd_stream s = new_stream(c);
+    uint64_t b = alloc(s, 64);
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(qd_trace_start(c, path_.c_str()));
+    qd_event e = new_event(0, ctx_);
+    ASSERT_QD_OK(memset_n(222));
+    ASSERT_QD_OK(qd_event_record(stream_, e));
+    ASSERT_QD_OK(qd_stream_wait_event(s, e));
+    ASSERT_QD_OK(qd_memset_async(s, b, 1, 9));
+    ASSERT_QD_OK(qd_trace_stop(c));  // the waiting context writes first
+    std::vector<std::pair<Flow, Flow>> a = arrows(read_file(path_));
+    EXPECT_TRUE(a.empty()) << "the record's part is not in the file yet";
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    a = arrows(t);
+    ASSERT_EQ(a.size(), 1u) << t;
+    const Flow &start = a[0].first, &end = a[0].second;
+    EXPECT_NE(start.pid, end.pid) << "from one context's process to the other's";
+    EXPECT_LE(start.ts, end.ts) << "the arrow points forward in time";
+    EXPECT_FALSE(end.enclosing) << "the end binds to the next slice, where the wait let work go";
+    // Written again by the waiting context: still one arrow, with a new number in the file.
+    ASSERT_QD_OK(qd_trace_flush(c));
+    EXPECT_EQ(arrows(read_file(path_)).size(), 1u);
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    ASSERT_QD_OK(qd_event_destroy(e));
+}
+
+// The recording context is destroyed (its part written) while the waiting one still traces into
+// the same file: the destroyed context's part stays, and so does the arrow out of it.
+TEST_P(TraceTest, RecordingContextDestroyed_WhileTheWaiterTraces_ItsPartAndArrowStay) {
+    qd_context c = other_context();
+    qd_stream s = new_stream(c);
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(qd_trace_start(c, path_.c_str()));
+    qd_event e = new_event(0, c);
+    ASSERT_QD_OK(qd_event_record(s, e));
+    ASSERT_QD_OK(qd_stream_wait_event(stream_, e));
+    ASSERT_QD_OK(memset_n(222));
+    ASSERT_QD_OK(qd_context_destroy(c));
+    extra_contexts_.clear();
+    ASSERT_QD_OK(memset_n(333));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(count(t, "\"name\":\"process_name\""), 2u) << "the destroyed context's part stays";
+    const std::vector<std::pair<Flow, Flow>> a = arrows(t);
+    ASSERT_EQ(a.size(), 1u) << t;
+    EXPECT_NE(a[0].first.pid, a[0].second.pid);
+    EXPECT_LE(a[0].first.ts, a[0].second.ts);
+}
+
+TEST_P(TraceTest, Alloc_SliceShowsTheBytesAskedFor) {
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    uint64_t b = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(stream_, 3072, &b));
+    ASSERT_QD_OK(qd_mem_free_async(stream_, b));
+    ASSERT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(count(t, "\"cat\":\"alloc\",\"args\":{\"origin\":\"api\",\"bytes\":3072}"),
+              1u)
+        << t;
 }
 
 void stop_from_callback(void *p) {

@@ -4,12 +4,16 @@
     check_trace.py TRACE_PROGRAM [QD_TOOL]
 
 Runs the program with QD_TRACE (and once with a tiny QD_TRACE_CAPACITY, once with a faulting
-kernel), then checks the file: valid JSON in the Chrome trace event format, one process per
-context, one track per stream, every launch once on its stream, every wait with an arrow from
-the record it consumed, the bytes of copies and sets, nothing missing after a destroy with work
-in flight, overflow counted, the fault marked. With QD_TOOL, `qd trace view` draws the file, and
-where headless Chromium is installed the page is loaded: it must run without error and draw one
-lane per track. Standard library only.
+kernel, once with two contexts waiting on each other's events), then checks the file: valid
+JSON in the Chrome trace event format, one process per context, one track per stream, every
+launch once on its stream, every wait with an arrow from the record it consumed (within one
+context and across two, fork, join, graph replays and parallel launches included), every arrow
+numbered once in the file and pointing forward in time (it starts inside its record's slice and
+ends where its wait was satisfied), the bytes of copies, sets and allocs as asked for, nothing
+missing after a destroy with work in flight (nor a destroyed context's part and arrows while
+another context goes on writing the file), overflow counted, the fault marked. With QD_TOOL,
+`qd trace view` draws the file, and where headless Chromium is installed the page is loaded: it
+must run without error and draw one lane per track. Standard library only.
 """
 import collections
 import json
@@ -20,6 +24,7 @@ import sys
 import tempfile
 
 failures = []
+EPS = 1e-6  # the file's times are whole nanoseconds; what JSON floats add up to, not more
 
 
 def check(cond, what):
@@ -45,6 +50,48 @@ def parts(data):
               if e["ph"] == "M" and e["name"] == "thread_name"}
     slices = [e for e in events if e["ph"] == "X" and e.get("cat") != "enqueue"]
     return events, procs, tracks, slices
+
+
+def arrows(data):
+    """The arrows of a file as (start, end) pairs of flow events, after checking the rules every
+    file keeps: each id is one "s" and one "f"; an arrow starts inside the slice of a record
+    and ends no earlier, at the end of the slice of a wait on its own track (where the wait was
+    satisfied) or just before that track's next slice, binding to that next slice (no "bp")."""
+    events, procs, tracks, slices = parts(data)
+    flows = collections.defaultdict(list)
+    for e in events:
+        if e["ph"] in "stf":
+            flows[e["id"]].append(e)
+    pairs = []
+    for fid, fl in flows.items():
+        phases = sorted(e["ph"] for e in fl)
+        check(phases == ["f", "s"], f"arrow {fid} is one start and one end, its id unique: {fl}")
+        if phases != ["f", "s"]:
+            continue
+        s = next(e for e in fl if e["ph"] == "s")
+        f = next(e for e in fl if e["ph"] == "f")
+        pairs.append((s, f))
+        check(s["ts"] <= f["ts"], f"arrow {fid} points forward in time: {s} {f}")
+        check("bp" not in f, f"arrow {fid} binds its end to the next slice: {f}")
+        on = lambda e, cat: [x for x in slices if (x["pid"], x["tid"]) == (e["pid"], e["tid"])
+                             and x["cat"] == cat]
+        check(any(r["ts"] - EPS <= s["ts"] <= r["ts"] + r["dur"] + EPS
+                  for r in on(s, "event record")),
+              f"arrow {fid} starts inside a record's slice: {s}")
+        check(any(w["ts"] - EPS <= f["ts"] <= w["ts"] + w["dur"] + EPS for w in on(f, "event wait"))
+              or f["ts"] == s["ts"], f"arrow {fid} ends where a wait on its track ended: {f}")
+    return pairs
+
+
+def waits_with_arrows(data, pairs):
+    """Every wait slice with the arrow that ends on it (None when none does)."""
+    events, procs, tracks, slices = parts(data)
+    out = []
+    for w in (s for s in slices if s["cat"] == "event wait"):
+        end = [(s, f) for s, f in pairs if (f["pid"], f["tid"]) == (w["pid"], w["tid"])
+               and (w["ts"] - EPS <= f["ts"] <= w["ts"] + w["dur"] + EPS or f["ts"] == s["ts"])]
+        out.append((w, end[0] if end else None))
+    return out
 
 
 def check_normal(data):
@@ -76,12 +123,11 @@ def check_normal(data):
     sizes = {s["cat"]: s["args"].get("bytes") for s in slices if s["cat"] in ("memcpy", "memset")}
     check(sizes == {"memcpy": 4096, "memset": 4096}, f"copy and set with their bytes: {sizes}")
     waits = [s for s in slices if s["cat"] == "event wait"]
-    ends = {(e["pid"], e["tid"], e["ts"]) for e in events if e["ph"] == "f"}
-    starts = {e["id"] for e in events if e["ph"] == "s"}
+    pairs = arrows(data)
     check(len(waits) == 1 + 3 + 3, f"1 user wait, 3 fork waits, 3 join waits: {len(waits)}")
-    for w in waits:
-        check((w["pid"], w["tid"], w["ts"]) in ends, f"the wait has an arrow from its record: {w}")
-    check(all(e["id"] in starts for e in events if e["ph"] == "f"), "every arrow has its start")
+    check(len(pairs) == len(waits), f"one arrow per wait: {len(pairs)} for {len(waits)}")
+    for w, arrow in waits_with_arrows(data, pairs):
+        check(arrow is not None, f"the wait has an arrow from its record: {w}")
     origins = collections.Counter(w["args"]["origin"] for w in waits)
     check(origins == {"api": 1, "fork": 3, "join": 3}, f"wait origins: {origins}")
     # The user wait is after its record: the beta launches start after the record ran.
@@ -90,6 +136,47 @@ def check_normal(data):
           "beta starts after the event it waits for was recorded")
     hosts = [n for n in tracks.values() if n.startswith("host thread")]
     check(len(hosts) == 2, f"one enqueue track per context for the main thread: {hosts}")
+
+
+def check_contexts(data):
+    events, procs, tracks, slices = parts(data)
+    check(len(procs) == 2, f"one process per context, the destroyed one's included: {procs}")
+    by_name = collections.defaultdict(list)
+    for s in slices:
+        by_name[s["name"]].append(s)
+    names = ("produce", "consume", "back", "branch", "task", "after")
+    counts = {n: len(by_name[n]) for n in names}
+    check(counts == {"produce": 1, "consume": 1, "back": 1, "branch": 4, "task": 2, "after": 1},
+          f"every launch appears once: {counts}")
+    allocs = [s["args"].get("bytes") for s in slices if s["cat"] == "alloc"]
+    check(allocs == [3072], f"the alloc shows the bytes asked for: {allocs}")
+    first = by_name["produce"][0]["pid"]
+    second = by_name["consume"][0]["pid"]
+    check(first != second, "the contexts are two processes")
+    pairs = arrows(data)
+    across = [(s, f) for s, f in pairs if s["pid"] != f["pid"]]
+    check(sorted((s["pid"], f["pid"]) for s, f in across) == sorted([(first, second),
+                                                                     (second, first)]),
+          f"one arrow each way across the contexts: {across}")
+    for s, f in across:
+        check(s["name"] == "api", f"an arrow across contexts is a user event's: {s}")
+    waits = waits_with_arrows(data, pairs)
+    for w, arrow in waits:
+        check(arrow is not None, f"the wait has an arrow from its record: {w}")
+    check(len(pairs) == len(waits), f"one arrow per wait: {len(pairs)} for {len(waits)}")
+    origins = collections.Counter(w["args"]["origin"] for w, _ in waits)
+    check(origins["api"] == 2 and origins["graph replay"] >= 2 and
+          origins["parallel launch"] >= 2, f"waits of every kind have arrows: {origins}")
+    # The arrow into the other context ends before the waiting stream's next work, unless the
+    # two contexts' time bases put the wait's end before the record (the end is then moved to
+    # the start, qd.h "Timeline trace").
+    for name, waited in (("consume", first), ("back", second)):
+        for s, f in (a for a in across if a[0]["pid"] == waited):
+            nxt = [x for x in slices if (x["pid"], x["tid"]) == (f["pid"], f["tid"])
+                   and x["ts"] >= f["ts"]]
+            check(f["ts"] == s["ts"] or
+                  (bool(nxt) and min(nxt, key=lambda x: x["ts"])["name"] == name),
+                  f"the arrow into the other context ends before {name}, the next slice: {f}")
 
 
 def check_overflow(data):
@@ -146,6 +233,7 @@ def main():
         check_normal(data)
         check_overflow(run(program, "normal", os.path.join(tmp, "small.json"),
                            QD_TRACE_CAPACITY="4"))
+        check_contexts(run(program, "contexts", os.path.join(tmp, "contexts.json")))
         check_fault(run(program, "fault", os.path.join(tmp, "fault.json")))
         check_exit(run(program, "exit", os.path.join(tmp, "exit.json")))
         if qd_tool:

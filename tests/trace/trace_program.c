@@ -7,6 +7,15 @@
  *                          a join, a memset and a memcpy of 4096 bytes on A; on the second
  *                          context: 2 launches of "delta". Both contexts are destroyed with
  *                          work still queued (a slow task at the head of A).
+ *   trace_program contexts two contexts, both traced into one file: on the first, "produce"
+ *                          on stream A, an alloc of 3072 bytes on A, event E1 recorded on A; on
+ *                          the second, stream D waits for E1 and launches "consume", records
+ *                          E2, which stream B of the first waits for before launching "back";
+ *                          the second replays a graph of a fork into 2 branches ("branch" on
+ *                          each) and a join, twice; the first runs a parallel launch of 2
+ *                          groups of one "task" each. The first context is destroyed, then
+ *                          the second launches "after" and is destroyed: the file keeps the
+ *                          first one's part and both arrows across the contexts.
  *   trace_program fault    one context whose kernel "broken" fails (the context is lost).
  *   trace_program exit     one context, 3 launches of "omega", then exit(); a handler that
  *                          exit() runs after qd's own exit-time cleanup (it was registered
@@ -99,6 +108,57 @@ static int normal(void) {
     return dst[4095] == 0x5a ? 0 : 1;
 }
 
+static int contexts(void) {
+    qd_context c1 = new_context(), c2 = new_context();
+    if (!c1 || !c2) return 1;
+    qd_kernel produce, back, task, consume, branch, after;
+    CHECK(qd_kernel_from_host_fn(c1, quick, "produce", &produce));
+    CHECK(qd_kernel_from_host_fn(c1, quick, "back", &back));
+    CHECK(qd_kernel_from_host_fn(c1, quick, "task", &task));
+    CHECK(qd_kernel_from_host_fn(c2, quick, "consume", &consume));
+    CHECK(qd_kernel_from_host_fn(c2, quick, "branch", &branch));
+    CHECK(qd_kernel_from_host_fn(c2, quick, "after", &after));
+    qd_stream a, b, d;
+    CHECK(qd_stream_create(c1, NULL, &a));
+    CHECK(qd_stream_create(c1, NULL, &b));
+    CHECK(qd_stream_create(c2, NULL, &d));
+    CHECK(qd_launch(a, produce, NULL, NULL, 0));
+    uint64_t block = 0;
+    CHECK(qd_mem_alloc_async(a, 3072, &block));
+    qd_event e1, e2;
+    CHECK(qd_event_create(c1, 0, &e1));
+    CHECK(qd_event_create(c2, 0, &e2));
+    CHECK(qd_event_record(a, e1));
+    CHECK(qd_stream_wait_event(d, e1));
+    CHECK(qd_launch(d, consume, NULL, NULL, 0));
+    CHECK(qd_event_record(d, e2));
+    CHECK(qd_stream_wait_event(b, e2));
+    CHECK(qd_launch(b, back, NULL, NULL, 0));
+    /* A graph of two branches on the second context, replayed twice. */
+    qd_graph graph;
+    qd_stream kids[2];
+    CHECK(qd_stream_begin_capture(d));
+    CHECK(qd_stream_fork(d, 2, kids));
+    for (int i = 0; i < 2; ++i) CHECK(qd_launch(kids[i], branch, NULL, NULL, 0));
+    CHECK(qd_stream_join(d, kids, 2));
+    CHECK(qd_stream_end_capture(d, &graph));
+    for (int i = 0; i < 2; ++i) CHECK(qd_graph_launch(graph, d));
+    /* A parallel launch of two groups on the first. */
+    qd_task tasks[2] = {QD_TASK_INIT, QD_TASK_INIT};
+    for (uint32_t i = 0; i < 2; ++i) {
+        tasks[i].group = i;
+        tasks[i].kernel = task;
+    }
+    CHECK(qd_launch_parallel(a, tasks, 2));
+    CHECK(qd_mem_free_async(a, block));
+    /* The first context goes while the second still traces into the same file. */
+    CHECK(qd_context_destroy(c1));
+    CHECK(qd_launch(d, after, NULL, NULL, 0));
+    CHECK(qd_graph_destroy(graph));
+    CHECK(qd_context_destroy(c2));
+    return 0;
+}
+
 static int fault(void) {
     qd_context c = new_context();
     if (!c) return 1;
@@ -150,8 +210,9 @@ static int exit_flush(void) {
 
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "normal") == 0) return normal();
+    if (argc == 2 && strcmp(argv[1], "contexts") == 0) return contexts();
     if (argc == 2 && strcmp(argv[1], "fault") == 0) return fault();
     if (argc == 2 && strcmp(argv[1], "exit") == 0) return exit_flush();
-    fprintf(stderr, "usage: trace_program normal|fault\n");
+    fprintf(stderr, "usage: trace_program normal|contexts|fault|exit\n");
     return 2;
 }
