@@ -891,11 +891,15 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
  *  the caller's own memory). A range
  *  inside an allocation of another context is allowed (unified addressing; on the CPU backend
  *  all of it is host memory): order that context's streams with events, as for two streams.
+ *  When that context is on another device, the stream's context must first be given access to
+ *  its memory (qd_context_enable_peer_access(the stream's context, that context)); without it
+ *  the driver refuses the copy (below). qd_memcpy_peer_async needs no such grant.
  *  bytes 0 is a successful no-op.
  *  - QD_ERROR_INVALID_ARGUMENT: dst or src is 0 while bytes > 0.
  *  - QD_ERROR_OVERFLOW: dst + bytes or src + bytes wraps around.
  *  - QD_ERROR_INVALID_ADDRESS: a range runs past the end of the allocation it starts in, or
- *    starts exactly at an allocation's end.
+ *    starts exactly at an allocation's end; or (GPU backends) a range lies in memory of another
+ *    device that the stream's context was not given access to ("cuMemcpyAsync failed").
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes);

@@ -127,13 +127,30 @@ class Corpus {
         return c;
     }
 
-    // The second context (created at the first call): device 1 where there are two.
+    // The second context (created at the first call): device 1 where there are two. Peer
+    // access is granted both ways, as a program that copies with qd_memcpy_async between
+    // devices must (qd.h, qd_memcpy_async); where two devices cannot reach each other, the
+    // second context shares device 0, so every entry still runs.
     qd_context ctx2() {
         if (ctx2_) return ctx2_;
         uint32_t devices = 0;
         (void)qd_device_count(backend, &devices);
         ctx2_ = context(8, devices >= 2 ? 1u : 0u);
+        if (ctx2_ && !peer_both_ways(ctx, ctx2_) && devices >= 2) {
+            ctx2_ = context(8, 0);
+            if (ctx2_) {
+                EXPECT_TRUE(peer_both_ways(ctx, ctx2_)) << qd_last_error_message();
+            }
+        }
         return ctx2_;
+    }
+
+    static bool peer_both_ways(qd_context one, qd_context two) {
+        uint32_t a = 0, b = 0;
+        if (qd_context_can_access_peer(one, two, &a) != QD_SUCCESS || !a) return false;
+        if (qd_context_can_access_peer(two, one, &b) != QD_SUCCESS || !b) return false;
+        return qd_context_enable_peer_access(one, two) == QD_SUCCESS &&
+               qd_context_enable_peer_access(two, one) == QD_SUCCESS;
     }
 
     qd_stream default_of(qd_context c) {

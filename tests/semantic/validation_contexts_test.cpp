@@ -331,7 +331,10 @@ TEST_P(ValidationContextsTest, FailModeOfTheCallingContext_RefusesACopyAcrossCon
     qd_stream b = stream(one_);
     ASSERT_QD_OK(qd_memcpy_peer_async(b, theirs, strict, mine, one_, n));
     EXPECT_EQ(seen().size(), 2u);
-    EXPECT_EQ(read_u32(b, theirs + 32), 9u);
+    // Read on the strict context's own stream (one_ was given no access to its memory), after
+    // the host waited for the copy.
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    EXPECT_EQ(read_u32(y, theirs + 32), 9u);
 }
 
 // ---------------------------------------------------------------------------------------------
