@@ -143,6 +143,11 @@ Context::~Context() = default;
 
 qd_status Context::attach_observer(std::unique_ptr<OpObserver> observer) {
     std::lock_guard<std::mutex> lock(observers_mutex_);
+    // Once the destroy told the observers the context drained, none may join: it would never
+    // hear of the drain (a capture begun by a call racing the destroy).
+    if (observers_closed_)
+        return fail(QD_ERROR_INVALID_HANDLE, "context 0x%016llx was destroyed",
+                    (unsigned long long)handle_);
     if (!observers_) observers_ = std::make_unique<ObserverSet>();
     qd_status st = observers_->add(std::move(observer));
     if (st == QD_SUCCESS) observer_.store(observers_.get(), std::memory_order_release);
@@ -305,7 +310,13 @@ void Context::tear_down() {
     stream_pool_->clear();
     event_pool_->clear();
     impl_->synchronize();  // drain; a lost context still drains (its work is skipped)
-    if (observers_) observers_->context_drained(*this);
+    ObserverSet *observers = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(observers_mutex_);
+        observers_closed_ = true;
+        observers = observers_.get();
+    }
+    if (observers) observers->context_drained(*this);
     impl_->shutdown();
     // Other contexts' queued peer copies of this context's memory run before it is freed; a
     // destroy nested in such a copy's call frees it once that call has queued the copy.

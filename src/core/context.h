@@ -127,6 +127,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     std::atomic<OpObserver *> observer_{nullptr};
     std::mutex observers_mutex_;
     std::unique_ptr<ObserverSet> observers_;  // created by the first attach_observer
+    bool observers_closed_ = false;  // under observers_mutex_: set by tear_down, attach refused
 };
 
 // Resolve a handle of type T (T::kTag) to a borrowed pointer, valid until the current API call
