@@ -2,7 +2,7 @@
 // does the work).
 #include "api/guard.h"
 #include "core/context.h"
-#include "core/trace.h"
+#include "core/trace/observer.h"
 
 using namespace qd;
 using core::Context;

@@ -1,7 +1,7 @@
 #include "core/context.h"
 #include "core/observers.h"
-#include "core/trace.h"
-#include "core/validation.h"
+#include "core/trace/observer.h"
+#include "core/validation/observer.h"
 #include "common/first_sizes.h"
 
 #include <cstring>
@@ -108,7 +108,7 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
     }
     table.get(ctx->default_stream_handle_, Tag::Stream, &ctx->default_stream_);
     st = TraceObserver::attach_if_requested(*ctx);  // QD_TRACE (core/trace.h)
-    if (st == QD_SUCCESS)  // QD_CONTEXT_VALIDATE, QD_VALIDATE (core/validation.h)
+    if (st == QD_SUCCESS)  // QD_CONTEXT_VALIDATE, QD_VALIDATE (core/validation/observer.h)
         st = ValidationObserver::attach_if_requested(*ctx, desc.flags);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();

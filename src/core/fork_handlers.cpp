@@ -5,7 +5,7 @@
 #include "core/alloc_registry.h"
 #include "core/handle_table.h"
 #include "core/resolve_cache.h"
-#include "core/trace.h"
+#include "core/trace/observer.h"
 
 namespace qd::core {
 

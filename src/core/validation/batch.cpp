@@ -14,8 +14,8 @@
 
 #include "common/error.h"
 #include "core/capture.h"
-#include "core/validation.h"
-#include "core/validation_shadow.h"
+#include "core/validation/observer.h"
+#include "core/validation/state.h"
 
 namespace qd::core {
 

@@ -1,4 +1,4 @@
-// The validation mode's records (core/validation.h): how a report names an operation, the
+// The validation mode's records (core/validation/observer.h): how a report names an operation, the
 // accesses a block keeps, the blocks, the reports, and the domain every validating context of a
 // backend shares. Shared by the files of the validation observer (validation.cpp,
 // validation_batch.cpp) and nothing else.
@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/validation.h"
+#include "core/validation/observer.h"
 
 namespace qd::core {
 

@@ -1,4 +1,4 @@
-#include "core/trace.h"
+#include "core/trace/observer.h"
 
 #include <cerrno>
 #include <cinttypes>

@@ -1,4 +1,4 @@
-#include "core/validation.h"
+#include "core/validation/observer.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -11,7 +11,7 @@
 #include "core/context.h"
 #include "core/observers.h"
 #include "common/fork_generation.h"
-#include "core/validation_shadow.h"
+#include "core/validation/state.h"
 
 namespace qd::core {
 
