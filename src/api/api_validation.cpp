@@ -1,7 +1,7 @@
 // Validation: the hazard handler and kernel parameter declarations (qd.h, "Validation";
-// core/validation/observer.h does the work).
+// core/validation/ does the work).
 #include "api/guard.h"
-#include "core/validation/observer.h"
+#include "core/validation/calls.h"
 
 using namespace qd;
 

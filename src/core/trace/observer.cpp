@@ -1,18 +1,11 @@
+// The trace observer (observer.h): attaching, the window of one start .. stop, what each
+// submit records, and the window's snapshot for the renderer (render.h).
 #include "core/trace/observer.h"
 
-#include <cerrno>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <sys/stat.h>
-#include <algorithm>
-#include <deque>
-#include <limits>
-#include <map>
-#include <unistd.h>
-#include <sstream>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -21,15 +14,13 @@
 #include "core/context.h"
 #include "core/objects.h"
 #include "core/observers.h"
+#include "core/trace/files.h"
+#include "core/trace/records.h"
+#include "core/trace/render.h"
 
 namespace qd::core {
 
 namespace {
-
-constexpr size_t kDefaultCapacity = 65536;
-constexpr size_t kMaxCapacity = size_t{1} << 24;
-constexpr uint32_t kHostTrackBase = 100000;  // host threads' track ids, after the streams'
-constexpr double kNoNextSlice = std::numeric_limits<double>::infinity();
 
 std::atomic<uint32_t> g_next_id{1};
 
@@ -69,352 +60,22 @@ const char *origin_name(OpOrigin origin) {
     return "other";
 }
 
-// JSON string body (no quotes).
-std::string escape(const char *s) {
-    std::string out;
-    for (; *s; ++s) {
-        const unsigned char c = static_cast<unsigned char>(*s);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
-}
-
 double us_since_epoch(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch()).count();
 }
 
-// The window's capacity: QD_TRACE_CAPACITY, or the default.
-qd_status capacity_from_environment(size_t *capacity) {
-    *capacity = kDefaultCapacity;
-    if (const char *c = ::secure_getenv("QD_TRACE_CAPACITY"); c && *c) {
-        char *end = nullptr;
-        const unsigned long long v = std::strtoull(c, &end, 10);
-        if (*end != '\0' || v == 0 || v > kMaxCapacity)
-            return fail(QD_ERROR_INVALID_ARGUMENT,
-                        "QD_TRACE_CAPACITY='%s' is not a number of operations in 1..%zu", c,
-                        kMaxCapacity);
-        *capacity = static_cast<size_t>(v);
-    }
-    return QD_SUCCESS;
-}
+}  // namespace
 
-// The latest traced record of every event, in the whole process: a wait finds the record it
-// consumed whichever context made it. Each record gets a serial unique in the process, so a file
-// joins a wait to its record whichever parts they are in. Keyed by the backend event's address;
-// an entry goes when its event's context is destroyed (context_gone), and the entry of a user
-// event (whose owner the record names) is not taken for a later event made at the address of a
-// destroyed one. Never destroyed, like the table of files.
-class Records {
-  public:
-    static Records &instance() {
-        static Records *records = new Records();
-        return *records;
-    }
-
-    // A traced record (op) of context `context` completed its submit: its serial, now the
-    // event's latest.
-    uint64_t recorded(const Op &op, uint32_t context) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const uint64_t serial = ++last_serial_;
-        Latest &l = latest_[op.event];
-        l.serial = serial;
-        l.context = context;
-        l.owned = op.user_event != nullptr;
-        l.user_event.reset();
-        if (op.user_event) l.user_event = op.user_event->impl;
-        if (latest_.size() >= sweep_at_) sweep();
-        return serial;
-    }
-
-    // A record of `event` that is not traced (its context's trace is off, or its ring full): a
-    // wait on it from now on consumes no traced record.
-    void untraced(const backend::Event *event) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        latest_.erase(event);
-    }
-
-    // The serial of the latest traced record of `event`, 0 for none.
-    uint64_t latest(const backend::Event *event) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = latest_.find(event);
-        if (it == latest_.end()) return 0;
-        if (it->second.owned && it->second.user_event.expired()) {  // another event's entry
-            latest_.erase(it);
-            return 0;
-        }
-        return it->second.serial;
-    }
-
-    // The context `context` was destroyed: its events are gone with it.
-    void context_gone(uint32_t context) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (auto it = latest_.begin(); it != latest_.end();)
-            it = it->second.context == context ? latest_.erase(it) : std::next(it);
-    }
-
-  private:
-    struct Latest {
-        uint64_t serial = 0;
-        uint32_t context = 0;  // the trace id of the context that recorded it
-        bool owned = false;    // a user event's: user_event tells whether it still lives
-        std::weak_ptr<const backend::Event> user_event;
-    };
-
-    // The entries of destroyed user events go, whenever the table has doubled since the last
-    // sweep (so a process that makes and destroys many events keeps a bounded table).
-    void sweep() {
-        for (auto it = latest_.begin(); it != latest_.end();)
-            it = it->second.owned && it->second.user_event.expired() ? latest_.erase(it)
-                                                                     : std::next(it);
-        sweep_at_ = std::max<size_t>(kFirstSweep, 2 * latest_.size());
-    }
-
-    static constexpr size_t kFirstSweep = 1024;
-    std::mutex mutex_;
-    uint64_t last_serial_ = 0;
-    size_t sweep_at_ = kFirstSweep;
-    std::unordered_map<const backend::Event *, Latest> latest_;
-
-    friend void qd::core::lock_trace_files_for_fork();
-    friend void qd::core::unlock_trace_files_after_fork();
-};
-
-// The trace files of this process. A file holds one part per context written into it (the part
-// of a context that writes again replaces its earlier one), so every write leaves a complete,
-// valid file. Written to a temporary file of a unique name next to the path (mkstemp), then
-// renamed over the path, which must be a regular file or absent: a FIFO, a device or any other
-// special file is never replaced. A file keeps the parts of at most kKeptDestroyed destroyed
-// contexts (the oldest go first, counted in the file), so a process that traces many
-// short-lived contexts into one path keeps a bounded file, in memory and on disk.
-class TraceFiles {
-  public:
-    static constexpr size_t kKeptDestroyed = 64;  // qd.h, "Timeline trace", says it
-
-    // Never destroyed: exit() runs static destructors while other threads may still flush or
-    // stop a trace (or a later destructor or atexit handler may), so the table must outlive
-    // them all. A leaked heap object: the pointer is trivially destructible.
-    static TraceFiles &instance() {
-        static TraceFiles *files = new TraceFiles();
-        return *files;
-    }
-
-    // Whether path can be written the way write() writes it (a temporary file created next to
-    // it; path itself a regular file or absent).
-    qd_status check_writable(const std::string &path) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        qd_status st = refuse_special(path);
-        if (st != QD_SUCCESS) return st;
-        std::string tmp;
-        FILE *f = open_temporary(path, &tmp);
-        if (!f)
-            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
-                        path.c_str(), std::strerror(errno));
-        std::fclose(f);
-        std::remove(tmp.c_str());
-        return QD_SUCCESS;
-    }
-
-    // Writes the part of context `id` into path's file. `destroyed`: the context's last part
-    // (its destroy), after which the part may be dropped to keep the bound.
-    qd_status write(const std::string &path, uint32_t id, TracePart part, bool destroyed) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        File &file = files_[path];
-        file.parts[id] = std::move(part);
-        if (destroyed) forget_destroyed(file, id);
-        return write_file(path, file);
-    }
-
-    // The context `id` was destroyed without writing again (its trace was stopped before):
-    // its part in every file counts towards the bound. The files are rewritten only when a
-    // part is dropped.
-    void context_destroyed(uint32_t id) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (auto &f : files_) {
-            if (!f.second.parts.count(id)) continue;
-            const uint64_t before = f.second.dropped;
-            forget_destroyed(f.second, id);
-            if (f.second.dropped != before && write_file(f.first, f.second) != QD_SUCCESS)
-                std::fprintf(stderr, "qd: trace: %s\n", last_error_message());
-        }
-    }
-
-  private:
-    struct File {
-        std::map<uint32_t, TracePart> parts;    // by context id
-        std::deque<uint32_t> destroyed;         // ids of destroyed contexts, oldest first
-        uint64_t dropped = 0;                   // destroyed contexts' parts dropped
-    };
-
-    // Marks id's part destroyed (once) and drops the oldest destroyed parts beyond the bound.
-    void forget_destroyed(File &file, uint32_t id) {
-        for (uint32_t d : file.destroyed)
-            if (d == id) return;
-        file.destroyed.push_back(id);
-        while (file.destroyed.size() > kKeptDestroyed) {
-            file.parts.erase(file.destroyed.front());
-            file.destroyed.pop_front();
-            ++file.dropped;
-        }
-    }
-
-    static qd_status refuse_special(const std::string &path) {
-        struct stat st;
-        if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return QD_SUCCESS;
-        if (S_ISDIR(st.st_mode))
-            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' is a directory",
-                        path.c_str());
-        const char *what = S_ISFIFO(st.st_mode)   ? "a FIFO"
-                           : S_ISCHR(st.st_mode)  ? "a character device"
-                           : S_ISBLK(st.st_mode)  ? "a block device"
-                           : S_ISSOCK(st.st_mode) ? "a socket"
-                                                  : "a special file";
-        return fail(QD_ERROR_INVALID_ARGUMENT,
-                    "trace path '%s' is %s, not a regular file; it is never replaced",
-                    path.c_str(), what);
-    }
-
-    // A new file of a unique name next to path (so two processes, or two starts, never share
-    // it), with the permissions of the file it will replace, else those of a new file.
-    static FILE *open_temporary(const std::string &path, std::string *tmp) {
-        std::string name = path + ".tmp-XXXXXX";
-        const int fd = ::mkstemp(name.data());
-        if (fd < 0) return nullptr;
-        struct stat st;
-        const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777)
-                                                           : (0666 & ~process_umask());
-        (void)::fchmod(fd, mode);
-        FILE *f = ::fdopen(fd, "w");
-        if (!f) {
-            const int err = errno;
-            ::close(fd);
-            ::unlink(name.c_str());
-            errno = err;
-            return nullptr;
-        }
-        *tmp = std::move(name);
-        return f;
-    }
-
-    // The umask, read without changing it (umask() would, for every thread): Linux says it in
-    // /proc/self/status; 022 when it cannot be read.
-    static mode_t process_umask() {
-        mode_t mask = 022;
-        if (FILE *f = std::fopen("/proc/self/status", "r")) {
-            char line[256];
-            unsigned int m = 0;
-            while (std::fgets(line, sizeof line, f))
-                if (std::sscanf(line, "Umask: %o", &m) == 1) {
-                    mask = static_cast<mode_t>(m);
-                    break;
-                }
-            std::fclose(f);
-        }
-        return mask;
-    }
-
-    qd_status write_file(const std::string &path, const File &file) {
-        qd_status st = refuse_special(path);
-        if (st != QD_SUCCESS) return st;
-        std::string tmp;
-        FILE *f = open_temporary(path, &tmp);
-        if (!f)
-            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
-                        path.c_str(), std::strerror(errno));
-        std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
-        bool first = true;
-        if (file.dropped) {
-            std::fprintf(f,
-                         "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
-                         "\"qd trace file\"}},\n"
-                         "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_labels\",\"args\":{"
-                         "\"labels\":\"parts of %" PRIu64
-                         " destroyed contexts dropped (a file keeps the last %zu)\"}}",
-                         file.dropped, kKeptDestroyed);
-            first = false;
-        }
-        for (const auto &p : file.parts) {
-            if (p.second.events.empty()) continue;
-            if (!first) std::fputs(",\n", f);
-            first = false;
-            std::fputs(p.second.events.c_str(), f);
-        }
-        write_arrows(f, file, &first);
-        std::fputs("\n]}\n", f);
-        const bool closed = std::fclose(f) == 0;
-        // Checked again just before the rename: a special file made at path since the start is
-        // not replaced either.
-        if (closed) st = refuse_special(path);
-        if (!closed || st != QD_SUCCESS || std::rename(tmp.c_str(), path.c_str()) != 0) {
-            const int err = errno;
-            std::remove(tmp.c_str());
-            if (st != QD_SUCCESS) return st;
-            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' cannot be written: %s",
-                        path.c_str(), std::strerror(err));
-        }
-        return QD_SUCCESS;
-    }
-
-    // One arrow per wait whose record is in the file (either part may be any context's),
-    // numbered from 1 in the file. It starts inside the record's slice and ends where the wait
-    // was satisfied (the end of its slice), or just before the waiting stream's next slice when
-    // that starts at the same time, so that the end binds to that slice; an end that the two
-    // contexts' time bases would put before the start is moved to the start.
-    static void write_arrows(FILE *f, const File &file, bool *first) {
-        std::unordered_map<uint64_t, const TracePart::Record *> records;
-        for (const auto &p : file.parts)
-            for (const TracePart::Record &r : p.second.records) records[r.serial] = &r;
-        constexpr double kTick = 0.001;  // the file's resolution: 1 ns
-        uint64_t id = 0;
-        for (const auto &p : file.parts) {
-            for (const TracePart::Wait &w : p.second.waits) {
-                auto it = records.find(w.serial);
-                if (it == records.end()) continue;
-                const TracePart::Record &r = *it->second;
-                double end = w.end;
-                if (w.next <= end && w.next - kTick >= w.begin) end = w.next - kTick;
-                const double start = (r.begin + std::min(r.end, std::max(end, r.begin))) / 2;
-                end = std::max(end, start);
-                ++id;
-                std::fprintf(f,
-                             "%s{\"ph\":\"s\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
-                             "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"},\n"
-                             "{\"ph\":\"f\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
-                             "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"}",
-                             *first ? "" : ",\n", id, r.pid, r.tid, start, r.name, id, w.pid,
-                             w.tid, end, r.name);
-                *first = false;
-            }
-        }
-    }
-
-    std::mutex mutex_;
-    std::map<std::string, File> files_;
-
-    friend void qd::core::lock_trace_files_for_fork();
-    friend void qd::core::unlock_trace_files_after_fork();
-};
-
-qd_status already_on(const std::string &path) {
+qd_status TraceObserver::already_on(const std::string &path) {
     return fail(QD_ERROR_INVALID_OPERATION,
                 "the context is already being traced (into '%s'); qd_trace_stop it first",
                 path.c_str());
 }
 
-TraceObserver *attached_trace(Context &ctx) {
+TraceObserver *TraceObserver::attached_trace(Context &ctx) {
     ObserverSet *set = ctx.observers();
     return set ? set->find<TraceObserver>() : nullptr;
 }
-
-}  // namespace
 
 void lock_trace_files_for_fork() {
     g_attach_mutex.lock();
@@ -443,43 +104,6 @@ qd_status TraceObserver::find_or_attach(Context &ctx, TraceObserver **out) {
     if (st != QD_SUCCESS) return st;
     *out = attached_trace(ctx);
     return *out ? QD_SUCCESS : fail(QD_ERROR_INTERNAL, "the trace observer was not attached");
-}
-
-qd_status TraceObserver::start(Context &ctx, const char *path) {
-    TraceObserver *trace = attached_trace(ctx);
-    if (trace) {
-        std::lock_guard<std::mutex> control(trace->control_);
-        if (trace->on_.load(std::memory_order_acquire)) return already_on(trace->window_->path);
-    }
-    size_t capacity = 0;
-    qd_status st = capacity_from_environment(&capacity);
-    if (st == QD_SUCCESS) st = TraceFiles::instance().check_writable(path);
-    if (st == QD_SUCCESS) st = find_or_attach(ctx, &trace);
-    if (st != QD_SUCCESS) return st;
-    return trace->begin_window(path, capacity);
-}
-
-qd_status TraceObserver::stop(Context &ctx) {
-    TraceObserver *trace = attached_trace(ctx);
-    if (!trace || !trace->on_.load(std::memory_order_acquire))
-        return fail(QD_ERROR_INVALID_OPERATION,
-                    "the context is not being traced (qd_trace_start starts a trace)");
-    return trace->end_window(true, false);
-}
-
-qd_status TraceObserver::flush(Context &ctx) {
-    TraceObserver *trace = attached_trace(ctx);
-    if (!trace)
-        return fail(QD_ERROR_INVALID_OPERATION,
-                    "the context was never traced (qd_trace_start starts a trace)");
-    std::lock_guard<std::mutex> control(trace->control_);
-    {
-        std::lock_guard<std::mutex> lock(trace->mutex_);
-        if (!trace->window_)
-            return fail(QD_ERROR_INVALID_OPERATION,
-                        "the context was never traced (qd_trace_start starts a trace)");
-    }
-    return trace->write_snapshot(false);
 }
 
 TraceObserver::TraceObserver(Context &ctx) : ctx_(ctx), id_(g_next_id.fetch_add(1)) {}
@@ -536,7 +160,7 @@ qd_status TraceObserver::write_snapshot(bool destroyed) {
     }
     for (Slot &s : copy.slots)
         if (s.completed && s.ended) (void)s.end->synchronize();  // a lost context: not timed
-    TracePart part = render(copy);
+    TracePart part = render_trace(snapshot_of(copy));
     return TraceFiles::instance().write(copy.path, id_, std::move(part), destroyed);
 }
 
@@ -641,15 +265,18 @@ void TraceObserver::context_drained(Context &ctx) {
     Records::instance().context_gone(id_);
 }
 
-TracePart TraceObserver::render(const Window &w) {
+// The window as the renderer takes it (snapshot.h): its completed operations with their times
+// read from their events, the names resolved.
+TraceSnapshot TraceObserver::snapshot_of(const Window &w) {
     Context &ctx = ctx_;
-    TracePart part;
-    std::string &out = part.events;
-    char buf[512];
-    auto add = [&](const std::string &event) {
-        if (!out.empty()) out += ",\n";
-        out += event;
-    };
+    TraceSnapshot snap;
+    snap.id = id_;
+    snap.backend = backend_slug(ctx.kind());
+    snap.recorded = w.slots.size();
+    snap.dropped = w.dropped;
+    snap.capacity = w.capacity;
+    snap.tracks = w.track_names;
+    for (const auto &t : w.threads) snap.threads.push_back(t.second);
     const double reference_us = us_since_epoch(w.reference_time);
     // The device (or worker) time of a completed event, on the host's steady clock, rounded to
     // the file's resolution (1 ns), so that a slice's ts + dur is its end exactly, as the
@@ -660,110 +287,32 @@ TracePart TraceObserver::render(const Window &w) {
         *t = std::round((reference_us + static_cast<double>(ms) * 1000.0) * 1000.0) / 1000.0;
         return true;
     };
-
-    std::snprintf(buf, sizeof buf,
-                  "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_name\",\"args\":{\"name\":\"qd "
-                  "context %u (%s)\"}}",
-                  id_, id_, backend_slug(ctx.kind()));
-    add(buf);
-    std::snprintf(buf, sizeof buf,
-                  "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_labels\",\"args\":{\"labels\":"
-                  "\"operations recorded %zu, dropped %" PRIu64 " (QD_TRACE_CAPACITY %zu)\"}}",
-                  id_, w.slots.size(), w.dropped, w.capacity);
-    add(buf);
-
-    for (uint32_t tid = 1; tid <= w.track_names.size(); ++tid) {
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{"
-                      "\"name\":\"%s\"}}",
-                      id_, tid, w.track_names[tid - 1].c_str());
-        add(buf);
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_sort_index\","
-                      "\"args\":{\"sort_index\":%u}}",
-                      id_, tid, tid);
-        add(buf);
-    }
-    for (const auto &t : w.threads) {
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{"
-                      "\"name\":\"host thread %u (enqueue)\"}}",
-                      id_, kHostTrackBase + t.second, t.second + 1);
-        add(buf);
-    }
-
-    // The waits of each track whose next slice has not been seen yet (index in part.waits).
-    std::unordered_map<uint32_t, std::vector<size_t>> waiting;
-    for (size_t i = 0; i < w.slots.size(); ++i) {
-        const Slot &s = w.slots[i];
+    for (const Slot &s : w.slots) {
         if (!s.completed) continue;
-        const uint32_t tid = s.track;
-        const std::string name = s.kind == OpKind::Launch && s.name[0] ? escape(s.name)
-                                                                        : op_name(s.kind);
-        // The host-side enqueue, on the thread's track.
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"name\":"
-                      "\"enqueue %s\",\"cat\":\"enqueue\"}",
-                      id_, kHostTrackBase + s.thread, us_since_epoch(s.host_begin),
-                      std::chrono::duration<double, std::micro>(s.host_end - s.host_begin).count(),
-                      name.c_str());
-        add(buf);
-        double b = 0, e = 0;
-        if (!s.begun || !s.ended || !device_us(*s.begin, &b) || !device_us(*s.end, &e)) continue;
-        if (e < b) e = b;
-        std::string args = std::string("\"origin\":\"") + origin_name(s.origin) + "\"";
-        if (s.kind == OpKind::Memcpy || s.kind == OpKind::Memset || s.kind == OpKind::MemAlloc)
-            args += ",\"bytes\":" + std::to_string(s.bytes);
-        if (s.status != QD_SUCCESS) args += std::string(",\"status\":\"") + status_name(s.status) + "\"";
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
-                      "\"cat\":\"%s\",\"args\":{%s}}",
-                      id_, tid, b, e - b, name.c_str(), op_name(s.kind), args.c_str());
-        add(buf);
-        if (s.status == QD_ERROR_DEVICE_LOST) {
-            std::snprintf(buf, sizeof buf,
-                          "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"name\":"
-                          "\"device lost at %s\",\"cat\":\"fault\"}",
-                          id_, tid, b, name.c_str());
-            add(buf);
-        }
-        // This slice is the next one of the waits before it on its stream.
-        auto pending = waiting.find(tid);
-        if (pending != waiting.end()) {
-            for (size_t k : pending->second) part.waits[k].next = b;
-            waiting.erase(pending);
-        }
-        // The ends of the arrows (fork, join, graph replays, parallel launches and user events,
-        // in this context or another): the file joins them (TraceFiles::write_arrows).
-        if (s.kind == OpKind::Record && s.serial)
-            part.records.push_back({s.serial, id_, tid, b, e, origin_name(s.origin)});
-        if (s.kind == OpKind::Wait && s.serial) {
-            waiting[tid].push_back(part.waits.size());
-            part.waits.push_back({s.serial, id_, tid, b, e, kNoNextSlice});
-        }
+        TraceSnapshot::Slice &x = snap.slices.emplace_back();
+        x.kind = op_name(s.kind);
+        x.origin = origin_name(s.origin);
+        if (s.kind == OpKind::Launch) x.name = s.name;
+        x.track = s.track;
+        x.thread = s.thread;
+        x.host_begin = us_since_epoch(s.host_begin);
+        x.host_duration =
+            std::chrono::duration<double, std::micro>(s.host_end - s.host_begin).count();
+        x.timed = s.begun && s.ended && device_us(*s.begin, &x.begin) && device_us(*s.end, &x.end);
+        x.sized = s.kind == OpKind::Memcpy || s.kind == OpKind::Memset || s.kind == OpKind::MemAlloc;
+        x.bytes = s.bytes;
+        if (s.status != QD_SUCCESS) x.status = status_name(s.status);
+        x.device_lost = s.status == QD_ERROR_DEVICE_LOST;
+        x.record = s.kind == OpKind::Record;
+        x.wait = s.kind == OpKind::Wait;
+        x.serial = s.serial;
     }
-    for (const auto &x : w.exhausted) {
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"name\":"
-                      "\"stream pool exhausted (%" PRIu64 " wanted)\",\"cat\":\"pool\"}",
-                      id_, kHostTrackBase + x.thread, us_since_epoch(x.when), x.wanted);
-        add(buf);
-    }
-    if (ctx.impl().lost_state().lost()) {
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"i\",\"s\":\"g\",\"pid\":%u,\"ts\":%.3f,\"name\":\"context lost: "
-                      "%s\",\"cat\":\"fault\"}",
-                      id_, us_since_epoch(Clock::now()), escape(ctx.impl().lost_state().message().c_str()).c_str());
-        add(buf);
-    }
-    if (w.dropped) {
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%u,\"ts\":%.3f,\"name\":\"trace full: "
-                      "%" PRIu64 " operations not recorded\",\"cat\":\"overflow\"}",
-                      id_, us_since_epoch(Clock::now()), w.dropped);
-        add(buf);
-    }
-    return part;
+    for (const auto &e : w.exhausted)
+        snap.exhausted.push_back({us_since_epoch(e.when), e.thread, e.wanted});
+    snap.lost = ctx.impl().lost_state().lost();
+    if (snap.lost) snap.lost_message = ctx.impl().lost_state().message();
+    snap.now = us_since_epoch(Clock::now());
+    return snap;
 }
 
 }  // namespace qd::core

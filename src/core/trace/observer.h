@@ -57,28 +57,9 @@
 #include <vector>
 
 #include "core/submit.h"
+#include "core/trace/snapshot.h"
 
 namespace qd::core {
-
-// One context's part of a trace file: its events, rendered, and the ends of its arrows, which
-// the file joins (times in microseconds on the file's time base).
-struct TracePart {
-    struct Record {  // a timed record: its slice
-        uint64_t serial;
-        uint32_t pid, tid;
-        double begin, end;
-        const char *name;  // the record's origin: the arrow's name (static storage)
-    };
-    struct Wait {  // a timed wait that consumed the record `serial`: its slice
-        uint64_t serial;
-        uint32_t pid, tid;
-        double begin, end;
-        double next;  // when the next slice on its stream starts (infinity: none in the window)
-    };
-    std::string events;
-    std::vector<Record> records;
-    std::vector<Wait> waits;
-};
 
 class TraceObserver final : public OpObserver {
   public:
@@ -160,7 +141,11 @@ class TraceObserver final : public OpObserver {
     qd_status write_snapshot(bool destroyed);
     static uint32_t track_of(Window &w, const Stream &stream);
     static uint32_t thread_of(Window &w);  // this host thread's number in the window
-    TracePart render(const Window &w);
+    // The window as the renderer (render.h) takes it: device times read, names resolved.
+    TraceSnapshot snapshot_of(const Window &w);
+    // "already being traced" (written); the context's trace observer, or null.
+    static qd_status already_on(const std::string &path);
+    static TraceObserver *attached_trace(Context &ctx);
 
     Context &ctx_;
     const uint32_t id_;  // this context's process id in the file

@@ -70,7 +70,7 @@ class ValidationObserver final : public OpObserver {
     qd_status before(const Op &op, bool *consumed) override;
     void after(const Op &op, qd_status status) override;
     void context_drained(Context &ctx) override;
-    // A multi-part call (core/validation_batch.cpp): checks and commits every part in order
+    // A multi-part call (batch.cpp): checks and commits every part in order
     // under one lock, so a later part sees the clocks of the earlier ones; in fail mode a part
     // that would be refused rolls back everything the batch changed, and the call is refused
     // whole (QD_ERROR_HAZARD, its reports delivered once). before() skips the batch's parts.
@@ -116,6 +116,12 @@ class ValidationObserver final : public OpObserver {
         bool host = false;
     };
 
+    // A clock's entry for an actor (0 past its end), and the entrywise maximum (state.h).
+    static uint64_t at(const Clock &clock, uint32_t actor);
+    static void merge(Clock *into, const Clock &from);
+    // The handler until set_handler() names one: the message on stderr (report.cpp).
+    static void default_handler(const qd_hazard *hazard, void *);
+
     // All under the domain's mutex.
     uint32_t actor_of(const Stream &stream);
     void refresh(uint32_t actor);  // merge what the host learned since
@@ -151,7 +157,7 @@ class ValidationObserver final : public OpObserver {
     qd_status check_locked(const Op &op, bool *consumed, std::vector<Report> &reports,
                            std::vector<Held> &release_now);
 
-    // What a batch changed, to roll it back (core/validation_batch.cpp): each actor, event and
+    // What a batch changed, to roll it back (batch.cpp): each actor, event and
     // block as it was before the batch first touched it. Set while check_batch holds the
     // domain's mutex; the save_*() hooks below note a state before it changes (no-ops
     // otherwise).
@@ -178,9 +184,5 @@ class ValidationObserver final : public OpObserver {
 
 // The context's validation observer, or null when validation is off.
 ValidationObserver *validation_observer(const Context &ctx);
-
-// The C API's validation calls (src/api/api_validation.cpp guards them).
-qd_status set_hazard_handler(uint64_t ctx, qd_hazard_fn fn, void *user_data);
-qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access);
 
 }  // namespace qd::core

@@ -1,9 +1,10 @@
-// The validation mode's records (core/validation/observer.h): how a report names an operation, the
-// accesses a block keeps, the blocks, the reports, and the domain every validating context of a
-// backend shares. Shared by the files of the validation observer (validation.cpp,
-// validation_batch.cpp) and nothing else.
+// The validation mode's records (observer.h): how a report names an operation, the accesses a
+// block keeps, the blocks, the reports, the domain every validating context of a backend
+// shares, and the two clock operations. Shared by the files of the validation observer (this
+// folder's README.md) and nothing else.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -73,5 +74,15 @@ struct ValidationObserver::Domain {
     // The domain of `kind` in this fork generation: the live one, or a new one.
     static std::shared_ptr<Domain> of(qd_backend kind);
 };
+
+inline uint64_t ValidationObserver::at(const std::vector<uint64_t> &clock, uint32_t actor) {
+    return actor < clock.size() ? clock[actor] : 0;
+}
+
+inline void ValidationObserver::merge(std::vector<uint64_t> *into,
+                                      const std::vector<uint64_t> &from) {
+    if (into->size() < from.size()) into->resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); ++i) (*into)[i] = std::max((*into)[i], from[i]);
+}
 
 }  // namespace qd::core
