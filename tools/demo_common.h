@@ -1,7 +1,7 @@
 // What the parts of `qd demo` share: the options, the task layout, the context owner, the error
-// check and the timed run. qd.cpp holds the CPU demo, gpu_demo.cpp the GPU demo, and
-// demo_common.cpp defines what is declared here. Like the rest of the tool, only the public C
-// API is used.
+// check and the timed run. qd.cpp holds the CPU demo's kernel, gpu_demo.cpp the GPU demo's,
+// demo_body.* the one body both run, and demo_common.cpp defines what is declared here. Like
+// the rest of the tool, only the public C API is used.
 #pragma once
 
 #include <qd/qd.h>

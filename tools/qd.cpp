@@ -10,6 +10,7 @@
 
 #include "bench_cmd.h"
 #include "trace_view.h"
+#include "demo_body.h"
 #include "demo_common.h"
 
 #include <algorithm>
@@ -142,7 +143,7 @@ int run_info() {
 }
 
 // ------------------------------------------------------------------------------------------
-// qd demo (the CPU part; the GPU part is gpu_demo.cpp, what they share is demo_common.h)
+// qd demo (the CPU part; the GPU part is gpu_demo.cpp, the body both run is demo_body.h)
 // ------------------------------------------------------------------------------------------
 
 // The CPU workload: the kernel of one task (TaskArgs, demo_common.h) as a host function.
@@ -181,101 +182,28 @@ uint32_t calibrate_iterations(const std::vector<double> &input, double task_ms) 
 }
 
 int run_cpu_demo(const DemoOptions &options) {
-    const uint32_t task_count = options.groups * options.tasks_per_group;
-    const uint32_t elements = task_count * kSliceElements;
-
-    // Deterministic input in [0, 1).
-    std::vector<double> input(elements);
-    uint64_t state = 0x9e3779b97f4a7c15u;
-    for (double &value : input) {
-        state = state * 6364136223846793005u + 1442695040888963407u;
-        value = static_cast<double>(state >> 11) * 0x1.0p-53;
-    }
+    const std::vector<double> input = demo_input(options);
     const uint32_t iterations = calibrate_iterations(input, options.task_ms);
 
     Context ctx(QD_BACKEND_CPU);
-    qd_stream stream = 0;
-    check(qd_stream_create(ctx.get(), nullptr, &stream), "qd_stream_create");
-    qd_kernel kernel = 0;
-    check(qd_kernel_from_host_fn(ctx.get(), logistic_task, "logistic_task", &kernel),
+    DemoKernel demo;
+    check(qd_kernel_from_host_fn(ctx.get(), logistic_task, "logistic_task", &demo.kernel),
           "qd_kernel_from_host_fn");
     // Each task reads its own slice of the input and writes its own output slot (the
     // validation mode cannot see the slices: qd.h, QD_PARAM_PARTITIONED).
-    check(qd_kernel_set_param_access(kernel, 0, QD_PARAM_PARTITIONED),
+    check(qd_kernel_set_param_access(demo.kernel, 0, QD_PARAM_PARTITIONED),
           "qd_kernel_set_param_access");
-
-    // Device buffers, allocated and filled in stream order.
-    const uint64_t input_bytes = uint64_t{elements} * sizeof(double);
-    const uint64_t output_bytes = uint64_t{task_count} * sizeof(double);
-    uint64_t device_input = 0, device_output = 0;
-    check(qd_mem_alloc_async(stream, input_bytes, &device_input), "qd_mem_alloc_async");
-    check(qd_mem_alloc_async(stream, output_bytes, &device_output), "qd_mem_alloc_async");
-    check(qd_memcpy_async(stream, device_input, reinterpret_cast<uintptr_t>(input.data()),
-                          input_bytes),
-          "qd_memcpy_async");
-
-    // Task t of group g works on slice g * tasks_per_group + t and follows task t - 1.
-    std::vector<TaskArgs> tasks;
-    std::vector<uint32_t> groups;
-    for (uint32_t g = 0; g < options.groups; ++g) {
-        for (uint32_t t = 0; t < options.tasks_per_group; ++t) {
-            uint32_t index = g * options.tasks_per_group + t;
-            tasks.push_back(TaskArgs{device_input, device_output, index * kSliceElements,
-                                     kSliceElements, index, t == 0 ? kNoPrevious : index - 1,
-                                     iterations});
-            groups.push_back(g);
-        }
-    }
-
-    auto run = [&](bool parallel, std::vector<double> &results) {
-        check(qd_memset_async(stream, device_output, 0, output_bytes), "qd_memset_async");
-        RunResult timing = timed_run(ctx.get(), stream, kernel, tasks, groups, parallel);
-        results.assign(task_count, 0.0);
-        check(qd_memcpy_async(stream, reinterpret_cast<uintptr_t>(results.data()), device_output,
-                              output_bytes),
-              "qd_memcpy_async");
-        check(qd_stream_synchronize(stream), "qd_stream_synchronize");
-        return timing;
-    };
-
     qd_device_info info = QD_DEVICE_INFO_INIT;
     check(qd_device_get_info(QD_BACKEND_CPU, 0, &info), "qd_device_get_info");
-    std::printf("qd demo on CPU (%s, %u hardware threads)\n", info.name, info.multiprocessors);
-    std::printf("  %u groups x %u tasks, %u elements x %u logistic steps per task (~%.1f ms)\n",
-                options.groups, options.tasks_per_group, kSliceElements, iterations,
-                options.task_ms);
+    char title[256];
+    std::snprintf(title, sizeof title, "CPU (%s, %u hardware threads)", info.name,
+                  info.multiprocessors);
+    demo.title = title;
+    demo.iterations = [iterations](qd_stream, uint64_t, uint64_t) { return iterations; };
 
-    std::vector<double> serial_results, parallel_results;
-    RunResult serial = run(false, serial_results);
-    RunResult parallel = run(true, parallel_results);
-
-    check(qd_mem_free_async(stream, device_input), "qd_mem_free_async");
-    check(qd_mem_free_async(stream, device_output), "qd_mem_free_async");
-    check(qd_stream_synchronize(stream), "qd_stream_synchronize");
-    check(qd_kernel_destroy(kernel), "qd_kernel_destroy");
-    check(qd_stream_destroy(stream), "qd_stream_destroy");
-
-    std::printf("  serial   (qd_launch, one stream):          %8.2f ms (host %8.2f ms)\n",
-                serial.gpu_ms, serial.host_ms);
-    std::printf("  parallel (qd_launch_parallel, %2u groups):  %8.2f ms (host %8.2f ms)\n",
-                options.groups, parallel.gpu_ms, parallel.host_ms);
-    std::printf("  speedup: %.2fx\n", serial.gpu_ms / std::max(parallel.gpu_ms, 1e-3));
-
-    size_t mismatches = 0;
-    for (uint32_t i = 0; i < task_count; ++i) {
-        if (std::memcmp(&serial_results[i], &parallel_results[i], sizeof(double)) == 0) continue;
-        if (mismatches++ < 5)
-            std::printf("  MISMATCH task %u: serial %.17g, parallel %.17g\n", i,
-                        serial_results[i], parallel_results[i]);
-    }
-    if (mismatches != 0) {
-        std::printf("FAIL: %zu of %u results differ between the serial and parallel runs\n",
-                    mismatches, task_count);
-        return 1;
-    }
-    std::printf("OK: all %u results are bit-identical between the serial and parallel runs\n",
-                task_count);
-    return 0;
+    const int status = run_demo_body(ctx.get(), options, input, demo);
+    check(qd_kernel_destroy(demo.kernel), "qd_kernel_destroy");
+    return status;
 }
 
 int run_demo(const DemoOptions &options) {
@@ -338,7 +266,7 @@ int demo_main(int argc, char **argv) {
             if (!parse_count(value, 1, 1024, &options.tasks_per_group))
                 return usage_error("demo: --tasks takes 1..1024");
         } else if (arg == "--trace") {
-            // The library reads QD_TRACE when a context is created (core/trace.h).
+            // The library reads QD_TRACE when a context is created (core/trace/observer.h).
             if (*value == '\0' || ::setenv("QD_TRACE", value, 1) != 0)
                 return usage_error("demo: --trace takes a file name");
         } else if (arg == "--task-ms") {

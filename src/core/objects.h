@@ -77,7 +77,7 @@ class Kernel : public Object {
     std::shared_ptr<Context> ctx;
     std::shared_ptr<backend::Kernel> impl;
     // qd_kernel_set_param_access: a qd_param_access per parameter index, read by the
-    // validation mode (core/validation.h) at each launch it checks.
+    // validation mode (core/validation/) at each launch it checks.
     std::array<std::atomic<uint8_t>, QD_MAX_ARGS> param_access{};
 };
 

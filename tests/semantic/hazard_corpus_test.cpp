@@ -30,21 +30,13 @@
 #include <tuple>
 #include <vector>
 
+#include "hazard_log.h"
 #include "qd_test.h"
 
 namespace qdt {
 namespace {
 
 constexpr uint64_t kSignalTimeoutUs = 10 * 1000 * 1000;
-
-// What a report says, as the hazard handler received it.
-struct Report {
-    qd_context context = 0;
-    uint32_t kind = 0;
-    qd_stream stream = 0, other_stream = 0;
-    uint64_t allocation = 0, bytes = 0, offset = 0;
-    std::string operation, other_operation, message;
-};
 
 // What an entry expects; compared field by field with the report.
 struct Want {
@@ -75,7 +67,7 @@ const std::string kMemcpyW = "memcpy (write)";
 // The program an entry runs against: one validating context (pool of 8 streams), and on
 // demand a second one of the same backend (on device 1 where there are two, as
 // MultiContextTest does), both reporting to the same handler.
-class Corpus {
+class Corpus : public HazardLog, public RanFlags {
   public:
     qd_backend backend = QD_BACKEND_CPU;
     qd_context ctx = 0;
@@ -103,7 +95,7 @@ class Corpus {
 
     void close() {
         settle();
-        flags_.clear();
+        clear_flags();
         gates_.clear();
         for (auto &hb : host_blocks_) EXPECT_QD_OK(qd_host_free(hb.first, hb.second));
         host_blocks_.clear();
@@ -123,7 +115,7 @@ class Corpus {
         EXPECT_QD_OK(qd_context_create(&desc, &c));
         if (!c) return 0;
         contexts_.push_back(c);
-        EXPECT_QD_OK(qd_context_set_hazard_handler(c, &Corpus::on_hazard, this));
+        EXPECT_QD_OK(install(c));
         return c;
     }
 
@@ -173,12 +165,7 @@ class Corpus {
 
     // Device memory of c, zeroed, ordered before everything (the host synchronized with it).
     uint64_t block(qd_context c = 0, uint64_t bytes = 256) {
-        const qd_stream s = default_of(c ? c : ctx);
-        uint64_t a = 0;
-        EXPECT_QD_OK(qd_mem_alloc_async(s, bytes, &a));
-        EXPECT_QD_OK(qd_memset_async(s, a, 0, bytes));
-        EXPECT_QD_OK(qd_stream_synchronize(s));
-        return a;
+        return zeroed_block(default_of(c ? c : ctx), bytes);
     }
 
     // Pinned host memory of ctx, zeroed; freed at the end (after every stream is drained).
@@ -190,15 +177,6 @@ class Corpus {
             host_blocks_.emplace_back(ctx, p);
         }
         return p;
-    }
-
-    // Waits until everything queued on s so far has run, through a host callback: a real
-    // ordering for the program (and for TSan), none for the validation model.
-    void ran(qd_stream s) {
-        auto flag = std::make_unique<Flag>();
-        ASSERT_QD_OK(flag->enqueue(s));
-        ASSERT_TRUE(flag->wait());
-        flags_.push_back(std::move(flag));
     }
 
     // A gate of device work on a stream (DeviceGate), kept until the end.
@@ -233,11 +211,6 @@ class Corpus {
 
     void expect(Want w) { wants.push_back(std::move(w)); }
 
-    std::vector<Report> seen() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return seen_;
-    }
-
     uint64_t counted() {
         uint64_t n = 0;
         for (qd_context c : contexts_) n += get_stats(c).hazards_reported;
@@ -245,31 +218,10 @@ class Corpus {
     }
 
   private:
-    static void on_hazard(const qd_hazard *h, void *user) {
-        auto *self = static_cast<Corpus *>(user);
-        EXPECT_EQ(h->struct_size, sizeof(qd_hazard));
-        Report r;
-        r.context = h->context;
-        r.kind = h->kind;
-        r.stream = h->stream;
-        r.other_stream = h->other_stream;
-        r.allocation = h->allocation;
-        r.bytes = h->allocation_bytes;
-        r.offset = h->offset;
-        r.operation = h->operation ? h->operation : "(null)";
-        r.other_operation = h->other_operation ? h->other_operation : "(null)";
-        r.message = h->message ? h->message : "(null)";
-        std::lock_guard<std::mutex> lock(self->mutex_);
-        self->seen_.push_back(std::move(r));
-    }
-
     qd_context ctx2_ = 0;
     std::vector<qd_context> contexts_;
     std::vector<std::pair<qd_context, void *>> host_blocks_;
-    std::vector<std::unique_ptr<Flag>> flags_;
     std::vector<std::unique_ptr<DeviceGate>> gates_;
-    std::mutex mutex_;
-    std::vector<Report> seen_;
 };
 
 Want want(uint32_t kind, qd_context ctx, qd_stream stream, qd_stream other, uint64_t block,
@@ -1276,7 +1228,7 @@ class HazardCorpusBase : public ::testing::TestWithParam<Param> {
     Corpus c_;
 };
 
-std::string describe(const Report &r) {
+std::string describe(const HazardReport &r) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "[%s] ctx 0x%" PRIx64 " stream 0x%" PRIx64 " other 0x%" PRIx64
@@ -1295,16 +1247,16 @@ TEST_P(HazardCorpusPlanted, ReportedOnce_AsExpected) {
     ++tally().hazards;
     entry.run(c_);
     c_.settle();
-    const std::vector<Report> got = c_.seen();
+    const std::vector<HazardReport> got = c_.seen();
     ASSERT_EQ(c_.wants.size(), 1u) << entry.name << " must expect exactly one report";
     const Want &w = c_.wants[0];
     if (got.size() != 1) {
         ++(got.empty() ? tally().misses : tally().wrong);
         std::string all;
-        for (const Report &r : got) all += "\n  " + describe(r);
+        for (const HazardReport &r : got) all += "\n  " + describe(r);
         FAIL() << entry.name << ": " << got.size() << " reports, 1 expected:" << all;
     }
-    const Report &r = got[0];
+    const HazardReport &r = got[0];
     const bool message_ok =
         r.message.rfind(std::string("qd: hazard: ") + kind_label(w.kind) + ": ", 0) == 0;
     EXPECT_EQ(r.kind, w.kind) << kind_label(r.kind) << " reported, " << kind_label(w.kind)
@@ -1344,9 +1296,9 @@ TEST_P(HazardCorpusShape, ReportsNothing) {
     entry.run(c_);
     c_.settle();
     EXPECT_TRUE(c_.wants.empty()) << "a shape expects no report";
-    const std::vector<Report> got = c_.seen();
+    const std::vector<HazardReport> got = c_.seen();
     std::string all;
-    for (const Report &r : got) all += "\n  " + describe(r);
+    for (const HazardReport &r : got) all += "\n  " + describe(r);
     EXPECT_TRUE(got.empty()) << entry.name << ": false positives:" << all;
     EXPECT_EQ(c_.counted(), got.size());
     if (!got.empty()) ++tally().false_positives;

@@ -20,22 +20,15 @@
 #include <thread>
 #include <vector>
 
+#include "hazard_log.h"
 #include "qd_test.h"
 
 namespace qdt {
 namespace {
 
-struct Seen {
-    qd_context context;
-    uint32_t kind;
-    qd_stream stream, other_stream;
-    uint64_t allocation, bytes, offset;
-    std::string operation, other_operation, message;
-};
-
-bool contains(const std::string &s, const char *part) { return s.find(part) != std::string::npos; }
-
-class ValidationContextsTest : public ::testing::TestWithParam<qd_backend> {
+class ValidationContextsTest : public ::testing::TestWithParam<qd_backend>,
+                               protected HazardLog,
+                               protected RanFlags {
   protected:
     void SetUp() override {
         QDT_RACES_ON_PURPOSE();  // plants hazards, and sets the validation flags itself
@@ -70,7 +63,7 @@ class ValidationContextsTest : public ::testing::TestWithParam<qd_backend> {
         if (!c) return 0;
         contexts_.push_back(c);
         if (flags & QD_CONTEXT_VALIDATE) {
-            EXPECT_QD_OK(qd_context_set_hazard_handler(c, &ValidationContextsTest::on_hazard, this));
+            EXPECT_QD_OK(install(c));
         }
         return c;
     }
@@ -84,23 +77,6 @@ class ValidationContextsTest : public ::testing::TestWithParam<qd_backend> {
         }
         kernels_.push_back(std::move(k));
         return kernels_.back().get();
-    }
-
-    static void on_hazard(const qd_hazard *h, void *user) {
-        auto *self = static_cast<ValidationContextsTest *>(user);
-        std::lock_guard<std::mutex> lock(self->mutex_);
-        self->seen_.push_back(Seen{h->context, h->kind, h->stream, h->other_stream, h->allocation,
-                                   h->allocation_bytes, h->offset, h->operation,
-                                   h->other_operation, h->message});
-    }
-
-    std::vector<Seen> seen() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return seen_;
-    }
-    std::string first_message() {
-        auto s = seen();
-        return s.empty() ? std::string() : s[0].message;
     }
 
     qd_stream stream(qd_context c) {
@@ -120,27 +96,7 @@ class ValidationContextsTest : public ::testing::TestWithParam<qd_backend> {
     uint64_t block(qd_context c, uint64_t bytes = 256) {
         qd_stream s = 0;
         EXPECT_QD_OK(qd_context_default_stream(c, &s));
-        uint64_t a = 0;
-        EXPECT_QD_OK(qd_mem_alloc_async(s, bytes, &a));
-        EXPECT_QD_OK(qd_memset_async(s, a, 0, bytes));
-        EXPECT_QD_OK(qd_stream_synchronize(s));
-        return a;
-    }
-
-    // Waits until everything queued on s so far has run, through a host callback: a real
-    // ordering for the program (and for TSan), none for the validation model.
-    void ran(qd_stream s) {
-        auto flag = std::make_unique<Flag>();
-        ASSERT_QD_OK(flag->enqueue(s));
-        ASSERT_TRUE(flag->wait());
-        flags_.push_back(std::move(flag));
-    }
-
-    uint32_t read_u32(qd_stream s, uint64_t address) {
-        uint32_t v = 0;
-        EXPECT_QD_OK(qd_memcpy_async(s, (uint64_t)(uintptr_t)&v, address, sizeof v));
-        EXPECT_QD_OK(qd_stream_synchronize(s));
-        return v;
+        return zeroed_block(s, bytes);
     }
 
     uint64_t reported(qd_context c) { return get_stats(c).hazards_reported; }
@@ -157,9 +113,6 @@ class ValidationContextsTest : public ::testing::TestWithParam<qd_backend> {
     std::vector<qd_context> contexts_;
     std::vector<std::unique_ptr<TestKernels>> kernels_;
     std::vector<qd_event> events_;
-    std::vector<std::unique_ptr<Flag>> flags_;
-    std::mutex mutex_;
-    std::vector<Seen> seen_;
     bool skipped_ = false;
 };
 

@@ -17,19 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "hazard_log.h"
 #include "qd_test.h"
 
 namespace qdt {
 namespace {
 
-struct Seen {
-    uint32_t kind;
-    qd_stream stream, other_stream;
-    uint64_t allocation, bytes, offset;
-    std::string operation, other_operation, message;
-};
-
-class ValidationTest : public ::testing::TestWithParam<qd_backend> {
+class ValidationTest : public ::testing::TestWithParam<qd_backend>,
+                       protected HazardLog,
+                       protected RanFlags {
   protected:
     void SetUp() override {
         QDT_RACES_ON_PURPOSE();  // plants hazards, and sets the validation flags itself
@@ -57,29 +53,15 @@ class ValidationTest : public ::testing::TestWithParam<qd_backend> {
         desc.flags = flags;
         ASSERT_QD_OK(qd_context_create(&desc, &ctx_));
         ASSERT_QD_OK(qd_context_default_stream(ctx_, &default_));
-        ASSERT_QD_OK(qd_context_set_hazard_handler(ctx_, &ValidationTest::on_hazard, this));
+        only_context = ctx_;
+        ASSERT_QD_OK(install(ctx_));
         std::string why;
         kernels_ = make_test_kernels(GetParam(), ctx_, &why);
         if (!kernels_) {
             if (GetParam() == QD_BACKEND_CPU) FAIL() << why;
             GTEST_SKIP() << "no test kernels for " << backend_name(GetParam()) << ": " << why;
         }
-        seen_.clear();
-    }
-
-    static void on_hazard(const qd_hazard *h, void *user) {
-        auto *self = static_cast<ValidationTest *>(user);
-        EXPECT_EQ(h->struct_size, sizeof(qd_hazard));
-        EXPECT_EQ(h->context, self->ctx_);
-        std::lock_guard<std::mutex> lock(self->mutex_);
-        self->seen_.push_back(Seen{h->kind, h->stream, h->other_stream, h->allocation,
-                                   h->allocation_bytes, h->offset, h->operation,
-                                   h->other_operation, h->message});
-    }
-
-    std::vector<Seen> seen() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return seen_;
+        clear_seen();
     }
 
     qd_stream stream() {
@@ -96,44 +78,16 @@ class ValidationTest : public ::testing::TestWithParam<qd_backend> {
     }
 
     // A block of device memory, zeroed, that every stream may use (the host synchronized).
-    uint64_t block(uint64_t bytes = 256) {
-        uint64_t a = 0;
-        EXPECT_QD_OK(qd_mem_alloc_async(default_, bytes, &a));
-        EXPECT_QD_OK(qd_memset_async(default_, a, 0, bytes));
-        EXPECT_QD_OK(qd_stream_synchronize(default_));
-        return a;
-    }
-
-    // Waits until everything queued on s so far has run, through a host callback: a real
-    // ordering for the program (and for TSan), none for the validation model.
-    void ran(qd_stream s) {
-        auto flag = std::make_unique<Flag>();
-        ASSERT_QD_OK(flag->enqueue(s));
-        ASSERT_TRUE(flag->wait());
-        flags_.push_back(std::move(flag));
-    }
+    uint64_t block(uint64_t bytes = 256) { return zeroed_block(default_, bytes); }
 
     uint64_t reported() { return get_stats(ctx_).hazards_reported; }
-
-    // The first word of a block, read through the program's own (untracked) host memory.
-    uint32_t read_u32(qd_stream s, uint64_t address) {
-        uint32_t v = 0;
-        EXPECT_QD_OK(qd_memcpy_async(s, (uint64_t)(uintptr_t)&v, address, sizeof v));
-        EXPECT_QD_OK(qd_stream_synchronize(s));
-        return v;
-    }
 
     qd_context ctx_ = 0;
     qd_stream default_ = 0;
     std::unique_ptr<TestKernels> kernels_;
     std::vector<qd_stream> streams_;
-    std::vector<std::unique_ptr<Flag>> flags_;
-    std::mutex mutex_;
-    std::vector<Seen> seen_;
     bool skipped_ = false;
 };
-
-bool contains(const std::string &s, const char *part) { return s.find(part) != std::string::npos; }
 
 // ---------------------------------------------------------------------------------------------
 // Planted hazards: each reported once, naming both operations
@@ -756,7 +710,7 @@ TEST_P(ValidationTest, HandlerAndParamAccess_BadInput) {
     qd_context plain = 0;
     ASSERT_QD_OK(qd_context_create(&desc, &plain));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "validation is off",
-                  qd_context_set_hazard_handler(plain, &ValidationTest::on_hazard, this));
+                  install(plain));
     EXPECT_EQ(get_stats(plain).hazards_reported, 0u);
     EXPECT_QD_OK(qd_context_destroy(plain));
 }
