@@ -26,17 +26,11 @@
 namespace qdt {
 namespace {
 
-class ValidationContextsTest : public ::testing::TestWithParam<qd_backend>,
-                               protected HazardLog,
-                               protected RanFlags {
+class ValidationContextsTest : public ValidationFixture {
   protected:
     void SetUp() override {
-        QDT_RACES_ON_PURPOSE();  // plants hazards, and sets the validation flags itself
-        std::string why;
-        if (!backend_available(GetParam(), &why)) {
-            skipped_ = true;
-            GTEST_SKIP() << "no " << backend_name(GetParam()) << " device: " << why;
-        }
+        skip_unless_available();
+        if (IsSkipped()) return;
         one_ = create(QD_CONTEXT_VALIDATE, 0);
         two_ = create(QD_CONTEXT_VALIDATE, 1);
         ASSERT_NE(one_, 0u);
@@ -113,7 +107,6 @@ class ValidationContextsTest : public ::testing::TestWithParam<qd_backend>,
     std::vector<qd_context> contexts_;
     std::vector<std::unique_ptr<TestKernels>> kernels_;
     std::vector<qd_event> events_;
-    bool skipped_ = false;
 };
 
 #define NEED_KERNELS()                                                                         \

@@ -23,17 +23,11 @@
 namespace qdt {
 namespace {
 
-class ValidationTest : public ::testing::TestWithParam<qd_backend>,
-                       protected HazardLog,
-                       protected RanFlags {
+class ValidationTest : public ValidationFixture {
   protected:
     void SetUp() override {
-        QDT_RACES_ON_PURPOSE();  // plants hazards, and sets the validation flags itself
-        std::string why;
-        if (!backend_available(GetParam(), &why)) {
-            skipped_ = true;
-            GTEST_SKIP() << "no " << backend_name(GetParam()) << " device: " << why;
-        }
+        skip_unless_available();
+        if (IsSkipped()) return;
         create(QD_CONTEXT_VALIDATE);
     }
     void TearDown() override {
@@ -86,7 +80,6 @@ class ValidationTest : public ::testing::TestWithParam<qd_backend>,
     qd_stream default_ = 0;
     std::unique_ptr<TestKernels> kernels_;
     std::vector<qd_stream> streams_;
-    bool skipped_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -95,6 +95,26 @@ class RanFlags {
     std::vector<std::unique_ptr<Flag>> flags_;
 };
 
+// The fixture of a validation suite: parameterised over the backends, collecting the reports
+// (HazardLog) and keeping its waits (RanFlags).
+class ValidationFixture : public ::testing::TestWithParam<qd_backend>,
+                          protected HazardLog,
+                          protected RanFlags {
+  protected:
+    // SetUp's first step: the test plants hazards (QDT_RACES_ON_PURPOSE), and is skipped where
+    // the backend has no device (skipped_ is then set). SetUp returns when IsSkipped().
+    void skip_unless_available() {
+        QDT_RACES_ON_PURPOSE();  // plants hazards, and sets the validation flags itself
+        std::string why;
+        if (!backend_available(GetParam(), &why)) {
+            skipped_ = true;
+            GTEST_SKIP() << "no " << backend_name(GetParam()) << " device: " << why;
+        }
+    }
+
+    bool skipped_ = false;
+};
+
 inline bool contains(const std::string &s, const char *part) {
     return s.find(part) != std::string::npos;
 }
