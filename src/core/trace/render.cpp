@@ -89,8 +89,7 @@ TracePart render_trace(const TraceSnapshot &w) {
         std::snprintf(buf, sizeof buf,
                       "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"name\":"
                       "\"enqueue %s\",\"cat\":\"enqueue\"}",
-                      id_, kHostTrackBase + s.thread, s.host_begin, s.host_duration,
-                      name.c_str());
+                      id_, kHostTrackBase + s.thread, s.host_begin, s.host_duration, name.c_str());
         add(buf);
         if (!s.timed) continue;
         double b = s.begin, e = s.end;
@@ -98,10 +97,11 @@ TracePart render_trace(const TraceSnapshot &w) {
         std::string args = std::string("\"origin\":\"") + s.origin + "\"";
         if (s.sized) args += ",\"bytes\":" + std::to_string(s.bytes);
         if (s.status) args += std::string(",\"status\":\"") + s.status + "\"";
-        std::snprintf(buf, sizeof buf,
-                      "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
-                      "\"cat\":\"%s\",\"args\":{%s}}",
-                      id_, tid, b, e - b, name.c_str(), s.kind, args.c_str());
+        std::snprintf(
+            buf, sizeof buf,
+            "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
+            "\"cat\":\"%s\",\"args\":{%s}}",
+            id_, tid, b, e - b, name.c_str(), s.kind, args.c_str());
         add(buf);
         if (s.device_lost) {
             std::snprintf(buf, sizeof buf,
