@@ -108,7 +108,7 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
     }
     table.get(ctx->default_stream_handle_, Tag::Stream, &ctx->default_stream_);
     st = TraceObserver::attach_if_requested(*ctx);  // QD_TRACE (core/trace.h)
-    if (st == QD_SUCCESS)  // QD_CONTEXT_VALIDATE, QD_VALIDATE (core/validation/observer.h)
+    if (st == QD_SUCCESS)  // QD_CONTEXT_VALIDATE, QD_VALIDATE (core/validation.h)
         st = ValidationObserver::attach_if_requested(*ctx, desc.flags);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
