@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 
 namespace qd::core {
 
