@@ -128,8 +128,9 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
     events.put(std::move(ev));
     if (st != QD_SUCCESS) return st;
     for (uint32_t i = 0; i < n; ++i) {
-        // A child that is a lane of a capture stays with the capture until it ends (core/
-        // capture.h): its handle goes stale now, its stream goes back to the pool then.
+        // A child that is a lane of a capture stays with the capture until it ends
+        // (core/capture/capture.h): its handle goes stale now, its stream goes back to the pool
+        // then.
         if (kids[i]->capturing()) {
             std::shared_ptr<Stream> kept;
             if (ctx.stream_pool().detach(children[i], &kept) != QD_SUCCESS) {

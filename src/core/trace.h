@@ -11,8 +11,8 @@
 // work), and a context that writes again replaces its part. Off by default; never started, no
 // observer is attached and the chokepoint's branch is not taken. Once started, the observer stays
 // attached for the context's life (core/observers.h); stopped, it costs a submit the observer
-// walk, one atomic load in before() and the trace's mutex in after() (which must find an
-// operation begun before a stop).
+// walk, one atomic load in before(), and in after() a look at the top of this thread's
+// in-flight stack and the trace's mutex (it must complete an operation begun before a stop).
 //
 // How times are taken: two timing events of the context's own backend bracket every traced
 // operation on its stream (recorded just before and just after it), so a slice is the time the

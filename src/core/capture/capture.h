@@ -89,7 +89,8 @@ class CaptureRouter {
     bool keep_lease(const std::shared_ptr<Stream> &stream);
     // qd_launch_parallel inside a capture: leases the capture holds already and may reuse as
     // new lanes (they joined back), up to `want`; appended to *out.
-    void reuse_leases(const Stream &parent, uint32_t want, std::vector<std::shared_ptr<Stream>> *out);
+    void reuse_leases(const Stream &parent, uint32_t want,
+                      std::vector<std::shared_ptr<Stream>> *out);
     // A stream's handle for messages (the handle it had when it joined, if known).
     void note_handle(const Stream &stream, uint64_t handle);
     // qd_stream_join, before any part is queued: QD_ERROR_INVALID_OPERATION (written) when a

@@ -63,8 +63,8 @@ qd_status CaptureRouter::check_join(const Stream &parent, uint64_t parent_handle
         return fail(QD_ERROR_INVALID_OPERATION,
                     "children[%u] (0x%016llx) is in another capture (of stream 0x%016llx) than "
                     "stream 0x%016llx",
-                    i, (unsigned long long)handles[i],
-                    (unsigned long long)from->origin_handle, (unsigned long long)parent_handle);
+                    i, (unsigned long long)handles[i], (unsigned long long)from->origin_handle,
+                    (unsigned long long)parent_handle);
     }
     return QD_SUCCESS;
 }

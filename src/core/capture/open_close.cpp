@@ -124,7 +124,8 @@ void CaptureRouter::context_drained() {
         for (auto &c : captures_)
             for (auto &s : c->lanes) s->capture_lane.store(false, std::memory_order_release);
         for (auto &r : records_)
-            if (r.second.user) r.second.user->capture_record.store(false, std::memory_order_release);
+            if (r.second.user)
+                r.second.user->capture_record.store(false, std::memory_order_release);
         lanes_.clear();
         records_.clear();
         abandoned.swap(captures_);

@@ -54,7 +54,8 @@ void CaptureRouter::passing(const Op &op) {
     if (it != records_.end()) drop_record(it);
 }
 
-void CaptureRouter::drop_record(std::unordered_map<const backend::Event *, RecordRef>::iterator it) {
+void CaptureRouter::drop_record(
+    std::unordered_map<const backend::Event *, RecordRef>::iterator it) {
     if (it->second.user) it->second.user->capture_record.store(false, std::memory_order_release);
     records_.erase(it);
 }
@@ -74,9 +75,9 @@ uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stre
 namespace {
 const char *op_name(OpKind kind) {
     switch (kind) {
-        case OpKind::MemAlloc: return "qd_mem_alloc_async";
-        case OpKind::MemFree: return "qd_mem_free_async";
-        default: return "the operation";
+    case OpKind::MemAlloc: return "qd_mem_alloc_async";
+    case OpKind::MemFree: return "qd_mem_free_async";
+    default: return "the operation";
     }
 }
 }  // namespace
@@ -168,35 +169,35 @@ qd_status CaptureRouter::record(const Op &op) {
     }
     Capture &c = *lane->second.capture;
     switch (op.kind) {
-        case OpKind::Memcpy:
-            if (op.dst_ctx)
-                return fail(QD_ERROR_INVALID_OPERATION,
-                            "qd_memcpy_peer_async on a capturing stream: copies between "
-                            "contexts are not captured (use qd_memcpy_async inside a capture)");
-            break;
-        case OpKind::MemAlloc:
-        case OpKind::MemFree:
+    case OpKind::Memcpy:
+        if (op.dst_ctx)
             return fail(QD_ERROR_INVALID_OPERATION,
-                        "%s on a capturing stream: stream-ordered allocation is not captured "
-                        "(allocate before the capture begins and free after it ends)",
-                        op_name(op.kind));
-        case OpKind::Wait: {
-            auto rec = records_.find(op.event);
-            if (rec == records_.end()) {
-                if (op.event->recorded())
-                    return fail(QD_ERROR_INVALID_OPERATION,
-                                "the stream is capturing and the event was last recorded "
-                                "outside the capture; a capture can only wait on records made "
-                                "inside it");
-                return QD_SUCCESS;  // never recorded: a no-op, as outside a capture
-            }
-            if (rec->second.capture != &c)
+                        "qd_memcpy_peer_async on a capturing stream: copies between "
+                        "contexts are not captured (use qd_memcpy_async inside a capture)");
+        break;
+    case OpKind::MemAlloc:
+    case OpKind::MemFree:
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "%s on a capturing stream: stream-ordered allocation is not captured "
+                    "(allocate before the capture begins and free after it ends)",
+                    op_name(op.kind));
+    case OpKind::Wait: {
+        auto rec = records_.find(op.event);
+        if (rec == records_.end()) {
+            if (op.event->recorded())
                 return fail(QD_ERROR_INVALID_OPERATION,
-                            "the event was recorded in another capture (of stream 0x%016llx)",
-                            (unsigned long long)rec->second.capture->origin_handle);
-            break;
+                            "the stream is capturing and the event was last recorded "
+                            "outside the capture; a capture can only wait on records made "
+                            "inside it");
+            return QD_SUCCESS;  // never recorded: a no-op, as outside a capture
         }
-        default: break;
+        if (rec->second.capture != &c)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "the event was recorded in another capture (of stream 0x%016llx)",
+                        (unsigned long long)rec->second.capture->origin_handle);
+        break;
+    }
+    default: break;
     }
     return c.native ? submit_native(c, lane->second.lane, op)
                     : record_node(c, lane->second.lane, op);
