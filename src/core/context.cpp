@@ -162,15 +162,23 @@ qd_status Context::open_capture(CaptureRouter **out) {
                     (unsigned long long)handle_);
     if (!capture_owner_) {
         capture_owner_ = std::make_unique<CaptureRouter>(*this);
-        if (!observers_) observers_ = std::make_unique<ObserverSet>();
         capture_.store(capture_owner_.get(), std::memory_order_release);
-        // Routing happens on the observed path: keep observer() non-null from now on (a test's
-        // own observer, set through set_observer_for_test, stays).
-        OpObserver *none = nullptr;
-        observer_.compare_exchange_strong(none, observers_.get(), std::memory_order_acq_rel);
     }
     *out = capture_owner_.get();
     return QD_SUCCESS;
+}
+
+void Context::route_captures(bool open) {
+    std::lock_guard<std::mutex> lock(observers_mutex_);
+    if (!observers_) observers_ = std::make_unique<ObserverSet>();
+    OpObserver *set = observers_.get();
+    if (open) {
+        // A test's own observer (set_observer_for_test) stays.
+        OpObserver *none = nullptr;
+        observer_.compare_exchange_strong(none, set, std::memory_order_acq_rel);
+    } else if (observers_->size() == 0) {
+        observer_.compare_exchange_strong(set, nullptr, std::memory_order_acq_rel);
+    }
 }
 
 qd_status Context::unusable() const {

@@ -26,7 +26,7 @@
 // Callers use the typed submit_*() functions below: each loads the context's observer pointer
 // once and, with none (the common case), calls the backend directly; only otherwise does it
 // build the Op and take submit_observed(). The pointer is non-null while an observer is attached
-// or once the context has a capture router, so with neither the chokepoint costs one
+// or a capture is open (Context::route_captures), so with neither the chokepoint costs one
 // predictable branch (bench B1 and B7 measure it), and nothing else in src/api or src/core calls
 // a backend stream's enqueue methods.
 #pragma once

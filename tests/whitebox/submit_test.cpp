@@ -387,6 +387,7 @@ TEST(SubmitGraph, ObserversSeeCapturedOperationsMarked_AndGetAfterWhenTheCapture
     EXPECT_EQ(log, (std::vector<std::string>{"a.before(captured)", "a.after" + refused}));
     qd_graph g = 0;
     ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+    EXPECT_FALSE(c->observer() == nullptr);  // the observer stays attached
     log.clear();
     ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);  // not captured any more
     EXPECT_EQ(log, (std::vector<std::string>{"a.before", "a.after"}));
@@ -610,4 +611,30 @@ TEST(SubmitGraph, CapturedOperationsAreSeenMarked_AndAReplaySubmitsThemAsGraphLa
     EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
     EXPECT_EQ(qd_mem_free_async(s, buf), QD_SUCCESS);
     EXPECT_EQ(qd_context_destroy(ctx), QD_SUCCESS);  // before rec goes
+}
+
+// The fast path: with nothing attached, a submit takes the observed path (where captures are
+// routed) only while a capture is open.
+TEST(SubmitGraph, WithNoObserver_TheObservedPathIsTakenOnlyWhileACaptureIsOpen) {
+    qd_context ctx = 0;
+    qd_stream s = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    EXPECT_EQ(c->observer(), nullptr);
+    ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);
+    EXPECT_NE(c->observer(), nullptr);
+    g_runs = 0;
+    ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    qd_graph g = 0;
+    ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+    EXPECT_EQ(c->observer(), nullptr) << "the chokepoint's branch stays taken after the capture";
+    ASSERT_EQ(qd_graph_launch(g, s), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 1);
+    EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
+    EXPECT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
 }

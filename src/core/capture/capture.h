@@ -7,8 +7,8 @@
 // recorded in the capture (Event::recorded_in_capture()) until the capture ends or a record
 // outside it replaces that record. Both are one atomic load.
 //
-// The route of one operation (core/submit.cpp): with the router made, the context's observer
-// pointer is never null, so every submit takes the observed path. There captures() decides
+// The route of one operation (core/submit.cpp): while a capture is open, the context's observer
+// pointer is never null (Context::route_captures), so every submit takes the observed path. There captures() decides
 // whether the operation goes to the capture, and marks it (op.captured) before any observer
 // sees it (a multi-part call's parts are marked all at once, mark_batch(), before
 // check_batch()); then the observers' before(); then either record() (the capture takes it, or

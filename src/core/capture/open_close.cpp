@@ -38,6 +38,7 @@ qd_status CaptureRouter::begin(Stream &stream, uint64_t handle) {
         if (st != QD_SUCCESS && st != QD_ERROR_NOT_SUPPORTED) return st;
     }
     captures_.reserve(captures_.size() + 1);
+    if (open_.load(std::memory_order_relaxed) == 0) ctx_.route_captures(true);
     add_lane(*c, stream.shared_from_this(), handle);
     captures_.push_back(std::move(c));
     open_.fetch_add(1, std::memory_order_acq_rel);
@@ -53,7 +54,7 @@ void CaptureRouter::end_locked(Capture &c) {
         if (it->second.capture == &c) drop_record(it);
         it = next;
     }
-    open_.fetch_sub(1, std::memory_order_acq_rel);
+    if (open_.fetch_sub(1, std::memory_order_acq_rel) == 1) ctx_.route_captures(false);
 }
 
 qd_status CaptureRouter::end(Stream &stream, std::shared_ptr<const GraphData> *out,
