@@ -29,13 +29,18 @@ namespace {
 // This thread's traced submits between before() and after(), innermost last. A submit's
 // before() and after() run on its thread within one call (core/submit.h), so they pair as a
 // stack; the Op's address confirms the pair (an operation that before() did not record, the
-// trace being off or its window full, has no entry).
+// trace being off or its window full, has no entry). A fixed array, trivially destroyed: a
+// submit made while the process exits, after this thread's thread_locals were destroyed,
+// finds it intact. Submits nested deeper (a submit from inside a backend call) are counted as
+// dropped.
 struct InFlight {
     const Op *op;
     uint64_t window;  // Window::id
     size_t slot;
 };
-thread_local std::vector<InFlight> t_in_flight;
+constexpr uint32_t kMaxNested = 16;
+thread_local InFlight t_in_flight[kMaxNested];
+thread_local uint32_t t_depth = 0;
 std::atomic<uint64_t> g_window_ids{0};
 
 
@@ -579,7 +584,8 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!on_.load(std::memory_order_relaxed)) return QD_SUCCESS;
     Window &w = *window_;
-    if (w.slots.size() + w.exhausted.size() >= w.capacity) {  // full: the newest are dropped, and counted
+    // Full (the newest are dropped, and counted), or nested too deep on this thread.
+    if (w.slots.size() + w.exhausted.size() >= w.capacity || t_depth == kMaxNested) {
         ++w.dropped;
         return QD_SUCCESS;
     }
@@ -594,7 +600,7 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     s.host_begin = Clock::now();
     if (ctx_.impl().create_event(true, &s.begin) == QD_SUCCESS)
         s.begun = op.stream->impl->record(*s.begin) == QD_SUCCESS;
-    t_in_flight.push_back({&op, w.id, w.slots.size() - 1});
+    t_in_flight[t_depth++] = {&op, w.id, w.slots.size() - 1};
     return QD_SUCCESS;
 }
 
@@ -623,10 +629,7 @@ void TraceObserver::host_event(const HostEvent &event) {
 void TraceObserver::after(const Op &op, qd_status status) {
     if (op.captured) return;
     InFlight mine{nullptr, 0, 0};
-    if (!t_in_flight.empty() && t_in_flight.back().op == &op) {
-        mine = t_in_flight.back();
-        t_in_flight.pop_back();
-    }
+    if (t_depth > 0 && t_in_flight[t_depth - 1].op == &op) mine = t_in_flight[--t_depth];
     std::lock_guard<std::mutex> lock(mutex_);
     if (!window_) return;
     Window &w = *window_;
