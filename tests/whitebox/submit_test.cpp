@@ -512,8 +512,24 @@ TEST(SubmitGraph, NativeCapture_UnlessAnAttachedObserverNeedsReplay_EitherWayRec
     ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
 }
 
-// The trace and the validation mode need replayed operations.
-TEST(SubmitGraph, TraceAndValidation_NeedReplay) {
+// The trace and the validation mode need replayed operations; a capture with either attached
+// records and replays.
+TEST(SubmitGraph, TraceAndValidation_NeedReplay_ACaptureWithThemAttachedStillRecords) {
+    auto capture_and_replay = [](qd_context ctx) {
+        qd_stream s = 0;
+        ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+        g_runs = 0;
+        ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);
+        ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+        qd_graph g = 0;
+        ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+        ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+        EXPECT_EQ(g_runs.load(), 0) << "a captured host function ran at capture";
+        ASSERT_EQ(qd_graph_launch(g, s), QD_SUCCESS);
+        ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+        EXPECT_EQ(g_runs.load(), 1);
+        EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
+    };
     qd_context ctx = 0;
     qd_context_desc d = QD_CONTEXT_DESC_INIT;
     d.backend = QD_BACKEND_CPU;
@@ -522,6 +538,7 @@ TEST(SubmitGraph, TraceAndValidation_NeedReplay) {
     qd::core::Context *c = nullptr;
     ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
     EXPECT_FALSE(qd::core::native_graphs(*c));
+    capture_and_replay(ctx);
     ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
 
     d.flags = 0;
@@ -531,6 +548,7 @@ TEST(SubmitGraph, TraceAndValidation_NeedReplay) {
     const std::string path = ::testing::TempDir() + "qd_submit_test_trace.json";
     ASSERT_EQ(qd_trace_start(ctx, path.c_str()), QD_SUCCESS);
     EXPECT_FALSE(qd::core::native_graphs(*c));
+    capture_and_replay(ctx);
     ASSERT_EQ(qd_trace_stop(ctx), QD_SUCCESS);
     EXPECT_FALSE(qd::core::native_graphs(*c)) << "a stopped trace stays attached";
     ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
