@@ -182,10 +182,12 @@ qd_status submit_unobserved(const Op &op);
 // operations, built with everything resolved and acquired, queued all or nothing. A batch holds
 // no MemAlloc or MemFree (none of these calls makes or releases memory). With no
 // observer attached, one branch, then each part's backend call. With observers, two phases:
-// every observer's check_batch() sees the whole list, and a refusal returns its status with
+// the capture marks the parts it will take (op.captured), every observer's check_batch() sees
+// the whole list, and a refusal returns its status with
 // nothing queued; then each part goes through before(), the backend and after() as one
 // submit_*() call would, marked op.batch. A part that fails in the second phase (the backend,
-// or an observer's before(): not a refusal of the call, since parts before it are queued)
+// the capture, or an observer's before(): not a refusal of the call, since parts before it are
+// queued)
 // ends the walk, except that the parts from `finally_from` on are submitted all the same (a
 // join, so that the stream a call returns to never runs ahead of what was queued); the
 // first failure's status is returned. *queued (optional) is how many parts were queued: 0
