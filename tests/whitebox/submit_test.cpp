@@ -471,10 +471,10 @@ TEST(SubmitGraph, NativeCapture_UnlessAnAttachedObserverNeedsReplay_EitherWayRec
     ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
     ASSERT_EQ(qd::core::resolve(cpu, &cpu_stream), QD_SUCCESS);
     auto fake = std::make_shared<FakeNativeStream>(cpu_stream->impl);
+    std::vector<std::string> log;  // outlives the context (its observers log the drain)
     {
         auto s = std::make_shared<qd::core::Stream>(c->shared_from_this(), fake,
                                                     qd::core::StreamKind::Owned);
-        std::vector<std::string> log;
         auto plain = std::make_unique<Named>(&log, "plain", false);  // needs no replay
         ASSERT_EQ(c->attach_observer(std::move(plain)), QD_SUCCESS);
         qd::core::CaptureRouter *router = nullptr;
