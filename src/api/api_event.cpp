@@ -1,6 +1,6 @@
 // Events.
 #include "api/guard.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 #include "core/context.h"
 #include "core/object_ops.h"
 #include "core/lifecycle.h"

@@ -1,6 +1,7 @@
-// Graphs: capture, replay, update and destroy (qd.h, "Graphs"; core/capture.h does the work).
+// Graphs: capture, replay, update and destroy (qd.h, "Graphs"; core/capture/capture.h does the
+// work).
 #include "api/guard.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 
 using namespace qd;
 

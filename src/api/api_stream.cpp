@@ -2,7 +2,7 @@
 #include "common/first_sizes.h"
 #include "api/guard.h"
 #include "core/active_stream.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 #include "core/context.h"
 #include "core/object_ops.h"
 #include "core/lifecycle.h"
@@ -76,9 +76,7 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
         if (st != QD_SUCCESS) return st;
         st = core::submit_wait(*s, *e);
         // A stream that joined a capture by this wait is named by this handle in its messages.
-        if (st == QD_SUCCESS && __builtin_expect(s->ctx->observer() != nullptr, 0))
-            if (core::CaptureObserver *obs = core::capture_observer(*s->ctx))
-                obs->note_handle(*s, stream);
+        if (st == QD_SUCCESS && s->capturing()) s->ctx->capture()->note_handle(*s, stream);
         return st;
     });
 }

@@ -1,4 +1,4 @@
-// The timeline trace: start, stop and flush per context (qd.h, "Timeline trace"; core/trace.h
+// The timeline trace: start, stop and flush per context (qd.h, "Timeline trace"; core/trace/observer.h
 // does the work).
 #include "api/guard.h"
 #include "core/context.h"

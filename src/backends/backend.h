@@ -108,9 +108,9 @@ class Stream {
     // qd_stream_native_handle: the native stream, or QD_ERROR_NOT_SUPPORTED with the backend's
     // reason when it has none.
     virtual qd_status get_native_handle(uint64_t *out) const;
-    // Native graph capture (qd.h, "Graphs"; core/capture.h drives it). Starts a driver capture
-    // with this stream as its origin: from then on the driver records, instead of running, the
-    // work queued here and on every stream that waits on an event recorded inside it. Backends
+    // Native graph capture (qd.h, "Graphs"; core/capture/capture.h drives it). Starts a driver
+    // capture with this stream as its origin: from then on the driver records, instead of
+    // running, the work queued here and on every stream that waits on an event recorded inside it. Backends
     // without native graphs return QD_ERROR_NOT_SUPPORTED (with the reason) and the core
     // records and re-issues the operations itself.
     virtual qd_status begin_capture(std::unique_ptr<Capture> *out);

@@ -1,4 +1,5 @@
 #include "core/context.h"
+#include "core/capture/capture.h"
 #include "core/observers.h"
 #include "core/trace/observer.h"
 #include "core/validation/observer.h"
@@ -152,6 +153,32 @@ qd_status Context::attach_observer(std::unique_ptr<OpObserver> observer) {
     qd_status st = observers_->add(std::move(observer));
     if (st == QD_SUCCESS) observer_.store(observers_.get(), std::memory_order_release);
     return st;
+}
+
+qd_status Context::open_capture(CaptureRouter **out) {
+    std::lock_guard<std::mutex> lock(observers_mutex_);
+    if (observers_closed_)
+        return fail(QD_ERROR_INVALID_HANDLE, "context 0x%016llx was destroyed",
+                    (unsigned long long)handle_);
+    if (!capture_owner_) {
+        capture_owner_ = std::make_unique<CaptureRouter>(*this);
+        capture_.store(capture_owner_.get(), std::memory_order_release);
+    }
+    *out = capture_owner_.get();
+    return QD_SUCCESS;
+}
+
+void Context::route_captures(bool open) {
+    std::lock_guard<std::mutex> lock(observers_mutex_);
+    if (!observers_) observers_ = std::make_unique<ObserverSet>();
+    OpObserver *set = observers_.get();
+    if (open) {
+        // A test's own observer (set_observer_for_test) stays.
+        OpObserver *none = nullptr;
+        observer_.compare_exchange_strong(none, set, std::memory_order_acq_rel);
+    } else if (observers_->size() == 0) {
+        observer_.compare_exchange_strong(set, nullptr, std::memory_order_acq_rel);
+    }
 }
 
 qd_status Context::unusable() const {
@@ -317,6 +344,7 @@ void Context::tear_down() {
         observers = observers_.get();
     }
     if (observers) observers->context_drained(*this);
+    if (CaptureRouter *router = capture()) router->context_drained();
     impl_->shutdown();
     // Other contexts' queued peer copies of this context's memory run before it is freed; a
     // destroy nested in such a copy's call frees it once that call has queued the copy.

@@ -29,6 +29,7 @@ namespace qd::core {
 
 class OpObserver;   // core/submit.h
 class ObserverSet;  // core/observers.h
+class CaptureRouter;  // core/capture/capture.h
 
 class Context : public Object, public std::enable_shared_from_this<Context> {
   public:
@@ -83,13 +84,25 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     uint64_t default_stream() const { return default_stream_handle_; }
 
     // The observer of every operation submitted on this context's streams (core/submit.h), or
-    // nullptr: the context's ObserverSet once something is attached.
+    // nullptr: the context's ObserverSet once something is attached or while a capture is open.
     OpObserver *observer() const { return observer_.load(std::memory_order_acquire); }
-    // Attaches an observer (graph capture, trace, validation) for the rest of the context's
+    // Attaches an observer (the trace, the validation mode) for the rest of the context's
     // life (core/observers.h); the operations submitted after this returns pass through it.
     qd_status attach_observer(std::unique_ptr<OpObserver> observer);
     // The context's observers (empty until attach_observer), for calls that drive one.
     ObserverSet *observers() const { return observers_.get(); }
+    // The graph capture router (core/capture/capture.h), or null before the context's first
+    // qd_stream_begin_capture; it lives as long as the context.
+    CaptureRouter *capture() const { return capture_.load(std::memory_order_acquire); }
+    // The router, made at the first call; QD_ERROR_INVALID_HANDLE once the destroy has drained
+    // the streams.
+    qd_status open_capture(CaptureRouter **out);
+    // Called by the router, under its lock, when its first capture opens (true) and its last
+    // one ends (false): while a capture is open observer() is never null (an empty ObserverSet
+    // when nothing is attached), so every submit takes the observed path that routes the
+    // operations of capturing streams (core/submit.h); with none open and nothing attached it
+    // is null again, and a submit costs one branch.
+    void route_captures(bool open);
     // A test seam: the chokepoint's observer pointer set directly (the test keeps `observer`
     // alive and clears it before the context is destroyed).
     void set_observer_for_test(OpObserver *observer) {
@@ -127,6 +140,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     std::atomic<OpObserver *> observer_{nullptr};
     std::mutex observers_mutex_;
     std::unique_ptr<ObserverSet> observers_;  // created by the first attach_observer
+    std::unique_ptr<CaptureRouter> capture_owner_;  // under observers_mutex_
+    std::atomic<CaptureRouter *> capture_{nullptr};
     bool observers_closed_ = false;  // under observers_mutex_: set by tear_down, attach refused
 };
 

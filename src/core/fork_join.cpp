@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 #include "core/context.h"
 
 namespace qd::core {
@@ -64,8 +64,8 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
         return fail(st, "%s", reason.c_str());
     }
     // Children of a capturing parent joined its capture: name them in its messages.
-    if (CaptureObserver *obs = capture_observer(ctx))
-        for (uint32_t i = 0; i < n; ++i) obs->note_handle(*kids[i], handles[i]);
+    if (p->capturing())
+        for (uint32_t i = 0; i < n; ++i) ctx.capture()->note_handle(*kids[i], handles[i]);
     std::copy(handles.begin(), handles.end(), children);
     return QD_SUCCESS;
 }
@@ -106,9 +106,11 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
             return fail(QD_ERROR_INVALID_OPERATION,
                         "children[%u] is not a pool lease (from qd_stream_fork or "
                         "qd_stream_acquire)", i);
-    CaptureObserver *obs = capture_observer(ctx);
-    if (obs) {
-        st = obs->check_join(*p, parent, kids.data(), children, n);
+    // Whether the parts fit the capture a stream of them is in (none capturing: nothing to ask).
+    bool capturing = p->capturing();
+    for (uint32_t i = 0; i < n && !capturing; ++i) capturing = kids[i]->capturing();
+    if (capturing) {
+        st = ctx.capture()->check_join(*p, parent, kids.data(), children, n);
         if (st != QD_SUCCESS) return st;
     }
     // One batch, all or nothing: each child's record and the parent's wait for it, through one
@@ -126,13 +128,14 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
     events.put(std::move(ev));
     if (st != QD_SUCCESS) return st;
     for (uint32_t i = 0; i < n; ++i) {
-        // A child that is a lane of a capture stays with the capture until it ends (core/
-        // capture.h): its handle goes stale now, its stream goes back to the pool then.
-        if (obs && obs->capturing(*kids[i])) {
+        // A child that is a lane of a capture stays with the capture until it ends
+        // (core/capture/capture.h): its handle goes stale now, its stream goes back to the pool
+        // then.
+        if (kids[i]->capturing()) {
             std::shared_ptr<Stream> kept;
             if (ctx.stream_pool().detach(children[i], &kept) != QD_SUCCESS) {
                 st = QD_ERROR_INVALID_HANDLE;
-            } else if (!obs->keep_lease(kept)) {
+            } else if (!ctx.capture()->keep_lease(kept)) {
                 std::vector<std::shared_ptr<Stream>> back{std::move(kept)};
                 ctx.stream_pool().release_internal(back);
             }

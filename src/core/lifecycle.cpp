@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 
 namespace qd::core {
 
@@ -193,7 +193,7 @@ qd_status release_stream(uint64_t handle) {
     // thread of the parent may have held at the fork (core/fork_handlers.h).
     if (__builtin_expect(c->forked(), 0))
         return HandleTable::instance().revoke(handle, Tag::Stream);
-    if (__builtin_expect(c->observer() != nullptr, 0) && resolve(handle, &s) == QD_SUCCESS) {
+    if (__builtin_expect(c->capture() != nullptr, 0) && resolve(handle, &s) == QD_SUCCESS) {
         st = refuse_if_capturing(*s, handle, "qd_stream_release");
         if (st != QD_SUCCESS) return st;
     }

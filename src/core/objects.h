@@ -37,9 +37,15 @@ class Stream : public Object, public std::enable_shared_from_this<Stream> {
     // pooled stream is leased without one, by qd_launch_parallel or a graph replay). Read only
     // to name the stream in messages (the validation mode's reports).
     std::atomic<uint64_t> handle{0};
+
+    // Is the stream a lane of an open graph capture (qd.h, "Graphs")? Set when it begins or
+    // joins one and cleared when the capture ends or is abandoned, by the context's capture
+    // router (core/capture/capture.h), which then takes its operations instead of the backend.
+    bool capturing() const { return capture_lane.load(std::memory_order_acquire); }
+    std::atomic<bool> capture_lane{false};  // written by the capture router only
 };
 
-class Event : public Object {
+class Event : public Object, public std::enable_shared_from_this<Event> {
   public:
     static constexpr Tag kTag = Tag::Event;
 
@@ -48,6 +54,11 @@ class Event : public Object {
 
     std::shared_ptr<Context> ctx;
     std::shared_ptr<backend::Event> impl;
+
+    // Was the event's latest record made inside a capture that is still open (a node of the
+    // graph, not work of a stream)? Kept by the capture router (core/capture/capture.h).
+    bool recorded_in_capture() const { return capture_record.load(std::memory_order_acquire); }
+    std::atomic<bool> capture_record{false};  // written by the capture router only
 };
 
 class Module : public Object {

@@ -18,10 +18,21 @@ qd_status ObserverSet::add(std::unique_ptr<OpObserver> observer) {
 qd_status ObserverSet::before(const Op &op, bool *consumed) {
     const size_t n = count();
     for (size_t i = 0; i < n; ++i) {
-        qd_status st = slots_[i]->before(op, consumed);
-        if (st != QD_SUCCESS || *consumed) return st;
+        const qd_status st = slots_[i]->before(op, consumed);
+        if (st != QD_SUCCESS || *consumed) {
+            // Refused or taken by observer i: the ones before it passed, and hear how it ended.
+            for (size_t j = i; j-- > 0;) slots_[j]->after(op, st);
+            return st;
+        }
     }
     return QD_SUCCESS;
+}
+
+bool ObserverSet::needs_replay() const {
+    const size_t n = count();
+    for (size_t i = 0; i < n; ++i)
+        if (slots_[i]->needs_replay()) return true;
+    return false;
 }
 
 qd_status ObserverSet::check_batch(const Op *ops, size_t n) {

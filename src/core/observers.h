@@ -1,6 +1,7 @@
 // The observers attached to a context, behind the submission chokepoint's one observer pointer
-// (core/submit.h): graph capture, the timeline trace and the validation mode each attach one,
-// and none adds a hook of its own.
+// (core/submit.h): the timeline trace and the validation mode each attach one, and none adds a
+// hook of its own. Graph capture is no observer: it routes operations after the observers saw
+// them (core/capture/capture.h).
 //
 // An observer stays attached for the rest of its context's life (it turns itself on and off
 // with its own state), so a submit racing on another thread never meets a freed observer; the
@@ -39,9 +40,14 @@ class ObserverSet final : public OpObserver {
     size_t size() const { return count(); }
 
     // In attach order; the first that refuses or consumes the operation ends the walk (later
-    // observers never see it). after() runs in reverse order, on every observer.
+    // observers never see it), and the observers before it get after() at once, in reverse
+    // order, with its status (QD_SUCCESS for a take). When every one passed, after() runs later
+    // in reverse order, on every observer: so each observer whose before() passed gets exactly
+    // one after() (core/submit.h).
     qd_status before(const Op &op, bool *consumed) override;
     void after(const Op &op, qd_status status) override;
+    // Does any attached observer need replayed operations?
+    bool needs_replay() const override;
     // In attach order; the first that refuses the batch ends the walk.
     qd_status check_batch(const Op *ops, size_t n) override;
     // Every observer, in attach order.

@@ -3,7 +3,7 @@
 
 #include "common/first_sizes.h"
 #include "common/error.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 #include "core/context.h"
 #include "core/fork_join.h"
 #include "core/launch_validation.h"
@@ -91,9 +91,9 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     if (st != QD_SUCCESS || num_tasks == 0) return st;
 
     std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
-    // Inside a capture the leases stay with the capture until it ends (core/capture.h); the
+    // Inside a capture the leases stay with the capture until it ends (core/capture/); the
     // ones it already holds from earlier parallel launches of the same capture are reused.
-    CaptureObserver *capture = capture_observer(ctx);
+    CaptureRouter *capture = parent->capturing() ? ctx.capture() : nullptr;
     if (capture) capture->reuse_leases(*parent, num_groups, &leases);
     if (leases.size() < num_groups) {
         std::vector<std::shared_ptr<Stream>> more;

@@ -2,7 +2,7 @@
 
 #include "common/backend_table.h"
 #include "common/error.h"
-#include "core/capture.h"
+#include "core/capture/capture.h"
 #include "core/submit.h"
 
 namespace qd::core {

@@ -44,7 +44,7 @@ class StreamPool {
     // a live lease of this pool's context.
     qd_status release(uint64_t handle);
     // Disarm a lease's handle but keep the stream leased, handle-less (for release_internal
-    // later): a capture keeps a joined child's stream until it ends (core/capture.h).
+    // later): a capture keeps a joined child's stream until it ends (core/capture/capture.h).
     qd_status detach(uint64_t handle, std::shared_ptr<Stream> *out);
     // Give back handle-less leases.
     void release_internal(std::vector<std::shared_ptr<Stream>> &streams);

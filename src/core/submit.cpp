@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "core/capture/capture.h"
 
 namespace qd::core {
 
@@ -33,6 +34,7 @@ qd_status submit_unobserved(const Op &op) { return dispatch(op); }
 qd_status submit_batch(Context &ctx, Op *ops, size_t n, size_t finally_from, size_t *queued) {
     OpObserver *observer = ctx.observer();
     if (observer) {
+        if (CaptureRouter *router = ctx.capture()) router->mark_batch(ops, n);
         const qd_status st = observer->check_batch(ops, n);
         if (st != QD_SUCCESS) {
             if (queued) *queued = 0;
@@ -64,11 +66,23 @@ qd_status submit_batch(Context &ctx, Op *ops, size_t n, size_t finally_from, siz
     return first;
 }
 
-qd_status submit_observed(OpObserver &observer, const Op &op) {
-    bool consumed = false;
-    qd_status st = observer.before(op, &consumed);
-    if (st != QD_SUCCESS || consumed) return st;
-    st = dispatch(op);
+qd_status submit_observed(OpObserver &observer, Op &op) {
+    // 1. captured? (a batch's parts were marked together, before check_batch)
+    CaptureRouter *router = op.stream->ctx->capture();
+    if (router && !op.batch) op.captured = router->captures(op);
+    // 2. the observers; a refusal or a take ends the route here (an observer set gives after()
+    // to the observers before the one that ended it).
+    bool taken = false;
+    qd_status st = observer.before(op, &taken);
+    if (st != QD_SUCCESS || taken) return st;
+    // 3. the capture or the backend
+    if (op.captured) {
+        st = router->record(op);
+    } else {
+        if (router) router->passing(op);
+        st = dispatch(op);
+    }
+    // 4. after(), on every observer that passed
     observer.after(op, st);
     return st;
 }

@@ -5,17 +5,30 @@
 // pooled streams) each build one operation record, an Op, and hand it here.
 //
 // An Op says what runs (kind), where (the core stream, and through it the context), why (origin:
-// a direct API call or a part of fork, join or a parallel launch), and with what: the kernel and
-// its name, the launch dimensions and argument values, the event a record or wait names (the
-// dependency), the memory range, the host function.
+// a direct API call, a part of fork, join or a parallel launch, or a graph's replay), and with
+// what: the kernel and its name, the launch dimensions and argument values, the event a record
+// or wait names (the dependency), the memory range, the host function.
 //
-// Observers (graph capture, the timeline trace, the validation mode) attach to a context
-// (Context::set_observer) and see every Op of it: before() may refuse or take over an
-// operation, after() sees its status. Callers use the typed submit_*() functions below: each
-// loads the context's observer once and, with none attached (the common case), calls the
-// backend directly; only with an observer does it build the Op and take submit_observed(). So
-// with no observer the chokepoint costs one predictable branch (bench B1 and B7 measure it),
-// and nothing else in src/api or src/core calls a backend stream's enqueue methods.
+// The route of an Op (submit_observed, core/submit.cpp):
+//   1. captured? With a capture router on the context (core/capture/capture.h), it decides
+//      whether the graph capture takes the operation, and marks it (op.captured) before any
+//      observer sees it;
+//   2. the observers' before(), in attach order: each answers pass, refuse (a status) or take
+//      (*taken: the observer queues or keeps it itself); a refusal or a take ends the walk;
+//   3. the route: a captured operation goes to the capture, which records it or refuses it;
+//      any other goes to the backend;
+//   4. after(), in reverse order, on every observer whose before() passed, with the status the
+//      caller gets, whatever happened later (a later observer refused or took it, the capture
+//      refused it, the backend failed).
+// Observers (the timeline trace, the validation mode) attach to a context
+// (Context::attach_observer, core/observers.h); the capture is not one of them.
+//
+// Callers use the typed submit_*() functions below: each loads the context's observer pointer
+// once and, with none (the common case), calls the backend directly; only otherwise does it
+// build the Op and take submit_observed(). The pointer is non-null while an observer is attached
+// or a capture is open (Context::route_captures), so with neither the chokepoint costs one
+// predictable branch (bench B1 and B7 measure it), and nothing else in src/api or src/core calls
+// a backend stream's enqueue methods.
 #pragma once
 
 #include <qd/qd.h>
@@ -39,7 +52,7 @@ enum class OpOrigin : uint8_t {
     Fork,            // qd_stream_fork: the parent's record, each child's wait
     Join,            // qd_stream_join: each child's record, the parent's wait
     ParallelLaunch,  // qd_launch_parallel: its fork, its launches, its join
-    GraphLaunch,     // qd_graph_launch: the replay of a captured operation (core/capture.h)
+    GraphLaunch,     // qd_graph_launch: the replay of a captured operation (core/capture/)
 };
 
 struct Op {
@@ -78,6 +91,9 @@ struct Op {
     // A part of a multi-part call (submit_batch below) whose whole list every observer's
     // check_batch() passed: an observer that judged the part there does not judge it again.
     bool batch = false;
+    // The graph capture takes this operation (step 1 of the route above): it is recorded into
+    // a graph, not run, so it orders and touches nothing until a replay submits it again.
+    bool captured = false;
 };
 
 static_assert(std::is_trivially_destructible_v<Op>, "OpBatch never destroys its parts");
@@ -109,19 +125,26 @@ struct HostEvent {
 class OpObserver {
   public:
     virtual ~OpObserver() = default;
-    // Before the backend sees the operation. QD_SUCCESS lets it through; any other status is
-    // returned to the caller instead, with the backend never called (an observer that records
-    // operations without running them returns QD_SUCCESS from its own submit path and sets
-    // *consumed).
+    // Before the operation is routed (op.captured says where it goes). QD_SUCCESS with
+    // *consumed left false passes it on; any other status refuses it: the status is returned to
+    // the caller and nothing is queued; QD_SUCCESS with *consumed set takes it over (the
+    // observer queues or keeps it itself, and the caller gets QD_SUCCESS).
     virtual qd_status before(const Op &op, bool *consumed) = 0;
-    // After the backend returned `status` (not called for a refused or consumed operation).
+    // Called exactly once for every before() that passed, on the same thread, after the rest of
+    // the route, with the status the caller gets: the backend's or the capture's, a later
+    // observer's refusal, or QD_SUCCESS when a later observer took the operation. Not called
+    // for an operation this observer refused or took.
     virtual void after(const Op &op, qd_status status) = 0;
+    // Does this observer need the operations of a graph's replay one by one? Native driver
+    // graphs (core/capture/capture.h) are used only while no attached observer does.
+    virtual bool needs_replay() const { return false; }
     // Before any part of a multi-part call (submit_batch below) reaches before(): the whole
     // list, in submission order. QD_SUCCESS lets the parts go on, each then through before()
     // and after() with op.batch set; any other status (written with fail()) is returned to the
     // caller with no part queued. An observer that keeps state for what it passes here commits
     // it here, as though every part ran, so it must be the only kind of observer that refuses
-    // here: the validation mode (core/validation.h). Capture passes every batch: a multi-part
+    // here: the validation mode (core/validation/observer.h). The parts the capture takes are marked
+    // (op.captured) before this call; the capture itself refuses no batch, since a multi-part
     // call is checked whole before it is built (core/fork_join.cpp).
     virtual qd_status check_batch(const Op *ops, size_t n) {
         (void)ops;
@@ -130,7 +153,7 @@ class OpObserver {
     }
     // The context's destroy has drained every stream (its work ran or, for a lost context, was
     // skipped) and no operation will be submitted again; the backend is still up. An observer
-    // finishes here what needs the work done (a trace flushes, a capture is abandoned).
+    // finishes here what needs the work done (a trace flushes).
     virtual void context_drained(Context &ctx) { (void)ctx; }
     // A HostEvent of this context (see above).
     virtual void host_event(const HostEvent &event) { (void)event; }
@@ -149,19 +172,22 @@ inline void notify_host(const Context &ctx, const HostEvent &event) {
     if (__builtin_expect(ctx.observer() != nullptr, 0)) ctx.observer()->host_event(event);
 }
 
-qd_status submit_observed(OpObserver &observer, const Op &op);
+// The route above, for an Op built by a caller that found `observer` on the context.
+qd_status submit_observed(OpObserver &observer, Op &op);
 // The backend call of an Op, past every observer: only for an observer that queues an
-// operation it took over earlier (the validation mode's held-back frees, core/validation.h).
+// operation it took over earlier (the validation mode's held-back frees, core/validation/observer.h).
 qd_status submit_unobserved(const Op &op);
 
 // A multi-part call (fork, join, parallel launch, a graph's replay): the whole list of its
 // operations, built with everything resolved and acquired, queued all or nothing. A batch holds
 // no MemAlloc or MemFree (none of these calls makes or releases memory). With no
 // observer attached, one branch, then each part's backend call. With observers, two phases:
-// every observer's check_batch() sees the whole list, and a refusal returns its status with
+// the capture marks the parts it will take (op.captured), every observer's check_batch() sees
+// the whole list, and a refusal returns its status with
 // nothing queued; then each part goes through before(), the backend and after() as one
 // submit_*() call would, marked op.batch. A part that fails in the second phase (the backend,
-// or an observer's before(): not a refusal of the call, since parts before it are queued)
+// the capture, or an observer's before(): not a refusal of the call, since parts before it are
+// queued)
 // ends the walk, except that the parts from `finally_from` on are submitted all the same (a
 // join, so that the stream a call returns to never runs ahead of what was queued); the
 // first failure's status is returned. *queued (optional) is how many parts were queued: 0
@@ -287,10 +313,10 @@ inline qd_status submit_memset(Stream &s, uint64_t dst, uint8_t value, uint64_t 
 
 #undef QD_SUBMIT_OBSERVED_
 
-// qd_graph_launch of a native driver graph (core/capture.h): the whole graph in one operation.
-// Used only while the capture observer is the context's one observer, and it never sees a
-// replay (the launch stream is not capturing). With a trace or validation attached a replay
-// re-issues the recorded operations through the functions above instead, so they see each one.
+// qd_graph_launch of a native driver graph (core/capture/capture.h): the whole graph in one
+// operation. Used only while no attached observer needs replayed operations
+// (OpObserver::needs_replay); with the trace or validation attached a replay re-issues the
+// recorded operations through submit_batch instead, so they see each one.
 inline qd_status submit_graph_launch(Stream &s, backend::Graph &graph) {
     return graph.launch(*s.impl);
 }

@@ -6,10 +6,12 @@
 #include <qd/qd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/capture/capture.h"
 #include "core/context.h"
 #include "core/observers.h"
 #include "core/submit.h"
@@ -28,6 +30,7 @@ struct Seen {
     uint32_t num_args;
     bool user_event;
     qd_status status;
+    bool captured;
 };
 
 class Recorder : public qd::core::OpObserver {
@@ -43,7 +46,7 @@ class Recorder : public qd::core::OpObserver {
     void after(const Op &op, qd_status status) override {
         seen.push_back({op.kind, op.origin, reinterpret_cast<uint64_t>(op.stream),
                         op.kernel ? op.kernel->impl->name() : "", op.num_args,
-                        op.user_event != nullptr, status});
+                        op.user_event != nullptr, status, op.captured});
     }
     qd_status check_batch(const Op *ops, size_t n) override {
         std::vector<OpKind> list;
@@ -258,19 +261,25 @@ TEST_F(SubmitTest, WithNoObserver_OperationsRunAsBefore) {
 struct Named : qd::core::OpObserver {
     Named(std::vector<std::string> *log, std::string name, bool consume)
         : log(log), name(std::move(name)), consume(consume) {}
-    qd_status before(const Op &, bool *consumed) override {
-        log->push_back(name + ".before");
+    qd_status before(const Op &op, bool *consumed) override {
+        log->push_back(name + ".before" + (op.captured ? "(captured)" : ""));
+        if (refuse != QD_SUCCESS) return refuse;
         *consumed = consume;
         return QD_SUCCESS;
     }
-    void after(const Op &, qd_status) override { log->push_back(name + ".after"); }
+    void after(const Op &, qd_status status) override {
+        log->push_back(name + ".after" + (status == QD_SUCCESS ? "" : "(" + std::to_string(status) + ")"));
+    }
     void context_drained(qd::core::Context &) override { log->push_back(name + ".drained"); }
+    bool needs_replay() const override { return replay; }
     std::vector<std::string> *log;
     std::string name;
     bool consume;
+    qd_status refuse = QD_SUCCESS;
+    bool replay = false;
 };
 
-TEST(ObserverSet, Observers_BeforeInOrder_AfterInReverse_ConsumeEndsTheWalk_DrainedAtDestroy) {
+TEST(ObserverSet, Observers_BeforeInOrder_AfterInReverse_TakeEndsTheWalk_DrainedAtDestroy) {
     qd_context ctx = 0;
     qd_context_desc d = QD_CONTEXT_DESC_INIT;
     d.backend = QD_BACKEND_CPU;
@@ -293,10 +302,10 @@ TEST(ObserverSet, Observers_BeforeInOrder_AfterInReverse_ConsumeEndsTheWalk_Drai
 
     ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
     log.clear();
-    b->consume = true;  // b takes the operation over: nobody's after() runs, nothing runs
+    b->consume = true;  // b takes the operation over: nothing runs, a hears how it ended
     g_runs = 0;
     ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
-    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before"}));
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before", "a.after"}));
     b->consume = false;
     ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
     EXPECT_EQ(g_runs.load(), 0);
@@ -313,13 +322,248 @@ TEST(ObserverSet, Observers_BeforeInOrder_AfterInReverse_ConsumeEndsTheWalk_Drai
     EXPECT_EQ(log[1], "b.drained");
 }
 
+// Every observer whose before() passed gets exactly one after(), with the status the caller
+// gets, whatever ended the route later: a later observer refusing or taking the operation.
+TEST(ObserverSet, AnEarlierObserverGetsAfter_WhenALaterOneRefusesOrTakes) {
+    qd_context ctx = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    qd_stream s = 0;
+    ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    std::vector<std::string> log;
+    auto second = std::make_unique<Named>(&log, "b", false);
+    auto third = std::make_unique<Named>(&log, "c", false);
+    Named *b = second.get();
+    ASSERT_EQ(c->attach_observer(std::make_unique<Named>(&log, "a", false)), QD_SUCCESS);
+    ASSERT_EQ(c->attach_observer(std::move(second)), QD_SUCCESS);
+    ASSERT_EQ(c->attach_observer(std::move(third)), QD_SUCCESS);
+    g_runs = 0;
+
+    b->refuse = QD_ERROR_NOT_SUPPORTED;  // b refuses: a passed and hears the refusal; c never saw it
+    EXPECT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_ERROR_NOT_SUPPORTED);
+    const std::string refused = "(" + std::to_string(QD_ERROR_NOT_SUPPORTED) + ")";
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before", "a.after" + refused}));
+
+    log.clear();
+    b->refuse = QD_SUCCESS;
+    b->consume = true;  // b takes it: a passed and hears QD_SUCCESS
+    EXPECT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before", "a.after"}));
+
+    log.clear();
+    b->consume = false;  // all pass: after() in reverse on all three
+    EXPECT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before", "c.before", "c.after",
+                                             "b.after", "a.after"}));
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 1);
+    ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
+}
+
+// The capture routes after the observers: an observer sees a captured operation, marked
+// op.captured, and gets its after() with the capture's refusal.
+TEST(SubmitGraph, ObserversSeeCapturedOperationsMarked_AndGetAfterWhenTheCaptureRefuses) {
+    qd_context ctx = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    qd_stream s = 0;
+    ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    std::vector<std::string> log;
+    ASSERT_EQ(c->attach_observer(std::make_unique<Named>(&log, "a", false)), QD_SUCCESS);
+    g_runs = 0;
+    ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);
+    ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before(captured)", "a.after"}));
+    log.clear();
+    uint64_t addr = 0;
+    EXPECT_EQ(qd_mem_alloc_async(s, 64, &addr), QD_ERROR_INVALID_OPERATION);  // the capture refuses
+    const std::string refused = "(" + std::to_string(QD_ERROR_INVALID_OPERATION) + ")";
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before(captured)", "a.after" + refused}));
+    qd_graph g = 0;
+    ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+    EXPECT_FALSE(c->observer() == nullptr);  // the observer stays attached
+    log.clear();
+    ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);  // not captured any more
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before", "a.after"}));
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 1) << "a captured host function ran at capture";
+    EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
+    ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
+}
+
+// A backend stream with native graphs, over a CPU stream: counts the driver captures begun;
+// while one is open, what reaches it is recorded by the "driver" (counted), not run.
+struct FakeNativeGraph : qd::backend::Graph {
+    qd_status launch(qd::backend::Stream &) override { return QD_SUCCESS; }
+    qd_status update(qd::backend::Graph &) override { return QD_SUCCESS; }
+};
+struct FakeNativeStream : qd::backend::Stream {
+    struct Capture : qd::backend::Capture {
+        explicit Capture(FakeNativeStream *s) : s(s) {}
+        qd_status host_fn(qd::backend::Stream &, qd_host_fn, void *) override {
+            ++s->driver_ops;
+            return QD_SUCCESS;
+        }
+        qd_status end(std::shared_ptr<qd::backend::Graph> *out) override {
+            s->open = false;
+            *out = std::make_shared<FakeNativeGraph>();
+            return QD_SUCCESS;
+        }
+        ~Capture() override { s->open = false; }
+        FakeNativeStream *s;
+    };
+    explicit FakeNativeStream(std::shared_ptr<qd::backend::Stream> cpu) : cpu(std::move(cpu)) {}
+    qd_status begin_capture(std::unique_ptr<qd::backend::Capture> *out) override {
+        ++captures_begun;
+        open = true;
+        *out = std::make_unique<Capture>(this);
+        return QD_SUCCESS;
+    }
+    qd_status launch(qd::backend::Kernel &k, const qd::backend::LaunchDims &dims,
+                     const qd_arg *args, uint32_t n) override {
+        return open ? (++driver_ops, QD_SUCCESS) : cpu->launch(k, dims, args, n);
+    }
+    qd_status record(qd::backend::Event &e) override {
+        return open ? (++driver_ops, QD_SUCCESS) : cpu->record(e);
+    }
+    qd_status wait(qd::backend::Event &e) override {
+        return open ? (++driver_ops, QD_SUCCESS) : cpu->wait(e);
+    }
+    qd_status synchronize() override { return cpu->synchronize(); }
+    qd_status query() override { return cpu->query(); }
+    qd_status mem_alloc(uint64_t bytes, uint64_t *address) override {
+        return cpu->mem_alloc(bytes, address);
+    }
+    qd_status mem_free(uint64_t address) override { return cpu->mem_free(address); }
+    qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) override {
+        return open ? (++driver_ops, QD_SUCCESS) : cpu->memcpy(dst, src, bytes);
+    }
+    qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) override {
+        return open ? (++driver_ops, QD_SUCCESS) : cpu->memset(dst, value, bytes);
+    }
+    qd_status host_fn(qd_host_fn fn, void *user_data) override {
+        return cpu->host_fn(fn, user_data);
+    }
+    int32_t priority() const override { return cpu->priority(); }
+    std::shared_ptr<qd::backend::Stream> cpu;
+    int captures_begun = 0;
+    int driver_ops = 0;
+    bool open = false;
+};
+
+// Native driver graphs are used unless an attached observer needs replayed operations; either
+// way the capture records every operation as a node.
+TEST(SubmitGraph, NativeCapture_UnlessAnAttachedObserverNeedsReplay_EitherWayRecorded) {
+    qd_context ctx = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    qd_stream cpu = 0;
+    ASSERT_EQ(qd_context_default_stream(ctx, &cpu), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    qd::core::Stream *cpu_stream = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    ASSERT_EQ(qd::core::resolve(cpu, &cpu_stream), QD_SUCCESS);
+    auto fake = std::make_shared<FakeNativeStream>(cpu_stream->impl);
+    std::vector<std::string> log;  // outlives the context (its observers log the drain)
+    {
+        auto s = std::make_shared<qd::core::Stream>(c->shared_from_this(), fake,
+                                                    qd::core::StreamKind::Owned);
+        auto plain = std::make_unique<Named>(&log, "plain", false);  // needs no replay
+        ASSERT_EQ(c->attach_observer(std::move(plain)), QD_SUCCESS);
+        qd::core::CaptureRouter *router = nullptr;
+        ASSERT_EQ(c->open_capture(&router), QD_SUCCESS);
+        EXPECT_TRUE(qd::core::native_graphs(*c));
+
+        auto capture_one = [&](bool *native) {
+            ASSERT_EQ(router->begin(*s, 0), QD_SUCCESS);
+            EXPECT_TRUE(s->capturing());
+            ASSERT_EQ(qd::core::submit_memset(*s, 0, 1, 0), QD_SUCCESS);
+            std::shared_ptr<const qd::core::GraphData> data;
+            std::shared_ptr<qd::backend::Graph> graph;
+            ASSERT_EQ(router->end(*s, &data, &graph), QD_SUCCESS);
+            EXPECT_FALSE(s->capturing());
+            ASSERT_TRUE(data);
+            EXPECT_EQ(data->nodes.size(), 1u) << "the capture recorded no node";
+            *native = graph != nullptr;
+        };
+        bool native = false;
+        capture_one(&native);
+        EXPECT_TRUE(native) << "an observer that needs no replay turned native graphs off";
+        EXPECT_EQ(fake->captures_begun, 1);
+        EXPECT_EQ(fake->driver_ops, 1);  // the memset went to the driver's capture
+        EXPECT_EQ(log, (std::vector<std::string>{"plain.before(captured)", "plain.after"}));
+
+        auto replaying = std::make_unique<Named>(&log, "replaying", false);
+        replaying->replay = true;
+        ASSERT_EQ(c->attach_observer(std::move(replaying)), QD_SUCCESS);
+        EXPECT_FALSE(qd::core::native_graphs(*c));
+        capture_one(&native);
+        EXPECT_FALSE(native) << "native although an attached observer needs replay";
+        EXPECT_EQ(fake->captures_begun, 1);
+        EXPECT_EQ(fake->driver_ops, 1);
+    }
+    ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
+}
+
+// The trace and the validation mode need replayed operations; a capture with either attached
+// records and replays.
+TEST(SubmitGraph, TraceAndValidation_NeedReplay_ACaptureWithThemAttachedStillRecords) {
+    auto capture_and_replay = [](qd_context ctx) {
+        qd_stream s = 0;
+        ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+        g_runs = 0;
+        ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);
+        ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+        qd_graph g = 0;
+        ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+        ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+        EXPECT_EQ(g_runs.load(), 0) << "a captured host function ran at capture";
+        ASSERT_EQ(qd_graph_launch(g, s), QD_SUCCESS);
+        ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+        EXPECT_EQ(g_runs.load(), 1);
+        EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
+    };
+    qd_context ctx = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    d.flags = QD_CONTEXT_VALIDATE;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    EXPECT_FALSE(qd::core::native_graphs(*c));
+    capture_and_replay(ctx);
+    ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
+
+    d.flags = 0;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    EXPECT_TRUE(qd::core::native_graphs(*c));
+    const std::string path = ::testing::TempDir() + "qd_submit_test_trace.json";
+    ASSERT_EQ(qd_trace_start(ctx, path.c_str()), QD_SUCCESS);
+    EXPECT_FALSE(qd::core::native_graphs(*c));
+    capture_and_replay(ctx);
+    ASSERT_EQ(qd_trace_stop(ctx), QD_SUCCESS);
+    EXPECT_FALSE(qd::core::native_graphs(*c)) << "a stopped trace stays attached";
+    ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
+    std::remove(path.c_str());
+}
+
 }  // namespace
 
-// Graph capture (core/capture.h) is an observer like any other: it consumes the operations of a
+// Graph capture (core/capture/capture.h) routes after the observers: an observer sees every
+// captured operation (op.captured), and a replay submits them again through the chokepoint,
+// with the fork/join structure of the captured calls, every one as OpOrigin::GraphLaunch.: it consumes the operations of a
 // capturing stream, so an observer attached after it never sees them, and a replay submits them
 // again through the chokepoint, with the fork/join structure of the captured calls, as
 // OpOrigin::GraphLaunch.
-TEST(SubmitGraph, CapturedOperationsAreConsumed_AndAReplaySubmitsThemAgain) {
+TEST(SubmitGraph, CapturedOperationsAreSeenMarked_AndAReplaySubmitsThemAsGraphLaunch) {
     struct Forward : qd::core::OpObserver {
         explicit Forward(Recorder *r) : rec(r) {}
         qd_status before(const Op &op, bool *consumed) override { return rec->before(op, consumed); }
@@ -335,34 +579,80 @@ TEST(SubmitGraph, CapturedOperationsAreConsumed_AndAReplaySubmitsThemAgain) {
     ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
     ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
     ASSERT_EQ(qd_kernel_from_host_fn(ctx, count_kernel, "count", &k), QD_SUCCESS);
+    uint64_t buf = 0;
+    ASSERT_EQ(qd_mem_alloc_async(s, 128, &buf), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
     g_runs = 0;
-    ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);  // attaches the capture observer
     qd::core::Context *c = nullptr;
     ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
     ASSERT_EQ(c->attach_observer(std::make_unique<Forward>(&rec)), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);
     qd_task tasks[3] = {QD_TASK_INIT, QD_TASK_INIT, QD_TASK_INIT};
     for (int i = 0; i < 3; ++i) {
         tasks[i].kernel = k;
         tasks[i].group = uint32_t(i % 2);
     }
     ASSERT_EQ(qd_launch_parallel(s, tasks, 3), QD_SUCCESS);
-    EXPECT_TRUE(rec.seen_before.empty()) << "a captured operation reached a later observer";
-    qd_graph g = 0;
-    ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
-    ASSERT_EQ(qd_graph_launch(g, s), QD_SUCCESS);
+    ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    ASSERT_EQ(qd_memset_async(s, buf, 1, 64), QD_SUCCESS);
+    ASSERT_EQ(qd_memcpy_async(s, buf + 64, buf, 64), QD_SUCCESS);
+    // the fork (record + 2 waits), 3 launches, the join (2 x record + wait), host fn, set, copy
+    const std::vector<OpKind> expected = {
+        OpKind::Record, OpKind::Wait,   OpKind::Wait,   OpKind::Launch, OpKind::Launch,
+        OpKind::Launch, OpKind::Record, OpKind::Wait,   OpKind::Record, OpKind::Wait,
+        OpKind::HostFn, OpKind::Memset, OpKind::Memcpy};
     std::vector<OpKind> kinds;
     for (const Seen &x : rec.seen) kinds.push_back(x.kind);
-    // the captured fork (record + 2 waits), 3 launches, the join (2 x record + wait)
-    ASSERT_EQ(kinds, (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
-                                          OpKind::Launch, OpKind::Launch, OpKind::Launch,
-                                          OpKind::Record, OpKind::Wait, OpKind::Record,
-                                          OpKind::Wait}));
-    for (const Seen &x : rec.seen) EXPECT_EQ(x.origin, OpOrigin::GraphLaunch);
+    ASSERT_EQ(kinds, expected) << "the observer did not see every captured operation";
+    for (const Seen &x : rec.seen) {
+        EXPECT_TRUE(x.captured);
+        EXPECT_EQ(x.status, QD_SUCCESS);
+    }
+    rec.seen.clear();
+    qd_graph g = 0;
+    ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 0) << "captured work ran at capture";
+    ASSERT_EQ(qd_graph_launch(g, s), QD_SUCCESS);
+    kinds.clear();
+    for (const Seen &x : rec.seen) kinds.push_back(x.kind);
+    ASSERT_EQ(kinds, expected);
+    for (const Seen &x : rec.seen) {
+        EXPECT_EQ(x.origin, OpOrigin::GraphLaunch);
+        EXPECT_FALSE(x.captured);
+    }
     EXPECT_EQ(rec.seen[3].stream, rec.seen[5].stream);  // group 0's two tasks: one stream
     EXPECT_NE(rec.seen[3].stream, rec.seen[4].stream);
     EXPECT_EQ(rec.seen[3].kernel, "count");
     ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
-    EXPECT_EQ(g_runs.load(), 3);
+    EXPECT_EQ(g_runs.load(), 4);
     EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
+    EXPECT_EQ(qd_mem_free_async(s, buf), QD_SUCCESS);
     EXPECT_EQ(qd_context_destroy(ctx), QD_SUCCESS);  // before rec goes
+}
+
+// The fast path: with nothing attached, a submit takes the observed path (where captures are
+// routed) only while a capture is open.
+TEST(SubmitGraph, WithNoObserver_TheObservedPathIsTakenOnlyWhileACaptureIsOpen) {
+    qd_context ctx = 0;
+    qd_stream s = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    ASSERT_EQ(qd_context_default_stream(ctx, &s), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    EXPECT_EQ(c->observer(), nullptr);
+    ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);
+    EXPECT_NE(c->observer(), nullptr);
+    g_runs = 0;
+    ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
+    qd_graph g = 0;
+    ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
+    EXPECT_EQ(c->observer(), nullptr) << "the chokepoint's branch stays taken after the capture";
+    ASSERT_EQ(qd_graph_launch(g, s), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 1);
+    EXPECT_EQ(qd_graph_destroy(g), QD_SUCCESS);
+    EXPECT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
 }

@@ -118,7 +118,7 @@ struct MemAccessDesc {
     X(host_alloc, true, (void **ptr, size_t bytes, unsigned flags))                            \
     X(host_free, true, (void *ptr))                                                            \
     /* native graphs, all optional: without every one of them the core records a capture */    \
-    /* itself and a replay re-issues the recorded operations (core/capture.h) */               \
+    /* itself and a replay re-issues the recorded operations (core/capture/) */                \
     X(stream_begin_capture, false, (NativeStream stream, int mode))                            \
     X(stream_end_capture, false, (NativeStream stream, NativeGraph * graph))                   \
     X(stream_is_capturing, false, (NativeStream stream, int *status))                          \

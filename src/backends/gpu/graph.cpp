@@ -1,5 +1,5 @@
 // Native driver graphs: GpuCapture (a stream capture in progress) and GpuGraph (its
-// instantiated graph). The core decides when they are used (core/capture.h): it begins a
+// instantiated graph). The core decides when they are used (core/capture/capture.h): it begins a
 // capture on the origin stream, lets the operations of the capture's streams pass to the
 // driver (which records them instead of running them), checks that every stream joined back,
 // and ends the capture here.

@@ -2,6 +2,7 @@
 // submit records, and the window's snapshot for the renderer (render.h).
 #include "core/trace/observer.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,23 @@
 namespace qd::core {
 
 namespace {
+
+// This thread's traced submits between before() and after(), innermost last. A submit's
+// before() and after() run on its thread within one call (core/submit.h), so they pair as a
+// stack; the Op's address confirms the pair (an operation that before() did not record, the
+// trace being off or its window full, has no entry). A fixed array, trivially destroyed: a
+// submit made while the process exits, after this thread's thread_locals were destroyed,
+// finds it intact. Submits nested deeper (a submit from inside a backend call) are counted as
+// dropped.
+struct InFlight {
+    const Op *op;
+    uint64_t window;  // Window::id
+    size_t slot;
+};
+constexpr uint32_t kMaxNested = 16;
+thread_local InFlight t_in_flight[kMaxNested];
+thread_local uint32_t t_depth = 0;
+std::atomic<uint64_t> g_window_ids{0};
 
 std::atomic<uint32_t> g_next_id{1};
 
@@ -119,6 +137,7 @@ qd_status TraceObserver::begin_window(std::string path, size_t capacity) {
     auto w = std::make_unique<Window>();
     w->path = std::move(path);
     w->capacity = capacity;
+    w->id = g_window_ids.fetch_add(1, std::memory_order_relaxed) + 1;
     std::shared_ptr<backend::Stream> stream;
     qd_status st = ctx_.impl().create_stream(QD_STREAM_NON_BLOCKING, 0, &stream);
     if (st == QD_SUCCESS) st = ctx_.impl().create_event(true, &w->reference);
@@ -184,11 +203,13 @@ uint32_t TraceObserver::track_of(Window &w, const Stream &stream) {
 
 qd_status TraceObserver::before(const Op &op, bool *consumed) {
     (void)consumed;
+    if (op.captured) return QD_SUCCESS;  // recorded into a graph: its replay is traced
     if (!on_.load(std::memory_order_acquire)) return QD_SUCCESS;
     std::lock_guard<std::mutex> lock(mutex_);
     if (!on_.load(std::memory_order_relaxed)) return QD_SUCCESS;
     Window &w = *window_;
-    if (w.slots.size() + w.exhausted.size() >= w.capacity) {  // full: the newest are dropped, and counted
+    // Full (the newest are dropped, and counted), or nested too deep on this thread.
+    if (w.slots.size() + w.exhausted.size() >= w.capacity || t_depth == kMaxNested) {
         ++w.dropped;
         return QD_SUCCESS;
     }
@@ -203,9 +224,7 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     s.host_begin = Clock::now();
     if (ctx_.impl().create_event(true, &s.begin) == QD_SUCCESS)
         s.begun = op.stream->impl->record(*s.begin) == QD_SUCCESS;
-    // Keyed by the submit's Op (the same object reaches after()); an entry whose after() never
-    // comes (a captured operation) is replaced by the next submit at that address.
-    w.in_flight[&op] = w.slots.size() - 1;
+    t_in_flight[t_depth++] = {&op, w.id, w.slots.size() - 1};
     return QD_SUCCESS;
 }
 
@@ -232,18 +251,18 @@ void TraceObserver::host_event(const HostEvent &event) {
 
 // Also after a stop: an operation whose before() was in the window is completed in it.
 void TraceObserver::after(const Op &op, qd_status status) {
+    if (op.captured) return;
+    InFlight mine{nullptr, 0, 0};
+    if (t_depth > 0 && t_in_flight[t_depth - 1].op == &op) mine = t_in_flight[--t_depth];
     std::lock_guard<std::mutex> lock(mutex_);
     if (!window_) return;
     Window &w = *window_;
-    auto it = w.in_flight.find(&op);
-    if (it == w.in_flight.end()) {  // not recorded (the ring was full, or off)
+    if (!mine.op || mine.window != w.id) {  // not recorded (the ring was full, or off)
         if (op.kind == OpKind::Record && status == QD_SUCCESS)
             Records::instance().untraced(op.event);
         return;
     }
-    const size_t index = it->second;
-    Slot &s = w.slots[index];
-    w.in_flight.erase(it);
+    Slot &s = w.slots[mine.slot];
     s.status = status;
     s.completed = true;
     s.host_end = Clock::now();

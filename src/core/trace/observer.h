@@ -11,8 +11,8 @@
 // work), and a context that writes again replaces its part. Off by default; never started, no
 // observer is attached and the chokepoint's branch is not taken. Once started, the observer stays
 // attached for the context's life (core/observers.h); stopped, it costs a submit the observer
-// walk, one atomic load in before() and the trace's mutex in after() (which must find an
-// operation begun before a stop).
+// walk, one atomic load in before(), and in after() a look at the top of this thread's
+// in-flight stack and the trace's mutex (it must complete an operation begun before a stop).
 //
 // How times are taken: two timing events of the context's own backend bracket every traced
 // operation on its stream (recorded just before and just after it), so a slice is the time the
@@ -76,6 +76,8 @@ class TraceObserver final : public OpObserver {
 
     qd_status before(const Op &op, bool *consumed) override;
     void after(const Op &op, qd_status status) override;
+    // A replay is traced operation by operation (a captured one is not traced).
+    bool needs_replay() const override { return true; }
     void context_drained(Context &ctx) override;
     // PoolExhausted: a marker on the calling thread's track.
     void host_event(const HostEvent &event) override;
@@ -94,8 +96,7 @@ class TraceObserver final : public OpObserver {
         uint32_t thread = 0;
         qd_status status = QD_SUCCESS;
         bool begun = false, ended = false;
-        bool completed = false;  // after() ran: false for an operation another observer took
-                                 // over (graph capture: the replay is traced, not the capture)
+        bool completed = false;  // after() ran: false for an operation still in flight
         // Record: its serial (process-wide); Wait: the serial of the record it consumed, 0 for
         // none traced (the event was never recorded, or its record is not traced)
         uint64_t serial = 0;
@@ -109,7 +110,7 @@ class TraceObserver final : public OpObserver {
         std::deque<Slot> slots;  // grows without moving what it holds (a vector's regrowth
                                  // copied every slot: most of the cost of tracing on)
         uint64_t dropped = 0;
-        std::unordered_map<const Op *, size_t> in_flight;  // before() -> after() of one submit
+        uint64_t id = 0;  // process-wide, never reused: pairs a submit's after() with its window
         std::unordered_map<std::thread::id, uint32_t> threads;
         // A stream's track, found by address; the weak reference tells a new stream at a freed
         // stream's address from the old one.

@@ -10,10 +10,8 @@
 // call is refused. Otherwise the commits stay, the reports are delivered (warn mode), and the
 // parts' before() skips them (op.batch).
 #include <unordered_map>
-#include <unordered_set>
 
 #include "common/error.h"
-#include "core/capture.h"
 #include "core/validation/observer.h"
 #include "core/validation/state.h"
 
@@ -56,36 +54,6 @@ void ValidationObserver::roll_back(Undo &undo) {
 }
 
 qd_status ValidationObserver::check_batch(const Op *ops, size_t n) {
-    // Which parts a capture records instead of running (they order and touch nothing, as in
-    // check_op): parts on a capturing stream, and a wait on a record made inside a capture,
-    // which makes its stream join the capture for the parts after it.
-    std::vector<char> captured(n, 0);
-    if (CaptureObserver *capture = capture_observer(ctx_)) {
-        std::unordered_set<const Stream *> streams;
-        std::unordered_set<const backend::Event *> records;  // recorded inside, in this batch
-        std::unordered_set<const backend::Event *> outside;  // recorded outside, in this batch
-        for (size_t i = 0; i < n; ++i) {
-            const Op &op = ops[i];
-            if (streams.count(op.stream) || capture->capturing(*op.stream)) {
-                streams.insert(op.stream);
-                captured[i] = 1;
-                if (op.kind == OpKind::Record) {
-                    records.insert(op.event);
-                    outside.erase(op.event);
-                }
-                continue;
-            }
-            if (op.kind == OpKind::Record) {
-                records.erase(op.event);
-                outside.insert(op.event);
-            } else if (op.kind == OpKind::Wait &&
-                       (records.count(op.event) ||
-                        (!outside.count(op.event) && capture->recorded_in_capture(*op.event)))) {
-                streams.insert(op.stream);
-                captured[i] = 1;
-            }
-        }
-    }
     std::vector<Report> reports;
     std::vector<Held> release_now;
     bool refused = false;
@@ -96,7 +64,8 @@ qd_status ValidationObserver::check_batch(const Op *ops, size_t n) {
         undo_ = &undo;
         for (size_t i = 0; i < n && !refused; ++i) {
             const Op &op = ops[i];
-            if (captured[i] || op.kind == OpKind::HostFn || op.kind == OpKind::MemAlloc) continue;
+            // A part the capture takes orders and touches nothing (as in check_op).
+            if (op.captured || op.kind == OpKind::HostFn || op.kind == OpKind::MemAlloc) continue;
             const size_t had = reports.size();
             bool consumed = false;
             check_locked(op, &consumed, reports, release_now);

@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "core/capture.h"
 #include "core/context.h"
 #include "core/observers.h"
 #include "core/validation/state.h"
@@ -112,14 +111,9 @@ void ValidationObserver::allocated(const Stream *stream, uint64_t address, uint6
 // ---------------------------------------------------------------------------------------------
 
 qd_status ValidationObserver::check_op(const Op &op, bool *consumed) {
-    // A capturing stream's operations are recorded, not run (core/capture.h): they order and
-    // touch nothing until a replay submits them again. A wait on a record made inside a
-    // capture joins the stream to it.
-    if (CaptureObserver *capture = capture_observer(ctx_)) {
-        if (capture->capturing(*op.stream)) return QD_SUCCESS;
-        if (op.kind == OpKind::Wait && op.event && capture->recorded_in_capture(*op.event))
-            return QD_SUCCESS;
-    }
+    // A captured operation is recorded, not run (core/capture/capture.h): it orders and
+    // touches nothing until a replay submits it again.
+    if (op.captured) return QD_SUCCESS;
     std::vector<Report> reports;
     std::vector<Held> release_now;
     {

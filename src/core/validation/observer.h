@@ -8,7 +8,7 @@
 // (synchronize and query of streams, events and the context; qd_mem_alloc_async's block,
 // qd_host_alloc, qd_host_free) reach it as every observer's HostEvents and host_freeing
 // (core/submit.h); qd_context_set_hazard_handler and the stats find it through
-// validation_observer(ctx), as the graph calls find the capture observer.
+// validation_observer(ctx).
 //
 // The model. Every stream is an actor with a vector clock, and so is the host (actor 0). Each
 // operation queued on a stream ticks that stream's own entry; a record copies the stream's
@@ -69,6 +69,8 @@ class ValidationObserver final : public OpObserver {
 
     qd_status before(const Op &op, bool *consumed) override;
     void after(const Op &op, qd_status status) override;
+    // A replay is checked operation by operation (a captured one orders and touches nothing).
+    bool needs_replay() const override { return true; }
     void context_drained(Context &ctx) override;
     // A multi-part call (batch.cpp): checks and commits every part in order
     // under one lock, so a later part sees the clocks of the earlier ones; in fail mode a part

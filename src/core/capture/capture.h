@@ -1,0 +1,150 @@
+// Graph capture (qd.h, "Graphs"): a router on the submission path (core/submit.h), not an
+// observer. The context's CaptureRouter is made at its first qd_stream_begin_capture.
+//
+// Capturing is state of the objects: a stream that begins a capture, or joins one by waiting on
+// an event whose latest record is a node of it (fork, parallel launch, or a user's wait), is a
+// lane of the capture until it ends (Stream::capturing()), and an event recorded on a lane is
+// recorded in the capture (Event::recorded_in_capture()) until the capture ends or a record
+// outside it replaces that record. Both are one atomic load.
+//
+// The route of one operation (core/submit.cpp): while a capture is open, the context's observer
+// pointer is never null (Context::route_captures), so every submit takes the observed path. There captures() decides
+// whether the operation goes to the capture, and marks it (op.captured) before any observer
+// sees it (a multi-part call's parts are marked all at once, mark_batch(), before
+// check_batch()); then the observers' before(); then either record() (the capture takes it, or
+// refuses it with a status: stream-ordered allocation, a copy between contexts, a wait on a
+// record made outside the capture) or the backend; then after() on every observer that passed.
+// A recorded operation becomes a node of the capture's graph (core/capture/graph.h) and never
+// reaches the backend. Replay (Graph::launch) re-submits the nodes through the chokepoint as
+// one batch, lane 0 on the launch stream and the other lanes on pooled streams, with pooled
+// events for the cross-lane edges, in the captured order (a topological order of the graph),
+// so branches run concurrently exactly as the captured calls would have, every part as
+// OpOrigin::GraphLaunch.
+//
+// Leases (fork, parallel launch) released while their stream is a lane stay with the capture
+// until it ends, so no other holder can submit to a capturing stream.
+//
+// Native driver graphs: when the backend captures natively (backend::Stream::begin_capture:
+// CUDA and HIP with the graph entry points) and no attached observer needs replayed operations
+// (OpObserver::needs_replay(): the trace and the validation mode do), the capture also begins
+// a driver capture on its origin, and record() passes the operations of its streams to the
+// driver (which records them) while the router keeps the same bookkeeping and nodes (lanes,
+// joins, refused calls, held leases; the nodes for update's shape check, and to re-issue them
+// when an observer that needs replay is attached later). Records and waits use pooled proxy
+// events (a user event is never recorded by a capture, on any backend); host functions go to
+// the native capture, which gives their payloads to the graph. The end instantiates the driver
+// graph, and a replay is one driver launch while no attached observer needs replay. Otherwise
+// (the CPU backend, a driver without graphs, such an observer attached) the nodes alone serve:
+// a replay re-issues the recorded operations.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/capture/graph.h"
+#include "core/context.h"
+#include "core/submit.h"
+
+namespace qd::core {
+
+class CaptureRouter {
+  public:
+    explicit CaptureRouter(Context &ctx);
+    ~CaptureRouter();
+    CaptureRouter(const CaptureRouter &) = delete;
+    CaptureRouter &operator=(const CaptureRouter &) = delete;
+
+    // The route of one operation (router.cpp), in the order submit_observed takes them:
+    // Does the capture take `op` (its stream is capturing, or it is a wait on a record made in
+    // an open capture, which joins its stream)? The answer becomes op.captured.
+    bool captures(const Op &op) const;
+    // The same for every part of a multi-part call, in order (a part's wait on a record made
+    // by an earlier captured part joins its stream for the parts after it): sets op.captured.
+    void mark_batch(Op *ops, size_t n) const;
+    // A captured operation: recorded as a node (on a native capture also passed to the
+    // driver), or refused with a written status; the backend never sees it.
+    qd_status record(const Op &op);
+    // An operation routed to the backend: a record outside every capture replaces the event's
+    // latest record.
+    void passing(const Op &op);
+
+    // Opening and ending captures (open_close.cpp).
+    qd_status begin(Stream &stream, uint64_t handle);
+    // *native: the instantiated driver graph of a native capture, else null.
+    qd_status end(Stream &stream, std::shared_ptr<const GraphData> *out,
+                  std::shared_ptr<backend::Graph> *native);
+    // The context's destroy drained its streams: every open capture is abandoned.
+    void context_drained();
+
+    // The lanes of a capture (lanes.cpp). Leases given back while their stream is a lane stay
+    // with the capture (it returns them to the pool when it ends). True when the capture took
+    // `stream` (a lease already disarmed or handle-less); false when the stream is not
+    // capturing.
+    bool keep_lease(const std::shared_ptr<Stream> &stream);
+    // qd_launch_parallel inside a capture: leases the capture holds already and may reuse as
+    // new lanes (they joined back), up to `want`; appended to *out.
+    void reuse_leases(const Stream &parent, uint32_t want,
+                      std::vector<std::shared_ptr<Stream>> *out);
+    // A stream's handle for messages (the handle it had when it joined, if known).
+    void note_handle(const Stream &stream, uint64_t handle);
+    // qd_stream_join, before any part is queued: QD_ERROR_INVALID_OPERATION (written) when a
+    // child's record could not be waited on by the parent as record() would see the parts in
+    // order (the parent, capturing or joining a child's capture, would wait on a record made
+    // outside its capture or in another one), so a join is refused whole, never half queued.
+    qd_status check_join(const Stream &parent, uint64_t parent_handle, Stream *const *children,
+                         const uint64_t *handles, uint32_t n) const;
+
+  private:
+    struct Capture;  // core/capture/open_capture.h
+    struct LaneRef {
+        Capture *capture;
+        uint32_t lane;
+    };
+    struct RecordRef {
+        Capture *capture;
+        int32_t node;
+        std::shared_ptr<backend::Event> keep;  // a user event stays alive while referenced
+        std::shared_ptr<Event> user;           // its core object (recorded_in_capture)
+        backend::Event *proxy = nullptr;       // native capture: what the driver recorded
+    };
+
+    // With mutex_ held.
+    qd_status record_node(Capture &c, uint32_t lane, const Op &op);
+    // A native capture: submits op to the driver (which records it), then records the node.
+    qd_status submit_native(Capture &c, uint32_t lane, const Op &op);
+    uint32_t add_lane(Capture &c, const std::shared_ptr<Stream> &stream, uint64_t handle);
+    void drop_record(std::unordered_map<const backend::Event *, RecordRef>::iterator it);
+    void end_locked(Capture &c);
+
+    Context &ctx_;
+    mutable std::mutex mutex_;
+    std::atomic<uint32_t> open_{0};  // open captures; 0: nothing to look up
+    std::vector<std::unique_ptr<Capture>> captures_;
+    std::unordered_map<const Stream *, LaneRef> lanes_;
+    std::unordered_map<const backend::Event *, RecordRef> records_;
+};
+
+// Are native driver graphs used on ctx now: no attached observer needs replayed operations
+// (OpObserver::needs_replay)? Asked when a capture begins and at each qd_graph_launch.
+bool native_graphs(const Context &ctx);
+
+// QD_ERROR_INVALID_OPERATION (with the message, naming `what`) when the stream is capturing:
+// for the calls qd.h refuses on a capturing stream. One load.
+qd_status refuse_if_capturing(const Stream &stream, uint64_t handle, const char *what);
+// The same for an event recorded inside an open capture (qd_event_query, _synchronize).
+qd_status refuse_if_captured_event(const Event &event, uint64_t handle, const char *what);
+
+// The C API's graph calls (src/api/api_graph.cpp validates and guards; graph_calls.cpp).
+qd_status begin_capture(uint64_t stream);
+qd_status end_capture(uint64_t stream, uint64_t *graph);
+qd_status graph_launch(uint64_t graph, uint64_t stream);
+qd_status graph_update(uint64_t graph, uint64_t from);
+qd_status graph_destroy(uint64_t graph);
+
+}  // namespace qd::core

@@ -1,0 +1,98 @@
+// A graph's replay and update (core/capture/graph.h).
+#include <string>
+
+#include "common/error.h"
+#include "core/capture/capture.h"
+#include "core/fork_join.h"
+
+namespace qd::core {
+
+qd_status Graph::launch(Stream &stream) {
+    const std::shared_ptr<const GraphData> data = this->data();
+    const auto &nodes = data->nodes;
+    if (nodes.empty()) return QD_SUCCESS;
+    Context &c = *stream.ctx;
+    if (std::shared_ptr<backend::Graph> native = this->native())
+        if (native_graphs(c)) return submit_graph_launch(stream, *native);
+    std::vector<std::shared_ptr<Stream>> leases;
+    if (data->lanes > 1) {
+        qd_status st = c.stream_pool().acquire_internal(data->lanes - 1, &leases);
+        // No free stream: every lane runs on `stream`, in the captured (topological) order.
+        if (st != QD_SUCCESS && st != QD_ERROR_POOL_EXHAUSTED) return st;
+    }
+    std::vector<Stream *> on(data->lanes);
+    on[0] = &stream;
+    for (uint32_t l = 1; l < data->lanes; ++l)
+        on[l] = leases.empty() ? &stream : leases[(l - 1) % leases.size()].get();
+    // A record needs an event only when a wait on another stream depends on it.
+    std::vector<char> needed(nodes.size(), 0);
+    for (const GraphNode &n : nodes)
+        if (n.kind == OpKind::Wait && on[n.lane] != on[nodes[n.dep].lane]) needed[n.dep] = 1;
+    // Every event first, then one batch of every node, all or nothing (core/submit.h).
+    std::vector<std::shared_ptr<backend::Event>> events(nodes.size());
+    EventPool &pool = c.event_pool();
+    qd_status st = QD_SUCCESS;
+    for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i)
+        if (needed[i]) st = pool.get(&events[i]);
+    OpBatch ops(nodes.size());
+    for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i) {
+        const GraphNode &n = nodes[i];
+        backend::Event *event = nullptr;
+        if (n.kind == OpKind::Record) {
+            if (!needed[i]) continue;
+            event = events[i].get();
+        } else if (n.kind == OpKind::Wait) {
+            if (on[n.lane] == on[nodes[n.dep].lane]) continue;  // in order on one stream
+            event = events[n.dep].get();
+        }
+        op_of(n, &ops.add(n.kind, *on[n.lane], OpOrigin::GraphLaunch), event);
+    }
+    size_t queued = 0;
+    if (st == QD_SUCCESS) st = ops.submit(c, SIZE_MAX, &queued);
+    if (st != QD_SUCCESS && queued > 0) {
+        // A part failed in the backend after others were queued: the launch stream must not
+        // run ahead of what was queued, so every branch joins it.
+        const std::string reason = last_error_message();
+        for (auto &l : leases) {
+            Stream *target = &stream;
+            link_streams(c, *l, &target, 1, OpOrigin::GraphLaunch);
+        }
+        fail(st, "%s", reason.c_str());
+    }
+    for (auto &e : events)
+        if (e) pool.put(std::move(e));
+    if (!leases.empty()) c.stream_pool().release_internal(leases);
+    return st;
+}
+
+qd_status Graph::update_from(const Graph &from) {
+    const std::shared_ptr<const GraphData> mine = data(), theirs = from.data();
+    if (mine->lanes != theirs->lanes)
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "the graphs differ in shape: %u streams here, %u in the other graph",
+                    mine->lanes, theirs->lanes);
+    if (mine->nodes.size() != theirs->nodes.size())
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "the graphs differ in shape: %zu operations here, %zu in the other graph",
+                    mine->nodes.size(), theirs->nodes.size());
+    for (size_t i = 0; i < mine->nodes.size(); ++i) {
+        const GraphNode &a = mine->nodes[i], &b = theirs->nodes[i];
+        if (a.kind != b.kind || a.lane != b.lane || a.dep != b.dep)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "the graphs differ in shape at operation %zu (its kind, stream or "
+                        "dependency)",
+                        i);
+    }
+    const std::shared_ptr<backend::Graph> native = this->native(), from_native = from.native();
+    if (native && from_native) {
+        qd_status st = native->update(*from_native);
+        if (st != QD_SUCCESS) return st;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    data_ = theirs;
+    // Values from a recording-only graph: later replays re-issue them.
+    if (!from_native) native_.reset();
+    return QD_SUCCESS;
+}
+
+}  // namespace qd::core

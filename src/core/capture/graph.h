@@ -1,0 +1,85 @@
+// A captured graph (qd.h, "Graphs"): the nodes a capture recorded, and the Graph object a
+// qd_graph names, which replays them (graph.cpp) or launches the driver graph made from them.
+//
+// One builder turns operations into nodes and nodes back into operations (nodes.cpp): a node
+// keeps the fields of the Op it was recorded from (with its own copy of the kernel and of the
+// argument bytes), and a replay submits the same Op again, as OpOrigin::GraphLaunch.
+#pragma once
+
+#include <qd/qd.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/context.h"
+#include "core/submit.h"
+
+namespace qd::core {
+
+// One recorded operation.
+struct GraphNode {
+    OpKind kind = OpKind::Launch;
+    uint32_t lane = 0;
+    // Wait: the index of the Record node it depends on.
+    int32_t dep = -1;
+    // Launch.
+    std::shared_ptr<Kernel> kernel;
+    backend::LaunchDims dims{};
+    std::vector<uint8_t> arg_bytes;
+    std::vector<qd_arg> args;  // points into arg_bytes (fixed once the node is complete)
+    // Memcpy, Memset.
+    uint64_t dst = 0, src = 0, bytes = 0;
+    uint8_t value = 0;
+    // HostFn.
+    qd_host_fn fn = nullptr;
+    void *user_data = nullptr;
+};
+
+// What a capture recorded; immutable once the capture ended (shared by graphs and replays).
+struct GraphData {
+    uint32_t lanes = 1;
+    std::vector<GraphNode> nodes;
+};
+
+// The node of `op` (its kind and fields; a launch's argument bytes copied), on `lane`, with
+// `kernel` (a Launch's, owned by the graph) and `dep` (a Wait's Record node) given by the
+// capture. The Op's record and wait events are the capture's business, not the node's.
+GraphNode node_of(const Op &op, uint32_t lane, std::shared_ptr<Kernel> kernel, int32_t dep);
+// The replay of `node` on `stream`: the Op it was recorded from, as OpOrigin::GraphLaunch,
+// pointing into the node (which must outlive the submit); a Record or Wait gets `event`.
+void op_of(const GraphNode &node, Op *op, backend::Event *event);
+
+class Graph : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Graph;
+
+    Graph(std::shared_ptr<Context> ctx, std::shared_ptr<const GraphData> data,
+          std::shared_ptr<backend::Graph> native)
+        : ctx(std::move(ctx)), data_(std::move(data)), native_(std::move(native)) {}
+
+    // qd_graph_launch: `stream` is of this graph's context, usable and not capturing.
+    qd_status launch(Stream &stream);
+    // qd_graph_update: the shapes must match (QD_ERROR_INVALID_OPERATION names the difference).
+    qd_status update_from(const Graph &from);
+
+    std::shared_ptr<const GraphData> data() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return data_;
+    }
+    // The instantiated driver graph, or null (recorded only).
+    std::shared_ptr<backend::Graph> native() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return native_;
+    }
+
+    std::shared_ptr<Context> ctx;
+
+  private:
+    mutable std::mutex mutex_;
+    std::shared_ptr<const GraphData> data_;
+    std::shared_ptr<backend::Graph> native_;
+};
+
+}  // namespace qd::core

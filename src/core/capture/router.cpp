@@ -1,0 +1,206 @@
+// The route of one operation through an open capture (core/capture/capture.h): which
+// operations the capture takes, and how it records them.
+#include <unordered_set>
+
+#include "common/error.h"
+#include "core/capture/capture.h"
+#include "core/capture/open_capture.h"
+
+namespace qd::core {
+
+CaptureRouter::CaptureRouter(Context &ctx) : ctx_(ctx) {}
+CaptureRouter::~CaptureRouter() = default;
+
+bool CaptureRouter::captures(const Op &op) const {
+    if (op.stream->capturing()) return true;
+    if (op.kind != OpKind::Wait || open_.load(std::memory_order_acquire) == 0) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return records_.count(op.event) != 0;
+}
+
+void CaptureRouter::mark_batch(Op *ops, size_t n) const {
+    if (open_.load(std::memory_order_acquire) == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unordered_set<const Stream *> streams;          // lanes, joined in this batch too
+    std::unordered_set<const backend::Event *> inside;   // recorded inside, in this batch
+    std::unordered_set<const backend::Event *> outside;  // recorded outside, in this batch
+    for (size_t i = 0; i < n; ++i) {
+        Op &op = ops[i];
+        if (streams.count(op.stream) || lanes_.count(op.stream)) {
+            streams.insert(op.stream);
+            op.captured = true;
+            if (op.kind == OpKind::Record) {
+                inside.insert(op.event);
+                outside.erase(op.event);
+            }
+            continue;
+        }
+        if (op.kind == OpKind::Record) {
+            inside.erase(op.event);
+            outside.insert(op.event);
+        } else if (op.kind == OpKind::Wait &&
+                   (inside.count(op.event) ||
+                    (!outside.count(op.event) && records_.count(op.event)))) {
+            streams.insert(op.stream);
+            op.captured = true;
+        }
+    }
+}
+
+void CaptureRouter::passing(const Op &op) {
+    if (op.kind != OpKind::Record || open_.load(std::memory_order_acquire) == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = records_.find(op.event);
+    if (it != records_.end()) drop_record(it);
+}
+
+void CaptureRouter::drop_record(
+    std::unordered_map<const backend::Event *, RecordRef>::iterator it) {
+    if (it->second.user) it->second.user->capture_record.store(false, std::memory_order_release);
+    records_.erase(it);
+}
+
+uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stream,
+                                 uint64_t handle) {
+    c.lanes.push_back(stream);
+    c.lane_handles.push_back(handle);
+    c.tails.push_back(-1);
+    c.data->lanes = uint32_t(c.lanes.size());
+    const uint32_t lane = uint32_t(c.lanes.size() - 1);
+    lanes_[stream.get()] = LaneRef{&c, lane};
+    stream->capture_lane.store(true, std::memory_order_release);
+    return lane;
+}
+
+namespace {
+const char *op_name(OpKind kind) {
+    switch (kind) {
+    case OpKind::MemAlloc: return "qd_mem_alloc_async";
+    case OpKind::MemFree: return "qd_mem_free_async";
+    default: return "the operation";
+    }
+}
+}  // namespace
+
+qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
+    std::shared_ptr<Kernel> kernel;
+    if (op.kind == OpKind::Launch) {
+        auto &k = c.kernels[op.kernel->impl.get()];
+        if (!k) {
+            k = std::make_shared<Kernel>(op.kernel->ctx, op.kernel->impl);
+            // The validation mode's parameter declarations, as they were at capture.
+            for (size_t i = 0; i < k->param_access.size(); ++i)
+                k->param_access[i].store(op.kernel->param_access[i].load(std::memory_order_relaxed),
+                                         std::memory_order_relaxed);
+        }
+        kernel = k;
+    }
+    const int32_t dep = op.kind == OpKind::Wait ? records_.find(op.event)->second.node : -1;
+    const int32_t index = int32_t(c.data->nodes.size());
+    c.data->nodes.push_back(node_of(op, lane, std::move(kernel), dep));
+    c.prev.push_back(c.tails[lane]);
+    c.tails[lane] = index;
+    if (op.kind == OpKind::Record) {
+        RecordRef ref{&c, index, nullptr, nullptr};
+        if (op.user_event) {
+            ref.keep = op.user_event->impl;
+            ref.user = op.user_event->shared_from_this();
+            ref.user->capture_record.store(true, std::memory_order_release);
+        }
+        auto old = records_.find(op.event);
+        if (old != records_.end() && old->second.user && !ref.user)
+            old->second.user->capture_record.store(false, std::memory_order_release);
+        records_[op.event] = std::move(ref);
+    }
+    return QD_SUCCESS;
+}
+
+qd_status CaptureRouter::submit_native(Capture &c, uint32_t lane, const Op &op) {
+    qd_status st = QD_SUCCESS;
+    std::shared_ptr<backend::Event> proxy;
+    if (op.kind == OpKind::HostFn) {
+        st = c.native->host_fn(*op.stream->impl, op.fn, op.user_data);
+    } else {
+        // Records and waits name a pooled proxy, never the caller's event: a record inside a
+        // capture is a dependency inside the graph only (qd.h), and the driver refuses most
+        // calls on an event last recorded in a capture.
+        Op driver = op;
+        if (op.kind == OpKind::Record) {
+            c.proxies.reserve(c.proxies.size() + 1);
+            st = ctx_.event_pool().get(&proxy);
+            driver.event = proxy.get();
+        } else if (op.kind == OpKind::Wait) {
+            driver.event = records_.at(op.event).proxy;
+        }
+        if (st == QD_SUCCESS) st = submit_unobserved(driver);
+        if (st == QD_SUCCESS && proxy) c.proxies.push_back(proxy);
+    }
+    if (st != QD_SUCCESS) {
+        if (proxy) ctx_.event_pool().put(std::move(proxy));
+        return st;
+    }
+    st = record_node(c, lane, op);
+    if (st == QD_SUCCESS && proxy) records_[op.event].proxy = proxy.get();
+    return st;
+}
+
+qd_status CaptureRouter::record(const Op &op) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto lane = lanes_.find(op.stream);
+    if (lane == lanes_.end()) {
+        // Not a lane yet: a wait on an event recorded in a capture joins that capture (as the
+        // children of a fork do).
+        auto rec = op.kind == OpKind::Wait ? records_.find(op.event) : records_.end();
+        if (rec == records_.end())
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "the capture this operation was submitted into ended while it was "
+                        "submitted (qd_stream_end_capture on another thread); nothing was "
+                        "queued");
+        Capture &c = *rec->second.capture;
+        // Natively the wait itself makes the stream join the driver capture.
+        if (c.native) {
+            Op driver = op;
+            driver.event = rec->second.proxy;
+            qd_status st = submit_unobserved(driver);
+            if (st != QD_SUCCESS) return st;
+        }
+        const uint32_t l = add_lane(c, op.stream->shared_from_this(), 0);
+        return record_node(c, l, op);
+    }
+    Capture &c = *lane->second.capture;
+    switch (op.kind) {
+    case OpKind::Memcpy:
+        if (op.dst_ctx)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_memcpy_peer_async on a capturing stream: copies between "
+                        "contexts are not captured (use qd_memcpy_async inside a capture)");
+        break;
+    case OpKind::MemAlloc:
+    case OpKind::MemFree:
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "%s on a capturing stream: stream-ordered allocation is not captured "
+                    "(allocate before the capture begins and free after it ends)",
+                    op_name(op.kind));
+    case OpKind::Wait: {
+        auto rec = records_.find(op.event);
+        if (rec == records_.end()) {
+            if (op.event->recorded())
+                return fail(QD_ERROR_INVALID_OPERATION,
+                            "the stream is capturing and the event was last recorded "
+                            "outside the capture; a capture can only wait on records made "
+                            "inside it");
+            return QD_SUCCESS;  // never recorded: a no-op, as outside a capture
+        }
+        if (rec->second.capture != &c)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "the event was recorded in another capture (of stream 0x%016llx)",
+                        (unsigned long long)rec->second.capture->origin_handle);
+        break;
+    }
+    default: break;
+    }
+    return c.native ? submit_native(c, lane->second.lane, op)
+                    : record_node(c, lane->second.lane, op);
+}
+
+}  // namespace qd::core
