@@ -179,8 +179,9 @@ class ValidationObserver final : public OpObserver {
 // The context's validation observer, or null when validation is off.
 ValidationObserver *validation_observer(const Context &ctx);
 
-// The C API's validation calls (src/api/api_validation.cpp guards them).
-qd_status set_hazard_handler(uint64_t ctx, qd_hazard_fn fn, void *user_data);
-qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access);
+// The C API's validation calls, on the objects src/api/api_validation.cpp resolved (and, for
+// set_param_access, whose index and access it checked).
+qd_status set_hazard_handler(Context &ctx, qd_hazard_fn fn, void *user_data);
+void set_param_access(Kernel &kernel, uint32_t index, uint32_t access);
 
 }  // namespace qd::core
