@@ -47,8 +47,7 @@ QD_API qd_status qd_context_destroy(qd_context ctx) {
 QD_API qd_status qd_context_synchronize(qd_context ctx) {
     return api::guarded([&]() -> qd_status {
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st == QD_SUCCESS) st = core::synchronize(*c);
         return st;
     });
@@ -58,8 +57,7 @@ QD_API qd_status qd_context_default_stream(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st == QD_SUCCESS) *out = c->default_stream();
         return st;
     });

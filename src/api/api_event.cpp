@@ -20,8 +20,7 @@ QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out) 
         if (flags & ~uint32_t(QD_EVENT_TIMING))
             return fail(QD_ERROR_INVALID_ARGUMENT, "unknown event flags 0x%x", flags);
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::create_event(*c, (flags & QD_EVENT_TIMING) != 0, out);
     });

@@ -123,8 +123,7 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
         qd_status st = check_alloc_size(bytes);
         if (st != QD_SUCCESS) return st;
         Context *c = nullptr;
-        st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::host_alloc(*c, bytes, out);
     });

@@ -38,8 +38,7 @@ QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd
             d = *desc;
         }
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::create_stream(*c, d.flags, d.priority, out);
     });
@@ -97,8 +96,7 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return c->stream_pool().acquire(out);
     });
@@ -238,8 +236,7 @@ QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *ou
             return fail(QD_ERROR_INVALID_ARGUMENT,
                         "native stream 0 (the legacy default stream) cannot be imported");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::import_stream(*c, native, out);
     });

@@ -3,7 +3,8 @@
 // devices"). Contexts of one backend may be mixed (any devices); contexts of different backends
 // may not (QD_ERROR_WRONG_CONTEXT): api/ resolves the handles and checks the mix in the order
 // qd.h's "Which error wins" gives (api/resolve.h); these functions take the objects. A stream
-// waiting on another context's event is api_stream.cpp's resolve and core/submit.h's wait.
+// waiting on another context's event is src/api/api_stream.cpp's resolve and a core/submit.h
+// wait.
 #pragma once
 
 #include <qd/qd.h>
