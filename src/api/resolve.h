@@ -42,12 +42,10 @@ enum class Mix {
 
 // The context an object belongs to; a context belongs to itself.
 template <class T>
-inline core::Context &context_of(const T &obj) {
+inline const core::Context &context_of(const T &obj) {
     return *obj.ctx;
 }
-inline core::Context &context_of(const core::Context &ctx) {
-    return const_cast<core::Context &>(ctx);
-}
+inline const core::Context &context_of(const core::Context &ctx) { return ctx; }
 
 // QD_ERROR_WRONG_CONTEXT with the message naming both handles and their contexts (or, for
 // Mix::SameBackend, their backends). Out of line: the error path of check_mix.
