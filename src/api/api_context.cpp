@@ -1,12 +1,34 @@
 // Contexts.
 #include "common/first_sizes.h"
 #include "api/guard.h"
+#include "api/resolve.h"
 #include "core/context.h"
 #include "core/object_ops.h"
 #include "core/peer.h"
 
 using namespace qd;
 using core::Context;
+
+namespace {
+
+// Both contexts of a peer query or grant: two distinct, usable contexts of one backend.
+qd_status resolve_pair(qd_context ctx, qd_context peer, Context **c, Context **p) {
+    api::Arg<Context> a{{"ctx"}, ctx}, b{{"peer"}, peer};
+    qd_status st = api::resolve_all(a, b);
+    if (st != QD_SUCCESS) return st;
+    if (a.obj == b.obj)
+        return fail(QD_ERROR_INVALID_ARGUMENT,
+                    "ctx and peer are the same context (0x%016llx); a context always accesses "
+                    "its own memory",
+                    (unsigned long long)ctx);
+    st = api::check_contexts(api::Mix::SameBackend, a, b);
+    if (st == QD_SUCCESS) st = api::check_usable(a, b);
+    *c = a.obj;
+    *p = b.obj;
+    return st;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -25,8 +47,7 @@ QD_API qd_status qd_context_destroy(qd_context ctx) {
 QD_API qd_status qd_context_synchronize(qd_context ctx) {
     return api::guarded([&]() -> qd_status {
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st == QD_SUCCESS) st = core::synchronize(*c);
         return st;
     });
@@ -36,8 +57,7 @@ QD_API qd_status qd_context_default_stream(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st == QD_SUCCESS) *out = c->default_stream();
         return st;
     });
@@ -62,12 +82,20 @@ QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer,
                                             uint32_t *can_access) {
     return api::guarded([&]() -> qd_status {
         if (!can_access) return api::null_argument("can_access");
-        return core::can_access_peer(ctx, peer, can_access);
+        Context *c = nullptr, *p = nullptr;
+        qd_status st = resolve_pair(ctx, peer, &c, &p);
+        if (st != QD_SUCCESS) return st;
+        return core::can_access_peer(*c, *p, can_access);
     });
 }
 
 QD_API qd_status qd_context_enable_peer_access(qd_context ctx, qd_context peer) {
-    return api::guarded([&]() -> qd_status { return core::enable_peer_access(ctx, peer); });
+    return api::guarded([&]() -> qd_status {
+        Context *c = nullptr, *p = nullptr;
+        qd_status st = resolve_pair(ctx, peer, &c, &p);
+        if (st != QD_SUCCESS) return st;
+        return core::enable_peer_access(*c, *p);
+    });
 }
 
 }  // extern "C"

@@ -1,5 +1,6 @@
 // Events.
 #include "api/guard.h"
+#include "api/resolve.h"
 #include "core/capture/capture.h"
 #include "core/context.h"
 #include "core/object_ops.h"
@@ -19,8 +20,7 @@ QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out) 
         if (flags & ~uint32_t(QD_EVENT_TIMING))
             return fail(QD_ERROR_INVALID_ARGUMENT, "unknown event flags 0x%x", flags);
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::create_event(*c, (flags & QD_EVENT_TIMING) != 0, out);
     });
@@ -34,11 +34,11 @@ QD_API qd_status qd_event_destroy(qd_event event) {
 
 QD_API qd_status qd_event_record(qd_stream stream, qd_event event) {
     return api::guarded([&]() -> qd_status {
-        Stream *s = nullptr;
-        Event *e = nullptr;
-        qd_status st = core::resolve_stream_and_event(stream, event, &s, &e);
+        api::Arg<Stream> s{{"stream"}, stream};
+        api::Arg<Event> e{{"event"}, event};
+        qd_status st = api::resolve_same_context(s, e);
         if (st != QD_SUCCESS) return st;
-        return core::submit_record(*s, *e);
+        return core::submit_record(*s.obj, *e.obj);
     });
 }
 
@@ -66,15 +66,10 @@ QD_API qd_status qd_event_synchronize(qd_event event) {
 QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms) {
     return api::guarded([&]() -> qd_status {
         if (!ms) return api::null_argument("ms");
-        Event *a = nullptr, *b = nullptr;
-        qd_status st = core::resolve(start, &a);
-        if (st == QD_SUCCESS) st = core::resolve(end, &b);
+        api::Arg<Event> a{{"start"}, start}, b{{"end"}, end};
+        qd_status st = api::resolve_same_context(a, b);
         if (st != QD_SUCCESS) return st;
-        if (a->ctx != b->ctx)
-            return fail(QD_ERROR_WRONG_CONTEXT, "start and end events belong to different contexts");
-        st = a->ctx->usable();
-        if (st != QD_SUCCESS) return st;
-        return core::elapsed_ms(*a, *b, ms);
+        return core::elapsed_ms(*a.obj, *b.obj, ms);
     });
 }
 

@@ -1,5 +1,6 @@
 // Stream-ordered memory and pinned host memory.
 #include "api/guard.h"
+#include "api/resolve.h"
 #include "core/context.h"
 #include "core/object_ops.h"
 #include "core/peer.h"
@@ -83,7 +84,22 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
     return api::guarded([&]() -> qd_status {
         qd_status st = check_sides(dst, src, bytes);
         if (st != QD_SUCCESS) return st;
-        return core::memcpy_peer(stream, dst, dst_ctx, src, src_ctx, bytes);
+        api::Arg<Stream> s{{"stream"}, stream};
+        api::Arg<Context> d{{"dst_ctx"}, dst_ctx}, r{{"src_ctx"}, src_ctx};
+        st = api::resolve_all(s, d, r);
+        if (st != QD_SUCCESS) return st;
+        // The copy runs on a stream of one of the two contexts, which are of one backend.
+        Context &mine = *s.obj->ctx;
+        if (&mine != d.obj && &mine != r.obj)
+            return fail(QD_ERROR_WRONG_CONTEXT,
+                        "stream 0x%016llx belongs to context 0x%016llx, neither dst_ctx "
+                        "0x%016llx nor src_ctx 0x%016llx",
+                        (unsigned long long)stream, (unsigned long long)mine.handle(),
+                        (unsigned long long)dst_ctx, (unsigned long long)src_ctx);
+        st = api::check_contexts(api::Mix::SameBackend, d, r);
+        if (st == QD_SUCCESS) st = api::check_usable(d, r);
+        if (st != QD_SUCCESS) return st;
+        return core::memcpy_peer(*s.obj, stream, dst, *d.obj, src, *r.obj, bytes);
     });
 }
 
@@ -107,8 +123,7 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out) {
         qd_status st = check_alloc_size(bytes);
         if (st != QD_SUCCESS) return st;
         Context *c = nullptr;
-        st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::host_alloc(*c, bytes, out);
     });

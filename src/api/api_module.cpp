@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "api/guard.h"
+#include "api/resolve.h"
 #include "core/context.h"
 #include "core/lifecycle.h"
 
@@ -18,8 +19,7 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
         if (!out) return api::null_argument("out");
         if (size == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "size is 0");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::load_module(*c, image, size, out);
     });
@@ -48,8 +48,7 @@ QD_API qd_status qd_kernel_from_host_fn(qd_context ctx, qd_host_kernel_fn fn, co
         if (!fn) return api::null_argument("fn");
         if (!out) return api::null_argument("out");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::kernel_from_host_fn(*c, fn, name, out);
     });

@@ -1,6 +1,9 @@
 // Streams: owned, leased (pool), borrowed (imported) and the default stream.
+#include <vector>
+
 #include "common/first_sizes.h"
 #include "api/guard.h"
+#include "api/resolve.h"
 #include "core/active_stream.h"
 #include "core/capture/capture.h"
 #include "core/context.h"
@@ -35,8 +38,7 @@ QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd
             d = *desc;
         }
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::create_stream(*c, d.flags, d.priority, out);
     });
@@ -70,13 +72,20 @@ QD_API qd_status qd_stream_query(qd_stream stream) {
 
 QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
     return api::guarded([&]() -> qd_status {
-        Stream *s = nullptr;
-        Event *e = nullptr;
-        qd_status st = core::resolve_wait(stream, event, &s, &e);
+        // A stream and an event of the same context, or of two usable contexts of one backend
+        // (qd.h, "Several devices").
+        api::Arg<Stream> s{{"stream"}, stream};
+        api::Arg<Event> e{{"event"}, event};
+        qd_status st = api::resolve_contexts(api::Mix::SameBackend, s, e);
+        // The stream's own context sees the wait (its capture refuses an outside record); a
+        // record captured in the event's context is a node of that graph, not something to
+        // wait on.
+        if (st == QD_SUCCESS && e.obj->ctx != s.obj->ctx)
+            st = core::refuse_if_captured_event(*e.obj, event, "qd_stream_wait_event");
         if (st != QD_SUCCESS) return st;
-        st = core::submit_wait(*s, *e);
+        st = core::submit_wait(*s.obj, *e.obj);
         // A stream that joined a capture by this wait is named by this handle in its messages.
-        if (st == QD_SUCCESS && s->capturing()) s->ctx->capture()->note_handle(*s, stream);
+        if (st == QD_SUCCESS && s.obj->capturing()) s.obj->ctx->capture()->note_handle(*s.obj, stream);
         return st;
     });
 }
@@ -85,8 +94,7 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return c->stream_pool().acquire(out);
     });
@@ -99,11 +107,47 @@ QD_API qd_status qd_stream_release(qd_stream stream) {
 }
 
 QD_API qd_status qd_stream_fork(qd_stream parent, uint32_t n, qd_stream *children) {
-    return api::guarded([&]() -> qd_status { return core::fork_streams(parent, n, children); });
+    return api::guarded([&]() -> qd_status {
+        if (!children) return api::null_argument("children");
+        if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; fork at least one stream");
+        Stream *p = nullptr;
+        qd_status st = core::resolve_usable(parent, &p);
+        if (st != QD_SUCCESS) return st;
+        return core::fork_streams(*p, n, children);
+    });
 }
 
 QD_API qd_status qd_stream_join(qd_stream parent, const qd_stream *children, uint32_t n) {
-    return api::guarded([&]() -> qd_status { return core::join_streams(parent, children, n); });
+    return api::guarded([&]() -> qd_status {
+        if (!children) return api::null_argument("children");
+        if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; join at least one stream");
+        // Validate everything before queuing anything, so an error changes nothing; each class
+        // of check runs over every argument before the next (qd.h, "Which error wins").
+        for (uint32_t i = 0; i < n; ++i) {
+            if (children[i] == parent)
+                return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] is the parent stream", i);
+            for (uint32_t j = 0; j < i; ++j)
+                if (children[j] == children[i])
+                    return fail(QD_ERROR_INVALID_ARGUMENT,
+                                "children[%u] and children[%u] are the same", j, i);
+        }
+        Stream *p = nullptr;
+        qd_status st = core::resolve(parent, &p);
+        if (st != QD_SUCCESS) return st;
+        std::vector<Stream *> kids(n);
+        for (uint32_t i = 0; i < n; ++i) {
+            st = api::resolve_element({"children", i}, children[i], &kids[i]);
+            if (st != QD_SUCCESS) return st;
+        }
+        for (uint32_t i = 0; i < n; ++i) {
+            st = api::check_mix(api::Mix::SameContext, {"parent"}, parent, *p->ctx,
+                                {"children", i}, children[i], *kids[i]->ctx);
+            if (st != QD_SUCCESS) return st;
+        }
+        st = p->ctx->usable();
+        if (st != QD_SUCCESS) return st;
+        return core::join_streams(*p, parent, kids.data(), children, n);
+    });
 }
 
 // Both run their common case inline (no allocation, nothing that throws), and fall back to the
@@ -111,12 +155,23 @@ QD_API qd_status qd_stream_join(qd_stream parent, const qd_stream *children, uin
 namespace {
 __attribute__((noinline)) qd_status set_active_full(qd_context ctx, qd_stream stream,
                                                     qd_stream *previous) {
-    return api::guarded([&]() -> qd_status { return core::set_active_stream(ctx, stream, previous); });
+    return api::guarded([&]() -> qd_status {
+        // No state check: the active stream is a value, set and read on any context.
+        api::Arg<Context> c{{"ctx"}, ctx};
+        api::Arg<Stream> s{{"stream"}, stream};
+        qd_status st = api::resolve_all(c, s);
+        if (st == QD_SUCCESS) st = api::check_contexts(api::Mix::SameContext, c, s);
+        if (st != QD_SUCCESS) return st;
+        return core::set_active_stream(*c.obj, stream, previous);
+    });
 }
 __attribute__((noinline)) qd_status get_active_full(qd_context ctx, qd_stream *out) {
     return api::guarded([&]() -> qd_status {
         if (!out) return api::null_argument("out");
-        return core::get_active_stream(ctx, out);
+        Context *c = nullptr;
+        qd_status st = core::resolve(ctx, &c);
+        if (st != QD_SUCCESS) return st;
+        return core::get_active_stream(*c, out);
     });
 }
 }  // namespace
@@ -179,8 +234,7 @@ QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *ou
             return fail(QD_ERROR_INVALID_ARGUMENT,
                         "native stream 0 (the legacy default stream) cannot be imported");
         Context *c = nullptr;
-        qd_status st = core::resolve(ctx, &c);
-        if (st == QD_SUCCESS) st = c->usable();
+        qd_status st = api::resolve_usable_context(ctx, &c);
         if (st != QD_SUCCESS) return st;
         return core::import_stream(*c, native, out);
     });

@@ -37,11 +37,8 @@ bool context_alive(uint64_t ctx) {
 }
 
 // First use of a context on this thread: its active stream starts as the default stream.
-qd_status add_entry(uint64_t ctx, Entry **out) {
-    Context *c = nullptr;
-    qd_status st = resolve(ctx, &c);
-    if (st != QD_SUCCESS) return st;
-    const Entry fresh{ctx, c->default_stream()};
+void add_entry(const Context &ctx, Entry **out) {
+    const Entry fresh{ctx.handle(), ctx.default_stream()};
     if (t_count == kInline) {
         // Entries of destroyed contexts are inert (context handles are never reissued); drop
         // them to make room.
@@ -53,7 +50,7 @@ qd_status add_entry(uint64_t ctx, Entry **out) {
     if (t_count < kInline) {
         t_inline[t_count] = fresh;
         *out = &t_inline[t_count++];
-        return QD_SUCCESS;
+        return;
     }
     if (!t_spill) t_spill = new std::vector<Entry>();
     std::vector<Entry> kept;
@@ -62,42 +59,21 @@ qd_status add_entry(uint64_t ctx, Entry **out) {
     t_spill->swap(kept);
     t_spill->push_back(fresh);
     *out = &t_spill->back();
-    return QD_SUCCESS;
 }
 
 }  // namespace
 
-qd_status set_active_stream(uint64_t ctx, uint64_t stream, uint64_t *previous) {
-    HandleTable &table = HandleTable::instance();
-    uint64_t owner = 0;
-    qd_status st = table.check(ctx, Tag::Context, &owner);
-    if (st != QD_SUCCESS) return st;
-    st = table.check(stream, Tag::Stream, &owner);
-    if (st != QD_SUCCESS) return st;
-    if (owner != ctx)
-        return fail(QD_ERROR_WRONG_CONTEXT,
-                    "stream 0x%016llx belongs to context 0x%016llx, not 0x%016llx",
-                    (unsigned long long)stream, (unsigned long long)owner,
-                    (unsigned long long)ctx);
-    Entry *e = find(ctx);
-    if (!e) {
-        st = add_entry(ctx, &e);
-        if (st != QD_SUCCESS) return st;
-    }
+qd_status set_active_stream(const Context &ctx, uint64_t stream, uint64_t *previous) {
+    Entry *e = find(ctx.handle());
+    if (!e) add_entry(ctx, &e);
     if (previous) *previous = e->stream;
     e->stream = stream;
     return QD_SUCCESS;
 }
 
-qd_status get_active_stream(uint64_t ctx, uint64_t *out) {
-    uint64_t owner = 0;
-    qd_status st = HandleTable::instance().check(ctx, Tag::Context, &owner);
-    if (st != QD_SUCCESS) return st;
-    Entry *e = find(ctx);
-    if (!e) {
-        st = add_entry(ctx, &e);
-        if (st != QD_SUCCESS) return st;
-    }
+qd_status get_active_stream(const Context &ctx, uint64_t *out) {
+    Entry *e = find(ctx.handle());
+    if (!e) add_entry(ctx, &e);
     *out = e->stream;
     return QD_SUCCESS;
 }

@@ -10,7 +10,9 @@
 // thread's entries are plain-old-data in initial-exec TLS (no guard variable, no thread-exit
 // destructor, no __tls_get_addr call), and the handle checks are the handle table's lock-free
 // inline check. Anything else (first use of a context on this thread, a bad handle, an error
-// message to write) takes the out-of-line path.
+// message to write) takes the out-of-line path: api/ resolves the handles, then calls the full
+// path with the objects. The fast path takes raw handles on purpose: it only checks that they
+// are live (resolving them would cost the atomic reference counting it exists to avoid).
 #pragma once
 
 #include <qd/qd.h>
@@ -19,9 +21,13 @@
 
 namespace qd::core {
 
-// The full paths: every case, with error messages.
-qd_status set_active_stream(uint64_t ctx, uint64_t stream, uint64_t *previous);
-qd_status get_active_stream(uint64_t ctx, uint64_t *out);
+class Context;  // core/context.h
+
+// The full paths, once api/ resolved the context (and, for set, the stream, and checked that it
+// belongs to ctx): the thread's entry for ctx, made on first use. The active stream is a handle
+// value, kept and returned as set (qd.h: even after that stream is destroyed).
+qd_status set_active_stream(const Context &ctx, uint64_t stream, uint64_t *previous);
+qd_status get_active_stream(const Context &ctx, uint64_t *out);
 
 namespace active_detail {
 

@@ -265,17 +265,6 @@ qd_status Context::check_not_destroyed() const {
                 (unsigned long long)handle_);
 }
 
-qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, Event **e) {
-    qd_status st = resolve(stream, s);
-    if (st == QD_SUCCESS) st = resolve(event, e);
-    if (st != QD_SUCCESS) return st;
-    if ((*e)->ctx != (*s)->ctx)
-        return fail(QD_ERROR_WRONG_CONTEXT,
-                    "event 0x%016llx and stream 0x%016llx belong to different contexts",
-                    (unsigned long long)event, (unsigned long long)stream);
-    return (*s)->ctx->usable();
-}
-
 qd_status register_stream(const std::shared_ptr<Context> &ctx,
                           std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
     auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);

@@ -169,10 +169,6 @@ inline qd_status resolve_usable(uint64_t handle, T **out) {
     return (*out)->ctx->usable();
 }
 
-// A stream and an event of the same, usable context, for record and wait; handles are checked
-// before contexts, contexts before the context's state (qd.h, "Which error wins").
-qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, Event **e);
-
 // Registers a new stream handle of the given kind and counts it.
 qd_status register_stream(const std::shared_ptr<Context> &ctx, std::shared_ptr<backend::Stream> impl,
                           StreamKind kind, uint64_t *out);

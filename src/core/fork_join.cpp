@@ -23,16 +23,11 @@ qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n
     return st;
 }
 
-qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
-    if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
-    if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; fork at least one stream");
-    Stream *p = nullptr;
-    qd_status st = resolve_usable(parent, &p);
-    if (st != QD_SUCCESS) return st;
-    Context &ctx = *p->ctx;
+qd_status fork_streams(Stream &parent, uint32_t n, uint64_t *children) {
+    Context &ctx = *parent.ctx;
     StreamPool &pool = ctx.stream_pool();
     // More than the pool can ever lease is refused before anything is allocated for them.
-    st = pool.check_fits(n);
+    qd_status st = pool.check_fits(n);
     if (st != QD_SUCCESS) return st;
 
     std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
@@ -57,60 +52,33 @@ qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children) {
         leases.push_back(std::move(s));
         handles.push_back(h);
     }
-    st = link_streams(ctx, *p, kids.data(), n, OpOrigin::Fork);
+    st = link_streams(ctx, parent, kids.data(), n, OpOrigin::Fork);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();
         undo();
         return fail(st, "%s", reason.c_str());
     }
     // Children of a capturing parent joined its capture: name them in its messages.
-    if (p->capturing())
+    if (parent.capturing())
         for (uint32_t i = 0; i < n; ++i) ctx.capture()->note_handle(*kids[i], handles[i]);
     std::copy(handles.begin(), handles.end(), children);
     return QD_SUCCESS;
 }
 
-qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
-    if (!children) return fail(QD_ERROR_INVALID_ARGUMENT, "children is NULL");
-    if (n == 0) return fail(QD_ERROR_INVALID_ARGUMENT, "n is 0; join at least one stream");
-    // Validate everything before queuing anything, so an error changes nothing; each class of
-    // check runs over every argument before the next (qd.h, "Which error wins").
-    for (uint32_t i = 0; i < n; ++i) {
-        if (children[i] == parent)
-            return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] is the parent stream", i);
-        for (uint32_t j = 0; j < i; ++j)
-            if (children[j] == children[i])
-                return fail(QD_ERROR_INVALID_ARGUMENT, "children[%u] and children[%u] are the same",
-                            j, i);
-    }
-    Stream *p = nullptr;
-    qd_status st = resolve(parent, &p);
-    if (st != QD_SUCCESS) return st;
-    Context &ctx = *p->ctx;
-    std::vector<Stream *> kids(n);
-    for (uint32_t i = 0; i < n; ++i) {
-        st = resolve(children[i], &kids[i]);
-        if (st != QD_SUCCESS) {
-            const std::string reason = last_error_message();
-            return fail(st, "children[%u]: %s", i, reason.c_str());
-        }
-    }
-    for (uint32_t i = 0; i < n; ++i)
-        if (kids[i]->ctx.get() != &ctx)
-            return fail(QD_ERROR_WRONG_CONTEXT, "children[%u] belongs to another context than the "
-                        "parent", i);
-    st = ctx.usable();
-    if (st != QD_SUCCESS) return st;
+qd_status join_streams(Stream &parent, uint64_t parent_handle, Stream *const *kids,
+                       const uint64_t *children, uint32_t n) {
+    Context &ctx = *parent.ctx;
+    qd_status st = QD_SUCCESS;
     for (uint32_t i = 0; i < n; ++i)
         if (kids[i]->kind != StreamKind::Leased)
             return fail(QD_ERROR_INVALID_OPERATION,
                         "children[%u] is not a pool lease (from qd_stream_fork or "
                         "qd_stream_acquire)", i);
     // Whether the parts fit the capture a stream of them is in (none capturing: nothing to ask).
-    bool capturing = p->capturing();
+    bool capturing = parent.capturing();
     for (uint32_t i = 0; i < n && !capturing; ++i) capturing = kids[i]->capturing();
     if (capturing) {
-        st = ctx.capture()->check_join(*p, parent, kids.data(), children, n);
+        st = ctx.capture()->check_join(parent, parent_handle, kids, children, n);
         if (st != QD_SUCCESS) return st;
     }
     // One batch, all or nothing: each child's record and the parent's wait for it, through one
@@ -122,7 +90,7 @@ qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n) {
     OpBatch ops(size_t(n) * 2);
     for (uint32_t i = 0; i < n; ++i) {
         ops.record(*kids[i], *ev, OpOrigin::Join);
-        ops.wait(*p, *ev, OpOrigin::Join);
+        ops.wait(parent, *ev, OpOrigin::Join);
     }
     st = ops.submit(ctx);
     events.put(std::move(ev));

@@ -16,8 +16,14 @@ namespace qd::core {
 // record when it was queued).
 qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n, OpOrigin origin);
 
-qd_status fork_streams(uint64_t parent, uint32_t n, uint64_t *children);
-qd_status join_streams(uint64_t parent, const uint64_t *children, uint32_t n);
-qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_tasks);
+// qd_stream_fork, once api/ checked the arguments and resolved the parent (usable): leases n
+// streams of its pool that wait for the work queued on it, and writes their handles.
+qd_status fork_streams(Stream &parent, uint32_t n, uint64_t *children);
+// qd_stream_join, once api/ checked the arguments and resolved the parent and every child
+// (kids[i] is the stream of the handle children[i]), all of one usable context: refuses a child
+// that is not a lease, then the parent waits for every child and the leases go back to the
+// pool. The handles name the streams in messages and in the pool.
+qd_status join_streams(Stream &parent, uint64_t parent_handle, Stream *const *kids,
+                       const uint64_t *children, uint32_t n);
 
 }  // namespace qd::core

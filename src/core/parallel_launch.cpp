@@ -1,4 +1,6 @@
 // qd_launch_parallel: fork to pooled streams, launch each group in order on its stream, join.
+#include "core/parallel_launch.h"
+
 #include <vector>
 
 #include "common/first_sizes.h"
@@ -15,18 +17,11 @@ namespace {
 // The most a newer caller's qd_task can have grown to; a larger struct_size is garbage, and
 // stepping by it would read far past the caller's array.
 constexpr uint32_t kMaxTaskSize = 1024;
-
-struct Prepared {
-    const qd_task *task;
-    Kernel *kernel;
-    backend::LaunchDims dims;
-    uint32_t stream_index;  // group's position in order of first appearance
-};
 }  // namespace
 
-qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_tasks) {
+qd_status plan_parallel(const qd_task *tasks, uint32_t num_tasks, ParallelPlan *plan) {
     // Each class of check runs over every task before the next class (qd.h, "Which error
-    // wins"): the tasks' own values, then the handles, then the contexts, then the state.
+    // wins"): the tasks' own values here; the handles, the contexts and the state in api/.
     if (!tasks && num_tasks > 0)
         return fail(QD_ERROR_INVALID_ARGUMENT, "tasks is NULL but num_tasks is %u", num_tasks);
     // The array's stride is tasks[0].struct_size, so a caller built against a newer, larger
@@ -38,7 +33,8 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
                     "tasks[0].struct_size is %u; it must be a multiple of %zu from %u to %u (use "
                     "QD_TASK_INIT)",
                     stride, alignof(qd_task), first_size<qd_task>(), kMaxTaskSize);
-    std::vector<Prepared> prepared(num_tasks);
+    std::vector<ParallelPlan::Task> &prepared = plan->tasks;
+    prepared.resize(num_tasks);
     std::vector<uint32_t> group_of(num_tasks);  // each task's group id
     for (uint32_t i = 0; i < num_tasks; ++i) {
         const qd_task &t = *reinterpret_cast<const qd_task *>(
@@ -60,35 +56,19 @@ qd_status launch_parallel(uint64_t stream, const qd_task *tasks, uint32_t num_ta
     // Each task's group, numbered in order of first appearance (never a search over every
     // group per task: 1e5 groups would take seconds).
     std::vector<uint32_t> group_number;
-    const uint32_t num_groups = number_groups(group_of, &group_number);
+    plan->num_groups = number_groups(group_of, &group_number);
     for (uint32_t i = 0; i < num_tasks; ++i) prepared[i].stream_index = group_number[i];
+    return QD_SUCCESS;
+}
 
-    Stream *parent = nullptr;
-    qd_status st = resolve(stream, &parent);
-    if (st != QD_SUCCESS) return st;
-    // Resolve every kernel (borrowed for the call, resolve_cache.h) before comparing contexts.
-    std::vector<Kernel *> kernels(num_tasks);
-    for (uint32_t i = 0; i < num_tasks; ++i) {
-        const uint64_t handle = prepared[i].task->kernel;
-        if (i > 0 && handle == prepared[i - 1].task->kernel) {
-            kernels[i] = kernels[i - 1];
-            continue;
-        }
-        st = resolve(handle, &kernels[i]);
-        if (st != QD_SUCCESS) {
-            const std::string reason = last_error_message();
-            return fail(st, "tasks[%u]: %s", i, reason.c_str());
-        }
-    }
+qd_status launch_parallel(Stream &stream, const ParallelPlan &plan) {
+    const std::vector<ParallelPlan::Task> &prepared = plan.tasks;
+    const uint32_t num_tasks = uint32_t(prepared.size());
+    const uint32_t num_groups = plan.num_groups;
+    if (num_tasks == 0) return QD_SUCCESS;
+    Stream *parent = &stream;
     Context &ctx = *parent->ctx;
-    for (uint32_t i = 0; i < num_tasks; ++i) {
-        if (kernels[i]->ctx.get() != &ctx)
-            return fail(QD_ERROR_WRONG_CONTEXT,
-                        "tasks[%u].kernel belongs to another context than the stream", i);
-        prepared[i].kernel = kernels[i];
-    }
-    st = ctx.usable();
-    if (st != QD_SUCCESS || num_tasks == 0) return st;
+    qd_status st = QD_SUCCESS;
 
     std::vector<std::shared_ptr<Stream>> leases;  // held: a racing destroy may clear the pool
     // Inside a capture the leases stay with the capture until it ends (core/capture/); the

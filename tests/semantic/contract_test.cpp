@@ -1,7 +1,9 @@
 // The rules of qd.h's Conventions that cut across functions: which error wins when several
 // arguments are bad ("Which error wins"), NULL input pointers, and arrays of growable structs
 // ("Arrays of structs": qd_task is read at the stride of tasks[0].struct_size).
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "qd_test.h"
 
@@ -148,6 +150,46 @@ TEST_P(ContractTest, InvalidHandleAnywhere_WinsOverWrongContext_InArraysAsInArgu
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "tasks[0]", qd_launch_parallel(default_stream_, tasks, 1));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_launch(default_stream_, foreign_kernel, nullptr, nullptr, 0));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_record(default_stream_, foreign_event));
+    EXPECT_QD_OK(qd_stream_release(foreign_lease));
+}
+
+// Every call that mixes handles of two contexts says so in one wording: both handles, each with
+// its context, so the caller sees which object is the foreign one.
+TEST_P(ContractTest, WrongContext_EveryCall_NamesBothHandlesAndTheirContexts) {
+    QDT_REQUIRE_KERNELS();
+    qd_context c2 = other_context();
+    qd_stream foreign_lease = 0;
+    ASSERT_QD_OK(qd_stream_acquire(c2, &foreign_lease));
+    const qd_stream foreign_stream = new_stream(c2);
+    const qd_event foreign_event = new_event(0, c2), event = new_event();
+    std::string why;
+    std::unique_ptr<TestKernels> foreign = make_test_kernels(backend(), c2, &why);
+    ASSERT_TRUE(foreign) << why;
+    const qd_kernel foreign_kernel = foreign->noop();
+    auto hex = [](uint64_t h) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "0x%016llx", (unsigned long long)h);
+        return std::string(buf);
+    };
+    // The message of `st` names every one of `names`.
+    auto names_all = [&](qd_status st, std::initializer_list<uint64_t> names) {
+        EXPECT_EQ(st, QD_ERROR_WRONG_CONTEXT);
+        const std::string msg = qd_last_error_message();
+        for (uint64_t h : names) EXPECT_NE(msg.find(hex(h)), std::string::npos) << msg;
+        EXPECT_NE(msg.find("different contexts"), std::string::npos) << msg;
+    };
+    const uint64_t s = default_stream_, c1 = ctx_;
+    names_all(qd_event_record(s, foreign_event), {s, c1, foreign_event, c2});
+    names_all(qd_event_record(foreign_stream, event), {foreign_stream, c2, event, c1});
+    float ms = 0;
+    names_all(qd_event_elapsed_ms(event, foreign_event, &ms), {event, c1, foreign_event, c2});
+    names_all(launch0(s, foreign_kernel), {s, c1, foreign_kernel, c2});
+    qd_stream kids[1] = {foreign_lease};
+    names_all(qd_stream_join(s, kids, 1), {s, c1, foreign_lease, c2});
+    qd_task tasks[1] = {QD_TASK_INIT};
+    tasks[0].kernel = foreign_kernel;
+    names_all(qd_launch_parallel(s, tasks, 1), {s, c1, foreign_kernel, c2});
+    names_all(qd_stream_set_active(ctx_, foreign_stream, nullptr), {c1, foreign_stream, c2});
     EXPECT_QD_OK(qd_stream_release(foreign_lease));
 }
 

@@ -8,7 +8,12 @@
 
 namespace qd::core {
 
-qd_status set_hazard_handler(uint64_t ctx, qd_hazard_fn fn, void *user_data);
-qd_status set_param_access(uint64_t kernel, uint32_t index, uint32_t access);
+class Context;
+class Kernel;
+
+// On the objects src/api/api_validation.cpp resolved (and, for set_param_access, whose index
+// and access it checked).
+qd_status set_hazard_handler(Context &ctx, qd_hazard_fn fn, void *user_data);
+void set_param_access(Kernel &kernel, uint32_t index, uint32_t access);
 
 }  // namespace qd::core
