@@ -1,6 +1,7 @@
 #include "core/context.h"
+#include "core/object_event.h"
+#include "core/observer_table.h"
 #include "core/observers.h"
-#include "core/trace.h"
 #include "core/validation.h"
 #include "common/first_sizes.h"
 
@@ -96,8 +97,11 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
         return st;
     }
 
+    // The observers the description or the environment ask for (core/observer_table.h), before
+    // the first object, so that they hear of the default stream.
+    st = attach_observers_at_create(*ctx, desc);
     std::shared_ptr<backend::Stream> default_impl;
-    st = ctx->impl_->create_stream(QD_STREAM_NON_BLOCKING, 0, &default_impl);
+    if (st == QD_SUCCESS) st = ctx->impl_->create_stream(QD_STREAM_NON_BLOCKING, 0, &default_impl);
     if (st == QD_SUCCESS)
         st = register_stream(ctx, std::move(default_impl), StreamKind::Default,
                              &ctx->default_stream_handle_);
@@ -107,14 +111,6 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
         return fail(st, "%s", reason.c_str());
     }
     table.get(ctx->default_stream_handle_, Tag::Stream, &ctx->default_stream_);
-    st = TraceObserver::attach_if_requested(*ctx);  // QD_TRACE (core/trace.h)
-    if (st == QD_SUCCESS)  // QD_CONTEXT_VALIDATE, QD_VALIDATE (core/validation.h)
-        st = ValidationObserver::attach_if_requested(*ctx, desc.flags);
-    if (st != QD_SUCCESS) {
-        const std::string reason = last_error_message();
-        destroy(ctx->handle_);
-        return fail(st, "%s", reason.c_str());
-    }
     *out = ctx->handle_;
     return QD_SUCCESS;
 }
@@ -260,6 +256,7 @@ qd_status register_stream(const std::shared_ptr<Context> &ctx,
     if (st == QD_SUCCESS) {
         stream->handle.store(*out, std::memory_order_relaxed);
         ctx->counted(Tag::Stream, +1);
+        notify_child(*ctx, ObjectEvent::Change::Created, Tag::Stream, *out, *stream);
     }
     return st;
 }

@@ -5,19 +5,32 @@
 
 #include "common/error.h"
 #include "core/capture.h"
+#include "core/object_event.h"
 
 namespace qd::core {
 
 namespace {
 
-// Registers a new child handle and counts it.
+// Registers a new child handle, counts it and tells the observers (core/object_event.h).
+qd_status adopt_object(Context &ctx, Tag tag, std::shared_ptr<Object> obj, uint64_t *out) {
+    const Object &object = *obj;
+    qd_status st = ctx.adopt(tag, std::move(obj), out);
+    if (st != QD_SUCCESS) return st;
+    ctx.counted(tag, +1);
+    notify_child(ctx, ObjectEvent::Change::Created, tag, *out, object);
+    return st;
+}
+
 template <class T, class Impl>
 qd_status adopt_child(Context &ctx, std::shared_ptr<Impl> impl, uint64_t *out) {
     std::shared_ptr<Context> owner = ctx.shared_from_this();
-    auto obj = std::make_shared<T>(owner, std::move(impl));
-    qd_status st = ctx.adopt(T::kTag, std::move(obj), out);
-    if (st == QD_SUCCESS) ctx.counted(T::kTag, +1);
-    return st;
+    return adopt_object(ctx, T::kTag, std::make_shared<T>(owner, std::move(impl)), out);
+}
+
+// A child handle was removed: uncounts it and tells the observers.
+void removed_child(Context &ctx, Tag tag, uint64_t handle, const Object &object) {
+    ctx.counted(tag, -1);
+    notify_child(ctx, ObjectEvent::Change::Destroyed, tag, handle, object);
 }
 
 // Removes a child handle and everything that remembers it on this thread; the removed object
@@ -127,8 +140,8 @@ qd_status destroy_stream(uint64_t handle) {
     st = remove_child(handle, Tag::Stream, &removed);
     if (st != QD_SUCCESS) return st;
     auto &stream = static_cast<Stream &>(*removed);
-    stream.ctx->counted(Tag::Stream, -1);
     if (stream.kind == StreamKind::Borrowed) stream.impl->forget();
+    removed_child(*stream.ctx, Tag::Stream, handle, stream);
     // Dropping `removed` returns at once; the backend keeps the native stream until its work
     // ends.
     return QD_SUCCESS;
@@ -137,14 +150,16 @@ qd_status destroy_stream(uint64_t handle) {
 qd_status destroy_event(uint64_t handle) {
     std::shared_ptr<Object> removed;
     qd_status st = remove_child(handle, Tag::Event, &removed);
-    if (st == QD_SUCCESS) static_cast<Event &>(*removed).ctx->counted(Tag::Event, -1);
+    if (st == QD_SUCCESS)
+        removed_child(*static_cast<Event &>(*removed).ctx, Tag::Event, handle, *removed);
     return st;
 }
 
 qd_status destroy_kernel(uint64_t handle) {
     std::shared_ptr<Object> removed;
     qd_status st = remove_child(handle, Tag::Kernel, &removed);
-    if (st == QD_SUCCESS) static_cast<Kernel &>(*removed).ctx->counted(Tag::Kernel, -1);
+    if (st == QD_SUCCESS)
+        removed_child(*static_cast<Kernel &>(*removed).ctx, Tag::Kernel, handle, *removed);
     return st;
 }
 
@@ -153,21 +168,36 @@ qd_status unload_module(uint64_t handle) {
     qd_status st = remove_child(handle, Tag::Module, &removed);
     if (st != QD_SUCCESS) return st;
     auto &m = static_cast<Module &>(*removed);
-    m.ctx->counted(Tag::Module, -1);
     std::vector<uint64_t> kernels;
     {
         // In the child of a fork, a thread of the parent may have held an inherited module's
         // mutex at the fork: its kernels are then left to the context (core/fork_handlers.h).
         std::unique_lock<std::mutex> lock(m.kernels_mutex, std::defer_lock);
         if (!m.ctx->forked()) lock.lock();
-        else if (!lock.try_lock()) return QD_SUCCESS;
+        else if (!lock.try_lock()) {
+            m.ctx->counted(Tag::Module, -1);
+            return QD_SUCCESS;
+        }
         m.unloaded = true;  // a racing get_kernel destroys its kernel itself
         kernels.swap(m.kernels);
     }
     // A kernel its owner already destroyed fails here, which changes nothing (the call
     // succeeds; a success leaves no message to keep).
     for (uint64_t k : kernels) (void)destroy_kernel(k);
+    removed_child(*m.ctx, Tag::Module, handle, m);  // after its kernels
     return QD_SUCCESS;
+}
+
+qd_status register_graph(Context &ctx, std::shared_ptr<Graph> graph, uint64_t *out) {
+    return adopt_object(ctx, Tag::Graph, std::move(graph), out);
+}
+
+qd_status destroy_graph(uint64_t handle) {
+    std::shared_ptr<Object> removed;
+    qd_status st = remove_child(handle, Tag::Graph, &removed);
+    if (st == QD_SUCCESS)
+        removed_child(*static_cast<Graph &>(*removed).ctx, Tag::Graph, handle, *removed);
+    return st;
 }
 
 qd_status native_handle(const Stream &stream, uint64_t handle, uint64_t *out) {
