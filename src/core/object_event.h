@@ -14,10 +14,11 @@
 //     still be finishing (qd.h: it completes as if it came first).
 // A call that fails (a bad or stale handle, a second destroy, a refused destroy) reports
 // nothing. Not reported: the pool's streams (leases and the streams of fork, join and parallel
-// launch; the pool owns them for the context's life), the context itself, and the children a
-// context destroy takes with it (the observers hear context_drained instead). In the child of a
-// fork nothing is reported. An observer hears only of what is created after it attached; the
-// observers attached at context creation (core/observer_table.h) hear of the default stream.
+// launch; the pool owns them for the context's life), the context itself, the children a
+// context destroy takes with it (the observers hear context_drained instead), and anything of a
+// context inherited by the child of a fork. An observer hears only of what is created after it
+// attached; the observers attached at context creation (core/observer_table.h) hear of the
+// default stream.
 //
 // With no observer attached a report costs one load and one branch (notify_object below).
 #pragma once
