@@ -1,5 +1,5 @@
 #include "core/context.h"
-#include "core/object_event.h"
+#include "core/lifecycle.h"
 #include "core/observer_table.h"
 #include "core/observers.h"
 #include "core/validation.h"
@@ -243,22 +243,6 @@ qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, 
                     "event 0x%016llx and stream 0x%016llx belong to different contexts",
                     (unsigned long long)event, (unsigned long long)stream);
     return (*s)->ctx->usable();
-}
-
-qd_status register_stream(const std::shared_ptr<Context> &ctx,
-                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
-    auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
-    // The table gets a reference of its own: once the handle is in it, a destroy of the context
-    // on another thread may drop that reference at any moment. This one is kept until the
-    // handle is stored, so the stream is released after the store (by whichever reference goes
-    // last, through the count's acquire-release), never while it is being written.
-    qd_status st = ctx->adopt(Tag::Stream, stream, out);
-    if (st == QD_SUCCESS) {
-        stream->handle.store(*out, std::memory_order_relaxed);
-        ctx->counted(Tag::Stream, +1);
-        notify_child(*ctx, ObjectEvent::Change::Created, Tag::Stream, *out, *stream);
-    }
-    return st;
 }
 
 void Context::counted(Tag tag, int64_t delta) {

@@ -97,7 +97,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     }
 
     // Counts a child handle that was registered (+1) or removed (-1), for qd_context_get_stats;
-    // only core/lifecycle.cpp and register_stream() call it.
+    // only core/lifecycle.cpp calls it.
     void counted(Tag tag, int64_t delta);
 
   private:
@@ -157,9 +157,5 @@ inline qd_status resolve_usable(uint64_t handle, T **out) {
 // A stream and an event of the same, usable context, for record and wait; handles are checked
 // before contexts, contexts before the context's state (qd.h, "Which error wins").
 qd_status resolve_stream_and_event(uint64_t stream, uint64_t event, Stream **s, Event **e);
-
-// Registers a new stream handle of the given kind and counts it.
-qd_status register_stream(const std::shared_ptr<Context> &ctx, std::shared_ptr<backend::Stream> impl,
-                          StreamKind kind, uint64_t *out);
 
 }  // namespace qd::core

@@ -11,13 +11,18 @@ namespace qd::core {
 
 namespace {
 
-// Registers a new child handle, counts it and tells the observers (core/object_event.h).
-qd_status adopt_object(Context &ctx, Tag tag, std::shared_ptr<Object> obj, uint64_t *out) {
-    const Object &object = *obj;
-    qd_status st = ctx.adopt(tag, std::move(obj), out);
-    if (st != QD_SUCCESS) return st;
+// A child handle was registered: counts it and tells the observers (core/object_event.h).
+void added_child(Context &ctx, Tag tag, uint64_t handle, const Object &object) {
     ctx.counted(tag, +1);
-    notify_child(ctx, ObjectEvent::Change::Created, tag, *out, object);
+    notify_child(ctx, ObjectEvent::Change::Created, tag, handle, object);
+}
+
+// Registers a new child handle. The table gets a reference of its own: once the handle is in
+// it, a destroy of the context on another thread may drop that reference at any moment; `obj`
+// is kept until the observers were told.
+qd_status adopt_object(Context &ctx, Tag tag, const std::shared_ptr<Object> &obj, uint64_t *out) {
+    qd_status st = ctx.adopt(tag, obj, out);
+    if (st == QD_SUCCESS) added_child(ctx, tag, *out, *obj);
     return st;
 }
 
@@ -64,6 +69,21 @@ const char *stream_kind_name(StreamKind kind) {
         case StreamKind::Default: return "the default stream";
     }
     return "a stream";
+}
+
+qd_status register_stream(const std::shared_ptr<Context> &ctx,
+                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
+    auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
+    // The table gets a reference of its own: once the handle is in it, a destroy of the context
+    // on another thread may drop that reference at any moment. This one is kept until the
+    // handle is stored and the observers were told, so the stream is released after the store
+    // (by whichever reference goes last, through the count's acquire-release), never while it
+    // is being written.
+    qd_status st = ctx->adopt(Tag::Stream, stream, out);
+    if (st != QD_SUCCESS) return st;
+    stream->handle.store(*out, std::memory_order_relaxed);
+    added_child(*ctx, Tag::Stream, *out, *stream);
+    return st;
 }
 
 qd_status create_stream(Context &ctx, uint32_t flags, int32_t priority, uint64_t *out) {
@@ -189,7 +209,7 @@ qd_status unload_module(uint64_t handle) {
 }
 
 qd_status register_graph(Context &ctx, std::shared_ptr<Graph> graph, uint64_t *out) {
-    return adopt_object(ctx, Tag::Graph, std::move(graph), out);
+    return adopt_object(ctx, Tag::Graph, graph, out);
 }
 
 qd_status destroy_graph(uint64_t handle) {

@@ -2,9 +2,8 @@
 // whose handle the API creates or destroys, and each block qd_mem_alloc_async or qd_host_alloc
 // makes and qd_mem_free_async or qd_host_free frees (OpObserver::object_event, core/submit.h).
 //
-// One place reports each direction: core/lifecycle.cpp (and register_stream in
-// core/context.cpp) when a handle was registered or removed, core/object_ops.cpp when a block
-// was registered or freed. The report comes after the call succeeded, on the calling thread,
+// One place reports each direction: core/lifecycle.cpp when a handle was registered or
+// removed, core/object_ops.cpp when a block was registered or freed. The report comes after the call succeeded, on the calling thread,
 // with no qd lock held:
 //   - Created: the handle is registered (or the block made), before the call returns it, so
 //     before any operation on the object can be submitted;
@@ -12,6 +11,8 @@
 //     after this one reaches the object; the operations submitted before the destroy were
 //     seen before it. A call on another thread that resolved the handle before the destroy may
 //     still be finishing (qd.h: it completes as if it came first).
+// A call racing the context's destroy may report after context_drained: an observer ignores
+// what comes after its drain.
 // A call that fails (a bad or stale handle, a second destroy, a refused destroy) reports
 // nothing. Not reported: the pool's streams (leases and the streams of fork, join and parallel
 // launch; the pool owns them for the context's life), the context itself, the children a
