@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <qd/qd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -245,6 +247,33 @@ TEST_F(ObjectEvents, CreatedIsSeenBeforeTheFirstOp_DestroyedAfterTheLastOpWasSub
                               "destroyed " + event + " " + en,
                           }));
     EXPECT_EQ(log_.handles, (std::vector<uint64_t>{s, e, s, e}));
+}
+
+TEST_F(ObjectEvents, AModuleUnload_DestroysItsKernelsFirst_ThenTheModule) {
+    const char *path = std::getenv("QD_TEST_CPU_MODULE");  // tests/whitebox/meson.build
+    if (!path || !*path) GTEST_SKIP() << "QD_TEST_CPU_MODULE is not set (run it through meson)";
+    qd_module m = 0;
+    qd_kernel k1 = 0, k2 = 0;
+    ASSERT_EQ(qd_module_load(ctx_, path, std::strlen(path), &m), QD_SUCCESS);
+    ASSERT_EQ(qd_kernel_get(m, "qd_test_noop", &k1), QD_SUCCESS);
+    ASSERT_EQ(qd_kernel_get(m, "qd_test_noop", &k2), QD_SUCCESS);
+    const std::string mn = name_of<qd::core::Module>(m);
+    const std::string n1 = name_of<qd::core::Kernel>(k1);
+    const std::string n2 = name_of<qd::core::Kernel>(k2);
+    ASSERT_EQ(qd_module_unload(m), QD_SUCCESS);
+    EXPECT_EQ(qd_module_unload(m), QD_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(qd_kernel_destroy(k1), QD_ERROR_INVALID_HANDLE);
+    const std::string module = std::to_string(int(Kind::Module));
+    const std::string kernel = std::to_string(int(Kind::Kernel));
+    EXPECT_EQ(log_.lines, (std::vector<std::string>{
+                              "created " + module + " " + mn,
+                              "created " + kernel + " " + n1,
+                              "created " + kernel + " " + n2,
+                              "destroyed " + kernel + " " + n1,
+                              "destroyed " + kernel + " " + n2,
+                              "destroyed " + module + " " + mn,
+                          }));
+    EXPECT_EQ(log_.handles, (std::vector<uint64_t>{m, k1, k2, k1, k2, m}));
 }
 
 TEST_F(ObjectEvents, ABlockIsCreatedAfterItsAlloc_AndDestroyedAfterItsFreeWasSubmitted) {
