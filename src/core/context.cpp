@@ -1,7 +1,8 @@
 #include "core/context.h"
 #include "core/capture/capture.h"
+#include "core/lifecycle.h"
+#include "core/observer_table.h"
 #include "core/observers.h"
-#include "core/trace/observer.h"
 #include "core/validation/observer.h"
 #include "common/first_sizes.h"
 
@@ -97,8 +98,11 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
         return st;
     }
 
+    // The observers the description or the environment ask for (core/observer_table.h), before
+    // the first object, so that they hear of the default stream.
+    st = attach_observers_at_create(*ctx, desc);
     std::shared_ptr<backend::Stream> default_impl;
-    st = ctx->impl_->create_stream(QD_STREAM_NON_BLOCKING, 0, &default_impl);
+    if (st == QD_SUCCESS) st = ctx->impl_->create_stream(QD_STREAM_NON_BLOCKING, 0, &default_impl);
     if (st == QD_SUCCESS)
         st = register_stream(ctx, std::move(default_impl), StreamKind::Default,
                              &ctx->default_stream_handle_);
@@ -108,14 +112,6 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
         return fail(st, "%s", reason.c_str());
     }
     table.get(ctx->default_stream_handle_, Tag::Stream, &ctx->default_stream_);
-    st = TraceObserver::attach_if_requested(*ctx);  // QD_TRACE (core/trace.h)
-    if (st == QD_SUCCESS)  // QD_CONTEXT_VALIDATE, QD_VALIDATE (core/validation.h)
-        st = ValidationObserver::attach_if_requested(*ctx, desc.flags);
-    if (st != QD_SUCCESS) {
-        const std::string reason = last_error_message();
-        destroy(ctx->handle_);
-        return fail(st, "%s", reason.c_str());
-    }
     *out = ctx->handle_;
     return QD_SUCCESS;
 }
@@ -263,21 +259,6 @@ qd_status Context::check_not_destroyed() const {
     if (!torn_down_.load(std::memory_order_acquire)) return QD_SUCCESS;
     return fail(QD_ERROR_INVALID_HANDLE, "context 0x%016llx was destroyed during the call",
                 (unsigned long long)handle_);
-}
-
-qd_status register_stream(const std::shared_ptr<Context> &ctx,
-                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
-    auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
-    // The table gets a reference of its own: once the handle is in it, a destroy of the context
-    // on another thread may drop that reference at any moment. This one is kept until the
-    // handle is stored, so the stream is released after the store (by whichever reference goes
-    // last, through the count's acquire-release), never while it is being written.
-    qd_status st = ctx->adopt(Tag::Stream, stream, out);
-    if (st == QD_SUCCESS) {
-        stream->handle.store(*out, std::memory_order_relaxed);
-        ctx->counted(Tag::Stream, +1);
-    }
-    return st;
 }
 
 void Context::counted(Tag tag, int64_t delta) {

@@ -110,7 +110,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     }
 
     // Counts a child handle that was registered (+1) or removed (-1), for qd_context_get_stats;
-    // only core/lifecycle.cpp and register_stream() call it.
+    // only core/lifecycle.cpp calls it.
     void counted(Tag tag, int64_t delta);
 
   private:
@@ -169,8 +169,5 @@ inline qd_status resolve_usable(uint64_t handle, T **out) {
     return (*out)->ctx->usable();
 }
 
-// Registers a new stream handle of the given kind and counts it.
-qd_status register_stream(const std::shared_ptr<Context> &ctx, std::shared_ptr<backend::Stream> impl,
-                          StreamKind kind, uint64_t *out);
 
 }  // namespace qd::core

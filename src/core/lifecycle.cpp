@@ -5,19 +5,37 @@
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/object_event.h"
 
 namespace qd::core {
 
 namespace {
 
-// Registers a new child handle and counts it.
+// A child handle was registered: counts it and tells the observers (core/object_event.h).
+void added_child(Context &ctx, Tag tag, uint64_t handle, const Object &object) {
+    ctx.counted(tag, +1);
+    notify_child(ctx, ObjectEvent::Change::Created, tag, handle, object);
+}
+
+// Registers a new child handle. The table gets a reference of its own: once the handle is in
+// it, a destroy of the context on another thread may drop that reference at any moment; `obj`
+// is kept until the observers were told.
+qd_status adopt_object(Context &ctx, Tag tag, const std::shared_ptr<Object> &obj, uint64_t *out) {
+    qd_status st = ctx.adopt(tag, obj, out);
+    if (st == QD_SUCCESS) added_child(ctx, tag, *out, *obj);
+    return st;
+}
+
 template <class T, class Impl>
 qd_status adopt_child(Context &ctx, std::shared_ptr<Impl> impl, uint64_t *out) {
     std::shared_ptr<Context> owner = ctx.shared_from_this();
-    auto obj = std::make_shared<T>(owner, std::move(impl));
-    qd_status st = ctx.adopt(T::kTag, std::move(obj), out);
-    if (st == QD_SUCCESS) ctx.counted(T::kTag, +1);
-    return st;
+    return adopt_object(ctx, T::kTag, std::make_shared<T>(owner, std::move(impl)), out);
+}
+
+// A child handle was removed: uncounts it and tells the observers.
+void removed_child(Context &ctx, Tag tag, uint64_t handle, const Object &object) {
+    ctx.counted(tag, -1);
+    notify_child(ctx, ObjectEvent::Change::Destroyed, tag, handle, object);
 }
 
 // Removes a child handle and everything that remembers it on this thread; the removed object
@@ -51,6 +69,21 @@ const char *stream_kind_name(StreamKind kind) {
         case StreamKind::Default: return "the default stream";
     }
     return "a stream";
+}
+
+qd_status register_stream(const std::shared_ptr<Context> &ctx,
+                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
+    auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
+    // The table gets a reference of its own: once the handle is in it, a destroy of the context
+    // on another thread may drop that reference at any moment. This one is kept until the
+    // handle is stored and the observers were told, so the stream is released after the store
+    // (by whichever reference goes last, through the count's acquire-release), never while it
+    // is being written.
+    qd_status st = ctx->adopt(Tag::Stream, stream, out);
+    if (st != QD_SUCCESS) return st;
+    stream->handle.store(*out, std::memory_order_relaxed);
+    added_child(*ctx, Tag::Stream, *out, *stream);
+    return st;
 }
 
 qd_status create_stream(Context &ctx, uint32_t flags, int32_t priority, uint64_t *out) {
@@ -127,8 +160,8 @@ qd_status destroy_stream(uint64_t handle) {
     st = remove_child(handle, Tag::Stream, &removed);
     if (st != QD_SUCCESS) return st;
     auto &stream = static_cast<Stream &>(*removed);
-    stream.ctx->counted(Tag::Stream, -1);
     if (stream.kind == StreamKind::Borrowed) stream.impl->forget();
+    removed_child(*stream.ctx, Tag::Stream, handle, stream);
     // Dropping `removed` returns at once; the backend keeps the native stream until its work
     // ends.
     return QD_SUCCESS;
@@ -137,14 +170,16 @@ qd_status destroy_stream(uint64_t handle) {
 qd_status destroy_event(uint64_t handle) {
     std::shared_ptr<Object> removed;
     qd_status st = remove_child(handle, Tag::Event, &removed);
-    if (st == QD_SUCCESS) static_cast<Event &>(*removed).ctx->counted(Tag::Event, -1);
+    if (st == QD_SUCCESS)
+        removed_child(*static_cast<Event &>(*removed).ctx, Tag::Event, handle, *removed);
     return st;
 }
 
 qd_status destroy_kernel(uint64_t handle) {
     std::shared_ptr<Object> removed;
     qd_status st = remove_child(handle, Tag::Kernel, &removed);
-    if (st == QD_SUCCESS) static_cast<Kernel &>(*removed).ctx->counted(Tag::Kernel, -1);
+    if (st == QD_SUCCESS)
+        removed_child(*static_cast<Kernel &>(*removed).ctx, Tag::Kernel, handle, *removed);
     return st;
 }
 
@@ -153,21 +188,36 @@ qd_status unload_module(uint64_t handle) {
     qd_status st = remove_child(handle, Tag::Module, &removed);
     if (st != QD_SUCCESS) return st;
     auto &m = static_cast<Module &>(*removed);
-    m.ctx->counted(Tag::Module, -1);
     std::vector<uint64_t> kernels;
     {
         // In the child of a fork, a thread of the parent may have held an inherited module's
         // mutex at the fork: its kernels are then left to the context (core/fork_handlers.h).
         std::unique_lock<std::mutex> lock(m.kernels_mutex, std::defer_lock);
         if (!m.ctx->forked()) lock.lock();
-        else if (!lock.try_lock()) return QD_SUCCESS;
+        else if (!lock.try_lock()) {
+            m.ctx->counted(Tag::Module, -1);
+            return QD_SUCCESS;
+        }
         m.unloaded = true;  // a racing get_kernel destroys its kernel itself
         kernels.swap(m.kernels);
     }
     // A kernel its owner already destroyed fails here, which changes nothing (the call
     // succeeds; a success leaves no message to keep).
     for (uint64_t k : kernels) (void)destroy_kernel(k);
+    removed_child(*m.ctx, Tag::Module, handle, m);  // after its kernels
     return QD_SUCCESS;
+}
+
+qd_status register_graph(Context &ctx, std::shared_ptr<Graph> graph, uint64_t *out) {
+    return adopt_object(ctx, Tag::Graph, graph, out);
+}
+
+qd_status destroy_graph(uint64_t handle) {
+    std::shared_ptr<Object> removed;
+    qd_status st = remove_child(handle, Tag::Graph, &removed);
+    if (st == QD_SUCCESS)
+        removed_child(*static_cast<Graph &>(*removed).ctx, Tag::Graph, handle, *removed);
+    return st;
 }
 
 qd_status native_handle(const Stream &stream, uint64_t handle, uint64_t *out) {

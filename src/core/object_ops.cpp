@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "core/object_event.h"
 #include "core/submit.h"
 
 namespace qd::core {
@@ -122,6 +123,7 @@ qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
     }
     if (st == QD_SUCCESS) {
         notify_host(ctx, {HostEvent::Kind::Allocated, &stream, nullptr, a, bytes});
+        notify_block(ctx, ObjectEvent::Change::Created, false, a, bytes);
         *address = a;
     }
     return st;
@@ -144,6 +146,7 @@ qd_status mem_free(Stream &stream, uint64_t address) {
         (void)ctx.register_allocation(AllocRegistry::Kind::Device, address, bytes);
         return fail(st, "%s", reason.c_str());
     }
+    notify_block(ctx, ObjectEvent::Change::Destroyed, false, address, bytes);
     return QD_SUCCESS;
 }
 
@@ -161,6 +164,7 @@ qd_status host_alloc(Context &ctx, uint64_t bytes, void **out) {
     if (st == QD_SUCCESS) {
         notify_host(ctx, {HostEvent::Kind::Allocated, nullptr, nullptr,
                           reinterpret_cast<uint64_t>(p), bytes});
+        notify_block(ctx, ObjectEvent::Change::Created, true, reinterpret_cast<uint64_t>(p), bytes);
         *out = p;
     }
     return st;
@@ -181,6 +185,7 @@ qd_status host_free(Context &ctx, void *ptr) {
         return fail(st, "%s", reason.c_str());
     }
     if (!taken) ctx.impl().host_free(ptr);
+    notify_block(ctx, ObjectEvent::Change::Destroyed, true, address, bytes);
     return QD_SUCCESS;
 }
 

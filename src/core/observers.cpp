@@ -58,6 +58,11 @@ void ObserverSet::host_event(const HostEvent &event) {
     for (size_t i = 0; i < n; ++i) slots_[i]->host_event(event);
 }
 
+void ObserverSet::object_event(const ObjectEvent &event) {
+    const size_t n = count();
+    for (size_t i = 0; i < n; ++i) slots_[i]->object_event(event);
+}
+
 qd_status ObserverSet::host_freeing(uint64_t address, bool *taken) {
     const size_t n = count();
     for (size_t i = 0; i < n && !*taken; ++i) {

@@ -1,7 +1,9 @@
 // The observers attached to a context, behind the submission chokepoint's one observer pointer
-// (core/submit.h): the timeline trace and the validation mode each attach one, and none adds a
-// hook of its own. Graph capture is no observer: it routes operations after the observers saw
-// them (core/capture/capture.h).
+// (core/submit.h): one per row of core/observer_table.h (the timeline trace, the validation
+// mode), which says when each attaches; none adds a hook of its own. Graph capture is no
+// observer: it routes operations after the observers saw them (core/capture/capture.h).
+// Besides the operations and HostEvents, every observer hears of the context's objects being
+// created and destroyed (object_event, core/object_event.h).
 //
 // An observer stays attached for the rest of its context's life (it turns itself on and off
 // with its own state), so a submit racing on another thread never meets a freed observer; the
@@ -16,13 +18,16 @@
 #include <memory>
 #include <mutex>
 
+#include "core/object_event.h"
+#include "core/observer_table.h"
 #include "core/submit.h"
 
 namespace qd::core {
 
 class ObserverSet final : public OpObserver {
   public:
-    static constexpr size_t kMaxObservers = 4;
+    // One observer per row of core/observer_table.h.
+    static constexpr size_t kMaxObservers = kObserverRowCount;
 
     // Attaches `observer` for the context's life; QD_ERROR_OUT_OF_MEMORY (with a message) when
     // kMaxObservers are attached already. Thread-safe.
@@ -53,6 +58,7 @@ class ObserverSet final : public OpObserver {
     // Every observer, in attach order.
     void context_drained(Context &ctx) override;
     void host_event(const HostEvent &event) override;
+    void object_event(const ObjectEvent &event) override;
     // In attach order until one takes the block or refuses the free.
     qd_status host_freeing(uint64_t address, bool *taken) override;
 

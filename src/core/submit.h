@@ -121,7 +121,9 @@ struct HostEvent {
     uint64_t bytes = 0;
 };
 
-// Sees every Op submitted on the streams of one context, and its HostEvents.
+struct ObjectEvent;  // core/object_event.h
+
+// Sees every Op submitted on the streams of one context, its HostEvents and its ObjectEvents.
 class OpObserver {
   public:
     virtual ~OpObserver() = default;
@@ -157,6 +159,8 @@ class OpObserver {
     virtual void context_drained(Context &ctx) { (void)ctx; }
     // A HostEvent of this context (see above).
     virtual void host_event(const HostEvent &event) { (void)event; }
+    // An object of this context was created or destroyed (core/object_event.h).
+    virtual void object_event(const ObjectEvent &event) { (void)event; }
     // qd_host_free of a registered block, before the backend frees it. QD_SUCCESS lets the
     // free go on; an observer may instead keep the block (*taken = true: it frees it later,
     // with the backend's host_free) or refuse the call with a status (written with fail()).

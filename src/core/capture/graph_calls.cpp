@@ -43,9 +43,7 @@ qd_status end_capture(uint64_t stream, uint64_t *graph) {
     }
     Context &c = *s->ctx;
     auto g = std::make_shared<Graph>(c.shared_from_this(), std::move(data), std::move(native));
-    st = c.adopt(Tag::Graph, std::move(g), graph);
-    if (st == QD_SUCCESS) c.counted(Tag::Graph, +1);
-    return st;
+    return register_graph(c, std::move(g), graph);  // core/lifecycle.h
 }
 
 qd_status graph_launch(uint64_t graph, uint64_t stream) {
@@ -80,12 +78,6 @@ qd_status graph_update(uint64_t graph, uint64_t from) {
     return g->update_from(*f);
 }
 
-qd_status graph_destroy(uint64_t graph) {
-    std::shared_ptr<Object> removed;
-    qd_status st = HandleTable::instance().remove(graph, Tag::Graph, &removed);
-    ResolveCache::local().forget(graph);
-    if (st == QD_SUCCESS) static_cast<Graph &>(*removed).ctx->counted(Tag::Graph, -1);
-    return st;
-}
+qd_status graph_destroy(uint64_t graph) { return destroy_graph(graph); }  // core/lifecycle.h
 
 }  // namespace qd::core

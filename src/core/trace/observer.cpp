@@ -115,6 +115,11 @@ qd_status TraceObserver::attach_if_requested(Context &ctx) {
     return QD_SUCCESS;
 }
 
+// Its row of core/observer_table.h.
+qd_status attach_trace_observer(Context &ctx, const qd_context_desc &) {
+    return TraceObserver::attach_if_requested(ctx);
+}
+
 qd_status TraceObserver::find_or_attach(Context &ctx, TraceObserver **out) {
     std::lock_guard<std::mutex> lock(g_attach_mutex);
     if ((*out = attached_trace(ctx))) return QD_SUCCESS;

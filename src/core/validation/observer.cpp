@@ -34,6 +34,11 @@ qd_status ValidationObserver::attach_if_requested(Context &ctx, uint32_t flags) 
         ctx, (flags & QD_CONTEXT_VALIDATE_FAIL) != 0));
 }
 
+// Its row of core/observer_table.h.
+qd_status attach_validation_observer(Context &ctx, const qd_context_desc &desc) {
+    return ValidationObserver::attach_if_requested(ctx, desc.flags);
+}
+
 ValidationObserver::ValidationObserver(Context &ctx, bool fail_calls)
     : ctx_(ctx), fail_calls_(fail_calls), domain_(Domain::of(ctx.kind())),
       handler_(&default_handler) {}
