@@ -190,6 +190,18 @@ TEST_P(ContractTest, WrongContext_EveryCall_NamesBothHandlesAndTheirContexts) {
     tasks[0].kernel = foreign_kernel;
     names_all(qd_launch_parallel(s, tasks, 1), {s, c1, foreign_kernel, c2});
     names_all(qd_stream_set_active(ctx_, foreign_stream, nullptr), {c1, foreign_stream, c2});
+    // Graphs: an empty capture in each context.
+    auto empty_graph = [](qd_stream on) {
+        qd_graph g = 0;
+        EXPECT_QD_OK(qd_stream_begin_capture(on));
+        EXPECT_QD_OK(qd_stream_end_capture(on, &g));
+        return g;
+    };
+    const qd_graph graph = empty_graph(new_stream()), foreign_graph = empty_graph(foreign_stream);
+    names_all(qd_graph_launch(graph, foreign_stream), {graph, c1, foreign_stream, c2});
+    names_all(qd_graph_update(graph, foreign_graph), {graph, c1, foreign_graph, c2});
+    EXPECT_QD_OK(qd_graph_destroy(graph));
+    EXPECT_QD_OK(qd_graph_destroy(foreign_graph));
     EXPECT_QD_OK(qd_stream_release(foreign_lease));
 }
 

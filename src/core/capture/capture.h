@@ -141,10 +141,12 @@ qd_status refuse_if_capturing(const Stream &stream, uint64_t handle, const char 
 qd_status refuse_if_captured_event(const Event &event, uint64_t handle, const char *what);
 
 // The C API's graph calls (src/api/api_graph.cpp validates and guards; graph_calls.cpp).
-qd_status begin_capture(uint64_t stream);
-qd_status end_capture(uint64_t stream, uint64_t *graph);
-qd_status graph_launch(uint64_t graph, uint64_t stream);
-qd_status graph_update(uint64_t graph, uint64_t from);
+// Each takes the objects api/ resolved (usable, of one context) and, for messages, the stream's
+// handle; graph_destroy takes the handle it removes.
+qd_status begin_capture(Stream &s, uint64_t stream);
+qd_status end_capture(Stream &s, uint64_t stream, uint64_t *graph);
+qd_status graph_launch(Graph &g, Stream &s, uint64_t stream);
+qd_status graph_update(Graph &g, const Graph &from);
 qd_status graph_destroy(uint64_t graph);
 
 }  // namespace qd::core
