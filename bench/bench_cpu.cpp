@@ -41,10 +41,10 @@
 
 using namespace qdbench;
 
-#define CHECK(call)                                                                             \
-    do {                                                                                        \
-        qd_status st_ = (call);                                                                 \
-        if (st_ != QD_SUCCESS) fail_call(#call, st_, __FILE__, __LINE__);                        \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        qd_status st_ = (call);                                                                    \
+        if (st_ != QD_SUCCESS) fail_call(#call, st_, __FILE__, __LINE__);                          \
     } while (0)
 
 [[noreturn]] static void fail_call(const char *what, qd_status st, const char *file, int line) {
@@ -55,12 +55,12 @@ using namespace qdbench;
 
 namespace {
 
-constexpr int kEnqueueN = 100000;   // enqueues per timed repeat
-constexpr int kWakeRounds = 5000;   // ping-pong rounds (2 hops each)
+constexpr int kEnqueueN = 100000;  // enqueues per timed repeat
+constexpr int kWakeRounds = 5000;  // ping-pong rounds (2 hops each)
 constexpr int kForkJoinIters = 2000;
 constexpr int kRoundTripIters = 5000;
 constexpr int kFanoutTasks = 8;
-constexpr double kSpinNs = 1e6;     // 1 ms per fan-out task
+constexpr double kSpinNs = 1e6;  // 1 ms per fan-out task
 
 // --------------------------------------------------------------------------------------------
 // Host kernels and callbacks
@@ -343,7 +343,8 @@ void bench_enqueue(const Options &opt, Report &rep, const Env &env) {
             const auto a = Clock::now();
             switch (v.mode) {
             case Launch0:
-                for (int i = 0; i < kEnqueueN; ++i) fq.push([] { (void)empty_kernel(nullptr, nullptr); });
+                for (int i = 0; i < kEnqueueN; ++i)
+                    fq.push([] { (void)empty_kernel(nullptr, nullptr); });
                 break;
             case Launch8: {
                 for (int i = 0; i < kEnqueueN; ++i) {
@@ -383,7 +384,8 @@ void bench_enqueue(const Options &opt, Report &rep, const Env &env) {
             for (int b = 0; b < kBatches; ++b) {
                 gate.close_on(s);
                 const auto a = Clock::now();
-                for (int i = 0; i < kBatch; ++i) CHECK(qd_launch(s, env.empty, nullptr, nullptr, 0));
+                for (int i = 0; i < kBatch; ++i)
+                    CHECK(qd_launch(s, env.empty, nullptr, nullptr, 0));
                 ns += elapsed_ns(a, Clock::now());
                 gate.release();
                 CHECK(qd_stream_synchronize(s));
@@ -476,7 +478,8 @@ void bench_wake(const Options &opt, Report &rep, const Env &env) {
     auto anchor = [] { return cv_pingpong_ns_per_hop(kWakeRounds); };
 
     if (plain) {
-        Samples smp = alternate(opt, [&] { return chain(false); }, anchor);
+        Samples smp = alternate(
+            opt, [&] { return chain(false); }, anchor);
         Figure f = make("wake/event-hop", median(smp.qd), "ns/hop");
         const double ratio = median(smp.qd) / median(smp.anchor);
         with_anchor(f, median(smp.anchor), "ns/hop (mutex+condvar ping-pong)", ratio);
@@ -500,7 +503,8 @@ void bench_wake(const Options &opt, Report &rep, const Env &env) {
         }
     }
     if (with_kernel) {
-        Samples smp = alternate(opt, [&] { return chain(true); }, anchor);
+        Samples smp = alternate(
+            opt, [&] { return chain(true); }, anchor);
         Figure f = make("wake/event-hop+kernel", median(smp.qd), "ns/hop");
         with_anchor(f, median(smp.anchor), "ns/hop (mutex+condvar ping-pong)",
                     median(smp.qd) / median(smp.anchor));
@@ -570,7 +574,8 @@ void bench_forkjoin(const Options &opt, Report &rep, const Env &env, unsigned wo
                 const auto a = Clock::now();
                 CHECK(qd_stream_fork(parent, 8, kids));
                 const auto b = Clock::now();
-                for (int k = 0; k < 8; ++k) CHECK(qd_launch(kids[k], env.empty, nullptr, nullptr, 0));
+                for (int k = 0; k < 8; ++k)
+                    CHECK(qd_launch(kids[k], env.empty, nullptr, nullptr, 0));
                 const auto c = Clock::now();
                 CHECK(qd_stream_join(parent, kids, 8));
                 const auto d = Clock::now();
@@ -591,13 +596,14 @@ void bench_forkjoin(const Options &opt, Report &rep, const Env &env, unsigned wo
             sync_us.push_back(t[3] / kForkJoinIters / 1000.0);
         }
         char buf[400];
-        std::snprintf(buf, sizeof buf,
-                      "forkjoin/8 pieces (median of per-iteration means): fork %s us, 8 launches %s "
-                      "us, join %s us, synchronize %s us; context switches per iteration: %s "
-                      "(all threads), %s (host thread)",
-                      fmt(median(fork_us)).c_str(), fmt(median(launch_us)).c_str(),
-                      fmt(median(join_us)).c_str(), fmt(median(sync_us)).c_str(),
-                      fmt(median(csw_proc)).c_str(), fmt(median(csw_main)).c_str());
+        std::snprintf(
+            buf, sizeof buf,
+            "forkjoin/8 pieces (median of per-iteration means): fork %s us, 8 launches %s "
+            "us, join %s us, synchronize %s us; context switches per iteration: %s "
+            "(all threads), %s (host thread)",
+            fmt(median(fork_us)).c_str(), fmt(median(launch_us)).c_str(),
+            fmt(median(join_us)).c_str(), fmt(median(sync_us)).c_str(),
+            fmt(median(csw_proc)).c_str(), fmt(median(csw_main)).c_str());
         rep.note(buf);
     }
 
@@ -860,8 +866,10 @@ void bench_graph(const Options &opt, Report &rep, const Env &env) {
         return [&, replay]() -> double {
             const auto a = Clock::now();
             for (int i = 0; i < kIters; ++i) {
-                if (replay) CHECK(qd_graph_launch(g, s));
-                else CHECK(qd_launch_parallel(s, tasks.data(), kTasks));
+                if (replay)
+                    CHECK(qd_graph_launch(g, s));
+                else
+                    CHECK(qd_launch_parallel(s, tasks.data(), kTasks));
                 CHECK(qd_stream_synchronize(s));
             }
             return elapsed_ns(a, Clock::now()) / kIters / 1000.0;
@@ -872,8 +880,10 @@ void bench_graph(const Options &opt, Report &rep, const Env &env) {
             double ns = 0;
             for (int i = 0; i < kIters; ++i) {
                 const auto a = Clock::now();
-                if (replay) CHECK(qd_graph_launch(g, s));
-                else CHECK(qd_launch_parallel(s, tasks.data(), kTasks));
+                if (replay)
+                    CHECK(qd_graph_launch(g, s));
+                else
+                    CHECK(qd_launch_parallel(s, tasks.data(), kTasks));
                 ns += elapsed_ns(a, Clock::now());
                 CHECK(qd_stream_synchronize(s));
             }
@@ -908,10 +918,11 @@ int main(int argc, char **argv) {
     CHECK(qd_device_get_info(QD_BACKEND_CPU, 0, &info));
     const unsigned hw = std::thread::hardware_concurrency();
     const uint32_t v = qd_version();
-    std::printf("# bench_cpu (B7): qd %u.%u.%u, device \"%s\", %u hardware threads "
-                "(std::thread::hardware_concurrency %u), repeats %d (median), warm-up %d\n",
-                v >> 16, (v >> 8) & 0xff, v & 0xff, info.name, info.multiprocessors, hw,
-                opt.repeats, opt.warmup);
+    std::printf(
+        "# bench_cpu (B7): qd %u.%u.%u, device \"%s\", %u hardware threads "
+        "(std::thread::hardware_concurrency %u), repeats %d (median), warm-up %d\n",
+        v >> 16, (v >> 8) & 0xff, v & 0xff, info.name, info.multiprocessors, hw, opt.repeats,
+        opt.warmup);
 
     Env env;
     qd_context_desc desc = QD_CONTEXT_DESC_INIT;  // CPU, default worker count max(2, cores)

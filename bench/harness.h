@@ -154,12 +154,14 @@ Samples alternate(const Options &opt, QdFn &&qd_fn, AnchorFn &&anchor_fn) {
 // anchor (B1: +100 ns on a 3.5 us launch; B6: 1.1x).
 inline double median_paired_difference(const Samples &s) {
     std::vector<double> d;
-    for (size_t i = 0; i < s.qd.size() && i < s.anchor.size(); ++i) d.push_back(s.qd[i] - s.anchor[i]);
+    for (size_t i = 0; i < s.qd.size() && i < s.anchor.size(); ++i)
+        d.push_back(s.qd[i] - s.anchor[i]);
     return median(d);
 }
 inline double median_paired_ratio(const Samples &s) {
     std::vector<double> r;
-    for (size_t i = 0; i < s.qd.size() && i < s.anchor.size(); ++i) r.push_back(s.qd[i] / s.anchor[i]);
+    for (size_t i = 0; i < s.qd.size() && i < s.anchor.size(); ++i)
+        r.push_back(s.qd[i] / s.anchor[i]);
     return median(r);
 }
 
@@ -184,16 +186,16 @@ inline const char *verdict_name(Verdict v) {
 
 // One printed figure. Values are medians.
 struct Figure {
-    std::string bench;      // "B7"
-    std::string name;       // "enqueue/launch-0args"
+    std::string bench;  // "B7"
+    std::string name;   // "enqueue/launch-0args"
     double qd = NAN;
-    std::string unit;       // "ns", "us", "ms", "x"
+    std::string unit;  // "ns", "us", "ms", "x"
     bool has_anchor = false;
     double anchor = NAN;
     std::string anchor_unit;
     bool has_ratio = false;
-    double ratio = NAN;     // qd / anchor unless the bar says otherwise (e.g. a speedup)
-    std::string bar;        // "<= 100 ns"; "" = informational
+    double ratio = NAN;  // qd / anchor unless the bar says otherwise (e.g. a speedup)
+    std::string bar;     // "<= 100 ns"; "" = informational
     Verdict verdict = Verdict::Info;
 };
 
@@ -201,10 +203,14 @@ inline std::string fmt(double v) {
     char buf[64];
     if (std::isnan(v)) return "-";
     const double a = std::fabs(v);
-    if (a >= 1000) std::snprintf(buf, sizeof buf, "%.0f", v);
-    else if (a >= 100) std::snprintf(buf, sizeof buf, "%.1f", v);
-    else if (a >= 10) std::snprintf(buf, sizeof buf, "%.2f", v);
-    else std::snprintf(buf, sizeof buf, "%.3f", v);
+    if (a >= 1000)
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    else if (a >= 100)
+        std::snprintf(buf, sizeof buf, "%.1f", v);
+    else if (a >= 10)
+        std::snprintf(buf, sizeof buf, "%.2f", v);
+    else
+        std::snprintf(buf, sizeof buf, "%.3f", v);
     return buf;
 }
 
@@ -238,8 +244,8 @@ class Report {
         std::printf("|---|---|---|---|---|---|\n");
         for (const Figure &f : figures_) {
             std::string anchor = f.has_anchor ? fmt(f.anchor) + " " + f.anchor_unit : "-";
-            std::printf("| %s %s | %s %s | %s | %s | %s | %s |\n", f.bench.c_str(),
-                        f.name.c_str(), fmt(f.qd).c_str(), f.unit.c_str(), anchor.c_str(),
+            std::printf("| %s %s | %s %s | %s | %s | %s | %s |\n", f.bench.c_str(), f.name.c_str(),
+                        fmt(f.qd).c_str(), f.unit.c_str(), anchor.c_str(),
                         f.has_ratio ? fmt(f.ratio).c_str() : "-",
                         f.bar.empty() ? "-" : f.bar.c_str(), verdict_name(f.verdict));
         }
@@ -254,8 +260,8 @@ class Report {
   private:
     void detail(const char *side, const std::vector<double> &v) const {
         if (v.empty()) return;
-        std::printf("#   %-6s n=%zu median %s min %s max %s :", side, v.size(), fmt(median(v)).c_str(),
-                    fmt(min_of(v)).c_str(), fmt(max_of(v)).c_str());
+        std::printf("#   %-6s n=%zu median %s min %s max %s :", side, v.size(),
+                    fmt(median(v)).c_str(), fmt(min_of(v)).c_str(), fmt(max_of(v)).c_str());
         const size_t shown = std::min<size_t>(v.size(), 40);
         for (size_t i = 0; i < shown; ++i) std::printf(" %s", fmt(v[i]).c_str());
         std::printf(shown < v.size() ? " ...\n" : "\n");

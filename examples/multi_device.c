@@ -20,14 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                           \
-    do {                                                                                      \
-        qd_status status_ = (call);                                                           \
-        if (status_ != QD_SUCCESS) {                                                          \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    qd_status_name(status_), qd_last_error_message());                        \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        qd_status status_ = (call);                                                                \
+        if (status_ != QD_SUCCESS) {                                                               \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,                      \
+                    qd_status_name(status_), qd_last_error_message());                             \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 enum { BYTES = 1 << 20, COUNT = BYTES / 4 };
@@ -91,8 +91,8 @@ typedef int nccl_result_t; /* ncclSuccess = 0 */
 enum { NCCL_INT32 = 2, NCCL_SUM = 0 };
 typedef struct nccl_api {
     nccl_result_t (*comm_init_all)(nccl_comm_t *comms, int ndev, const int *devlist);
-    nccl_result_t (*all_reduce)(const void *send, void *recv, size_t count, int datatype,
-                                int op, nccl_comm_t comm, void *stream);
+    nccl_result_t (*all_reduce)(const void *send, void *recv, size_t count, int datatype, int op,
+                                nccl_comm_t comm, void *stream);
     nccl_result_t (*group_start)(void);
     nccl_result_t (*group_end)(void);
     nccl_result_t (*comm_destroy)(nccl_comm_t comm);
@@ -119,13 +119,13 @@ static int load_nccl(nccl_api *api, const char **why) {
     return 1; /* kept loaded for the life of the process */
 }
 
-#define NCCL_CHECK(call)                                                                      \
-    do {                                                                                      \
-        nccl_result_t r_ = (call);                                                            \
-        if (r_ != 0) {                                                                        \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, nccl.error_string(r_)); \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define NCCL_CHECK(call)                                                                           \
+    do {                                                                                           \
+        nccl_result_t r_ = (call);                                                                 \
+        if (r_ != 0) {                                                                             \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, nccl.error_string(r_));  \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static void two_gpus_and_nccl(void) {
@@ -177,9 +177,8 @@ static void two_gpus_and_nccl(void) {
     /* The all-reduce, on the qd streams' native handles. */
     NCCL_CHECK(nccl.group_start());
     for (d = 0; d < 2; ++d)
-        NCCL_CHECK(nccl.all_reduce((const void *)(uintptr_t)in[d], (void *)(uintptr_t)out[d],
-                                   COUNT, NCCL_INT32, NCCL_SUM, comms[d],
-                                   (void *)(uintptr_t)native[d]));
+        NCCL_CHECK(nccl.all_reduce((const void *)(uintptr_t)in[d], (void *)(uintptr_t)out[d], COUNT,
+                                   NCCL_INT32, NCCL_SUM, comms[d], (void *)(uintptr_t)native[d]));
     NCCL_CHECK(nccl.group_end());
     /* Consume on each GPU with qd, after the all-reduce: a copy to pinned host memory. */
     for (d = 0; d < 2; ++d) {

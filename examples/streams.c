@@ -8,21 +8,21 @@
 #include <stdlib.h>
 
 /* Every qd call returns a status; on an error, print its name and the thread-local detail. */
-#define CHECK(call)                                                                           \
-    do {                                                                                      \
-        qd_status status_ = (call);                                                           \
-        if (status_ != QD_SUCCESS) {                                                          \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    qd_status_name(status_), qd_last_error_message());                        \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        qd_status status_ = (call);                                                                \
+        if (status_ != QD_SUCCESS) {                                                               \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,                      \
+                    qd_status_name(status_), qd_last_error_message());                             \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 enum { N = 1024, BLOCK = 256, GROUPS = 4 };
 
 /* A host kernel runs once per block; args[i] points to a copy of argument i. */
 static int32_t scale(const qd_host_kernel_info *info, void *const *args) {
-    float *data = (float *)(uintptr_t)*(const uint64_t *)args[0];
+    float *data = (float *)(uintptr_t) * (const uint64_t *)args[0];
     float factor = *(const float *)args[1];
     uint32_t first = info->block_idx[0] * info->block_dim[0], t;
     for (t = 0; t < info->block_dim[0]; ++t) data[first + t] *= factor;
@@ -31,7 +31,7 @@ static int32_t scale(const qd_host_kernel_info *info, void *const *args) {
 
 /* Adds value to count elements starting at first. */
 static int32_t add(const qd_host_kernel_info *info, void *const *args) {
-    float *data = (float *)(uintptr_t)*(const uint64_t *)args[0];
+    float *data = (float *)(uintptr_t) * (const uint64_t *)args[0];
     uint32_t first = *(const uint32_t *)args[1], count = *(const uint32_t *)args[2], i;
     float value = *(const float *)args[3];
     (void)info;
@@ -76,8 +76,10 @@ int main(void) {
     cfg.block[0] = BLOCK;
     {
         qd_arg args[2];
-        args[0].data = &buf;    args[0].size = sizeof buf;
-        args[1].data = &factor; args[1].size = sizeof factor;
+        args[0].data = &buf;
+        args[0].size = sizeof buf;
+        args[1].data = &factor;
+        args[1].size = sizeof factor;
         CHECK(qd_launch(a, scale_k, &cfg, args, 2)); /* args are copied: reusable at once */
     }
     CHECK(qd_event_record(a, ready));
@@ -89,10 +91,14 @@ int main(void) {
         qd_task task = QD_TASK_INIT;
         firsts[g] = g * count;
         values[g] = (float)(g + 1);
-        add_args[g][0].data = &buf;       add_args[g][0].size = sizeof buf;
-        add_args[g][1].data = &firsts[g]; add_args[g][1].size = sizeof firsts[g];
-        add_args[g][2].data = &count;     add_args[g][2].size = sizeof count;
-        add_args[g][3].data = &values[g]; add_args[g][3].size = sizeof values[g];
+        add_args[g][0].data = &buf;
+        add_args[g][0].size = sizeof buf;
+        add_args[g][1].data = &firsts[g];
+        add_args[g][1].size = sizeof firsts[g];
+        add_args[g][2].data = &count;
+        add_args[g][2].size = sizeof count;
+        add_args[g][3].data = &values[g];
+        add_args[g][3].size = sizeof values[g];
         task.group = g;
         task.kernel = add_k;
         task.args = add_args[g];

@@ -43,7 +43,7 @@ struct Figure {
 };
 
 struct Suite {
-    std::string name; // "bench_cpu"
+    std::string name;  // "bench_cpu"
     std::string path;
 };
 
@@ -93,8 +93,8 @@ bool parse_figure(const std::string &line, const std::string &suite, Figure &f) 
     size_t start = 0;
     while (true) {
         size_t bar = rest.find(" | ", start);
-        parts.push_back(trim(rest.substr(start, bar == std::string::npos ? std::string::npos
-                                                                        : bar - start)));
+        parts.push_back(
+            trim(rest.substr(start, bar == std::string::npos ? std::string::npos : bar - start)));
         if (bar == std::string::npos) break;
         start = bar + 3;
     }
@@ -203,9 +203,9 @@ int run_suite(const Suite &suite, const std::vector<std::string> &args, bool ver
         char status[256];
         std::snprintf(status, sizeof status, "%s: %zu figure(s), %lds", suite.name.c_str(), count,
                       static_cast<long>(std::time(nullptr) - started));
-        progress.show(std::string(status) + (count ? ", last: " + figures.back().bench + " " +
-                                                         figures.back().name
-                                                   : std::string()));
+        progress.show(std::string(status) +
+                      (count ? ", last: " + figures.back().bench + " " + figures.back().name
+                             : std::string()));
     }
     if (in) std::fclose(in);
     int status = 0;
@@ -228,13 +228,13 @@ void print_table(FILE *out, const std::vector<Figure> &figures) {
     size_t w = 6;
     for (const Figure &f : figures) w = std::max(w, f.bench.size() + 1 + f.name.size());
     std::fprintf(out, "%-*s  %12s  %12s  %8s  %-24s  %s\n", static_cast<int>(w), "figure", "qd",
-                "anchor", "ratio", "bar", "verdict");
+                 "anchor", "ratio", "bar", "verdict");
     int pass = 0, miss = 0;
     for (const Figure &f : figures) {
         std::string name = f.bench + " " + f.name;
-        std::fprintf(out, "%-*s  %12s  %12s  %8s  %-24s  %s\n", static_cast<int>(w),
-                     name.c_str(), f.qd.c_str(), short_anchor(f.anchor).c_str(), f.ratio.c_str(),
-                     f.bar.c_str(), f.verdict.c_str());
+        std::fprintf(out, "%-*s  %12s  %12s  %8s  %-24s  %s\n", static_cast<int>(w), name.c_str(),
+                     f.qd.c_str(), short_anchor(f.anchor).c_str(), f.ratio.c_str(), f.bar.c_str(),
+                     f.verdict.c_str());
         pass += f.verdict == "PASS";
         miss += f.verdict == "MISS";
     }
@@ -284,7 +284,7 @@ int usage(const char *message) {
     return 2;
 }
 
-} // namespace
+}  // namespace
 
 int bench_main(int argc, char **argv) {
     bool only_cpu = false, only_gpu = false, verbose = false;
@@ -296,9 +296,12 @@ int bench_main(int argc, char **argv) {
             out = argv[++i];
             return true;
         };
-        if (a == "--cpu") only_cpu = true;
-        else if (a == "--gpu") only_gpu = true;
-        else if (a == "--verbose") verbose = true;
+        if (a == "--cpu")
+            only_cpu = true;
+        else if (a == "--gpu")
+            only_gpu = true;
+        else if (a == "--verbose")
+            verbose = true;
         else if (a == "--json") {
             if (!value(json)) return usage("--json needs a file (or -)");
         } else if (a == "--bench-dir") {
@@ -332,8 +335,8 @@ int bench_main(int argc, char **argv) {
 
     // With --json - the JSON owns stdout; the table goes to stderr.
     FILE *table = json == "-" ? stderr : stdout;
-    std::fprintf(table, "qd bench: %s; suites:",
-                 gpu ? "CUDA device present" : "no CUDA device (CPU only)");
+    std::fprintf(
+        table, "qd bench: %s; suites:", gpu ? "CUDA device present" : "no CUDA device (CPU only)");
     for (const Suite &s : suites) std::fprintf(table, " %s", s.name.c_str());
     std::fprintf(table, " (from %s)\n", bench_dir.c_str());
     std::fflush(table);
@@ -364,4 +367,4 @@ int bench_main(int argc, char **argv) {
     return failed ? 1 : 0;
 }
 
-} // namespace qd_tool
+}  // namespace qd_tool

@@ -10,4 +10,4 @@ int bench_main(int argc, char **argv);
 
 extern const char *const kBenchUsage;
 
-} // namespace qd_tool
+}  // namespace qd_tool

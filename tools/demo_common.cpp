@@ -55,4 +55,4 @@ RunResult timed_run(qd_context ctx, qd_stream stream, qd_kernel kernel,
     return {gpu_ms, std::chrono::duration<double, std::milli>(host_end - host_start).count()};
 }
 
-} // namespace qd_tool
+}  // namespace qd_tool

@@ -23,7 +23,7 @@ struct QdError : std::runtime_error {
 void check(qd_status status, const char *call);
 
 struct DemoOptions {
-    std::optional<qd_backend> backend; // forced with --backend; otherwise the best available
+    std::optional<qd_backend> backend;  // forced with --backend; otherwise the best available
     uint32_t groups = 16;
     uint32_t tasks_per_group = 4;
     double task_ms = 3.0;
@@ -52,20 +52,20 @@ class Context {
 // their order) and writes one sum. Groups are independent, which is what qd_launch_parallel
 // runs concurrently. The GPU kernel (demo_kernel.cu) takes the same layout.
 struct TaskArgs {
-    uint64_t input;      // address of the whole input (double[])
-    uint64_t output;     // address of the whole output (double[], one per task)
-    uint32_t first;      // index of this task's first input element
-    uint32_t count;      // elements in this task's slice
-    uint32_t task;       // this task's output index
-    uint32_t previous;   // output index of the previous task of the group, or kNoPrevious
-    uint32_t iterations; // logistic map steps per element
+    uint64_t input;       // address of the whole input (double[])
+    uint64_t output;      // address of the whole output (double[], one per task)
+    uint32_t first;       // index of this task's first input element
+    uint32_t count;       // elements in this task's slice
+    uint32_t task;        // this task's output index
+    uint32_t previous;    // output index of the previous task of the group, or kNoPrevious
+    uint32_t iterations;  // logistic map steps per element
 };
 constexpr uint32_t kNoPrevious = UINT32_MAX;
 constexpr uint32_t kSliceElements = 256;
 
 struct RunResult {
-    double gpu_ms;  // between the timing events, on the device's clock
-    double host_ms; // around the launch and synchronize, on the host's steady clock
+    double gpu_ms;   // between the timing events, on the device's clock
+    double host_ms;  // around the launch and synchronize, on the host's steady clock
 };
 
 // Queues every task between two timing events on `stream` and waits for them: serially with
@@ -79,4 +79,4 @@ RunResult timed_run(qd_context ctx, qd_stream stream, qd_kernel kernel,
 // carries no kernel for it; the caller then runs the CPU demo.
 std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options);
 
-} // namespace qd_tool
+}  // namespace qd_tool

@@ -6,14 +6,14 @@
 // the qd tool.
 #include <stdint.h>
 
-struct TaskArgs {           // the layout of TaskArgs in tools/demo_common.h
-    uint64_t input;         // double[] of every slice
-    uint64_t output;        // double[], one sum per task
-    uint32_t first;         // this task's first input element
-    uint32_t count;         // elements in this task's slice
-    uint32_t task;          // this task's output index
-    uint32_t previous;      // output index of the previous task of the group, or UINT32_MAX
-    uint32_t iterations;    // logistic map steps per element
+struct TaskArgs {         // the layout of TaskArgs in tools/demo_common.h
+    uint64_t input;       // double[] of every slice
+    uint64_t output;      // double[], one sum per task
+    uint32_t first;       // this task's first input element
+    uint32_t count;       // elements in this task's slice
+    uint32_t task;        // this task's output index
+    uint32_t previous;    // output index of the previous task of the group, or UINT32_MAX
+    uint32_t iterations;  // logistic map steps per element
 };
 
 __device__ double logistic_sum(const double *input, uint32_t count, double carry,

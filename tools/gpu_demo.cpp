@@ -44,15 +44,16 @@ uint32_t calibrate_gpu_iterations(qd_context ctx, qd_stream stream, qd_kernel ke
     return static_cast<uint32_t>(std::clamp(iterations, 10.0, 1e7));
 }
 
-} // namespace
+}  // namespace
 #endif
 
 std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) {
 #ifndef QD_DEMO_HAVE_PTX
     (void)options;
-    std::printf("qd demo: this qd was built without nvcc, so it carries no GPU kernel; %s is "
-                "available but the demo runs on the CPU\n",
-                qd_backend_name(backend));
+    std::printf(
+        "qd demo: this qd was built without nvcc, so it carries no GPU kernel; %s is "
+        "available but the demo runs on the CPU\n",
+        qd_backend_name(backend));
     return std::nullopt;
 #else
     // One kernel image: PTX, built by nvcc. A HIP runtime over an NVIDIA device loads it; on an
@@ -69,9 +70,10 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
     qd_module module = 0;
     if (qd_status st = qd_module_load(ctx.get(), kDemoPtx, sizeof kDemoPtx, &module);
         st == QD_ERROR_INVALID_IMAGE && backend == QD_BACKEND_HIP) {
-        std::printf("qd demo: the HIP device does not take the demo's PTX kernel (%s); the demo "
-                    "runs on the CPU\n",
-                    qd_last_error_message());
+        std::printf(
+            "qd demo: the HIP device does not take the demo's PTX kernel (%s); the demo "
+            "runs on the CPU\n",
+            qd_last_error_message());
         return std::nullopt;
     } else {
         check(st, "qd_module_load");
@@ -89,8 +91,8 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
                   info.multiprocessors);
     demo.title = title;
     demo.iterations = [&](qd_stream stream, uint64_t device_input, uint64_t device_output) {
-        return calibrate_gpu_iterations(ctx.get(), stream, demo.kernel, device_input,
-                                        device_output, options.task_ms);
+        return calibrate_gpu_iterations(ctx.get(), stream, demo.kernel, device_input, device_output,
+                                        options.task_ms);
     };
 
     const int status = run_demo_body(ctx.get(), options, input, demo);
@@ -100,4 +102,4 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
 #endif
 }
 
-} // namespace qd_tool
+}  // namespace qd_tool

@@ -74,7 +74,7 @@ std::optional<qd_backend> parse_backend(const std::string &name) {
 // Devices of a backend, or the reason it has none (the loader's or driver's message).
 struct BackendProbe {
     uint32_t devices = 0;
-    std::string unavailable_reason; // empty when the backend is available
+    std::string unavailable_reason;  // empty when the backend is available
 };
 
 BackendProbe probe(qd_backend backend) {
@@ -150,7 +150,7 @@ int run_info() {
 double logistic_sum(const double *input, uint32_t count, double carry, uint32_t iterations) {
     double sum = 0.0;
     for (uint32_t i = 0; i < count; ++i) {
-        double x = std::fmod(input[i] + carry, 1.0) * 0.98 + 0.01; // keep x inside (0, 1)
+        double x = std::fmod(input[i] + carry, 1.0) * 0.98 + 0.01;  // keep x inside (0, 1)
         for (uint32_t step = 0; step < iterations; ++step) x = 3.99 * x * (1.0 - x);
         sum += x;
     }
@@ -212,10 +212,9 @@ int run_demo(const DemoOptions &options) {
         backend = *options.backend;
         BackendProbe found = probe(backend);
         if (!found.unavailable_reason.empty() || found.devices == 0) {
-            std::fprintf(stderr, "qd demo: backend %s is not available: %s\n",
-                         qd_backend_name(backend),
-                         found.unavailable_reason.empty() ? "no devices"
-                                                          : found.unavailable_reason.c_str());
+            std::fprintf(
+                stderr, "qd demo: backend %s is not available: %s\n", qd_backend_name(backend),
+                found.unavailable_reason.empty() ? "no devices" : found.unavailable_reason.c_str());
             return 1;
         }
     } else {
@@ -281,7 +280,7 @@ int demo_main(int argc, char **argv) {
     return run_demo(options);
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char **argv) {
     if (argc < 2) return usage_error("missing command");

@@ -41,7 +41,8 @@ using rawcuda::CUstream;
 }
 
 void check(qd_status st, const char *what) {
-    if (st != QD_SUCCESS) die(what, std::string(qd_status_name(st)) + ": " + qd_last_error_message());
+    if (st != QD_SUCCESS)
+        die(what, std::string(qd_status_name(st)) + ": " + qd_last_error_message());
 }
 
 rawcuda::Driver g_raw;
@@ -515,7 +516,8 @@ void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Se
         fig.bar = std::string("none (") + what + "; INFO)";
         report.add(fig, &smp);
     };
-    if (replay) add("replay-64", "one qd_graph_launch", qdbench::alternate(opt, replay_side, direct_side));
+    if (replay)
+        add("replay-64", "one qd_graph_launch", qdbench::alternate(opt, replay_side, direct_side));
     if (update)
         add("update+replay-64", "capture with a new argument + qd_graph_update + qd_graph_launch",
             qdbench::alternate(opt, update_side, direct_side));
@@ -674,9 +676,8 @@ void bench_multi_device(const qdbench::Options &opt, qdbench::Report &report, Se
             return timed([&] { QD(qd_memcpy_peer_async(s.stream, dst, s.ctx, src, c1, bytes)); });
         };
         auto raw_side = [&] {
-            return timed([&] {
-                RAW(cuMemcpyPeerAsync(dst, s.primary, src, primary1, bytes, s.native));
-            });
+            return timed(
+                [&] { RAW(cuMemcpyPeerAsync(dst, s.primary, src, primary1, bytes, s.native)); });
         };
         Samples smp = qdbench::alternate(opt, qd_side, raw_side);
         Figure fig;
@@ -808,10 +809,11 @@ int main(int argc, char **argv) {
 
     qd_device_info info = QD_DEVICE_INFO_INIT;
     QD(qd_device_get_info(backend, 0, &info));
-    std::printf("# bench_gpu on %s (sm_%u%u, driver %u), qd on %s, %d repeats (median), %d "
-                "warm-up\n",
-                info.name, info.compute_major, info.compute_minor, info.driver_version,
-                hip ? "HIP" : "CUDA", opt.repeats, opt.warmup);
+    std::printf(
+        "# bench_gpu on %s (sm_%u%u, driver %u), qd on %s, %d repeats (median), %d "
+        "warm-up\n",
+        info.name, info.compute_major, info.compute_minor, info.driver_version,
+        hip ? "HIP" : "CUDA", opt.repeats, opt.warmup);
     std::fflush(stdout);
 
     qdbench::Report report(opt);

@@ -125,6 +125,10 @@
 #ifndef QD_QD_H
 #define QD_QD_H
 
+/* The public header is laid out by hand, as the documentation it is: one descriptor macro per
+ * line, tables aligned for reading (abi/describe reads it). clang-format leaves it alone. */
+/* clang-format off */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -1422,4 +1426,5 @@ QD_API qd_status qd_kernel_set_param_access(qd_kernel kernel, uint32_t index, ui
 } /* extern "C" */
 #endif
 
+/* clang-format on */
 #endif /* QD_QD_H */

@@ -78,8 +78,7 @@ QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out) {
     });
 }
 
-QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer,
-                                            uint32_t *can_access) {
+QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer, uint32_t *can_access) {
     return api::guarded([&]() -> qd_status {
         if (!can_access) return api::null_argument("can_access");
         Context *c = nullptr, *p = nullptr;

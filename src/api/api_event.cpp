@@ -27,9 +27,7 @@ QD_API qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out) 
 }
 
 QD_API qd_status qd_event_destroy(qd_event event) {
-    return api::guarded([&]() -> qd_status {
-        return core::destroy_event(event);
-    });
+    return api::guarded([&]() -> qd_status { return core::destroy_event(event); });
 }
 
 QD_API qd_status qd_event_record(qd_stream stream, qd_event event) {

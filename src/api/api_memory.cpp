@@ -34,8 +34,7 @@ qd_status check_sides(uint64_t dst, uint64_t src, uint64_t bytes) {
     for (uint64_t a : {dst, src})
         if (add_overflows(a, bytes, &end))
             return fail(QD_ERROR_OVERFLOW, "%s 0x%llx + %llu bytes wraps around the address space",
-                        a == dst ? "dst" : "src", (unsigned long long)a,
-                        (unsigned long long)bytes);
+                        a == dst ? "dst" : "src", (unsigned long long)a, (unsigned long long)bytes);
     return QD_SUCCESS;
 }
 

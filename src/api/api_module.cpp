@@ -26,9 +26,7 @@ QD_API qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size
 }
 
 QD_API qd_status qd_module_unload(qd_module module) {
-    return api::guarded([&]() -> qd_status {
-        return core::unload_module(module);
-    });
+    return api::guarded([&]() -> qd_status { return core::unload_module(module); });
 }
 
 QD_API qd_status qd_kernel_get(qd_module module, const char *name, qd_kernel *out) {
@@ -55,9 +53,7 @@ QD_API qd_status qd_kernel_from_host_fn(qd_context ctx, qd_host_kernel_fn fn, co
 }
 
 QD_API qd_status qd_kernel_destroy(qd_kernel kernel) {
-    return api::guarded([&]() -> qd_status {
-        return core::destroy_kernel(kernel);
-    });
+    return api::guarded([&]() -> qd_status { return core::destroy_kernel(kernel); });
 }
 
 }  // extern "C"

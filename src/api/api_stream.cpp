@@ -45,9 +45,7 @@ QD_API qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd
 }
 
 QD_API qd_status qd_stream_destroy(qd_stream stream) {
-    return api::guarded([&]() -> qd_status {
-        return core::destroy_stream(stream);
-    });
+    return api::guarded([&]() -> qd_status { return core::destroy_stream(stream); });
 }
 
 QD_API qd_status qd_stream_synchronize(qd_stream stream) {
@@ -85,7 +83,8 @@ QD_API qd_status qd_stream_wait_event(qd_stream stream, qd_event event) {
         if (st != QD_SUCCESS) return st;
         st = core::submit_wait(*s.obj, *e.obj);
         // A stream that joined a capture by this wait is named by this handle in its messages.
-        if (st == QD_SUCCESS && s.obj->capturing()) s.obj->ctx->capture()->note_handle(*s.obj, stream);
+        if (st == QD_SUCCESS && s.obj->capturing())
+            s.obj->ctx->capture()->note_handle(*s.obj, stream);
         return st;
     });
 }
@@ -101,9 +100,7 @@ QD_API qd_status qd_stream_acquire(qd_context ctx, qd_stream *out) {
 }
 
 QD_API qd_status qd_stream_release(qd_stream stream) {
-    return api::guarded([&]() -> qd_status {
-        return core::release_stream(stream);
-    });
+    return api::guarded([&]() -> qd_status { return core::release_stream(stream); });
 }
 
 QD_API qd_status qd_stream_fork(qd_stream parent, uint32_t n, qd_stream *children) {
@@ -140,8 +137,8 @@ QD_API qd_status qd_stream_join(qd_stream parent, const qd_stream *children, uin
             if (st != QD_SUCCESS) return st;
         }
         for (uint32_t i = 0; i < n; ++i) {
-            st = api::check_mix(api::Mix::SameContext, {"parent"}, parent, *p->ctx,
-                                {"children", i}, children[i], *kids[i]->ctx);
+            st = api::check_mix(api::Mix::SameContext, {"parent"}, parent, *p->ctx, {"children", i},
+                                children[i], *kids[i]->ctx);
             if (st != QD_SUCCESS) return st;
         }
         st = p->ctx->usable();

@@ -23,13 +23,11 @@ const char *last_error_message() noexcept { return t_message; }
 
 const char *status_name(qd_status status) {
     switch (status) {
-#define QD_STATUS_NAME_CASE_(name, value, text) \
-    case value:                                 \
-        return #name;
+#define QD_STATUS_NAME_CASE_(name, value, text)                                                    \
+    case value: return #name;
         QD_STATUS_LIST(QD_STATUS_NAME_CASE_)
 #undef QD_STATUS_NAME_CASE_
-    default:
-        return "QD_STATUS_UNKNOWN";
+    default: return "QD_STATUS_UNKNOWN";
     }
 }
 

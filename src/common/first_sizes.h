@@ -12,11 +12,11 @@ namespace qd {
 template <class T>
 struct FirstSize;
 
-#define QD_FIRST_SIZE_(type, size, version)                                                   \
-    template <>                                                                               \
-    struct FirstSize<type> {                                                                  \
-        static constexpr uint32_t value = size;                                               \
-    };                                                                                        \
+#define QD_FIRST_SIZE_(type, size, version)                                                        \
+    template <>                                                                                    \
+    struct FirstSize<type> {                                                                       \
+        static constexpr uint32_t value = size;                                                    \
+    };                                                                                             \
     static_assert(sizeof(type) >= (size), #type " is smaller than its first released size");
 QD_STRUCT_FIRST_SIZES(QD_FIRST_SIZE_)
 #undef QD_FIRST_SIZE_

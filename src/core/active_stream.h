@@ -67,8 +67,7 @@ inline bool try_set_active_stream(uint64_t ctx, uint64_t stream, uint64_t *previ
     HandleTable &table = HandleTable::instance();
     uint64_t owner;
     if (!table.is_live(ctx, Tag::Context)) return false;
-    if (table.check(stream, Tag::Stream, &owner, false) != QD_SUCCESS || owner != ctx)
-        return false;
+    if (table.check(stream, Tag::Stream, &owner, false) != QD_SUCCESS || owner != ctx) return false;
     if (previous) *previous = e->stream;
     e->stream = stream;
     return true;

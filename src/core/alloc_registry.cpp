@@ -145,7 +145,7 @@ qd_status AllocRegistry::check_range(uint64_t address, uint64_t bytes, const cha
 }
 
 qd_status AllocRegistry::check_inside(uint64_t address, uint64_t bytes, const char *what,
-                                     uint64_t owner, bool *host) {
+                                      uint64_t owner, bool *host) {
     Block inside, ends_at;
     if (!find(address, &inside, &ends_at))
         return fail(QD_ERROR_INVALID_ADDRESS,

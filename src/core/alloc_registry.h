@@ -26,7 +26,7 @@ class AllocRegistry {
   public:
     enum class Kind : uint8_t { Device, Host };
 
-    AllocRegistry();   // lists itself in the process's registries, for check_range
+    AllocRegistry();  // lists itself in the process's registries, for check_range
     ~AllocRegistry();
     AllocRegistry(const AllocRegistry &) = delete;
     AllocRegistry &operator=(const AllocRegistry &) = delete;

@@ -221,7 +221,8 @@ void Context::fill_stats(qd_context_stats *out) const {
     s.bytes_allocated = allocs_.device_bytes();
     s.host_bytes_allocated = allocs_.host_bytes();
     s.live_graphs = count(live_graphs_);
-    if (const ValidationObserver *v = validation_observer(*this)) s.hazards_reported = v->reported();
+    if (const ValidationObserver *v = validation_observer(*this))
+        s.hazards_reported = v->reported();
     const size_t n = out->struct_size < sizeof s ? out->struct_size : sizeof s;
     std::memcpy(out, &s, n);
 }
@@ -242,14 +243,15 @@ qd_status Context::adopt(Tag tag, std::shared_ptr<Object> obj, uint64_t *out) {
     return QD_SUCCESS;
 }
 
-qd_status Context::register_allocation(AllocRegistry::Kind kind, uint64_t address,
-                                       uint64_t bytes) {
+qd_status Context::register_allocation(AllocRegistry::Kind kind, uint64_t address, uint64_t bytes) {
     // The registry reads allocs_closed_ under its lock, which tear_down() takes (take_all) after
     // setting it: either the sweep sees this block, or the insert sees the sweep and refuses,
     // and then the drain is over, so freeing the block here races no queued work.
     if (allocs_.insert(kind, address, bytes, allocs_closed_)) return QD_SUCCESS;
-    if (kind == AllocRegistry::Kind::Device) impl_->mem_free_now(address);
-    else impl_->host_free(reinterpret_cast<void *>(address));
+    if (kind == AllocRegistry::Kind::Device)
+        impl_->mem_free_now(address);
+    else
+        impl_->host_free(reinterpret_cast<void *>(address));
     return fail(QD_ERROR_INVALID_HANDLE,
                 "context 0x%016llx was destroyed while the allocation was being made",
                 (unsigned long long)handle_);
@@ -264,12 +266,12 @@ qd_status Context::check_not_destroyed() const {
 void Context::counted(Tag tag, int64_t delta) {
     std::atomic<int64_t> *c = nullptr;
     switch (tag) {
-        case Tag::Stream: c = &live_streams_; break;
-        case Tag::Event: c = &live_events_; break;
-        case Tag::Module: c = &live_modules_; break;
-        case Tag::Kernel: c = &live_kernels_; break;
-        case Tag::Graph: c = &live_graphs_; break;
-        default: return;
+    case Tag::Stream: c = &live_streams_; break;
+    case Tag::Event: c = &live_events_; break;
+    case Tag::Module: c = &live_modules_; break;
+    case Tag::Kernel: c = &live_kernels_; break;
+    case Tag::Graph: c = &live_graphs_; break;
+    default: return;
     }
     c->fetch_add(delta, std::memory_order_relaxed);
 }

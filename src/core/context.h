@@ -27,8 +27,8 @@ namespace qd::core {
 
 // fork_generation(): bumped in the child of every fork() (common/fork_generation.h).
 
-class OpObserver;   // core/submit.h
-class ObserverSet;  // core/observers.h
+class OpObserver;     // core/submit.h
+class ObserverSet;    // core/observers.h
 class CaptureRouter;  // core/capture/capture.h
 
 class Context : public Object, public std::enable_shared_from_this<Context> {
@@ -46,8 +46,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     // that does work on the context asks this first; it is two loads when healthy (inline), and
     // the out-of-line part writes the message.
     qd_status usable() const {
-        if (fork_generation_ == fork_generation() && !impl_->lost_state().lost())
-            return QD_SUCCESS;
+        if (fork_generation_ == fork_generation() && !impl_->lost_state().lost()) return QD_SUCCESS;
         return unusable();
     }
     // Created before a fork() of this process (calls in the child get QD_ERROR_FORKED).
@@ -120,8 +119,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
 
     Context() = default;
     qd_status unusable() const;  // the error half of usable()
-    void tear_down();  // everything destroy() does after the handle is gone
-    void sweep();      // frees what the registry still holds: the last step of tear_down()
+    void tear_down();            // everything destroy() does after the handle is gone
+    void sweep();  // frees what the registry still holds: the last step of tear_down()
 
     uint64_t handle_ = 0;
     qd_backend kind_ = QD_BACKEND_CPU;
@@ -139,7 +138,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     std::atomic<bool> allocs_closed_{false};
     std::atomic<OpObserver *> observer_{nullptr};
     std::mutex observers_mutex_;
-    std::unique_ptr<ObserverSet> observers_;  // created by the first attach_observer
+    std::unique_ptr<ObserverSet> observers_;        // created by the first attach_observer
     std::unique_ptr<CaptureRouter> capture_owner_;  // under observers_mutex_
     std::atomic<CaptureRouter *> capture_{nullptr};
     bool observers_closed_ = false;  // under observers_mutex_: set by tear_down, attach refused
@@ -168,6 +167,5 @@ inline qd_status resolve_usable(uint64_t handle, T **out) {
     if (st != QD_SUCCESS) return st;
     return (*out)->ctx->usable();
 }
-
 
 }  // namespace qd::core

@@ -9,8 +9,7 @@
 
 namespace qd::core {
 
-qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n,
-                       OpOrigin origin) {
+qd_status link_streams(Context &ctx, Stream &from, Stream *const *to, uint32_t n, OpOrigin origin) {
     EventPool &pool = ctx.event_pool();
     std::shared_ptr<backend::Event> ev;
     qd_status st = pool.get(&ev);
@@ -73,7 +72,8 @@ qd_status join_streams(Stream &parent, uint64_t parent_handle, Stream *const *ki
         if (kids[i]->kind != StreamKind::Leased)
             return fail(QD_ERROR_INVALID_OPERATION,
                         "children[%u] is not a pool lease (from qd_stream_fork or "
-                        "qd_stream_acquire)", i);
+                        "qd_stream_acquire)",
+                        i);
     // Whether the parts fit the capture a stream of them is in (none capturing: nothing to ask).
     bool capturing = parent.capturing();
     for (uint32_t i = 0; i < n && !capturing; ++i) capturing = kids[i]->capturing();
@@ -112,8 +112,10 @@ qd_status join_streams(Stream &parent, uint64_t parent_handle, Stream *const *ki
         // A racing release of the same child makes this fail; the join itself is complete.
         if (ctx.stream_pool().release(children[i]) != QD_SUCCESS) st = QD_ERROR_INVALID_HANDLE;
     }
-    return st == QD_SUCCESS ? QD_SUCCESS : fail(st, "a child was released by another thread during "
-                                                    "the join");
+    return st == QD_SUCCESS ? QD_SUCCESS
+                            : fail(st,
+                                   "a child was released by another thread during "
+                                   "the join");
 }
 
 }  // namespace qd::core

@@ -144,8 +144,7 @@ HandleTable::SlotLock::~SlotLock() { slot.lock.unlock(); }
 
 qd_status HandleTable::describe_failure(uint64_t handle, Tag tag) const {
     const char *want = tag_name(tag);
-    if (handle == 0)
-        return fail(QD_ERROR_INVALID_HANDLE, "a %s is required (got handle 0)", want);
+    if (handle == 0) return fail(QD_ERROR_INVALID_HANDLE, "a %s is required (got handle 0)", want);
     const uint8_t t = tag_of(handle);
     if (t != uint8_t(tag)) {
         if (t >= uint8_t(Tag::Context) && t <= uint8_t(Tag::Graph))

@@ -155,7 +155,7 @@ class HandleTable : public LeaseSlots {
     };
 
     struct Slot {
-        std::atomic<uint64_t> live{0};   // the live handle, 0 when none
+        std::atomic<uint64_t> live{0};  // the live handle, 0 when none
         std::atomic<uint64_t> owner{0};
         mutable SpinLock lock;
         Relaxed<uint32_t> generation{1};  // generation the next handle gets
@@ -201,11 +201,11 @@ class HandleTable : public LeaseSlots {
     }
 
     std::atomic<Slot *> chunks_[kMaxChunks] = {};
-    std::mutex alloc_mutex_;                 // guards free_, next_index_, chunk creation
+    std::mutex alloc_mutex_;  // guards free_, next_index_, chunk creation
     std::vector<uint32_t> free_;
     uint32_t next_index_ = 0;
-    std::atomic<uint32_t> high_water_{0};    // slots ever handed out, for scans
-    uint32_t fork_locked_ = 0;               // slots lock_for_fork holds (the forking thread's)
+    std::atomic<uint32_t> high_water_{0};  // slots ever handed out, for scans
+    uint32_t fork_locked_ = 0;             // slots lock_for_fork holds (the forking thread's)
     std::atomic<uint64_t> retired_{0};
 };
 

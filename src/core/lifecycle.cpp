@@ -63,10 +63,10 @@ qd_status remove_child(uint64_t handle, Tag tag, std::shared_ptr<Object> *remove
 
 const char *stream_kind_name(StreamKind kind) {
     switch (kind) {
-        case StreamKind::Owned: return "an owned stream";
-        case StreamKind::Leased: return "a pool lease";
-        case StreamKind::Borrowed: return "a borrowed stream";
-        case StreamKind::Default: return "the default stream";
+    case StreamKind::Owned: return "an owned stream";
+    case StreamKind::Leased: return "a pool lease";
+    case StreamKind::Borrowed: return "a borrowed stream";
+    case StreamKind::Default: return "the default stream";
     }
     return "a stream";
 }
@@ -135,8 +135,7 @@ qd_status get_kernel(Module &module, const char *name, uint64_t *out) {
                 "the module was unloaded while the kernel was being looked up");
 }
 
-qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name,
-                              uint64_t *out) {
+qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name, uint64_t *out) {
     std::shared_ptr<backend::Kernel> impl;
     qd_status st = ctx.impl().kernel_from_host_fn(fn, name, &impl);
     if (st != QD_SUCCESS) return st;
@@ -193,7 +192,8 @@ qd_status unload_module(uint64_t handle) {
         // In the child of a fork, a thread of the parent may have held an inherited module's
         // mutex at the fork: its kernels are then left to the context (core/fork_handlers.h).
         std::unique_lock<std::mutex> lock(m.kernels_mutex, std::defer_lock);
-        if (!m.ctx->forked()) lock.lock();
+        if (!m.ctx->forked())
+            lock.lock();
         else if (!lock.try_lock()) {
             m.ctx->counted(Tag::Module, -1);
             return QD_SUCCESS;

@@ -25,8 +25,8 @@ qd_status load_module(Context &ctx, const void *image, uint64_t size, uint64_t *
 qd_status get_kernel(Module &module, const char *name, uint64_t *out);
 qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name, uint64_t *out);
 // A new stream handle of the given kind (the default stream's too, for Context::create).
-qd_status register_stream(const std::shared_ptr<Context> &ctx, std::shared_ptr<backend::Stream> impl,
-                          StreamKind kind, uint64_t *out);
+qd_status register_stream(const std::shared_ptr<Context> &ctx,
+                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out);
 // qd_stream_end_capture's graph (core/capture.h), made by the capture.
 qd_status register_graph(Context &ctx, std::shared_ptr<Graph> graph, uint64_t *out);
 

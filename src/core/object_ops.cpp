@@ -66,8 +66,7 @@ qd_status synchronize(Stream &stream) {
     qd_status st = stream.ctx->may_block();
     if (st == QD_SUCCESS) st = stream.impl->synchronize();
     st = after_wait(*stream.ctx, st);
-    if (st == QD_SUCCESS)
-        notify_host(*stream.ctx, {HostEvent::Kind::SynchronizedStream, &stream});
+    if (st == QD_SUCCESS) notify_host(*stream.ctx, {HostEvent::Kind::SynchronizedStream, &stream});
     return st;
 }
 
@@ -82,8 +81,7 @@ qd_status synchronize(Event &event) {
 
 qd_status query(Stream &stream) {
     const qd_status st = after_query(*stream.ctx, stream.impl->query());
-    if (st == QD_SUCCESS)
-        notify_host(*stream.ctx, {HostEvent::Kind::SynchronizedStream, &stream});
+    if (st == QD_SUCCESS) notify_host(*stream.ctx, {HostEvent::Kind::SynchronizedStream, &stream});
     return st;
 }
 

@@ -8,8 +8,7 @@ qd_status ObserverSet::add(std::unique_ptr<OpObserver> observer) {
     std::lock_guard<std::mutex> lock(add_mutex_);
     const size_t n = count_.load(std::memory_order_relaxed);
     if (n == kMaxObservers)
-        return fail(QD_ERROR_OUT_OF_MEMORY, "a context takes at most %zu observers",
-                    kMaxObservers);
+        return fail(QD_ERROR_OUT_OF_MEMORY, "a context takes at most %zu observers", kMaxObservers);
     slots_[n] = std::move(observer);
     count_.store(n + 1, std::memory_order_release);
     return QD_SUCCESS;

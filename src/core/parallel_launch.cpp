@@ -27,8 +27,8 @@ qd_status plan_parallel(const qd_task *tasks, uint32_t num_tasks, ParallelPlan *
     // The array's stride is tasks[0].struct_size, so a caller built against a newer, larger
     // qd_task is read correctly; every element must have the same struct_size.
     const uint32_t stride = num_tasks ? tasks[0].struct_size : 0;
-    if (num_tasks && (stride < first_size<qd_task>() || stride > kMaxTaskSize ||
-                      stride % alignof(qd_task) != 0))
+    if (num_tasks &&
+        (stride < first_size<qd_task>() || stride > kMaxTaskSize || stride % alignof(qd_task) != 0))
         return fail(QD_ERROR_INVALID_ARGUMENT,
                     "tasks[0].struct_size is %u; it must be a multiple of %zu from %u to %u (use "
                     "QD_TASK_INIT)",

@@ -15,8 +15,7 @@ qd_status PeerUsers::enter(std::shared_ptr<Context> self, uint64_t handle, Entry
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (closed_)
-            return fail(QD_ERROR_INVALID_HANDLE,
-                        "context 0x%016llx was destroyed during the call",
+            return fail(QD_ERROR_INVALID_HANDLE, "context 0x%016llx was destroyed during the call",
                         (unsigned long long)handle);
         ++active_;
     }

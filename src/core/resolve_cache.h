@@ -94,8 +94,8 @@ class ResolveCache {
     // the end of an API call: it frees objects whose pointers the call may have used.
     void release_dead_now() {
         for (unsigned i = 0; i < kWays; ++i)
-            if (handles_[i] &&
-                !HandleTable::instance().is_live(handles_[i], Tag(HandleTable::tag_of(handles_[i]))))
+            if (handles_[i] && !HandleTable::instance().is_live(
+                                   handles_[i], Tag(HandleTable::tag_of(handles_[i]))))
                 evict(i);
         if (t_depth_ > 1) {
             release_pending_ = true;
@@ -121,8 +121,8 @@ class ResolveCache {
   private:
     // First use on this thread: the cache, and its deletion at thread exit.
     static ResolveCache &create();
-    static inline thread_local ResolveCache *t_cache_
-        __attribute__((tls_model("initial-exec"))) = nullptr;
+    static inline thread_local ResolveCache *t_cache_ __attribute__((tls_model("initial-exec"))) =
+        nullptr;
     // How many qd calls the thread is inside (CallScope).
     static inline thread_local unsigned t_depth_ __attribute__((tls_model("initial-exec"))) = 0;
     friend struct ResolveCacheReaper;

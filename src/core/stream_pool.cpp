@@ -41,8 +41,7 @@ qd_status StreamPool::acquire_locked(uint64_t *handle, std::shared_ptr<Stream> *
     return QD_SUCCESS;
 }
 
-qd_status StreamPool::acquire_internal(uint32_t want,
-                                       std::vector<std::shared_ptr<Stream>> *out) {
+qd_status StreamPool::acquire_internal(uint32_t want, std::vector<std::shared_ptr<Stream>> *out) {
     out->clear();
     {
         Guard g(lock_);

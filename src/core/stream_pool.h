@@ -75,10 +75,10 @@ class StreamPool {
 
     Context &ctx_;
     const uint32_t capacity_;
-    SpinLock lock_;      // guards free_, all_, outstanding_, cleared_
+    SpinLock lock_;  // guards free_, all_, outstanding_, cleared_
     std::vector<Stream *> free_;
-    std::vector<std::shared_ptr<Stream>> all_;      // every stream the pool created (owners)
-    uint32_t outstanding_ = 0;                      // leases held now
+    std::vector<std::shared_ptr<Stream>> all_;  // every stream the pool created (owners)
+    uint32_t outstanding_ = 0;                  // leases held now
     bool cleared_ = false;
     std::atomic<uint64_t> created_{0}, leased_{0}, hits_{0}, misses_{0};
 };

@@ -244,12 +244,12 @@ class OpBatch {
 };
 
 // The typed entry points: the Op is built only when an observer will see it.
-#define QD_SUBMIT_OBSERVED_(on, build)                                                       \
+#define QD_SUBMIT_OBSERVED_(on, build)                                                             \
     if (OpObserver *observer_ = (on).ctx->observer(); __builtin_expect(observer_ != nullptr, 0)) { \
-        Op op_{};                                                                            \
-        op_.stream = &(on);                                                                  \
-        build;                                                                               \
-        return submit_observed(*observer_, op_);                                             \
+        Op op_{};                                                                                  \
+        op_.stream = &(on);                                                                        \
+        build;                                                                                     \
+        return submit_observed(*observer_, op_);                                                   \
     }
 
 inline qd_status submit_launch(Stream &s, Kernel &k, const backend::LaunchDims &dims,
@@ -283,7 +283,9 @@ inline qd_status submit_wait(Stream &s, backend::Event &event, Event *user_event
 inline qd_status submit_record(Stream &s, Event &event) {
     return submit_record(s, *event.impl, &event);
 }
-inline qd_status submit_wait(Stream &s, Event &event) { return submit_wait(s, *event.impl, &event); }
+inline qd_status submit_wait(Stream &s, Event &event) {
+    return submit_wait(s, *event.impl, &event);
+}
 
 inline qd_status submit_mem_alloc(Stream &s, uint64_t bytes, uint64_t *address) {
     QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::MemAlloc, op_.bytes = bytes, op_.address = address))
@@ -296,8 +298,8 @@ inline qd_status submit_mem_free(Stream &s, uint64_t address) {
 }
 
 inline qd_status submit_memcpy(Stream &s, uint64_t dst, uint64_t src, uint64_t bytes) {
-    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Memcpy, op_.dst = dst, op_.src = src,
-                            op_.bytes = bytes))
+    QD_SUBMIT_OBSERVED_(
+        s, (op_.kind = OpKind::Memcpy, op_.dst = dst, op_.src = src, op_.bytes = bytes))
     return s.impl->memcpy(dst, src, bytes);
 }
 
@@ -310,8 +312,8 @@ inline qd_status submit_memcpy_peer(Stream &s, uint64_t dst, Context &dst_ctx, u
 }
 
 inline qd_status submit_memset(Stream &s, uint64_t dst, uint8_t value, uint64_t bytes) {
-    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Memset, op_.dst = dst, op_.value = value,
-                            op_.bytes = bytes))
+    QD_SUBMIT_OBSERVED_(
+        s, (op_.kind = OpKind::Memset, op_.dst = dst, op_.value = value, op_.bytes = bytes))
     return s.impl->memset(dst, value, bytes);
 }
 

@@ -18,7 +18,7 @@ uint32_t number_by_sorting(const std::vector<uint32_t> &group_of, std::vector<ui
         return group_of[a] != group_of[b] ? group_of[a] < group_of[b] : a < b;
     });
     struct Run {
-        uint32_t first;  // the task where the group first appears
+        uint32_t first;       // the task where the group first appears
         uint32_t begin, end;  // its tasks: order[begin..end)
     };
     std::vector<Run> runs;

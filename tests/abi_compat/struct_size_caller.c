@@ -15,13 +15,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__,  \
-                    #cond, qd_last_error_message());                                            \
-            ++failures;                                                                         \
-        }                                                                                       \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__,      \
+                    #cond, qd_last_error_message());                                               \
+            ++failures;                                                                            \
+        }                                                                                          \
     } while (0)
 
 #define CANARY 0xA5
@@ -93,7 +93,9 @@ int main(void) {
     CHECK(all_canary(info.after + 8, sizeof info.after - 8));
 
     CHECK(qd_context_destroy(ctx) == QD_SUCCESS);
-    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-    else printf("struct_size_caller: every check passed\n");
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    else
+        printf("struct_size_caller: every check passed\n");
     return failures ? 1 : 0;
 }

@@ -85,7 +85,7 @@ TEST(AbiLayout, ContextStats_SizeAndOffsetsArePinned) {
     EXPECT_EQ(offsetof(qd_context_stats, live_allocations), 104u);
     EXPECT_EQ(offsetof(qd_context_stats, bytes_allocated), 112u);
     EXPECT_EQ(offsetof(qd_context_stats, host_bytes_allocated), 120u);
-    EXPECT_EQ(offsetof(qd_context_stats, live_graphs), 128u);  // since 0.2
+    EXPECT_EQ(offsetof(qd_context_stats, live_graphs), 128u);       // since 0.2
     EXPECT_EQ(offsetof(qd_context_stats, hazards_reported), 136u);  // since 0.2
 }
 
@@ -222,13 +222,13 @@ TEST(Version, LibraryVersion_MatchesHeader) { EXPECT_EQ(qd_version(), (uint32_t)
 // .hazards_reported), so each size is its sizeof, or below it for a struct that grew.
 TEST(FirstSizes, EveryStruct_StillHasItsFirstSize) {
     int entries = 0;
-#define QD_CHECK_FIRST_SIZE(type, size, version)                                               \
-    if (std::string(#type) == "qd_context_stats") {                                            \
-        EXPECT_EQ((size_t)(size), 128u);                                                       \
-        EXPECT_GT(sizeof(type), (size_t)(size)) << #type " grew in 0.2";                       \
-    } else {                                                                                   \
-        EXPECT_EQ(sizeof(type), (size_t)(size)) << #type;                                      \
-    }                                                                                          \
+#define QD_CHECK_FIRST_SIZE(type, size, version)                                                   \
+    if (std::string(#type) == "qd_context_stats") {                                                \
+        EXPECT_EQ((size_t)(size), 128u);                                                           \
+        EXPECT_GT(sizeof(type), (size_t)(size)) << #type " grew in 0.2";                           \
+    } else {                                                                                       \
+        EXPECT_EQ(sizeof(type), (size_t)(size)) << #type;                                          \
+    }                                                                                              \
     ++entries;
     QD_STRUCT_FIRST_SIZES(QD_CHECK_FIRST_SIZE)
 #undef QD_CHECK_FIRST_SIZE

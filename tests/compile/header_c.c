@@ -36,11 +36,10 @@ static int32_t kernel(const qd_host_kernel_info *info, void *const *args) {
 
 static void host_fn(void *user) { (void)user; }
 
-#define QDT_CHECK_NAME(name, value, text)                                                       \
-    if (strcmp(qd_status_name(name), #name) != 0 || (int)(name) != (value) ||                 \
-        sizeof(text) < 2) {                                                                     \
-        fprintf(stderr, "status %s has name %s\n", #name, qd_status_name(name));               \
-        return 1;                                                                               \
+#define QDT_CHECK_NAME(name, value, text)                                                          \
+    if (strcmp(qd_status_name(name), #name) != 0 || (int)(name) != (value) || sizeof(text) < 2) {  \
+        fprintf(stderr, "status %s has name %s\n", #name, qd_status_name(name));                   \
+        return 1;                                                                                  \
     }
 
 int main(void) {
@@ -92,13 +91,21 @@ int main(void) {
     QD_STATUS_LIST(QDT_CHECK_NAME)
     if (strcmp(qd_status_name(12345), "QD_STATUS_UNKNOWN") != 0) return 1;
     if (qd_version() != QD_VERSION) {
-        fprintf(stderr, "library version %u, header %u\n", (unsigned)qd_version(), (unsigned)QD_VERSION);
+        fprintf(stderr, "library version %u, header %u\n", (unsigned)qd_version(),
+                (unsigned)QD_VERSION);
         return 1;
     }
     status = qd_stream_query(stream);
     if (status != QD_ERROR_INVALID_HANDLE) return 1;
-    (void)ctx; (void)event; (void)module; (void)k; (void)backend; (void)code; (void)sflag;
-    (void)eflag; (void)limits;
+    (void)ctx;
+    (void)event;
+    (void)module;
+    (void)k;
+    (void)backend;
+    (void)code;
+    (void)sflag;
+    (void)eflag;
+    (void)limits;
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
     {
         /* C11: the INIT macros also work as compound literals. */

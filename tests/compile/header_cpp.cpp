@@ -51,12 +51,19 @@ int main() {
     }
     if (kfn(&kinfo, nullptr) != 0) return 1;
     hfn(nullptr);
-#define QDT_CHECK_NAME(name, value, text)                                                       \
+#define QDT_CHECK_NAME(name, value, text)                                                          \
     if (std::strcmp(qd_status_name(name), #name) != 0 || (int)(name) != (value)) return 1;
     QD_STATUS_LIST(QDT_CHECK_NAME)
 #undef QDT_CHECK_NAME
     if (qd_version() != QD_VERSION) return 1;
-    (void)ctx; (void)stream; (void)event; (void)module; (void)k; (void)backend; (void)code;
-    (void)sflag; (void)eflag;
+    (void)ctx;
+    (void)stream;
+    (void)event;
+    (void)module;
+    (void)k;
+    (void)backend;
+    (void)code;
+    (void)sflag;
+    (void)eflag;
     return 0;
 }

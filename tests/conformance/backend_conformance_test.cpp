@@ -287,7 +287,8 @@ class Conformance : public ::testing::TestWithParam<BackendParam> {
     const Capabilities &caps() const { return h_->caps(); }
     std::shared_ptr<Stream> stream(int32_t priority = 0, Context *ctx = nullptr) {
         std::shared_ptr<Stream> s;
-        EXPECT_EQ((ctx ? ctx : ctx_.get())->create_stream(0, priority, &s), QD_SUCCESS) << message();
+        EXPECT_EQ((ctx ? ctx : ctx_.get())->create_stream(0, priority, &s), QD_SUCCESS)
+            << message();
         return s;
     }
     std::shared_ptr<Event> event(bool timing = false) {
@@ -362,7 +363,8 @@ TEST_P(Conformance, Stream_PrioritiesAreClampedIntoPriorityRange) {
                               INT32_MIN, INT32_MAX}) {
         auto s = stream(requested);
         ASSERT_NE(s, nullptr);
-        EXPECT_EQ(s->priority(), std::clamp(requested, greatest, least)) << "requested " << requested;
+        EXPECT_EQ(s->priority(), std::clamp(requested, greatest, least))
+            << "requested " << requested;
     }
 }
 
@@ -551,11 +553,12 @@ TEST_P(Conformance, InCallback_TrueInsideAHostFn_FalseOutside) {
         std::atomic<int> inside{-1};
     } probe{ctx_.get()};
     EXPECT_FALSE(ctx_->in_callback());
-    ASSERT_EQ(s->host_fn([](void *p) {
-                  auto *pr = static_cast<Probe *>(p);
-                  pr->inside = pr->ctx->in_callback() ? 1 : 0;
-              },
-                         &probe),
+    ASSERT_EQ(s->host_fn(
+                  [](void *p) {
+                      auto *pr = static_cast<Probe *>(p);
+                      pr->inside = pr->ctx->in_callback() ? 1 : 0;
+                  },
+                  &probe),
               QD_SUCCESS)
         << message();
     ASSERT_EQ(s->synchronize(), QD_SUCCESS) << message();
@@ -578,8 +581,7 @@ TEST_P(Conformance, Memory_AllocMemsetMemcpyFree_RoundTrip) {
     ASSERT_NE(dev, 0u);
     uint64_t dev2 = 0;
     ASSERT_EQ(s->mem_alloc(bytes, &dev2), QD_SUCCESS) << message();
-    EXPECT_TRUE(dev2 >= dev + bytes || dev2 + bytes <= dev)
-        << "two live allocations overlap";
+    EXPECT_TRUE(dev2 >= dev + bytes || dev2 + bytes <= dev) << "two live allocations overlap";
     std::vector<uint8_t> in(bytes), out(bytes, 0);
     for (uint64_t i = 0; i < bytes; ++i) in[i] = static_cast<uint8_t>(i * 7 + 1);
     // Valid for work queued after the alloc on the same stream, at once.
@@ -643,7 +645,8 @@ TEST_P(Conformance, Kernel_LaunchesRunInOrderAndAreCounted) {
     ASSERT_NE(k, nullptr);
     EXPECT_EQ(k->name(), h_->counting_kernel_name());
     const uint64_t before = h_->launches();
-    for (int i = 0; i < 3; ++i) ASSERT_EQ(s->launch(*k, kOneBlock, nullptr, 0), QD_SUCCESS) << message();
+    for (int i = 0; i < 3; ++i)
+        ASSERT_EQ(s->launch(*k, kOneBlock, nullptr, 0), QD_SUCCESS) << message();
     ASSERT_EQ(s->synchronize(), QD_SUCCESS) << message();
     EXPECT_EQ(h_->launches(), before + 3);
 }

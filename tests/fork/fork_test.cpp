@@ -40,25 +40,26 @@ class ForkTest : public BackendTest {
 
 int g_check = 0;
 
-#define CHILD_CHECK(cond)                                                                      \
-    do {                                                                                       \
-        ++g_check;                                                                             \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "child check %d failed at line %d: %s (message: \"%s\")\n",       \
-                    g_check, __LINE__, #cond, qd_last_error_message());                        \
-            _exit(g_check);                                                                    \
-        }                                                                                      \
+#define CHILD_CHECK(cond)                                                                          \
+    do {                                                                                           \
+        ++g_check;                                                                                 \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "child check %d failed at line %d: %s (message: \"%s\")\n", g_check,   \
+                    __LINE__, #cond, qd_last_error_message());                                     \
+            _exit(g_check);                                                                        \
+        }                                                                                          \
     } while (0)
 
-#define CHILD_FORKED(call)                                                                     \
-    do {                                                                                       \
-        qd_status st_ = (call);                                                                \
-        ++g_check;                                                                             \
-        if (st_ != QD_ERROR_FORKED || !strstr(qd_last_error_message(), "fork")) {              \
-            fprintf(stderr, "child check %d failed at line %d: %s returned %s (message: \"%s\")\n", \
-                    g_check, __LINE__, #call, qd_status_name(st_), qd_last_error_message());   \
-            _exit(g_check);                                                                    \
-        }                                                                                      \
+#define CHILD_FORKED(call)                                                                         \
+    do {                                                                                           \
+        qd_status st_ = (call);                                                                    \
+        ++g_check;                                                                                 \
+        if (st_ != QD_ERROR_FORKED || !strstr(qd_last_error_message(), "fork")) {                  \
+            fprintf(stderr,                                                                        \
+                    "child check %d failed at line %d: %s returned %s (message: \"%s\")\n",        \
+                    g_check, __LINE__, #call, qd_status_name(st_), qd_last_error_message());       \
+            _exit(g_check);                                                                        \
+        }                                                                                          \
     } while (0)
 
 int32_t write_kernel(const qd_host_kernel_info *, void *const *args) {
@@ -130,7 +131,9 @@ TEST_P(ForkTest, ContextFromParent_IsForkedInChild_NewContextInChildWorks) {
     const bool cpu = is_cpu();
     const std::string path = cpu_module_path();
     qd_module m = 0;
-    if (cpu) { ASSERT_QD_OK(qd_module_load(ctx_, path.data(), path.size(), &m)); }
+    if (cpu) {
+        ASSERT_QD_OK(qd_module_load(ctx_, path.data(), path.size(), &m));
+    }
     qd_context ctx = ctx_;
     qd_stream def = default_stream_;
 
@@ -189,7 +192,8 @@ TEST_P(ForkTest, ContextFromParent_IsForkedInChild_NewContextInChildWorks) {
         (void)h;
         child_new_cpu_context_works();
     });
-    EXPECT_EQ(code, 0) << "child failed (exit code = first failing check; see stderr; >= 1000 = signal)";
+    EXPECT_EQ(code, 0)
+        << "child failed (exit code = first failing check; see stderr; >= 1000 = signal)";
 
     // The parent's context is untouched by the child.
     Flag f;
@@ -199,8 +203,12 @@ TEST_P(ForkTest, ContextFromParent_IsForkedInChild_NewContextInChildWorks) {
     EXPECT_QD_OK(qd_event_query(e));
     EXPECT_QD_OK(qd_mem_free_async(s, a));
     EXPECT_QD_OK(qd_stream_release(lease));
-    if (m) { EXPECT_QD_OK(qd_module_unload(m)); }
-    for (qd_event x : {e, e2}) { EXPECT_QD_OK(qd_event_destroy(x)); }
+    if (m) {
+        EXPECT_QD_OK(qd_module_unload(m));
+    }
+    for (qd_event x : {e, e2}) {
+        EXPECT_QD_OK(qd_event_destroy(x));
+    }
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
@@ -335,8 +343,10 @@ TEST(ForkThreads, ForkWhileThreadsUseQd_EveryChildForgetsTheInheritedContextAndM
     for (pid_t pid : pids) {
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) ++hung;
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+            ++hung;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            ++failed;
     }
     EXPECT_EQ(hung, 0) << "of " << children << " children, " << hung << " hung";
     EXPECT_EQ(failed, 0) << "of " << children << " children, " << failed

@@ -55,7 +55,8 @@ struct Input {
 // ---------------------------------------------------------------------------------------------
 
 [[noreturn]] void violation(const char *call, qd_status st) {
-    std::fprintf(stderr, "api_sequence_fuzz: %s returned %s (%d), which qd.h does not list for it: %s\n",
+    std::fprintf(stderr,
+                 "api_sequence_fuzz: %s returned %s (%d), which qd.h does not list for it: %s\n",
                  call, qd_status_name(st), st, qd_last_error_message());
     __builtin_trap();
 }
@@ -117,9 +118,13 @@ struct Ctx {
     qd_context handle = 0;
     bool live = false;
     qd_stream def = 0;
-    qd_stream streams[kSlots] = {};  bool stream_live[kSlots] = {};  bool stream_leased[kSlots] = {};
-    qd_event events[kSlots] = {};    bool event_live[kSlots] = {};
-    qd_kernel kernels[kSlots] = {};  bool kernel_live[kSlots] = {};
+    qd_stream streams[kSlots] = {};
+    bool stream_live[kSlots] = {};
+    bool stream_leased[kSlots] = {};
+    qd_event events[kSlots] = {};
+    bool event_live[kSlots] = {};
+    qd_kernel kernels[kSlots] = {};
+    bool kernel_live[kSlots] = {};
     std::map<uint64_t, uint64_t> blocks;  // live qd_mem_alloc_async blocks: address -> bytes
     std::vector<uint64_t> dead_blocks;
     void *host[2] = {};
@@ -197,7 +202,8 @@ struct World {
         for (Ctx &c : ctx) {
             if (!c.live) continue;
             qd_context_stats st = QD_CONTEXT_STATS_INIT;
-            if (qd_context_get_stats(c.handle, &st) != QD_SUCCESS) violation("qd_context_get_stats", -1);
+            if (qd_context_get_stats(c.handle, &st) != QD_SUCCESS)
+                violation("qd_context_get_stats", -1);
             uint64_t streams = 1, leased = 0, events = 0, kernels = 0;
             for (int i = 0; i < kSlots; ++i) {
                 streams += c.stream_live[i];
@@ -208,14 +214,15 @@ struct World {
             if (st.live_streams != streams || st.stream_pool_leased != leased ||
                 st.live_events != events || st.live_kernels != kernels ||
                 st.live_allocations != c.blocks.size()) {
-                std::fprintf(stderr,
-                             "api_sequence_fuzz: counters differ from the sequence: streams %llu/%llu "
-                             "leased %llu/%llu events %llu/%llu kernels %llu/%llu allocations %llu/%zu\n",
-                             (unsigned long long)st.live_streams, (unsigned long long)streams,
-                             (unsigned long long)st.stream_pool_leased, (unsigned long long)leased,
-                             (unsigned long long)st.live_events, (unsigned long long)events,
-                             (unsigned long long)st.live_kernels, (unsigned long long)kernels,
-                             (unsigned long long)st.live_allocations, c.blocks.size());
+                std::fprintf(
+                    stderr,
+                    "api_sequence_fuzz: counters differ from the sequence: streams %llu/%llu "
+                    "leased %llu/%llu events %llu/%llu kernels %llu/%llu allocations %llu/%zu\n",
+                    (unsigned long long)st.live_streams, (unsigned long long)streams,
+                    (unsigned long long)st.stream_pool_leased, (unsigned long long)leased,
+                    (unsigned long long)st.live_events, (unsigned long long)events,
+                    (unsigned long long)st.live_kernels, (unsigned long long)kernels,
+                    (unsigned long long)st.live_allocations, c.blocks.size());
                 __builtin_trap();
             }
         }
@@ -335,14 +342,16 @@ struct World {
             case kDestroyOwnContext:  // refused: the constructor runs as a callback of c
                 if (expect("qd_context_destroy (in a module constructor)",
                            qd_context_destroy(c->handle), {S(INVALID_OPERATION)}) == QD_SUCCESS)
-                    violation("qd_context_destroy (of the loading context, in its module's "
-                              "constructor)", QD_SUCCESS);
+                    violation(
+                        "qd_context_destroy (of the loading context, in its module's "
+                        "constructor)",
+                        QD_SUCCESS);
                 break;
             case kDestroyStream: {  // a stream made and destroyed inside the load
                 qd_stream s = 0;
                 if (expect("qd_stream_create (in a module constructor)",
-                           qd_stream_create(c->handle, nullptr, &s), {S(OUT_OF_MEMORY), LOST}) ==
-                    QD_SUCCESS)
+                           qd_stream_create(c->handle, nullptr, &s),
+                           {S(OUT_OF_MEMORY), LOST}) == QD_SUCCESS)
                     expect("qd_stream_destroy (in a module constructor)", qd_stream_destroy(s), {});
                 break;
             }
@@ -351,10 +360,12 @@ struct World {
                 expect("qd_context_get_stats (in a module constructor)",
                        qd_context_get_stats(c->handle, &st), {});
                 if (expect("qd_context_synchronize (in a module constructor)",
-                           qd_context_synchronize(c->handle), {S(INVALID_OPERATION), LOST}) ==
-                    QD_SUCCESS)
-                    violation("qd_context_synchronize (of the loading context, in its module's "
-                              "constructor)", QD_SUCCESS);
+                           qd_context_synchronize(c->handle),
+                           {S(INVALID_OPERATION), LOST}) == QD_SUCCESS)
+                    violation(
+                        "qd_context_synchronize (of the loading context, in its module's "
+                        "constructor)",
+                        QD_SUCCESS);
                 break;
             }
             default: break;
@@ -428,9 +439,7 @@ void World::step(Input &in) {
     Ctx &c = pick_ctx(in);
     const uint32_t op = in.below(32);
     switch (op) {
-    case 0:
-        create_context(c, in);
-        break;
+    case 0: create_context(c, in); break;
     case 1:
         if (in.below(4) == 0) destroy_context(c);  // rarer: it ends most state
         break;
@@ -442,7 +451,8 @@ void World::step(Input &in) {
         if (in.below(16) == 0) d.flags = 0x80;  // refused
         qd_stream h = 0;
         if (expect("qd_stream_create", qd_stream_create(c.handle, &d, &h),
-                   {S(INVALID_ARGUMENT), S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST}) == QD_SUCCESS) {
+                   {S(INVALID_ARGUMENT), S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST}) ==
+            QD_SUCCESS) {
             c.streams[i] = h;
             c.stream_live[i] = true;
             c.stream_leased[i] = false;
@@ -457,7 +467,8 @@ void World::step(Input &in) {
         const qd_status st = expect("qd_stream_destroy", qd_stream_destroy(h),
                                     {S(INVALID_HANDLE), S(INVALID_OPERATION)});
         if (st == QD_SUCCESS) {
-            if (!known || owner->stream_leased[slot]) violation("qd_stream_destroy (not an owned stream)", st);
+            if (!known || owner->stream_leased[slot])
+                violation("qd_stream_destroy (not an owned stream)", st);
             kill_stream(*owner, slot);
         }
         break;
@@ -482,7 +493,8 @@ void World::step(Input &in) {
         const qd_status st = expect("qd_stream_release", qd_stream_release(h),
                                     {S(INVALID_HANDLE), S(INVALID_OPERATION)});
         if (st == QD_SUCCESS) {
-            if (!known || !owner->stream_leased[slot]) violation("qd_stream_release (not a lease)", st);
+            if (!known || !owner->stream_leased[slot])
+                violation("qd_stream_release (not a lease)", st);
             kill_stream(*owner, slot);
         }
         break;
@@ -570,7 +582,8 @@ void World::step(Input &in) {
         qd_stream target = any_stream(in);
         qd_stream self = target;
         const uint32_t n = pick_args(in, args, &self);
-        expect("qd_launch", qd_launch(target, any_kernel(in), in.below(4) ? &cfg : nullptr, args, n),
+        expect("qd_launch",
+               qd_launch(target, any_kernel(in), in.below(4) ? &cfg : nullptr, args, n),
                {S(INVALID_ARGUMENT), S(OVERFLOW), S(INVALID_HANDLE), S(WRONG_CONTEXT),
                 S(LAUNCH_FAILED), S(OUT_OF_MEMORY), LOST});
         break;
@@ -613,7 +626,8 @@ void World::step(Input &in) {
         qd_event h = 0;
         const uint32_t flags = in.below(8) == 0 ? 0x10 : in.below(2);
         if (expect("qd_event_create", qd_event_create(c.handle, flags, &h),
-                   {S(INVALID_ARGUMENT), S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST}) == QD_SUCCESS) {
+                   {S(INVALID_ARGUMENT), S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST}) ==
+            QD_SUCCESS) {
             c.events[i] = h;
             c.event_live[i] = true;
         }
@@ -638,8 +652,10 @@ void World::step(Input &in) {
                {S(INVALID_HANDLE), S(WRONG_CONTEXT), LOST});
         break;
     case 18:
-        expect("qd_event_query", qd_event_query(any_event(in)), {QD_NOT_READY, S(INVALID_HANDLE), LOST});
-        expect("qd_stream_query", qd_stream_query(any_stream(in)), {QD_NOT_READY, S(INVALID_HANDLE), LOST});
+        expect("qd_event_query", qd_event_query(any_event(in)),
+               {QD_NOT_READY, S(INVALID_HANDLE), LOST});
+        expect("qd_stream_query", qd_stream_query(any_stream(in)),
+               {QD_NOT_READY, S(INVALID_HANDLE), LOST});
         break;
     case 19: {
         float ms = 0;
@@ -667,8 +683,8 @@ void World::step(Input &in) {
         uint64_t bytes = in.below(8) == 0 ? (in.flag() ? 0 : ~0ull) : 1 + in.below(255);
         uint64_t a = 0;
         if (expect("qd_mem_alloc_async", qd_mem_alloc_async(c.def, bytes, &a),
-                   {S(INVALID_ARGUMENT), S(OVERFLOW), S(INVALID_HANDLE), S(OUT_OF_MEMORY),
-                    LOST}) == QD_SUCCESS) {
+                   {S(INVALID_ARGUMENT), S(OVERFLOW), S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST}) ==
+            QD_SUCCESS) {
             if (!c.live || c.blocks.count(a)) violation("qd_mem_alloc_async (an address twice)", 0);
             c.blocks[a] = bytes;
         }
@@ -728,8 +744,8 @@ void World::step(Input &in) {
                        {S(INVALID_HANDLE), S(OUT_OF_MEMORY), LOST}) == QD_SUCCESS)
                 c.host[i] = p;
         } else {
-            if (expect("qd_host_free", qd_host_free(c.handle, c.host[i]),
-                       {S(INVALID_HANDLE)}) == QD_SUCCESS)
+            if (expect("qd_host_free", qd_host_free(c.handle, c.host[i]), {S(INVALID_HANDLE)}) ==
+                QD_SUCCESS)
                 c.host[i] = nullptr;
         }
         break;
@@ -737,20 +753,22 @@ void World::step(Input &in) {
     case 26: {  // active stream
         qd_stream prev = 0, now = 0;
         const qd_stream s = any_stream(in);
-        const qd_status st = expect("qd_stream_set_active", qd_stream_set_active(c.handle, s, &prev),
-                                    {S(INVALID_HANDLE), S(WRONG_CONTEXT)});
-        if (expect("qd_stream_get_active", qd_stream_get_active(c.handle, &now), {S(INVALID_HANDLE)}) ==
-                QD_SUCCESS &&
+        const qd_status st =
+            expect("qd_stream_set_active", qd_stream_set_active(c.handle, s, &prev),
+                   {S(INVALID_HANDLE), S(WRONG_CONTEXT)});
+        if (expect("qd_stream_get_active", qd_stream_get_active(c.handle, &now),
+                   {S(INVALID_HANDLE)}) == QD_SUCCESS &&
             st == QD_SUCCESS && now != s)
             violation("qd_stream_get_active (not what was set)", 0);
         break;
     }
     case 27: {  // forged and stale handles into a few entry points
-        const uint64_t forged = (uint64_t(in.byte()) << 40) | (uint64_t(in.byte()) << 8) | in.byte();
+        const uint64_t forged =
+            (uint64_t(in.byte()) << 40) | (uint64_t(in.byte()) << 8) | in.byte();
         expect("qd_stream_query", qd_stream_query(forged), {QD_NOT_READY, S(INVALID_HANDLE), LOST});
         expect("qd_event_destroy", qd_event_destroy(forged), {S(INVALID_HANDLE)});
-        expect("qd_context_synchronize", qd_context_synchronize(forged), {S(INVALID_HANDLE), LOST,
-               S(INVALID_OPERATION)});
+        expect("qd_context_synchronize", qd_context_synchronize(forged),
+               {S(INVALID_HANDLE), LOST, S(INVALID_OPERATION)});
         break;
     }
     case 30: {  // a hazard (a race refused in fail mode) whose handler calls back into qd
@@ -772,7 +790,8 @@ void World::step(Input &in) {
             // Not a race after all when the host learnt meanwhile that the first memset ran (a
             // module destructor's query on a worker): then order the block's later use again.
             if (st == QD_SUCCESS)
-                expect("qd_stream_synchronize", qd_stream_synchronize(s), {S(INVALID_HANDLE), LOST});
+                expect("qd_stream_synchronize", qd_stream_synchronize(s),
+                       {S(INVALID_HANDLE), LOST});
         }
         g_hazard_action = kNothing;
         break;
@@ -822,18 +841,18 @@ void World::step(Input &in) {
         qd_context owner = 0;
         const qd_stream s = any_stream(in);
         expect("qd_stream_get_priority", qd_stream_get_priority(s, &p), {S(INVALID_HANDLE)});
-        if (expect("qd_stream_get_context", qd_stream_get_context(s, &owner), {S(INVALID_HANDLE)}) ==
-            QD_SUCCESS) {
+        if (expect("qd_stream_get_context", qd_stream_get_context(s, &owner),
+                   {S(INVALID_HANDLE)}) == QD_SUCCESS) {
             bool found = false;
             for (Ctx &x : ctx) found |= x.live && x.handle == owner;
-            if (!found) violation("qd_stream_get_context (a context the sequence does not have)", 0);
+            if (!found)
+                violation("qd_stream_get_context (a context the sequence does not have)", 0);
         }
         break;
     }
     }
     check_counters();
 }
-
 
 // Ends an input: brings every live context back to its baseline (no streams but the default
 // one, no leases, events, kernels or allocations, the default stream active; a lost context is
@@ -844,7 +863,8 @@ void World::step(Input &in) {
 void World::reset() {
     for (Ctx &c : ctx) {
         if (!c.live) continue;
-        const qd_status st = expect("qd_context_synchronize", qd_context_synchronize(c.handle), {LOST});
+        const qd_status st =
+            expect("qd_context_synchronize", qd_context_synchronize(c.handle), {LOST});
         if (st != QD_SUCCESS) {
             destroy_context(c);
             continue;
@@ -853,7 +873,8 @@ void World::reset() {
             if (c.stream_live[i])
                 expect(c.stream_leased[i] ? "qd_stream_release" : "qd_stream_destroy",
                        c.stream_leased[i] ? qd_stream_release(c.streams[i])
-                                          : qd_stream_destroy(c.streams[i]), {});
+                                          : qd_stream_destroy(c.streams[i]),
+                       {});
             if (c.event_live[i]) expect("qd_event_destroy", qd_event_destroy(c.events[i]), {});
             if (c.kernel_live[i]) expect("qd_kernel_destroy", qd_kernel_destroy(c.kernels[i]), {});
             c.stream_live[i] = c.stream_leased[i] = c.event_live[i] = c.kernel_live[i] = false;

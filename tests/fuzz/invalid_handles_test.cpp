@@ -125,8 +125,12 @@ class InvalidHandleFuzz : public ::testing::Test {
     }
 
     void TearDown() override {
-        if (G) { EXPECT_QD_OK(qd_context_destroy(G)); }
-        if (F) { EXPECT_QD_OK(qd_context_destroy(F)); }
+        if (G) {
+            EXPECT_QD_OK(qd_context_destroy(G));
+        }
+        if (F) {
+            EXPECT_QD_OK(qd_context_destroy(F));
+        }
     }
 
     void build_entries() {
@@ -136,74 +140,156 @@ class InvalidHandleFuzz : public ::testing::Test {
         };
         // Context position.
         add("qd_context_destroy", kContext, [](uint64_t h) { return qd_context_destroy(h); });
-        add("qd_context_synchronize", kContext, [](uint64_t h) { return qd_context_synchronize(h); });
-        add("qd_context_default_stream", kContext, [](uint64_t h) { qd_stream o; return qd_context_default_stream(h, &o); });
-        add("qd_context_get_stats", kContext, [](uint64_t h) { qd_context_stats s = QD_CONTEXT_STATS_INIT; return qd_context_get_stats(h, &s); });
-        add("qd_stream_create", kContext, [](uint64_t h) { qd_stream o; return qd_stream_create(h, nullptr, &o); });
-        add("qd_stream_acquire", kContext, [](uint64_t h) { qd_stream o; return qd_stream_acquire(h, &o); });
-        add("qd_stream_set_active(ctx)", kContext, [this](uint64_t h) { qd_stream p; return qd_stream_set_active(h, S, &p); });
-        add("qd_stream_get_active", kContext, [](uint64_t h) { qd_stream o; return qd_stream_get_active(h, &o); });
-        add("qd_stream_priority_range", kContext, [](uint64_t h) { int32_t a, b; return qd_stream_priority_range(h, &a, &b); });
-        add("qd_stream_import", kContext, [](uint64_t h) { qd_stream o; return qd_stream_import(h, 0x1000, &o); });
-        add("qd_event_create", kContext, [](uint64_t h) { qd_event o; return qd_event_create(h, 0, &o); });
-        add("qd_module_load", kContext, [this](uint64_t h) { qd_module o; return qd_module_load(h, path.data(), path.size(), &o); });
-        add("qd_kernel_from_host_fn", kContext, [](uint64_t h) { qd_kernel o; return qd_kernel_from_host_fn(h, &ok_kernel, "f", &o); });
-        add("qd_host_alloc", kContext, [](uint64_t h) { void *p; return qd_host_alloc(h, 16, &p); });
+        add("qd_context_synchronize", kContext,
+            [](uint64_t h) { return qd_context_synchronize(h); });
+        add("qd_context_default_stream", kContext, [](uint64_t h) {
+            qd_stream o;
+            return qd_context_default_stream(h, &o);
+        });
+        add("qd_context_get_stats", kContext, [](uint64_t h) {
+            qd_context_stats s = QD_CONTEXT_STATS_INIT;
+            return qd_context_get_stats(h, &s);
+        });
+        add("qd_stream_create", kContext, [](uint64_t h) {
+            qd_stream o;
+            return qd_stream_create(h, nullptr, &o);
+        });
+        add("qd_stream_acquire", kContext, [](uint64_t h) {
+            qd_stream o;
+            return qd_stream_acquire(h, &o);
+        });
+        add("qd_stream_set_active(ctx)", kContext, [this](uint64_t h) {
+            qd_stream p;
+            return qd_stream_set_active(h, S, &p);
+        });
+        add("qd_stream_get_active", kContext, [](uint64_t h) {
+            qd_stream o;
+            return qd_stream_get_active(h, &o);
+        });
+        add("qd_stream_priority_range", kContext, [](uint64_t h) {
+            int32_t a, b;
+            return qd_stream_priority_range(h, &a, &b);
+        });
+        add("qd_stream_import", kContext, [](uint64_t h) {
+            qd_stream o;
+            return qd_stream_import(h, 0x1000, &o);
+        });
+        add("qd_event_create", kContext, [](uint64_t h) {
+            qd_event o;
+            return qd_event_create(h, 0, &o);
+        });
+        add("qd_module_load", kContext, [this](uint64_t h) {
+            qd_module o;
+            return qd_module_load(h, path.data(), path.size(), &o);
+        });
+        add("qd_kernel_from_host_fn", kContext, [](uint64_t h) {
+            qd_kernel o;
+            return qd_kernel_from_host_fn(h, &ok_kernel, "f", &o);
+        });
+        add("qd_host_alloc", kContext, [](uint64_t h) {
+            void *p;
+            return qd_host_alloc(h, 16, &p);
+        });
         add("qd_host_free", kContext, [this](uint64_t h) { return qd_host_free(h, H); });
         // Stream position.
         add("qd_stream_destroy", kStream, [](uint64_t h) { return qd_stream_destroy(h); });
         add("qd_stream_synchronize", kStream, [](uint64_t h) { return qd_stream_synchronize(h); });
         add("qd_stream_query", kStream, [](uint64_t h) { return qd_stream_query(h); });
-        add("qd_stream_wait_event(stream)", kStream, [this](uint64_t h) { return qd_stream_wait_event(h, E); });
+        add("qd_stream_wait_event(stream)", kStream,
+            [this](uint64_t h) { return qd_stream_wait_event(h, E); });
         add("qd_stream_release", kStream, [](uint64_t h) { return qd_stream_release(h); });
-        add("qd_stream_fork", kStream, [](uint64_t h) { qd_stream k[2]; return qd_stream_fork(h, 2, k); });
-        add("qd_stream_join(parent)", kStream, [this](uint64_t h) { return qd_stream_join(h, &L, 1); });
-        add("qd_stream_join(child)", kStream, [this](uint64_t h) { return qd_stream_join(D, &h, 1); });
-        add("qd_stream_set_active(stream)", kStream, [this](uint64_t h) { qd_stream p; return qd_stream_set_active(F, h, &p); });
-        add("qd_stream_get_context", kStream, [](uint64_t h) { qd_context c; return qd_stream_get_context(h, &c); });
-        add("qd_stream_get_priority", kStream, [](uint64_t h) { int32_t p; return qd_stream_get_priority(h, &p); });
-        add("qd_stream_native_handle", kStream, [](uint64_t h) { uint64_t n; return qd_stream_native_handle(h, &n); });
-        add("qd_event_record(stream)", kStream, [this](uint64_t h) { return qd_event_record(h, E2); });
-        add("qd_launch(stream)", kStream, [this](uint64_t h) { return qd_launch(h, K, nullptr, nullptr, 0); });
+        add("qd_stream_fork", kStream, [](uint64_t h) {
+            qd_stream k[2];
+            return qd_stream_fork(h, 2, k);
+        });
+        add("qd_stream_join(parent)", kStream,
+            [this](uint64_t h) { return qd_stream_join(h, &L, 1); });
+        add("qd_stream_join(child)", kStream,
+            [this](uint64_t h) { return qd_stream_join(D, &h, 1); });
+        add("qd_stream_set_active(stream)", kStream, [this](uint64_t h) {
+            qd_stream p;
+            return qd_stream_set_active(F, h, &p);
+        });
+        add("qd_stream_get_context", kStream, [](uint64_t h) {
+            qd_context c;
+            return qd_stream_get_context(h, &c);
+        });
+        add("qd_stream_get_priority", kStream, [](uint64_t h) {
+            int32_t p;
+            return qd_stream_get_priority(h, &p);
+        });
+        add("qd_stream_native_handle", kStream, [](uint64_t h) {
+            uint64_t n;
+            return qd_stream_native_handle(h, &n);
+        });
+        add("qd_event_record(stream)", kStream,
+            [this](uint64_t h) { return qd_event_record(h, E2); });
+        add("qd_launch(stream)", kStream,
+            [this](uint64_t h) { return qd_launch(h, K, nullptr, nullptr, 0); });
         add("qd_launch_parallel(stream)", kStream, [this](uint64_t h) {
             qd_task t = QD_TASK_INIT;
             t.kernel = K;
             return qd_launch_parallel(h, &t, 1);
         });
-        add("qd_launch_host_fn", kStream, [](uint64_t h) { return qd_launch_host_fn(h, &count_host_fn, nullptr); });
-        add("qd_mem_alloc_async", kStream, [](uint64_t h) { uint64_t a; return qd_mem_alloc_async(h, 16, &a); });
+        add("qd_launch_host_fn", kStream,
+            [](uint64_t h) { return qd_launch_host_fn(h, &count_host_fn, nullptr); });
+        add("qd_mem_alloc_async", kStream, [](uint64_t h) {
+            uint64_t a;
+            return qd_mem_alloc_async(h, 16, &a);
+        });
         add("qd_mem_free_async", kStream, [this](uint64_t h) { return qd_mem_free_async(h, A); });
-        add("qd_memcpy_async", kStream, [hb](uint64_t h) { return qd_memcpy_async(h, (uint64_t)(uintptr_t)hb, (uint64_t)(uintptr_t)(hb + 32), 16); });
-        add("qd_memset_async", kStream, [hb](uint64_t h) { return qd_memset_async(h, (uint64_t)(uintptr_t)hb, 0, 16); });
+        add("qd_memcpy_async", kStream, [hb](uint64_t h) {
+            return qd_memcpy_async(h, (uint64_t)(uintptr_t)hb, (uint64_t)(uintptr_t)(hb + 32), 16);
+        });
+        add("qd_memset_async", kStream,
+            [hb](uint64_t h) { return qd_memset_async(h, (uint64_t)(uintptr_t)hb, 0, 16); });
         // Event position.
         add("qd_event_destroy", kEvent, [](uint64_t h) { return qd_event_destroy(h); });
         add("qd_event_record(event)", kEvent, [this](uint64_t h) { return qd_event_record(S, h); });
         add("qd_event_query", kEvent, [](uint64_t h) { return qd_event_query(h); });
         add("qd_event_synchronize", kEvent, [](uint64_t h) { return qd_event_synchronize(h); });
-        add("qd_event_elapsed_ms(start)", kEvent, [this](uint64_t h) { float ms; return qd_event_elapsed_ms(h, E, &ms); });
-        add("qd_event_elapsed_ms(end)", kEvent, [this](uint64_t h) { float ms; return qd_event_elapsed_ms(E, h, &ms); });
-        add("qd_stream_wait_event(event)", kEvent, [this](uint64_t h) { return qd_stream_wait_event(S, h); });
+        add("qd_event_elapsed_ms(start)", kEvent, [this](uint64_t h) {
+            float ms;
+            return qd_event_elapsed_ms(h, E, &ms);
+        });
+        add("qd_event_elapsed_ms(end)", kEvent, [this](uint64_t h) {
+            float ms;
+            return qd_event_elapsed_ms(E, h, &ms);
+        });
+        add("qd_stream_wait_event(event)", kEvent,
+            [this](uint64_t h) { return qd_stream_wait_event(S, h); });
         // Module position.
         add("qd_module_unload", kModule, [](uint64_t h) { return qd_module_unload(h); });
-        add("qd_kernel_get", kModule, [](uint64_t h) { qd_kernel k; return qd_kernel_get(h, "qd_test_noop", &k); });
+        add("qd_kernel_get", kModule, [](uint64_t h) {
+            qd_kernel k;
+            return qd_kernel_get(h, "qd_test_noop", &k);
+        });
         // Kernel position.
         add("qd_kernel_destroy", kKernel, [](uint64_t h) { return qd_kernel_destroy(h); });
-        add("qd_launch(kernel)", kKernel, [this](uint64_t h) { return qd_launch(S, h, nullptr, nullptr, 0); });
+        add("qd_launch(kernel)", kKernel,
+            [this](uint64_t h) { return qd_launch(S, h, nullptr, nullptr, 0); });
         add("qd_launch_parallel(kernel)", kKernel, [this](uint64_t h) {
             qd_task t = QD_TASK_INIT;
             t.kernel = h;
             return qd_launch_parallel(S, &t, 1);
         });
         // Graphs (since 0.2).
-        add("qd_stream_begin_capture", kStream, [](uint64_t h) { return qd_stream_begin_capture(h); });
-        add("qd_stream_end_capture", kStream, [](uint64_t h) { qd_graph g; return qd_stream_end_capture(h, &g); });
-        add("qd_graph_launch(stream)", kStream, [this](uint64_t h) { return qd_graph_launch(GR, h); });
+        add("qd_stream_begin_capture", kStream,
+            [](uint64_t h) { return qd_stream_begin_capture(h); });
+        add("qd_stream_end_capture", kStream, [](uint64_t h) {
+            qd_graph g;
+            return qd_stream_end_capture(h, &g);
+        });
+        add("qd_graph_launch(stream)", kStream,
+            [this](uint64_t h) { return qd_graph_launch(GR, h); });
         add("qd_graph_launch(graph)", kGraph, [this](uint64_t h) { return qd_graph_launch(h, S); });
-        add("qd_graph_update(graph)", kGraph, [this](uint64_t h) { return qd_graph_update(h, GR); });
+        add("qd_graph_update(graph)", kGraph,
+            [this](uint64_t h) { return qd_graph_update(h, GR); });
         add("qd_graph_update(from)", kGraph, [this](uint64_t h) { return qd_graph_update(GR, h); });
         add("qd_graph_destroy", kGraph, [](uint64_t h) { return qd_graph_destroy(h); });
         // Timeline trace (since 0.2).
-        add("qd_trace_start", kContext, [](uint64_t h) { return qd_trace_start(h, "/tmp/qd-forged-trace.json"); });
+        add("qd_trace_start", kContext,
+            [](uint64_t h) { return qd_trace_start(h, "/tmp/qd-forged-trace.json"); });
         add("qd_trace_stop", kContext, [](uint64_t h) { return qd_trace_stop(h); });
         add("qd_trace_flush", kContext, [](uint64_t h) { return qd_trace_flush(h); });
     }
@@ -216,7 +302,8 @@ class InvalidHandleFuzz : public ::testing::Test {
         if (st >= 0) {
             ++non_errors;
             if (details.size() < 20)
-                details.push_back(e.name + "(" + input_kind + " 0x" + hex(h) + ") returned " + qd_status_name(st));
+                details.push_back(e.name + "(" + input_kind + " 0x" + hex(h) + ") returned " +
+                                  qd_status_name(st));
         } else if (st != QD_ERROR_INVALID_HANDLE) {
             ++other_errors;
             if (other_details.size() < 20)
@@ -262,7 +349,8 @@ TEST_F(InvalidHandleFuzz, EveryEntryPoint_ForgedHandles_ReturnAnErrorAndNeverCra
         check(e, 0, "zero");
         check(e, ~0ull, "all-ones");
         for (int k = 0; k < kKinds; ++k) {
-            for (uint64_t h : dead[k]) check(e, h, k == e.kind ? "destroyed" : "destroyed-other-type");
+            for (uint64_t h : dead[k])
+                check(e, h, k == e.kind ? "destroyed" : "destroyed-other-type");
             if (k != e.kind)
                 for (uint64_t h : valid[k]) check(e, h, "wrong-type");
         }
@@ -278,7 +366,8 @@ TEST_F(InvalidHandleFuzz, EveryEntryPoint_ForgedHandles_ReturnAnErrorAndNeverCra
         for (uint64_t i = 0; i < random_per_entry; ++i) {
             uint64_t r = rng();
             if (i % 4 == 3) {
-                const std::vector<uint64_t> &pool = valid[(i / 4) % 8 < 5 ? (uint64_t)e.kind : (i / 4) % kKinds];
+                const std::vector<uint64_t> &pool =
+                    valid[(i / 4) % 8 < 5 ? (uint64_t)e.kind : (i / 4) % kKinds];
                 r = pool[r % pool.size()] ^ (rng() & rng() & rng());
             }
             check(e, r, "random");

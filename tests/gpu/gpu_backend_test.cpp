@@ -51,7 +51,8 @@ class GpuBackend : public ::testing::Test {
         g_fake.reset();
         current_context() = nullptr;
         context_stack().clear();
-        ASSERT_EQ(gpu::make_gpu_driver(fake_table(), qd::backend::DlLibrary(), &driver_), QD_SUCCESS)
+        ASSERT_EQ(gpu::make_gpu_driver(fake_table(), qd::backend::DlLibrary(), &driver_),
+                  QD_SUCCESS)
             << qd::last_error_message();
         qd::backend::ContextParams params;
         ASSERT_EQ(driver_->create_context(params, &ctx_), QD_SUCCESS) << qd::last_error_message();
@@ -162,9 +163,7 @@ TEST_F(GpuBackend, ImportedStream_IsForgottenNeverDestroyed) {
     EXPECT_EQ(g_fake.stream_destroys, destroys) << "qd destroyed a borrowed stream";
     EXPECT_EQ(c->streams_destroyed, destroyed);
     EXPECT_GE(c->streams_forgotten, 1u);
-    {
-        auto owned = stream();
-    }
+    { auto owned = stream(); }
     EXPECT_EQ(g_fake.stream_destroys, destroys + 1) << "an owned stream must be destroyed";
     EXPECT_EQ(f_stream_destroy(raw), kOk);  // the owner's job
 }
@@ -178,11 +177,11 @@ TEST_F(GpuBackend, ForgottenImportedStream_IsNeverTouchedAfterItsOwnerDestroysIt
     ASSERT_EQ(f_stream_create(&raw, 1, 0), kOk);
     std::shared_ptr<Stream> s;
     ASSERT_EQ(ctx_->import_stream(reinterpret_cast<uintptr_t>(raw), &s), QD_SUCCESS);
-    s->forget();                             // the core does this when the handle is destroyed
-    ASSERT_EQ(f_stream_destroy(raw), kOk);   // the owner destroys it at once
+    s->forget();                            // the core does this when the handle is destroyed
+    ASSERT_EQ(f_stream_destroy(raw), kOk);  // the owner destroys it at once
     const int dead_before = g_fake.dead_stream_calls;
     EXPECT_EQ(ctx_->synchronize(), QD_SUCCESS) << qd::last_error_message();
-    s.reset();                               // the last reference goes later
+    s.reset();  // the last reference goes later
     EXPECT_EQ(ctx_->synchronize(), QD_SUCCESS) << qd::last_error_message();
     EXPECT_EQ(g_fake.dead_stream_calls, dead_before) << "qd touched a forgotten native stream";
 }
@@ -281,7 +280,8 @@ TEST_F(GpuBackend, NonStickyErrors_MapByRuleOrFallback_ContextNotLost) {
     g_fake.fail_at = g_fake.calls + 1;
     g_fake.fail_code = kOutOfMemory;
     EXPECT_EQ(s->mem_alloc(4096, &addr), QD_ERROR_OUT_OF_MEMORY);
-    EXPECT_NE(std::string(qd::last_error_message()).find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
+    EXPECT_NE(std::string(qd::last_error_message()).find("CUDA_ERROR_OUT_OF_MEMORY"),
+              std::string::npos);
     auto k = kernel("k0");
     g_fake.fail_at = g_fake.calls + 1;
     g_fake.fail_code = 12345;  // no rule: the call's fallback, and a readable number
@@ -300,7 +300,8 @@ TEST(GpuBackendStreamContext, StreamCallsUseTheStreamsContext_NoCurrentContextCa
     gpu::DriverTable t = fake_table();
     t.stream_calls_use_stream_context = true;
     std::unique_ptr<Driver> driver;
-    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver), QD_SUCCESS) << qd::last_error_message();
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver), QD_SUCCESS)
+        << qd::last_error_message();
     std::unique_ptr<Context> ctx;
     ASSERT_EQ(driver->create_context(qd::backend::ContextParams(), &ctx), QD_SUCCESS);
     std::shared_ptr<Stream> s;
@@ -346,9 +347,15 @@ TEST(GpuCurrentDevice, MissingEntriesOfTheChosenStrategy_AreNamed) {
     EXPECT_EQ(gpu::first_missing(t), gpu::Fn::ctx_pop_current);
     t.current_model = gpu::CurrentModel::current_device;
     EXPECT_EQ(gpu::first_missing(t), gpu::Fn::device_get_current);
-    t.device_get_current = [](gpu::NativeDevice *d) { *d = t_device; return kOk; };
+    t.device_get_current = [](gpu::NativeDevice *d) {
+        *d = t_device;
+        return kOk;
+    };
     EXPECT_EQ(gpu::first_missing(t), gpu::Fn::device_set_current);
-    t.device_set_current = [](gpu::NativeDevice d) { t_device = d; return kOk; };
+    t.device_set_current = [](gpu::NativeDevice d) {
+        t_device = d;
+        return kOk;
+    };
     EXPECT_EQ(gpu::first_missing(t), gpu::Fn::count) << "the ctx_* entries are optional here";
 }
 
@@ -360,7 +367,10 @@ TEST(GpuCurrentDevice, CallsRunOnOurDevice_AndTheCallersDeviceIsRestored) {
     t.ctx_set_current = nullptr;
     t.ctx_push_current = nullptr;
     t.ctx_pop_current = nullptr;
-    t.device_get_current = [](gpu::NativeDevice *d) { *d = t_device; return kOk; };
+    t.device_get_current = [](gpu::NativeDevice *d) {
+        *d = t_device;
+        return kOk;
+    };
     t.device_set_current = [](gpu::NativeDevice d) {
         g_device_sets.fetch_add(1);
         t_device = d;
@@ -663,7 +673,8 @@ TEST_F(GpuBackend, NativeGraph_Update_TakesTheOtherGraphsValuesAndHostFns_OtherS
     auto capture = [&](std::atomic<int> *counter, int launches) {
         std::unique_ptr<Capture> cap;
         EXPECT_EQ(s->begin_capture(&cap), QD_SUCCESS);
-        for (int i = 0; i < launches; ++i) EXPECT_EQ(s->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS);
+        for (int i = 0; i < launches; ++i)
+            EXPECT_EQ(s->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS);
         EXPECT_EQ(cap->host_fn(*s, count_call, counter), QD_SUCCESS);
         std::shared_ptr<Graph> g;
         EXPECT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
@@ -855,7 +866,8 @@ TEST_F(GpuTwoDevices, DriverWithoutThePeerEntries_QueryIsZeroAndEnableNamesTheMi
     EXPECT_EQ(a->can_access_peer(*b, &can), QD_SUCCESS);
     EXPECT_FALSE(can);
     EXPECT_EQ(a->enable_peer_access(*b), QD_ERROR_NOT_SUPPORTED);
-    EXPECT_NE(std::string(qd::last_error_message()).find("cuDeviceCanAccessPeer"), std::string::npos)
+    EXPECT_NE(std::string(qd::last_error_message()).find("cuDeviceCanAccessPeer"),
+              std::string::npos)
         << qd::last_error_message();
     for (auto *c : {&a, &b}) {
         (*c)->synchronize();

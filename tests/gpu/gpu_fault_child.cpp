@@ -30,14 +30,14 @@ void expect(const char *what, qd_status expected, qd_status got) {
     std::printf("\n");
 }
 
-#define SETUP(call)                                                                            \
-    do {                                                                                       \
-        qd_status st_ = (call);                                                                \
-        if (st_ != QD_SUCCESS) {                                                               \
-            std::printf("setup failed: %s -> %s: %s\n", #call, qd_status_name(st_),            \
-                        qd_last_error_message());                                              \
-            return 2;                                                                          \
-        }                                                                                      \
+#define SETUP(call)                                                                                \
+    do {                                                                                           \
+        qd_status st_ = (call);                                                                    \
+        if (st_ != QD_SUCCESS) {                                                                   \
+            std::printf("setup failed: %s -> %s: %s\n", #call, qd_status_name(st_),                \
+                        qd_last_error_message());                                                  \
+            return 2;                                                                              \
+        }                                                                                          \
     } while (0)
 
 void host_fn(void *) {}
@@ -50,7 +50,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     std::ifstream file(argv[1], std::ios::binary);
-    std::vector<char> image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::vector<char> image((std::istreambuf_iterator<char>(file)),
+                            std::istreambuf_iterator<char>());
     if (image.empty()) {
         std::printf("cannot read %s\n", argv[1]);
         return 2;
@@ -125,7 +126,8 @@ int main(int argc, char **argv) {
     expect("qd_launch_parallel", L, qd_launch_parallel(def, &task, 1));
     expect("qd_launch_host_fn", L, qd_launch_host_fn(def, host_fn, nullptr));
     expect("qd_mem_alloc_async", L, qd_mem_alloc_async(def, 64, &a2));
-    expect("qd_memcpy_async", L, qd_memcpy_async(def, reinterpret_cast<uintptr_t>(pinned), mem, 64));
+    expect("qd_memcpy_async", L,
+           qd_memcpy_async(def, reinterpret_cast<uintptr_t>(pinned), mem, 64));
     expect("qd_memset_async", L, qd_memset_async(def, mem, 0, 64));
     expect("qd_mem_free_async", L, qd_mem_free_async(def, mem));
     expect("qd_host_alloc", L, qd_host_alloc(ctx, 64, &p2));

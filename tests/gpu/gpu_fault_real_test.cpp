@@ -38,12 +38,12 @@ namespace {
 // The wrapped table
 // ---------------------------------------------------------------------------------------------
 
-DriverTable g_real;                 // what libcuda.so.1 filled
-std::atomic<long> g_calls{0};       // counted calls since the last reset
-std::atomic<long> g_fail_at{0};     // 0: no injection
+DriverTable g_real;              // what libcuda.so.1 filled
+std::atomic<long> g_calls{0};    // counted calls since the last reset
+std::atomic<long> g_fail_at{0};  // 0: no injection
 std::atomic<Result> g_fail_code{0};
-std::atomic<int> g_failed_fn{-1};   // the entry that was made to fail
-const char *g_failed_step = "";     // the scenario step it failed in
+std::atomic<int> g_failed_fn{-1};  // the entry that was made to fail
+const char *g_failed_step = "";    // the scenario step it failed in
 // Only the scenario's own thread counts, so the numbering does not depend on what the driver's
 // threads do meanwhile.
 thread_local bool t_scenario = false;
@@ -69,9 +69,8 @@ struct Wrap<Result (*)(Args...), Member, Which> {
 
 void wrap_table(DriverTable &t) {
     g_real = t;
-#define QD_WRAP_ENTRY_(name, required, params)                                                  \
-    if (t.name)                                                                                \
-        t.name = &Wrap<decltype(t.name), &DriverTable::name, Fn::name>::call;
+#define QD_WRAP_ENTRY_(name, required, params)                                                     \
+    if (t.name) t.name = &Wrap<decltype(t.name), &DriverTable::name, Fn::name>::call;
     QD_GPU_DRIVER_TABLE(QD_WRAP_ENTRY_)
 #undef QD_WRAP_ENTRY_
 }
@@ -85,7 +84,7 @@ void wrap_table(DriverTable &t) {
 
 struct Outcome {
     bool all_ok = true;
-    long chain_end = 0;      // counted calls when the checked chain ended
+    long chain_end = 0;  // counted calls when the checked chain ended
     qd_status first = QD_SUCCESS;
     std::string first_call, first_message;
     bool results_right = false;
@@ -154,8 +153,7 @@ Outcome run_scenario(const std::vector<char> &image) {
                               STEP("qd_launch", qd_launch(kids[1], write, nullptr, args[1], 2));
         const bool joined = STEP("qd_stream_join", qd_stream_join(s, kids, 2));
         if (joined) forked = false;
-        if (launched && joined &&
-            STEP("qd_launch_parallel", qd_launch_parallel(s, tasks, 2)) &&
+        if (launched && joined && STEP("qd_launch_parallel", qd_launch_parallel(s, tasks, 2)) &&
             STEP("qd_event_create", qd_event_create(ctx, QD_EVENT_TIMING, &e)) &&
             STEP("qd_event_record", qd_event_record(s, e)) &&
             STEP("qd_memcpy_async", qd_memcpy_async(s, uint64_t(uintptr_t(host)), dev, 16)) &&
@@ -199,8 +197,7 @@ bool absorbed_by_design(Fn fn, const char *step) {
     case Fn::event_destroy:
     case Fn::module_unload:
     case Fn::mem_free:
-    case Fn::host_free:
-        return true;
+    case Fn::host_free: return true;
     case Fn::stream_get_priority:  // every step that makes a stream: the default, owned, pooled
         return std::strcmp(step, "qd_context_create") == 0 ||
                std::strcmp(step, "qd_stream_create") == 0 ||
@@ -212,8 +209,7 @@ bool absorbed_by_design(Fn fn, const char *step) {
     case Fn::event_query:
         // As part of a release (the tail event of a busy stream being destroyed).
         return std::strcmp(step, "cleanup") == 0 || std::strcmp(step, "qd_context_destroy") == 0;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -261,8 +257,8 @@ TEST(GpuFaultInjectionReal, EveryDriverCallOfAScenario_FailsCleanlyAndNamesTheCa
             if (failed < 0) continue;  // this run made fewer calls (a pool hit, say)
             ++injected;
             const char *symbol = g_real.symbol[failed] ? g_real.symbol[failed] : "?";
-            SCOPED_TRACE(testing::Message() << "call " << n << " (" << symbol << ") fails with "
-                                            << code);
+            SCOPED_TRACE(testing::Message()
+                         << "call " << n << " (" << symbol << ") fails with " << code);
             if (n <= o.chain_end) {
                 if (o.all_ok) {
                     EXPECT_TRUE(absorbed_by_design(Fn(failed), g_failed_step))
@@ -282,9 +278,10 @@ TEST(GpuFaultInjectionReal, EveryDriverCallOfAScenario_FailsCleanlyAndNamesTheCa
             EXPECT_EQ(counters->modules_loaded - counters->modules_unloaded, modules);
         }
     }
-    std::printf("injected %ld failures over %ld calls x %zu codes: %ld surfaced to the caller "
-                "naming the call, %ld absorbed by design, the rest in cleanup\n",
-                injected, total, sizeof codes / sizeof codes[0], surfaced, absorbed);
+    std::printf(
+        "injected %ld failures over %ld calls x %zu codes: %ld surfaced to the caller "
+        "naming the call, %ld absorbed by design, the rest in cleanup\n",
+        injected, total, sizeof codes / sizeof codes[0], surfaced, absorbed);
     g_calls = 0;
     Outcome after = run_scenario(image);
     EXPECT_TRUE(after.all_ok) << after.first_call << ": " << after.first_message;

@@ -57,18 +57,19 @@ std::vector<char> read_file(const std::string &path) {
 }
 
 std::string status_text(qd_status st) {
-    return std::string(qd_status_name(st)) + (st < 0 ? std::string(": ") + qd_last_error_message() : "");
+    return std::string(qd_status_name(st)) +
+           (st < 0 ? std::string(": ") + qd_last_error_message() : "");
 }
 
-#define QD_OK(call)                                                                            \
-    do {                                                                                       \
-        qd_status st_ = (call);                                                                \
-        ASSERT_EQ(st_, QD_SUCCESS) << #call << " -> " << status_text(st_);                     \
+#define QD_OK(call)                                                                                \
+    do {                                                                                           \
+        qd_status st_ = (call);                                                                    \
+        ASSERT_EQ(st_, QD_SUCCESS) << #call << " -> " << status_text(st_);                         \
     } while (0)
-#define QD_EXPECT(expected, call)                                                              \
-    do {                                                                                       \
-        qd_status st_ = (call);                                                                \
-        EXPECT_EQ(st_, (expected)) << #call << " -> " << status_text(st_);                     \
+#define QD_EXPECT(expected, call)                                                                  \
+    do {                                                                                           \
+        qd_status st_ = (call);                                                                    \
+        EXPECT_EQ(st_, (expected)) << #call << " -> " << status_text(st_);                         \
     } while (0)
 
 // Runs `argv` as a child process with a deadline; returns its exit status, or -1 on a signal
@@ -196,7 +197,8 @@ TEST_F(Gpu, Launch_ArgumentsNotMatchingTheKernel_LaunchFailed) {
     uint32_t small = 0;
     QD_EXPECT(QD_ERROR_LAUNCH_FAILED, launch(stream_, k, {{&a, 8}}));
     QD_EXPECT(QD_ERROR_LAUNCH_FAILED, launch(stream_, k, {{&a, 8}, {&small, 4}}));
-    QD_EXPECT(QD_ERROR_LAUNCH_FAILED, launch(stream_, k, {{&a, 8}, {&a, 8}}, 1, 4096));  // block too big
+    QD_EXPECT(QD_ERROR_LAUNCH_FAILED,
+              launch(stream_, k, {{&a, 8}, {&a, 8}}, 1, 4096));  // block too big
     QD_OK(qd_stream_synchronize(stream_));  // nothing was queued, nothing is lost
 }
 
@@ -351,8 +353,9 @@ TEST_F(Gpu, ParallelLaunch_GroupsOverlapOnTheDevice) {
         last = std::max(last, e);
     }
     const double span_ms = (last - first) / 1e6;
-    std::printf("  %u groups: sum of group durations %.2f ms, device span %.2f ms, events %.2f ms\n",
-                groups, sum_ms, span_ms, wall_ms);
+    std::printf(
+        "  %u groups: sum of group durations %.2f ms, device span %.2f ms, events %.2f ms\n",
+        groups, sum_ms, span_ms, wall_ms);
     EXPECT_GT(sum_ms, 1.5 * span_ms) << "groups did not overlap";
     EXPECT_GT(sum_ms, 1.5 * wall_ms) << "groups did not overlap";
     QD_OK(qd_event_destroy(start));
@@ -442,7 +445,8 @@ TEST_F(GpuRaw, Priorities_AreClampedAndApplied) {
     QD_OK(qd_stream_priority_range(ctx_, &least, &greatest));
     EXPECT_LE(greatest, least);
     std::printf("  priority range: least %d, greatest %d\n", least, greatest);
-    for (int32_t requested : {least, greatest, greatest - 100, least + 100, (least + greatest) / 2}) {
+    for (int32_t requested :
+         {least, greatest, greatest - 100, least + 100, (least + greatest) / 2}) {
         qd_stream_desc desc = QD_STREAM_DESC_INIT;
         desc.priority = requested;
         qd_stream s = 0;
@@ -453,7 +457,9 @@ TEST_F(GpuRaw, Priorities_AreClampedAndApplied) {
         uint64_t native = 0;
         QD_OK(qd_stream_native_handle(s, &native));
         int raw_priority = 0;
-        ASSERT_EQ(raw_.cuStreamGetPriority(reinterpret_cast<rawcuda::CUstream>(native), &raw_priority), 0);
+        ASSERT_EQ(
+            raw_.cuStreamGetPriority(reinterpret_cast<rawcuda::CUstream>(native), &raw_priority),
+            0);
         EXPECT_EQ(raw_priority, applied);
         QD_OK(qd_stream_destroy(s));
     }

@@ -43,8 +43,10 @@ __global__ void qd_test_add_one(uint64_t data, uint32_t n) {
     int32_t *p = reinterpret_cast<int32_t *>(data);
     const uint64_t threads = (uint64_t)blockDim.x * blockDim.y * blockDim.z;
     const uint64_t blocks = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
-    const uint64_t block = blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
-    const uint64_t thread = threadIdx.x + (uint64_t)blockDim.x * (threadIdx.y + (uint64_t)blockDim.y * threadIdx.z);
+    const uint64_t block =
+        blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
+    const uint64_t thread =
+        threadIdx.x + (uint64_t)blockDim.x * (threadIdx.y + (uint64_t)blockDim.y * threadIdx.z);
     for (uint64_t i = block * threads + thread; i < n; i += threads * blocks) p[i] += 1;
 }
 
@@ -182,9 +184,11 @@ __global__ void gpu_fanout_20us() {
 // Empty kernels with 0, 1, 8 and 16 parameters of mixed sizes (launch overhead).
 __global__ void gpu_empty0() {}
 __global__ void gpu_empty1(uint64_t) {}
-__global__ void gpu_empty8(uint64_t, uint32_t, uint16_t, uint8_t, float, double, uint64_t, int32_t) {}
+__global__ void gpu_empty8(uint64_t, uint32_t, uint16_t, uint8_t, float, double, uint64_t,
+                           int32_t) {}
 __global__ void gpu_empty16(uint64_t, uint32_t, uint16_t, uint8_t, float, double, uint64_t, int32_t,
-                            uint64_t, uint32_t, uint16_t, uint8_t, float, double, uint64_t, int32_t) {}
+                            uint64_t, uint32_t, uint16_t, uint8_t, float, double, uint64_t,
+                            int32_t) {}
 
 // A device fault, for the subprocess fault test.
 __global__ void gpu_fault() {

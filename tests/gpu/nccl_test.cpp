@@ -22,13 +22,14 @@
 namespace {
 
 std::string status_text(qd_status st) {
-    return std::string(qd_status_name(st)) + (st < 0 ? std::string(": ") + qd_last_error_message() : "");
+    return std::string(qd_status_name(st)) +
+           (st < 0 ? std::string(": ") + qd_last_error_message() : "");
 }
 
-#define QD_OK(call)                                                                            \
-    do {                                                                                       \
-        qd_status st_ = (call);                                                                \
-        ASSERT_EQ(st_, QD_SUCCESS) << #call << " -> " << status_text(st_);                     \
+#define QD_OK(call)                                                                                \
+    do {                                                                                           \
+        qd_status st_ = (call);                                                                    \
+        ASSERT_EQ(st_, QD_SUCCESS) << #call << " -> " << status_text(st_);                         \
     } while (0)
 
 // What the tests use of nccl.h (NCCL 2.x ABI).
@@ -71,10 +72,10 @@ struct Nccl {
     }
 };
 
-#define NCCL_OK(call)                                                                          \
-    do {                                                                                       \
-        ncclResult_t r_ = (call);                                                              \
-        ASSERT_EQ(r_, 0) << #call << " -> " << nccl_.GetErrorString(r_);                       \
+#define NCCL_OK(call)                                                                              \
+    do {                                                                                           \
+        ncclResult_t r_ = (call);                                                                  \
+        ASSERT_EQ(r_, 0) << #call << " -> " << nccl_.GetErrorString(r_);                           \
     } while (0)
 
 std::vector<char> read_file(const std::string &path) {
@@ -96,7 +97,8 @@ class NcclOnQdStreams : public ::testing::Test {
         if (!nccl_.load()) GTEST_SKIP() << "NCCL not loadable: " << nccl_.error;
         const char *env = getenv("QD_GPU_TEST_FATBIN");
         image_ = read_file(env && *env ? env : QD_GPU_TEST_FATBIN);
-        if (image_.empty()) GTEST_SKIP() << "no test-kernel fatbin (nvcc was not found at build time)";
+        if (image_.empty())
+            GTEST_SKIP() << "no test-kernel fatbin (nvcc was not found at build time)";
         for (int d = 0; d < 2; ++d) {
             qd_context_desc desc = QD_CONTEXT_DESC_INIT;
             desc.backend = QD_BACKEND_CUDA;
@@ -131,7 +133,8 @@ class NcclOnQdStreams : public ::testing::Test {
         std::vector<int32_t> out(n, -1);
         void *pinned = nullptr;
         EXPECT_EQ(qd_host_alloc(ctx_[d], uint64_t(n) * 4, &pinned), QD_SUCCESS);
-        EXPECT_EQ(qd_memcpy_async(s, uint64_t(uintptr_t(pinned)), address, uint64_t(n) * 4), QD_SUCCESS);
+        EXPECT_EQ(qd_memcpy_async(s, uint64_t(uintptr_t(pinned)), address, uint64_t(n) * 4),
+                  QD_SUCCESS);
         EXPECT_EQ(qd_stream_synchronize(s), QD_SUCCESS) << qd_last_error_message();
         std::memcpy(out.data(), pinned, out.size() * 4);
         qd_host_free(ctx_[d], pinned);

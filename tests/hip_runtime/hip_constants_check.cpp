@@ -14,8 +14,8 @@ namespace {
 
 namespace abi = qd::hip_abi;
 
-#define QD_CHECK(qd_name, hip_value)                                                            \
-    static_assert(static_cast<long long>(abi::qd_name) == static_cast<long long>(hip_value),     \
+#define QD_CHECK(qd_name, hip_value)                                                               \
+    static_assert(static_cast<long long>(abi::qd_name) == static_cast<long long>(hip_value),       \
                   "qd::hip_abi::" #qd_name " differs from HIP's " #hip_value)
 
 // hipError_t

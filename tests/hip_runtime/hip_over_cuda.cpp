@@ -110,6 +110,7 @@ hipError_t to_hip(CUresult r) {
 // Every hipError_t of the header, once (deprecated aliases of the same value left out). The
 // string carries this runtime's name, so a message shows which libamdhip64 produced it.
 
+// clang-format off
 #define QD_HIP_ERRORS(X)                                                                        \
     X(hipSuccess) X(hipErrorInvalidValue) X(hipErrorOutOfMemory) X(hipErrorNotInitialized)       \
     X(hipErrorDeinitialized) X(hipErrorProfilerDisabled) X(hipErrorProfilerNotInitialized)       \
@@ -139,6 +140,7 @@ hipError_t to_hip(CUresult r) {
     X(hipErrorStreamCaptureImplicit) X(hipErrorCapturedEvent)                                    \
     X(hipErrorStreamCaptureWrongThread) X(hipErrorGraphExecUpdateFailure) X(hipErrorUnknown)     \
     X(hipErrorRuntimeMemory) X(hipErrorRuntimeOther)
+// clang-format on
 
 struct ErrorText {
     hipError_t code;
@@ -166,6 +168,7 @@ const ErrorText &error_text(hipError_t code) {
 
 struct Cuda {
 #define QD_CU_FN(name) decltype(&::name) name = nullptr;
+// clang-format off
 #define QD_CU_FUNCTIONS(X)                                                                      \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)        \
     X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                      \
@@ -176,6 +179,7 @@ struct Cuda {
     X(cuEventElapsedTime) X(cuModuleLoadDataEx) X(cuModuleGetFunction) X(cuModuleUnload)         \
     X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemFree)      \
     X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuMemHostAlloc) X(cuMemFreeHost)
+    // clang-format on
     QD_CU_FUNCTIONS(QD_CU_FN)
 #undef QD_CU_FN
 
@@ -197,7 +201,8 @@ void load_cuda() {
         void *address = dlsym(lib, versioned);
         // Only cuEventElapsedTime_v2 (driver 12.8+) has an unversioned twin of the same
         // signature; the other _v2 functions' unversioned symbols are the old 32-bit ABI.
-        if (!address && std::string_view(plain) == "cuEventElapsedTime") address = dlsym(lib, plain);
+        if (!address && std::string_view(plain) == "cuEventElapsedTime")
+            address = dlsym(lib, plain);
         if (!address) complete = false;
         slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(address);
     };
@@ -210,8 +215,8 @@ void load_cuda() {
     }
     CUresult r = g_cuda.cuInit(0);
     // A stub libcuda (the toolkit's, with no driver behind it) is no driver either.
-    g_cuda.status = r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_STUB_LIBRARY ? hipErrorNoDevice
-                                                                              : to_hip(r);
+    g_cuda.status =
+        r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_STUB_LIBRARY ? hipErrorNoDevice : to_hip(r);
 }
 
 // The loaded driver, or null with *why set.
@@ -222,9 +227,9 @@ const Cuda *cuda(hipError_t *why) {
 }
 
 // Every function below starts with this: the driver, or return why not.
-#define QD_CUDA(cu)                                                                             \
-    hipError_t cuda_status_ = hipSuccess;                                                      \
-    const Cuda *cu = cuda(&cuda_status_);                                                      \
+#define QD_CUDA(cu)                                                                                \
+    hipError_t cuda_status_ = hipSuccess;                                                          \
+    const Cuda *cu = cuda(&cuda_status_);                                                          \
     if (!cu) return cuda_status_
 
 // --- Devices, and HIP's per-thread current device --------------------------------------------
@@ -303,13 +308,15 @@ hipError_t ensure_context(const Cuda *cu) {
     return r;
 }
 
-#define QD_CONTEXT(cu)                                                                          \
-    if (hipError_t context_status_ = ensure_context(cu); context_status_ != hipSuccess)          \
+#define QD_CONTEXT(cu)                                                                             \
+    if (hipError_t context_status_ = ensure_context(cu); context_status_ != hipSuccess)            \
     return context_status_
 
 CUstream cu_stream(hipStream_t s) { return reinterpret_cast<CUstream>(s); }
 CUevent cu_event(hipEvent_t e) { return reinterpret_cast<CUevent>(e); }
-CUdeviceptr cu_ptr(const void *p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+CUdeviceptr cu_ptr(const void *p) {
+    return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+}
 
 // hipDeviceAttribute_t -> CUdevice_attribute, for the attributes this runtime answers.
 struct AttributePair {
@@ -456,8 +463,8 @@ hipError_t hipStreamCreateWithPriority(hipStream_t *stream, unsigned int flags, 
         cu_flags = CU_STREAM_NON_BLOCKING;
     else if (flags != hipStreamDefault)
         return hipErrorInvalidValue;
-    return to_hip(cu->cuStreamCreateWithPriority(reinterpret_cast<CUstream *>(stream), cu_flags,
-                                                 priority));
+    return to_hip(
+        cu->cuStreamCreateWithPriority(reinterpret_cast<CUstream *>(stream), cu_flags, priority));
 }
 
 hipError_t hipStreamDestroy(hipStream_t stream) {
@@ -642,14 +649,12 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t sizeBytes, hipMemcp
     // Under CUDA's unified addressing every direction is the same copy: the driver infers it
     // from the addresses, as hipMemcpyDefault asks.
     switch (kind) {
-        case hipMemcpyHostToHost:
-        case hipMemcpyHostToDevice:
-        case hipMemcpyDeviceToHost:
-        case hipMemcpyDeviceToDevice:
-        case hipMemcpyDefault:
-            break;
-        default:
-            return hipErrorInvalidMemcpyDirection;
+    case hipMemcpyHostToHost:
+    case hipMemcpyHostToDevice:
+    case hipMemcpyDeviceToHost:
+    case hipMemcpyDeviceToDevice:
+    case hipMemcpyDefault: break;
+    default: return hipErrorInvalidMemcpyDirection;
     }
     return to_hip(cu->cuMemcpyAsync(cu_ptr(dst), cu_ptr(src), sizeBytes, cu_stream(stream)));
 }

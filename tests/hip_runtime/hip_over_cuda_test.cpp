@@ -32,6 +32,7 @@ namespace {
 
 // --- The runtime under test, by path -----------------------------------------------------------
 
+// clang-format off
 #define QD_HIP_FUNCTIONS(X)                                                                     \
     X(hipGetDeviceCount) X(hipInit) X(hipDriverGetVersion) X(hipGetErrorName)                    \
     X(hipGetErrorString) X(hipDeviceGet) X(hipDeviceGetName) X(hipDeviceGetAttribute)            \
@@ -43,15 +44,15 @@ namespace {
     X(hipModuleLoadDataEx) X(hipModuleGetFunction) X(hipModuleUnload) X(hipModuleLaunchKernel)   \
     X(hipStreamAddCallback) X(hipFreeAsync) X(hipFree) X(hipMemcpyAsync) X(hipMemsetD8Async)     \
     X(hipHostFree)
+// clang-format on
 
 // hipMallocAsync and hipHostMalloc also have C++ template overloads in the header: their C
 // declaration is picked by a cast (unevaluated), which fails to compile if it is not this type.
 using MallocAsyncFn = hipError_t (*)(void **, size_t, hipStream_t);
 using HostMallocFn = hipError_t (*)(void **, size_t, unsigned int);
-static_assert(std::is_same_v<decltype(static_cast<MallocAsyncFn>(&::hipMallocAsync)),
-                             MallocAsyncFn>);
-static_assert(std::is_same_v<decltype(static_cast<HostMallocFn>(&::hipHostMalloc)),
-                             HostMallocFn>);
+static_assert(
+    std::is_same_v<decltype(static_cast<MallocAsyncFn>(&::hipMallocAsync)), MallocAsyncFn>);
+static_assert(std::is_same_v<decltype(static_cast<HostMallocFn>(&::hipHostMalloc)), HostMallocFn>);
 
 struct Hip {
     void *lib = nullptr;
@@ -74,8 +75,8 @@ const Hip &hip() {
             h.error = dlerror();
             return h;
         }
-#define QD_HIP_BIND(name)                                                                       \
-    h.name = reinterpret_cast<decltype(h.name)>(dlsym(h.lib, #name));                          \
+#define QD_HIP_BIND(name)                                                                          \
+    h.name = reinterpret_cast<decltype(h.name)>(dlsym(h.lib, #name));                              \
     if (!h.name) h.error += " no " #name;
         QD_HIP_FUNCTIONS(QD_HIP_BIND)
         QD_HIP_BIND(hipMallocAsync)
@@ -91,11 +92,13 @@ const Hip &hip() {
 #define QD_STR2(x) #x
 #define QD_STR(x) QD_STR2(x)  // the header's versioned name: cuMemcpyDtoH -> "cuMemcpyDtoH_v2"
 
+// clang-format off
 #define QD_CU_FUNCTIONS(X)                                                                      \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)        \
     X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                      \
     X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent)                           \
     X(cuCtxGetStreamPriorityRange) X(cuStreamGetCtx) X(cuMemcpyDtoH) X(cuGetErrorName)
+// clang-format on
 
 struct Cuda {
     std::string why_not;  // empty when usable
@@ -119,8 +122,8 @@ const Cuda &cuda() {
             c.why_not = std::string("no CUDA driver (") + (e ? e : "libcuda.so.1") + ")";
             return c;
         }
-#define QD_CU_BIND(name)                                                                        \
-    c.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, QD_STR(name)));                    \
+#define QD_CU_BIND(name)                                                                           \
+    c.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, QD_STR(name)));                        \
     if (!c.name) c.why_not += " no " QD_STR(name);
         QD_CU_FUNCTIONS(QD_CU_BIND)
 #undef QD_CU_BIND
@@ -143,11 +146,11 @@ const Cuda &cuda() {
     return loaded;
 }
 
-#define REQUIRE_RUNTIME()                                                                       \
+#define REQUIRE_RUNTIME()                                                                          \
     ASSERT_TRUE(hip().error.empty()) << "loading " QD_HIP_OVER_CUDA_PATH ":" << hip().error
 
-#define REQUIRE_CUDA_DEVICE()                                                                   \
-    REQUIRE_RUNTIME();                                                                         \
+#define REQUIRE_CUDA_DEVICE()                                                                      \
+    REQUIRE_RUNTIME();                                                                             \
     if (!cuda().why_not.empty()) GTEST_SKIP() << cuda().why_not
 
 // A PTX kernel (JIT-compiled by the driver for whatever GPU is there): p[i] = v + i, i = tid.x.
@@ -175,13 +178,12 @@ constexpr char kFillPtx[] = R"(.version 7.0
 )";
 
 // Skips when the device has no memory pools (hipMallocAsync needs them).
-#define REQUIRE_MEMORY_POOLS()                                                                  \
-    do {                                                                                       \
-        int pools_ = 0;                                                                        \
-        ASSERT_EQ(hip().hipDeviceGetAttribute(&pools_, hipDeviceAttributeMemoryPoolsSupported,  \
-                                              0),                                              \
-                  hipSuccess);                                                                 \
-        if (!pools_) GTEST_SKIP() << "device 0 has no memory pools (hipMallocAsync)";         \
+#define REQUIRE_MEMORY_POOLS()                                                                     \
+    do {                                                                                           \
+        int pools_ = 0;                                                                            \
+        ASSERT_EQ(hip().hipDeviceGetAttribute(&pools_, hipDeviceAttributeMemoryPoolsSupported, 0), \
+                  hipSuccess);                                                                     \
+        if (!pools_) GTEST_SKIP() << "device 0 has no memory pools (hipMallocAsync)";              \
     } while (0)
 
 // --- Runs everywhere -------------------------------------------------------------------------
@@ -289,8 +291,10 @@ TEST(HipOverCuda, NamesAttributesAndMemoryMatchCuda) {
             hipDeviceAttribute_t hip;
             CUdevice_attribute cuda;
         } const pairs[] = {
-            {hipDeviceAttributeComputeCapabilityMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
-            {hipDeviceAttributeComputeCapabilityMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+            {hipDeviceAttributeComputeCapabilityMajor,
+             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+            {hipDeviceAttributeComputeCapabilityMinor,
+             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
             {hipDeviceAttributeMultiprocessorCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
             {hipDeviceAttributeMemoryPoolsSupported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED},
         };
@@ -369,7 +373,8 @@ TEST(HipOverCuda, CurrentDeviceIsPerThreadAndFollowsTheCudaContext) {
             ASSERT_EQ(h.hipGetDevice(&other), hipSuccess);
             EXPECT_EQ(other, 0);
         }).join();
-    }).join();
+    })
+        .join();
 }
 
 TEST(HipOverCuda, StreamsAreCreatedOnTheCurrentDevice) {

@@ -99,11 +99,15 @@ struct Gate {
     }
 };
 
-void sleep_fn(void *p) { std::this_thread::sleep_for(std::chrono::microseconds(reinterpret_cast<uintptr_t>(p))); }
+void sleep_fn(void *p) {
+    std::this_thread::sleep_for(std::chrono::microseconds(reinterpret_cast<uintptr_t>(p)));
+}
 
 void *as_user_data(uintptr_t v) { return reinterpret_cast<void *>(v); }
 
-void increment_fn(void *p) { static_cast<std::atomic<int> *>(p)->fetch_add(1, std::memory_order_relaxed); }
+void increment_fn(void *p) {
+    static_cast<std::atomic<int> *>(p)->fetch_add(1, std::memory_order_relaxed);
+}
 
 // --- Ordering --------------------------------------------------------------------------------
 
@@ -207,8 +211,10 @@ struct GridLog {
 int32_t grid_kernel(const qd_host_kernel_info *info, void *const *args) {
     auto *log = *static_cast<GridLog *const *>(args[0]);
     const uint32_t *g = info->grid_dim;
-    log->order.push_back(info->block_idx[0] + g[0] * (info->block_idx[1] + g[1] * info->block_idx[2]));
-    if (info->block_dim[0] != 4 || info->block_dim[1] != 2 || info->block_dim[2] != 1) log->shared_ok = false;
+    log->order.push_back(info->block_idx[0] +
+                         g[0] * (info->block_idx[1] + g[1] * info->block_idx[2]));
+    if (info->block_dim[0] != 4 || info->block_dim[1] != 2 || info->block_dim[2] != 1)
+        log->shared_ok = false;
     if (info->shared_mem_bytes != 256 || info->shared_mem == nullptr) {
         log->shared_ok = false;
         return 0;
@@ -419,10 +425,12 @@ TEST(CpuLifetime, DroppingStreamAndEventWithPendingWorkReturnsAtOnceAndWorkCompl
     auto later = make_stream(*ctx);
     ASSERT_EQ(s->host_fn(sleep_fn, as_user_data(20000)), QD_SUCCESS);
     for (int i = 0; i < 10; ++i)
-        ASSERT_EQ(s->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &done), QD_SUCCESS);
+        ASSERT_EQ(s->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &done),
+                  QD_SUCCESS);
     ASSERT_EQ(s->record(*ev), QD_SUCCESS);
     ASSERT_EQ(later->wait(*ev), QD_SUCCESS);
-    ASSERT_EQ(later->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &done), QD_SUCCESS);
+    ASSERT_EQ(later->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &done),
+              QD_SUCCESS);
     const auto t0 = Clock::now();
     s.reset();
     ev.reset();
@@ -438,10 +446,13 @@ TEST(CpuLifetime, QueuedLaunchKeepsItsKernelAlive) {
     auto ctx = make_context();
     auto s = make_stream(*ctx);
     std::atomic<int> calls{0};
-    auto k = make_kernel(*ctx, [](const qd_host_kernel_info *, void *const *args) -> int32_t {
-        ++**static_cast<std::atomic<int> *const *>(args[0]);
-        return 0;
-    }, nullptr);
+    auto k = make_kernel(
+        *ctx,
+        [](const qd_host_kernel_info *, void *const *args) -> int32_t {
+            ++**static_cast<std::atomic<int> *const *>(args[0]);
+            return 0;
+        },
+        nullptr);
     EXPECT_EQ(std::string(k->name()).rfind("<host fn 0x", 0), 0u) << k->name();
     Gate gate;
     ASSERT_EQ(s->host_fn(Gate::hold, &gate), QD_SUCCESS);
@@ -465,8 +476,9 @@ TEST(CpuLifetime, ContextSynchronizeWaitsForEveryStream) {
     for (int i = 0; i < 16; ++i) {
         streams.push_back(make_stream(*ctx, -(i % 3)));
         ASSERT_EQ(streams.back()->host_fn(sleep_fn, as_user_data(1000)), QD_SUCCESS);
-        ASSERT_EQ(streams.back()->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &done),
-                  QD_SUCCESS);
+        ASSERT_EQ(
+            streams.back()->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &done),
+            QD_SUCCESS);
         if (i % 2) streams.back().reset();
     }
     ASSERT_EQ(ctx->synchronize(), QD_SUCCESS);
@@ -493,17 +505,20 @@ TEST(CpuFault, KernelFaultMarksTheContextLostAndSyncStillDrains) {
     LaunchDims dims = {{10, 1, 1}, {1, 1, 1}, 0};
     ASSERT_EQ(s->launch(*k, dims, &arg, 1), QD_SUCCESS);
     std::atomic<int> after{0};
-    ASSERT_EQ(s->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &after), QD_SUCCESS);
+    ASSERT_EQ(s->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &after),
+              QD_SUCCESS);
     ASSERT_EQ(s->record(*ev), QD_SUCCESS);
     ASSERT_EQ(other->wait(*ev), QD_SUCCESS);
-    ASSERT_EQ(other->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &after), QD_SUCCESS);
+    ASSERT_EQ(other->host_fn([](void *p) { ++*static_cast<std::atomic<int> *>(p); }, &after),
+              QD_SUCCESS);
     const qd_status st = ctx->synchronize();
     EXPECT_TRUE(st == QD_SUCCESS || st == QD_ERROR_DEVICE_LOST);
     EXPECT_TRUE(ctx->lost_state().lost());
     const std::string message = ctx->lost_state().message();
-    EXPECT_NE(message.find("kernel 'bad_kernel' returned 7 (device fault)"), std::string::npos) << message;
-    EXPECT_EQ(blocks.load(), 3);  // blocks 0, 1, 2 ran; the launch stopped at the fault
-    EXPECT_EQ(after.load(), 0);   // later user work is skipped
+    EXPECT_NE(message.find("kernel 'bad_kernel' returned 7 (device fault)"), std::string::npos)
+        << message;
+    EXPECT_EQ(blocks.load(), 3);         // blocks 0, 1, 2 ran; the launch stopped at the fault
+    EXPECT_EQ(after.load(), 0);          // later user work is skipped
     EXPECT_EQ(ev->query(), QD_SUCCESS);  // but markers still complete
     EXPECT_EQ(other->query(), QD_SUCCESS);
     destroy(ctx);
@@ -839,7 +854,8 @@ TEST(CpuModule, LoadReportsMissingFilesBadImagesAndMissingKernels) {
     ASSERT_NE(libc.find('/'), std::string::npos);
     // Not NUL-terminated: the size bounds the path.
     std::string padded = libc + "garbage";
-    ASSERT_EQ(ctx->load_module(padded.data(), libc.size(), &module), QD_SUCCESS) << last_error_message();
+    ASSERT_EQ(ctx->load_module(padded.data(), libc.size(), &module), QD_SUCCESS)
+        << last_error_message();
     std::shared_ptr<Kernel> kernel;
     EXPECT_EQ(module->get_kernel("qd_no_such_kernel", &kernel), QD_ERROR_NOT_FOUND);
     EXPECT_NE(std::string(last_error_message()).find("qd_no_such_kernel"), std::string::npos);
@@ -857,9 +873,11 @@ TEST(CpuModule, QueuedLaunchKeepsTheModuleLoaded) {
     auto ctx = make_context();
     auto s = make_stream(*ctx);
     std::shared_ptr<Module> module;
-    ASSERT_EQ(ctx->load_module(path, std::strlen(path), &module), QD_SUCCESS) << last_error_message();
+    ASSERT_EQ(ctx->load_module(path, std::strlen(path), &module), QD_SUCCESS)
+        << last_error_message();
     std::shared_ptr<Kernel> kernel;
-    ASSERT_EQ(module->get_kernel("qd_test_write_value", &kernel), QD_SUCCESS) << last_error_message();
+    ASSERT_EQ(module->get_kernel("qd_test_write_value", &kernel), QD_SUCCESS)
+        << last_error_message();
     Gate gate;
     ASSERT_EQ(s->host_fn(Gate::hold, &gate), QD_SUCCESS);
     uint32_t out = 0;

@@ -73,14 +73,18 @@ TEST_P(ContractTest, LaunchParallel_StrideRules_MixedOddOrHugeStructSize_Invalid
     qd_task tasks[2] = {write_task(kernels_->write_value(), 0, args),
                         write_task(kernels_->write_value(), 1, args)};
     tasks[1].struct_size = sizeof(qd_task) + 8;  // differs from tasks[0]
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[1].struct_size", qd_launch_parallel(default_stream_, tasks, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[1].struct_size",
+                  qd_launch_parallel(default_stream_, tasks, 2));
     tasks[1].struct_size = sizeof(qd_task);
     tasks[0].struct_size = sizeof(qd_task) + 4;  // not a multiple of the alignment
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[0].struct_size", qd_launch_parallel(default_stream_, tasks, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[0].struct_size",
+                  qd_launch_parallel(default_stream_, tasks, 2));
     tasks[0].struct_size = 0x7fffffff;  // garbage: stepping by it would read far past the array
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[0].struct_size", qd_launch_parallel(default_stream_, tasks, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[0].struct_size",
+                  qd_launch_parallel(default_stream_, tasks, 2));
     tasks[0].struct_size = 32;  // smaller than the first released qd_task
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[0].struct_size", qd_launch_parallel(default_stream_, tasks, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks[0].struct_size",
+                  qd_launch_parallel(default_stream_, tasks, 2));
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
 }
 
@@ -129,7 +133,8 @@ TEST_P(ContractTest, InvalidHandleAnywhere_WinsOverWrongContext_InArraysAsInArgu
     ASSERT_TRUE(foreign) << why;
     const qd_kernel foreign_kernel = foreign->noop();
     // Two separate handle arguments.
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_launch(0, foreign_kernel, nullptr, nullptr, 0));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream",
+                  qd_launch(0, foreign_kernel, nullptr, nullptr, 0));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "event", qd_event_record(foreign_stream, 0));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "event", qd_stream_wait_event(foreign_stream, kAllOnes));
     // Elements of an array, in either order.
@@ -141,15 +146,19 @@ TEST_P(ContractTest, InvalidHandleAnywhere_WinsOverWrongContext_InArraysAsInArgu
     qd_task tasks[2] = {QD_TASK_INIT, QD_TASK_INIT};
     tasks[0].kernel = foreign_kernel;
     tasks[1].kernel = 0;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "tasks[1]", qd_launch_parallel(default_stream_, tasks, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "tasks[1]",
+                  qd_launch_parallel(default_stream_, tasks, 2));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_launch_parallel(0, tasks, 1))
         << "the stream is a handle too: checked before any context";
     // With every handle live, the context mismatch is reported.
     kids[0] = foreign_lease;
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "children[0]", qd_stream_join(default_stream_, kids, 1));
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "tasks[0]", qd_launch_parallel(default_stream_, tasks, 1));
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_launch(default_stream_, foreign_kernel, nullptr, nullptr, 0));
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_record(default_stream_, foreign_event));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "tasks[0]",
+                  qd_launch_parallel(default_stream_, tasks, 1));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context",
+                  qd_launch(default_stream_, foreign_kernel, nullptr, nullptr, 0));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context",
+                  qd_event_record(default_stream_, foreign_event));
     EXPECT_QD_OK(qd_stream_release(foreign_lease));
 }
 
@@ -235,7 +244,8 @@ TEST_P(ContractTest, OnALostContext_HandleAndContextErrorsWin_ThenDeviceLost_The
     qd_stream kids[1] = {0};
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "children[0]", qd_stream_join(s, kids, 1));
     // Then contexts.
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_launch(s, healthy_kernel, nullptr, nullptr, 0));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context",
+                  qd_launch(s, healthy_kernel, nullptr, nullptr, 0));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_record(s, healthy_event));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_elapsed_ms(t0, healthy_event, &ms));
     kids[0] = healthy_lease;

@@ -48,7 +48,8 @@ TEST(LastErrorMessage, IsThreadLocal_AndOnlyWrittenOnFailure) {
         other = qd_last_error_message();
     }).join();
     EXPECT_NE(other, mine);
-    EXPECT_EQ(mine, qd_last_error_message()) << "another thread's failure changed this thread's message";
+    EXPECT_EQ(mine, qd_last_error_message())
+        << "another thread's failure changed this thread's message";
     // A successful call does not touch the message.
     uint32_t count = 0;
     EXPECT_QD_OK(qd_device_count(QD_BACKEND_CPU, &count));
@@ -106,7 +107,8 @@ TEST(DeviceCount, DefaultBackend_IsTheCpuBackend) {
 }
 
 TEST(DeviceCount, NullCount_IsInvalidArgument) {
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "count|null", qd_device_count(QD_BACKEND_CPU, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "count|null",
+                  qd_device_count(QD_BACKEND_CPU, nullptr));
 }
 
 TEST(DeviceCount, UnknownBackend_IsInvalidArgument) {
@@ -147,14 +149,17 @@ TEST(DeviceGetInfo, Cpu_DescribesTheHost) {
 }
 
 TEST(DeviceGetInfo, NullOut_IsInvalidArgument) {
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|info|null", qd_device_get_info(QD_BACKEND_CPU, 0, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|info|null",
+                  qd_device_get_info(QD_BACKEND_CPU, 0, nullptr));
 }
 
 TEST(DeviceGetInfo, StructSizeTooSmall_IsInvalidArgument) {
-    for (uint32_t size : {0u, 4u, (uint32_t)sizeof(qd_device_info) - 1, (uint32_t)offsetof(qd_device_info, name)}) {
+    for (uint32_t size :
+         {0u, 4u, (uint32_t)sizeof(qd_device_info) - 1, (uint32_t)offsetof(qd_device_info, name)}) {
         qd_device_info info = QD_DEVICE_INFO_INIT;
         info.struct_size = size;
-        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "struct_size|size", qd_device_get_info(QD_BACKEND_CPU, 0, &info));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "struct_size|size",
+                      qd_device_get_info(QD_BACKEND_CPU, 0, &info));
         EXPECT_EQ(info.backend, 0u) << "written on failure";
     }
 }
@@ -168,7 +173,9 @@ TEST(DeviceGetInfo, LargerStructSize_IsAcceptedAndTrailingBytesUntouched) {
     big.info.struct_size = (uint32_t)sizeof big;
     ASSERT_QD_OK(qd_device_get_info(QD_BACKEND_CPU, 0, &big.info));
     EXPECT_EQ(big.info.backend, (uint32_t)QD_BACKEND_CPU);
-    for (uint8_t b : big.future) { ASSERT_EQ(b, 0xA5) << "bytes past the known struct were written"; }
+    for (uint8_t b : big.future) {
+        ASSERT_EQ(b, 0xA5) << "bytes past the known struct were written";
+    }
 }
 
 TEST(DeviceGetInfo, UnknownBackend_IsInvalidArgument) {
@@ -179,8 +186,10 @@ TEST(DeviceGetInfo, UnknownBackend_IsInvalidArgument) {
 
 TEST(DeviceGetInfo, DeviceOutOfRange_IsInvalidArgument) {
     qd_device_info info = QD_DEVICE_INFO_INIT;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "device", qd_device_get_info(QD_BACKEND_CPU, 1, &info));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "device", qd_device_get_info(QD_BACKEND_CPU, 0xffffffffu, &info));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "device",
+                  qd_device_get_info(QD_BACKEND_CPU, 1, &info));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "device",
+                  qd_device_get_info(QD_BACKEND_CPU, 0xffffffffu, &info));
 }
 
 TEST(DeviceGetInfo, UnavailableGpuBackend_IsBackendUnavailable) {
@@ -209,7 +218,8 @@ TEST_P(DeviceTest, GetInfo_EveryDevice_ReportsItsOrdinalAndBackend) {
         }
     }
     qd_device_info info = QD_DEVICE_INFO_INIT;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "device", qd_device_get_info(GetParam(), count, &info));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "device",
+                  qd_device_get_info(GetParam(), count, &info));
 }
 QDT_INSTANTIATE_BACKENDS(DeviceTest);
 
@@ -246,14 +256,16 @@ TEST(ContextCreate, InvalidDescFields_AreInvalidArgumentAndOutUntouched) {
     };
     const Case cases[] = {
         {"struct_size 0", "struct_size|size", [](qd_context_desc *d) { d->struct_size = 0; }},
-        {"struct_size too small", "struct_size|size", [](qd_context_desc *d) { d->struct_size = sizeof(qd_context_desc) - 4; }},
+        {"struct_size too small", "struct_size|size",
+         [](qd_context_desc *d) { d->struct_size = sizeof(qd_context_desc) - 4; }},
         {"backend 4", "backend", [](qd_context_desc *d) { d->backend = 4; }},
         {"backend ~0", "backend", [](qd_context_desc *d) { d->backend = 0xffffffffu; }},
         {"cpu device 1", "device", [](qd_context_desc *d) { d->device = 1; }},
         {"pool 4097", "pool", [](qd_context_desc *d) { d->stream_pool_size = 4097; }},
         {"pool ~0", "pool", [](qd_context_desc *d) { d->stream_pool_size = 0xffffffffu; }},
         {"workers 257", "worker|thread", [](qd_context_desc *d) { d->cpu_worker_threads = 257; }},
-        {"flags 2 (QD_CONTEXT_VALIDATE_FAIL alone)", "flags", [](qd_context_desc *d) { d->flags = 2; }},
+        {"flags 2 (QD_CONTEXT_VALIDATE_FAIL alone)", "flags",
+         [](qd_context_desc *d) { d->flags = 2; }},
         {"flags 4 (unknown)", "flags", [](qd_context_desc *d) { d->flags = 4; }},
         {"flags high bit", "flags", [](qd_context_desc *d) { d->flags = 0x80000000u; }},
         {"reserved 1", "reserved", [](qd_context_desc *d) { d->reserved = 1; }},
@@ -393,7 +405,8 @@ TEST_P(ContextTest, GetStats_NullOrSmallStructSize_IsInvalidArgument) {
         qd_context_stats stats = QD_CONTEXT_STATS_INIT;
         stats.struct_size = size;
         stats.live_streams = 12345;
-        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "struct_size|size", qd_context_get_stats(ctx_, &stats));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "struct_size|size",
+                      qd_context_get_stats(ctx_, &stats));
         EXPECT_EQ(stats.live_streams, 12345u) << "written on failure";
     }
 }
@@ -407,7 +420,9 @@ TEST_P(ContextTest, GetStats_LargerStructSize_LeavesTrailingBytesUntouched) {
     big.stats.struct_size = sizeof big;
     ASSERT_QD_OK(qd_context_get_stats(ctx_, &big.stats));
     EXPECT_EQ(big.stats.stream_pool_capacity, 8u);
-    for (uint8_t b : big.future) { ASSERT_EQ(b, 0xA5); }
+    for (uint8_t b : big.future) {
+        ASSERT_EQ(b, 0xA5);
+    }
 }
 
 TEST_P(ContextTest, GetStats_FreshContext_CountsTheDefaultStreamOnly) {
@@ -452,8 +467,12 @@ TEST_P(ContextTest, GetStats_LiveCounts_FollowCreateAndDestroyBackToBaseline) {
     EXPECT_QD_OK(qd_mem_free_async(streams[1], a2));
     EXPECT_QD_OK(qd_host_free(ctx_, h));
     EXPECT_QD_OK(qd_stream_release(lease));
-    for (qd_stream s : streams) { EXPECT_QD_OK(qd_stream_destroy(s)); }
-    for (qd_event e : events) { EXPECT_QD_OK(qd_event_destroy(e)); }
+    for (qd_stream s : streams) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
+    for (qd_event e : events) {
+        EXPECT_QD_OK(qd_event_destroy(e));
+    }
     EXPECT_QD_OK(qd_context_synchronize(ctx_));
     qd_context_stats end = get_stats(ctx_);
     EXPECT_EQ(end.live_streams, base.live_streams);
@@ -470,7 +489,8 @@ TEST_P(ContextTest, GetStats_Kernels_AreCounted) {
     QDT_REQUIRE_CPU();
     const qd_context_stats base = get_stats(ctx_);
     qd_kernel k = 0;
-    ASSERT_QD_OK(qd_kernel_from_host_fn(ctx_, [](const qd_host_kernel_info *, void *const *) { return 0; }, "k", &k));
+    ASSERT_QD_OK(qd_kernel_from_host_fn(
+        ctx_, [](const qd_host_kernel_info *, void *const *) { return 0; }, "k", &k));
     EXPECT_EQ(get_stats(ctx_).live_kernels, base.live_kernels + 1);
     EXPECT_QD_OK(qd_kernel_destroy(k));
     EXPECT_EQ(get_stats(ctx_).live_kernels, base.live_kernels);
@@ -498,10 +518,14 @@ TEST_P(ContextTest, Synchronize_WaitsForEveryStream) {
     ASSERT_QD_OK(enqueue_sleep_us(lease, 10000));
     ASSERT_QD_OK(on_lease.enqueue(lease));
     EXPECT_QD_OK(qd_context_synchronize(ctx_));
-    for (int i = 0; i < kStreams; ++i) { EXPECT_TRUE(flags[i].is_set()) << "stream " << i; }
+    for (int i = 0; i < kStreams; ++i) {
+        EXPECT_TRUE(flags[i].is_set()) << "stream " << i;
+    }
     EXPECT_TRUE(on_default.is_set());
     EXPECT_TRUE(on_lease.is_set());
-    for (qd_stream s : streams) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+    for (qd_stream s : streams) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
     EXPECT_QD_OK(qd_stream_release(lease));
 }
 
@@ -533,7 +557,8 @@ TEST_P(ContextTest, Destroy_WithLiveChildren_DrainsThenInvalidatesEveryChild) {
     if (is_cpu()) {
         ASSERT_QD_OK(qd_module_load(c, path.data(), path.size(), &m));
         ASSERT_QD_OK(qd_kernel_get(m, "qd_test_noop", &km));
-        ASSERT_QD_OK(qd_kernel_from_host_fn(c, [](const qd_host_kernel_info *, void *const *) { return 0; }, "k", &kf));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(
+            c, [](const qd_host_kernel_info *, void *const *) { return 0; }, "k", &kf));
     }
     uint64_t a = 0, a2 = 0;
     ASSERT_QD_OK(qd_mem_alloc_async(s, 4096, &a));
@@ -615,10 +640,14 @@ TEST_P(ContextTest, CreateDestroy_Repeated_NoHandleComesBack) {
         qd_context c = 0;
         qd_context_desc desc = make_desc(backend(), 2, 1);
         ASSERT_QD_OK(qd_context_create(&desc, &c));
-        for (qd_context d : dead) { ASSERT_NE(c, d) << "a destroyed context handle came back"; }
+        for (qd_context d : dead) {
+            ASSERT_NE(c, d) << "a destroyed context handle came back";
+        }
         qd_stream s = 0;
         ASSERT_QD_OK(qd_context_default_stream(c, &s));
-        for (qd_stream d : dead_streams) { EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(d)); }
+        for (qd_stream d : dead_streams) {
+            EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(d));
+        }
         ASSERT_QD_OK(qd_context_destroy(c));
         dead.push_back(c);
         dead_streams.push_back(s);

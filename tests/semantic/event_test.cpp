@@ -28,7 +28,8 @@ TEST_P(EventTest, Create_InvalidArguments_AreErrorsAndOutUntouched) {
     qd_event e = 0x5555;
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null", qd_event_create(ctx_, 0, nullptr));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "flags", qd_event_create(ctx_, 2, &e));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "flags", qd_event_create(ctx_, 0x80000000u | QD_EVENT_TIMING, &e));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "flags",
+                  qd_event_create(ctx_, 0x80000000u | QD_EVENT_TIMING, &e));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_event_create(0, 0, &e));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_event_create(default_stream_, 0, &e));
     EXPECT_EQ(e, 0x5555u);
@@ -54,7 +55,8 @@ TEST_P(EventTest, Record_BadHandlesAndWrongContext_AreErrors) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_event_record(e, e));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "event", qd_event_record(default_stream_, 0));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "event", qd_event_record(default_stream_, dead));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "event", qd_event_record(default_stream_, default_stream_));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "event",
+                  qd_event_record(default_stream_, default_stream_));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_record(default_stream_, foreign));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_event_record(foreign_stream, e));
     EXPECT_QD_OK(qd_event_query(e)) << "a failed record changed the event";
@@ -192,8 +194,12 @@ TEST_P(EventTest, ElapsedMs_AcrossStreams_UsesCompletionTimes) {
     float ms = 0;
     ASSERT_QD_OK(qd_event_elapsed_ms(start, end, &ms));
     EXPECT_GE(ms, 8.0f);
-    for (qd_event e : {start, end}) { EXPECT_QD_OK(qd_event_destroy(e)); }
-    for (qd_stream s : {a, b}) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+    for (qd_event e : {start, end}) {
+        EXPECT_QD_OK(qd_event_destroy(e));
+    }
+    for (qd_stream s : {a, b}) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
 }
 
 TEST_P(EventTest, ElapsedMs_PendingRecord_IsNotReadyAndMsUnwritten) {
@@ -212,7 +218,9 @@ TEST_P(EventTest, ElapsedMs_PendingRecord_IsNotReadyAndMsUnwritten) {
     EXPECT_QD_OK(qd_event_synchronize(end));
     EXPECT_QD_OK(qd_event_elapsed_ms(start, end, &ms));
     EXPECT_GE(ms, 0.0f);
-    for (qd_event e : {start, end}) { EXPECT_QD_OK(qd_event_destroy(e)); }
+    for (qd_event e : {start, end}) {
+        EXPECT_QD_OK(qd_event_destroy(e));
+    }
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
@@ -227,7 +235,9 @@ TEST_P(EventTest, ElapsedMs_TimingDisabled_IsTimingDisabled) {
     EXPECT_QD_ERR(QD_ERROR_TIMING_DISABLED, "timing", qd_event_elapsed_ms(plain, timed, &ms));
     EXPECT_QD_ERR(QD_ERROR_TIMING_DISABLED, "timing", qd_event_elapsed_ms(plain, plain, &ms));
     EXPECT_EQ(ms, 123.0f);
-    for (qd_event e : {timed, plain}) { EXPECT_QD_OK(qd_event_destroy(e)); }
+    for (qd_event e : {timed, plain}) {
+        EXPECT_QD_OK(qd_event_destroy(e));
+    }
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
@@ -241,7 +251,9 @@ TEST_P(EventTest, ElapsedMs_NeverRecorded_IsNotRecorded) {
     EXPECT_QD_ERR(QD_ERROR_NOT_RECORDED, "record", qd_event_elapsed_ms(never, recorded, &ms));
     EXPECT_QD_ERR(QD_ERROR_NOT_RECORDED, "record", qd_event_elapsed_ms(never, never, &ms));
     EXPECT_EQ(ms, 123.0f);
-    for (qd_event e : {recorded, never}) { EXPECT_QD_OK(qd_event_destroy(e)); }
+    for (qd_event e : {recorded, never}) {
+        EXPECT_QD_OK(qd_event_destroy(e));
+    }
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
@@ -271,7 +283,9 @@ TEST_P(EventTest, ElapsedMs_HandleErrors_AreReported) {
     EXPECT_EQ(ms, 123.0f);
     EXPECT_QD_OK(qd_event_elapsed_ms(a, b, &ms));
     EXPECT_GE(ms, 0.0f);
-    for (qd_event e : {a, b}) { EXPECT_QD_OK(qd_event_destroy(e)); }
+    for (qd_event e : {a, b}) {
+        EXPECT_QD_OK(qd_event_destroy(e));
+    }
     EXPECT_QD_OK(qd_event_destroy(foreign));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -280,11 +294,15 @@ TEST_P(EventTest, CreateDestroy_Repeated_NoHandleComesBack) {
     std::vector<qd_event> dead;
     for (int i = 0; i < 200; ++i) {
         qd_event e = new_event(i % 2 ? QD_EVENT_TIMING : 0);
-        for (qd_event d : dead) { ASSERT_NE(e, d); }
+        for (qd_event d : dead) {
+            ASSERT_NE(e, d);
+        }
         ASSERT_QD_OK(qd_event_destroy(e));
         dead.push_back(e);
     }
-    for (qd_event d : dead) { EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_event_query(d)); }
+    for (qd_event d : dead) {
+        EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_event_query(d));
+    }
 }
 
 QDT_INSTANTIATE_BACKENDS(EventTest);

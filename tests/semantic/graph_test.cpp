@@ -345,7 +345,8 @@ TEST_P(GraphTest, Leases_StayWithTheCaptureUntilItEnds) {
     qd_stream kids[2];
     ASSERT_QD_OK(qd_stream_fork(s, 2, kids));
     ASSERT_QD_OK(qd_stream_join(s, kids, 2));
-    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_release(kids[0])) << "a joined child's handle is stale";
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_release(kids[0]))
+        << "a joined child's handle is stale";
     // Both streams are still the capture's: another holder cannot lease them.
     EXPECT_EQ(get_stats(c).stream_pool_leased, 2u);
     qd_stream other = 0;
@@ -355,7 +356,8 @@ TEST_P(GraphTest, Leases_StayWithTheCaptureUntilItEnds) {
     t[0].kernel = t[1].kernel = 0;
     qd_kernel k = 0;
     if (is_cpu()) {
-        ASSERT_QD_OK(qd_kernel_from_host_fn(c, [](const qd_host_kernel_info *, void *const *) -> int32_t { return 0; }, "nop", &k));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(
+            c, [](const qd_host_kernel_info *, void *const *) -> int32_t { return 0; }, "nop", &k));
         t[0].kernel = t[1].kernel = k;
         t[1].group = 1;
         for (int i = 0; i < 10; ++i) ASSERT_QD_OK(qd_launch_parallel(s, t, 2));
@@ -389,7 +391,8 @@ TEST_P(GraphTest, Leases_AnotherThreadNeverGetsAStreamOfTheCapture) {
     ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
     qd_kernel k = 0;
     if (is_cpu()) {
-        ASSERT_QD_OK(qd_kernel_from_host_fn(c, [](const qd_host_kernel_info *, void *const *) -> int32_t { return 0; }, "nop", &k));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(
+            c, [](const qd_host_kernel_info *, void *const *) -> int32_t { return 0; }, "nop", &k));
     }
     ASSERT_QD_OK(qd_stream_begin_capture(s));
     qd_stream kids[2];
@@ -402,7 +405,8 @@ TEST_P(GraphTest, Leases_AnotherThreadNeverGetsAStreamOfTheCapture) {
         ASSERT_QD_OK(qd_launch_parallel(s, t, 2));
     }
     std::atomic<int> ran{0};
-    qd_status results[4] = {QD_ERROR_INTERNAL, QD_ERROR_INTERNAL, QD_ERROR_INTERNAL, QD_ERROR_INTERNAL};
+    qd_status results[4] = {QD_ERROR_INTERNAL, QD_ERROR_INTERNAL, QD_ERROR_INTERNAL,
+                            QD_ERROR_INTERNAL};
     std::thread other([&] {
         qd_stream l[2] = {0, 0};
         results[0] = qd_stream_acquire(c, &l[0]);
@@ -412,7 +416,9 @@ TEST_P(GraphTest, Leases_AnotherThreadNeverGetsAStreamOfTheCapture) {
         qd_status st = QD_SUCCESS;
         for (qd_stream x : l) {
             if (!x) continue;
-            if (st == QD_SUCCESS) st = qd_launch_host_fn(x, [](void *u) { static_cast<std::atomic<int> *>(u)->fetch_add(1); }, &ran);
+            if (st == QD_SUCCESS)
+                st = qd_launch_host_fn(
+                    x, [](void *u) { static_cast<std::atomic<int> *>(u)->fetch_add(1); }, &ran);
             if (st == QD_SUCCESS) st = qd_stream_synchronize(x);
             if (st == QD_SUCCESS) st = qd_stream_release(x);
         }
@@ -463,7 +469,8 @@ TEST_P(GraphTest, Misuse_EveryStatus) {
     // The refused free leaves the block the caller's: still registered, so the context's
     // destroy frees it (it once leaked, found by LeakSanitizer) and a later free is accepted.
     EXPECT_EQ(get_stats(ctx_).live_allocations, live) << "the refused free unregistered the block";
-    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "outside the capture", qd_stream_wait_event(s, before));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "outside the capture",
+                  qd_stream_wait_event(s, before));
     qd_event never = new_event();
     EXPECT_QD_OK(qd_stream_wait_event(s, never)) << "a wait on a never-recorded event is a no-op";
     // A user event recorded inside: a graph-internal dependency.

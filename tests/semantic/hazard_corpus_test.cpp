@@ -488,8 +488,8 @@ void hazard_HostFreeInUse(Corpus &c) {
     ASSERT_QD_OK(launch_write_value(a, c.k->write_value(), (uint64_t)(uintptr_t)h, 1));
     c.ran(a);
     ASSERT_QD_OK(qd_host_free(c.ctx, h));
-    c.expect(want(QD_HAZARD_FREE_IN_USE, c.ctx, 0, a, (uint64_t)(uintptr_t)h, 64, 0,
-                  "qd_host_free", kWrite));
+    c.expect(want(QD_HAZARD_FREE_IN_USE, c.ctx, 0, a, (uint64_t)(uintptr_t)h, 64, 0, "qd_host_free",
+                  kWrite));
 }
 
 // A kernel uses a host block after qd_host_free.
@@ -1100,70 +1100,70 @@ void shape_AcrossContexts_CopyHereAfterTheOthersEvent(Corpus &c) {
 // The tables, and the tests that run them
 // =============================================================================================
 
-#define QDT_HAZARDS(X)                                                                         \
-    X(WriteWrite_KernelOnA_MemsetOnB)                                                          \
-    X(ReadAfterWrite_AcrossStreams)                                                            \
-    X(WriteAfterRead_AcrossStreams)                                                            \
-    X(ReadWriteKernelOnA_CopyOnB_NamedReadWrite)                                               \
-    X(MemcpyVsMemset)                                                                          \
-    X(OverlappingMemsets_OffsetOfTheFirstSharedByte)                                           \
-    X(FreeInUse_ReaderOnB_FreeOnA)                                                             \
-    X(UseAfterFree_SameStream)                                                                 \
-    X(UseAfterFree_OtherStreamOrderedAfterTheFree)                                             \
-    X(RaceBehindAHostFunction)                                                                 \
-    X(ThroughAPooledLease)                                                                     \
-    X(BetweenTasksOfAParallelLaunch)                                                           \
-    X(AfterAGraphReplay)                                                                       \
-    X(BetweenTwoBranchesOfAGraph)                                                              \
-    X(AWaitThatCameTooLate)                                                                    \
-    X(AWaitOnARecordMadeBeforeTheWrite)                                                        \
-    X(AWaitOnTheWrongStreamsEvent)                                                             \
-    X(HostFreeInUse)                                                                           \
-    X(UseAfterHostFree)                                                                        \
-    X(UseOnAnotherStreamBeforeItsAllocation)                                                   \
-    X(ForkChildVsParentBeforeTheJoin)                                                          \
-    X(BetweenTwoForkChildren)                                                                  \
-    X(AJoinThatLeavesTheWriterOut)                                                             \
-    X(TwoThreadsWithoutAnEvent)                                                                \
-    X(PartitionedLaunchVsAnotherOperation)                                                     \
-    X(FreeWhileAParallelLaunchReads)                                                           \
-    X(SynchronizeOfTheOtherContextOrdersNothingHere)                                           \
-    X(AcrossContexts_PeerCopyReadsUnordered)                                                   \
-    X(AcrossContexts_CopyOnTheOtherContextsStream)                                             \
-    X(AcrossContexts_CopyHereOfABlockTheOtherWrites)                                           \
-    X(AcrossContexts_FreeWhileTheOtherCopiesFromIt)                                            \
+#define QDT_HAZARDS(X)                                                                             \
+    X(WriteWrite_KernelOnA_MemsetOnB)                                                              \
+    X(ReadAfterWrite_AcrossStreams)                                                                \
+    X(WriteAfterRead_AcrossStreams)                                                                \
+    X(ReadWriteKernelOnA_CopyOnB_NamedReadWrite)                                                   \
+    X(MemcpyVsMemset)                                                                              \
+    X(OverlappingMemsets_OffsetOfTheFirstSharedByte)                                               \
+    X(FreeInUse_ReaderOnB_FreeOnA)                                                                 \
+    X(UseAfterFree_SameStream)                                                                     \
+    X(UseAfterFree_OtherStreamOrderedAfterTheFree)                                                 \
+    X(RaceBehindAHostFunction)                                                                     \
+    X(ThroughAPooledLease)                                                                         \
+    X(BetweenTasksOfAParallelLaunch)                                                               \
+    X(AfterAGraphReplay)                                                                           \
+    X(BetweenTwoBranchesOfAGraph)                                                                  \
+    X(AWaitThatCameTooLate)                                                                        \
+    X(AWaitOnARecordMadeBeforeTheWrite)                                                            \
+    X(AWaitOnTheWrongStreamsEvent)                                                                 \
+    X(HostFreeInUse)                                                                               \
+    X(UseAfterHostFree)                                                                            \
+    X(UseOnAnotherStreamBeforeItsAllocation)                                                       \
+    X(ForkChildVsParentBeforeTheJoin)                                                              \
+    X(BetweenTwoForkChildren)                                                                      \
+    X(AJoinThatLeavesTheWriterOut)                                                                 \
+    X(TwoThreadsWithoutAnEvent)                                                                    \
+    X(PartitionedLaunchVsAnotherOperation)                                                         \
+    X(FreeWhileAParallelLaunchReads)                                                               \
+    X(SynchronizeOfTheOtherContextOrdersNothingHere)                                               \
+    X(AcrossContexts_PeerCopyReadsUnordered)                                                       \
+    X(AcrossContexts_CopyOnTheOtherContextsStream)                                                 \
+    X(AcrossContexts_CopyHereOfABlockTheOtherWrites)                                               \
+    X(AcrossContexts_FreeWhileTheOtherCopiesFromIt)                                                \
     X(AcrossContexts_PeerCopyWritesWhileAKernelReads)
 
-#define QDT_SHAPES(X)                                                                          \
-    X(EventChain_AToB)                                                                         \
-    X(EventRecordedTwice_TheWaitSeesTheLatest)                                                 \
-    X(EventChainThroughAnotherContext)                                                         \
-    X(ThroughAnotherContext_ThenItsStreamSynchronize)                                          \
-    X(ThroughAnotherContext_ThenItsEventSynchronize)                                           \
-    X(ThroughAnotherContext_ThenItsContextSynchronize)                                         \
-    X(ThroughAnotherContext_ThenAQueryFoundItsStreamDone)                                      \
-    X(ThroughAnotherContext_ThenAQueryFoundItsEventDone)                                       \
-    X(HostSynchronize_Stream)                                                                  \
-    X(HostSynchronize_Event)                                                                   \
-    X(HostSynchronize_Context)                                                                 \
-    X(HostQueryFoundTheStreamDone)                                                             \
-    X(HostQueryFoundTheEventDone)                                                              \
-    X(ForkJoin)                                                                                \
-    X(PartitionedParallelLaunch)                                                               \
-    X(ParallelLaunch_ReadOnlyInput_ThenTheParentUsesTheResults)                                \
-    X(GraphOrderedByEvents)                                                                    \
-    X(GraphBranchesForkJoin_ReplayedThreeTimes)                                                \
-    X(PoolOfOne_LeaseReleasedAndAcquiredAgain)                                                 \
-    X(PoolOfOne_ForkJoinTwice)                                                                 \
-    X(TwoThreadEnqueue_WithAnEvent)                                                            \
-    X(StreamOrderedAllocFreeReuse)                                                             \
-    X(SameStream_WriteReadFree)                                                                \
-    X(DisjointRangesOnTwoStreams)                                                              \
-    X(TwoReadersOnTwoStreams)                                                                  \
-    X(FreeAfterAnEventFromTheReader)                                                           \
-    X(HostFreeAfterStreamSynchronize)                                                          \
-    X(AcrossContexts_PeerCopyOrderedByEvents)                                                  \
-    X(AcrossContexts_CopyOnTheOtherStreamThenOverwriteHere)                                    \
+#define QDT_SHAPES(X)                                                                              \
+    X(EventChain_AToB)                                                                             \
+    X(EventRecordedTwice_TheWaitSeesTheLatest)                                                     \
+    X(EventChainThroughAnotherContext)                                                             \
+    X(ThroughAnotherContext_ThenItsStreamSynchronize)                                              \
+    X(ThroughAnotherContext_ThenItsEventSynchronize)                                               \
+    X(ThroughAnotherContext_ThenItsContextSynchronize)                                             \
+    X(ThroughAnotherContext_ThenAQueryFoundItsStreamDone)                                          \
+    X(ThroughAnotherContext_ThenAQueryFoundItsEventDone)                                           \
+    X(HostSynchronize_Stream)                                                                      \
+    X(HostSynchronize_Event)                                                                       \
+    X(HostSynchronize_Context)                                                                     \
+    X(HostQueryFoundTheStreamDone)                                                                 \
+    X(HostQueryFoundTheEventDone)                                                                  \
+    X(ForkJoin)                                                                                    \
+    X(PartitionedParallelLaunch)                                                                   \
+    X(ParallelLaunch_ReadOnlyInput_ThenTheParentUsesTheResults)                                    \
+    X(GraphOrderedByEvents)                                                                        \
+    X(GraphBranchesForkJoin_ReplayedThreeTimes)                                                    \
+    X(PoolOfOne_LeaseReleasedAndAcquiredAgain)                                                     \
+    X(PoolOfOne_ForkJoinTwice)                                                                     \
+    X(TwoThreadEnqueue_WithAnEvent)                                                                \
+    X(StreamOrderedAllocFreeReuse)                                                                 \
+    X(SameStream_WriteReadFree)                                                                    \
+    X(DisjointRangesOnTwoStreams)                                                                  \
+    X(TwoReadersOnTwoStreams)                                                                      \
+    X(FreeAfterAnEventFromTheReader)                                                               \
+    X(HostFreeAfterStreamSynchronize)                                                              \
+    X(AcrossContexts_PeerCopyOrderedByEvents)                                                      \
+    X(AcrossContexts_CopyOnTheOtherStreamThenOverwriteHere)                                        \
     X(AcrossContexts_CopyHereAfterTheOthersEvent)
 
 struct Entry {
@@ -1195,10 +1195,10 @@ class SummaryPrinter : public ::testing::Environment {
     void TearDown() override {
         const Tally &t = tally();
         if (t.hazards + t.shapes == 0) return;
-        std::printf("hazard corpus: %d planted hazards (%d reported once as expected, %d missed, "
-                    "%d reported otherwise), %d correct shapes (%d with false positives)\n",
-                    t.hazards, t.reported_as_expected, t.misses, t.wrong, t.shapes,
-                    t.false_positives);
+        std::printf(
+            "hazard corpus: %d planted hazards (%d reported once as expected, %d missed, "
+            "%d reported otherwise), %d correct shapes (%d with false positives)\n",
+            t.hazards, t.reported_as_expected, t.misses, t.wrong, t.shapes, t.false_positives);
     }
 };
 const auto *const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryPrinter);
@@ -1219,8 +1219,8 @@ class HazardCorpusBase : public ::testing::TestWithParam<Param> {
         if (!c_.open(std::get<0>(GetParam()), &why)) {
             const bool cpu = std::get<0>(GetParam()) == QD_BACKEND_CPU;
             if (cpu) FAIL() << why;
-            GTEST_SKIP() << "no " << backend_name(std::get<0>(GetParam())) << " device or kernels: "
-                         << why;
+            GTEST_SKIP() << "no " << backend_name(std::get<0>(GetParam()))
+                         << " device or kernels: " << why;
         }
     }
     void TearDown() override { c_.close(); }
@@ -1231,8 +1231,8 @@ class HazardCorpusBase : public ::testing::TestWithParam<Param> {
 std::string describe(const HazardReport &r) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "[%s] ctx 0x%" PRIx64 " stream 0x%" PRIx64 " other 0x%" PRIx64
-                  " block 0x%" PRIx64 " (%" PRIu64 " bytes) offset %" PRIu64 ": ",
+                  "[%s] ctx 0x%" PRIx64 " stream 0x%" PRIx64 " other 0x%" PRIx64 " block 0x%" PRIx64
+                  " (%" PRIu64 " bytes) offset %" PRIu64 ": ",
                   kind_label(r.kind), r.context, r.stream, r.other_stream, r.allocation, r.bytes,
                   r.offset);
     return buf + r.operation + " / " + r.other_operation + "\n    " + r.message;
@@ -1271,11 +1271,11 @@ TEST_P(HazardCorpusPlanted, ReportedOnce_AsExpected) {
     EXPECT_EQ(r.other_operation, w.other_operation);
     EXPECT_TRUE(message_ok) << r.message;
     EXPECT_EQ(c_.counted(), 1u) << "qd_context_stats.hazards_reported, over the contexts";
-    const bool as_expected = r.kind == w.kind && r.context == w.context &&
-                             r.stream == w.stream && r.other_stream == w.other_stream &&
-                             r.allocation == w.allocation && r.bytes == w.bytes &&
-                             r.offset == w.offset && r.operation == w.operation &&
-                             r.other_operation == w.other_operation && message_ok;
+    const bool as_expected = r.kind == w.kind && r.context == w.context && r.stream == w.stream &&
+                             r.other_stream == w.other_stream && r.allocation == w.allocation &&
+                             r.bytes == w.bytes && r.offset == w.offset &&
+                             r.operation == w.operation && r.other_operation == w.other_operation &&
+                             message_ok;
     ++(as_expected ? tally().reported_as_expected : tally().wrong);
     if (!as_expected) std::printf("  the report: %s\n", describe(r).c_str());
 }

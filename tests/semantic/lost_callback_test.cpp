@@ -100,7 +100,8 @@ TEST_P(LostTest, FaultingCpuKernel_EveryLaterCallIsDeviceLostNamingTheKernel) {
     {
         // Both NOT_SUPPORTED (CPU) and DEVICE_LOST describe this call; either is fine.
         qd_status st = qd_stream_import(c, 0x1000, &out_s);
-        EXPECT_TRUE(st == QD_ERROR_DEVICE_LOST || st == QD_ERROR_NOT_SUPPORTED) << qd_status_name(st);
+        EXPECT_TRUE(st == QD_ERROR_DEVICE_LOST || st == QD_ERROR_NOT_SUPPORTED)
+            << qd_status_name(st);
     }
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_event_create(c, 0, &out_e));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_event_record(other, e));
@@ -113,7 +114,8 @@ TEST_P(LostTest, FaultingCpuKernel_EveryLaterCallIsDeviceLostNamingTheKernel) {
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, launch0(other, ok));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, launch0(other, km));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_launch_parallel(other, &task, 1));
-    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_launch_host_fn(other, &qdt::noop_host_fn, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName,
+                  qd_launch_host_fn(other, &qdt::noop_host_fn, nullptr));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_mem_alloc_async(other, 16, &out_a));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_memcpy_async(other, hostaddr, a, 64));
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, kName, qd_memset_async(other, a, 0, 64));
@@ -191,7 +193,8 @@ TEST_P(LostTest, AccessorsWithoutDeviceLostInTheirList_StillAnswerOrReportLost) 
     for (const auto &r : results) {
         EXPECT_TRUE(r.second == QD_SUCCESS || r.second == QD_ERROR_DEVICE_LOST)
             << r.first << " returned " << qd_status_name(r.second);
-        std::printf("[ info ] on a lost context %s returns %s\n", r.first, qd_status_name(r.second));
+        std::printf("[ info ] on a lost context %s returns %s\n", r.first,
+                    qd_status_name(r.second));
     }
     EXPECT_QD_OK(qd_kernel_destroy(fault));
     EXPECT_QD_OK(qd_stream_destroy(s));
@@ -326,7 +329,9 @@ TEST_P(LostTest, WorkQueuedBeforeTheFault_NotStartedWhenLost_NeverRuns) {
     gate.open();
     EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, "fault", qd_stream_synchronize(s));
     EXPECT_EQ(called.load(), 0) << "a callback queued before the fault ran after it";
-    for (uint8_t b : host) { EXPECT_EQ(b, 0x22) << "a copy queued before the fault ran after it"; }
+    for (uint8_t b : host) {
+        EXPECT_EQ(b, 0x22) << "a copy queued before the fault ran after it";
+    }
     EXPECT_QD_OK(qd_context_destroy(c));
     EXPECT_EQ(called.load(), 0) << "the destroy's drain ran the callback";
     EXPECT_FALSE(gate.timed_out());
@@ -377,14 +382,16 @@ void check_inside(const InsideResults &r) {
     ASSERT_EQ(r.ran.load(), 1);
     EXPECT_EQ(r.stream_sync, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.stream_sync);
     EXPECT_FALSE(r.stream_sync_msg.empty());
-    EXPECT_EQ(r.other_stream_sync, QD_ERROR_INVALID_OPERATION) << "another stream of the same context";
+    EXPECT_EQ(r.other_stream_sync, QD_ERROR_INVALID_OPERATION)
+        << "another stream of the same context";
     EXPECT_EQ(r.event_sync, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.event_sync);
     EXPECT_EQ(r.ctx_sync, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.ctx_sync);
     EXPECT_EQ(r.ctx_destroy, QD_ERROR_INVALID_OPERATION) << qd_status_name(r.ctx_destroy);
     if (r.gpu) return;
-    EXPECT_EQ(r.other_ctx_sync, QD_SUCCESS) << "a different context may be synchronised: "
-                                            << qd_status_name(r.other_ctx_sync);
-    EXPECT_TRUE(r.query == QD_SUCCESS || r.query == QD_NOT_READY) << "non-blocking calls are allowed";
+    EXPECT_EQ(r.other_ctx_sync, QD_SUCCESS)
+        << "a different context may be synchronised: " << qd_status_name(r.other_ctx_sync);
+    EXPECT_TRUE(r.query == QD_SUCCESS || r.query == QD_NOT_READY)
+        << "non-blocking calls are allowed";
     EXPECT_EQ(r.launch_host_fn, QD_SUCCESS) << "enqueueing is allowed";
 }
 }  // namespace

@@ -23,10 +23,10 @@ TEST_P(MemoryTest, AllocMemsetMemcpyFree_RoundTripsThroughHostBuffers) {
     std::vector<uint8_t> src(n), dst(n, 0);
     for (uint64_t i = 0; i < n; ++i) src[i] = (uint8_t)(i * 13 + 5);
     ASSERT_QD_OK(qd_memset_async(s, a, 0x11, n));
-    ASSERT_QD_OK(qd_memcpy_async(s, a, addr(src.data()), n));          // host -> device
-    ASSERT_QD_OK(qd_memcpy_async(s, b, a, n));                         // device -> device
-    ASSERT_QD_OK(qd_memset_async(s, b + 100, 0xEE, 10));              // interior range
-    ASSERT_QD_OK(qd_memcpy_async(s, addr(dst.data()), b, n));          // device -> host
+    ASSERT_QD_OK(qd_memcpy_async(s, a, addr(src.data()), n));  // host -> device
+    ASSERT_QD_OK(qd_memcpy_async(s, b, a, n));                 // device -> device
+    ASSERT_QD_OK(qd_memset_async(s, b + 100, 0xEE, 10));       // interior range
+    ASSERT_QD_OK(qd_memcpy_async(s, addr(dst.data()), b, n));  // device -> host
     ASSERT_QD_OK(qd_stream_synchronize(s));
     for (uint64_t i = 0; i < n; ++i) {
         uint8_t expect = (i >= 100 && i < 110) ? 0xEE : src[i];
@@ -50,12 +50,18 @@ TEST_P(MemoryTest, PinnedHostMemory_WorksAsCopySourceAndDestination) {
     ASSERT_QD_OK(qd_memcpy_async(s, addr(h2), d, n));
     ASSERT_QD_OK(qd_memset_async(s, addr(h1), 0x7F, n));
     ASSERT_QD_OK(qd_stream_synchronize(s));
-    EXPECT_EQ(memcmp(h2, std::vector<uint8_t>([&] {
+    EXPECT_EQ(memcmp(h2,
+                     std::vector<uint8_t>([&] {
                          std::vector<uint8_t> v(n);
                          for (uint64_t i = 0; i < n; ++i) v[i] = (uint8_t)i;
                          return v;
-                     }()).data(), n), 0);
-    for (uint64_t i = 0; i < n; ++i) { ASSERT_EQ(h1[i], 0x7F); }
+                     }())
+                         .data(),
+                     n),
+              0);
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(h1[i], 0x7F);
+    }
     EXPECT_QD_OK(qd_mem_free_async(s, d));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -76,7 +82,9 @@ TEST_P(MemoryTest, HostAlloc_KernelWorksOnDataCopiedFromAndBackToIt_StatsCountIt
     ASSERT_QD_OK(launch_add_one(s, kernels_->add_one(), d, n, 4, 256));
     ASSERT_QD_OK(qd_memcpy_async(s, addr(h), d, n * sizeof(int32_t)));
     ASSERT_QD_OK(qd_stream_synchronize(s));
-    for (uint32_t i = 0; i < n; ++i) { ASSERT_EQ(h[i], (int32_t)i + 1) << i; }
+    for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_EQ(h[i], (int32_t)i + 1) << i;
+    }
     EXPECT_QD_OK(qd_mem_free_async(s, d));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -105,10 +113,12 @@ TEST_P(MemoryTest, Stats_TrackAllocationsAndBytes) {
 TEST_P(MemoryTest, Alloc_Errors) {
     qd_stream s = new_stream();
     uint64_t a = 0x5555;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "address|out|null", qd_mem_alloc_async(s, 16, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "address|out|null",
+                  qd_mem_alloc_async(s, 16, nullptr));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "bytes|size|0|zero", qd_mem_alloc_async(s, 0, &a));
     for (uint64_t bytes : {kAllOnes, kAllOnes - 4095, (uint64_t)1 << 63})
-        EXPECT_QD_ERR(QD_ERROR_OVERFLOW, "bytes|size|overflow|address", qd_mem_alloc_async(s, bytes, &a));
+        EXPECT_QD_ERR(QD_ERROR_OVERFLOW, "bytes|size|overflow|address",
+                      qd_mem_alloc_async(s, bytes, &a));
     qd_stream dead = new_stream();
     ASSERT_QD_OK(qd_stream_destroy(dead));
     for (qd_stream x : {(qd_stream)0, dead, (qd_stream)ctx_})
@@ -155,14 +165,16 @@ TEST_P(MemoryTest, Free_UnknownInteriorDoubleAndForeign_AreInvalidAddress) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x", qd_mem_free_async(s, a + 1));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x", qd_mem_free_async(s, 0x1000));
     void *h = host_alloc(64);
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x", qd_mem_free_async(s, addr(h))) << "a host block is not a device allocation";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x", qd_mem_free_async(s, addr(h)))
+        << "a host block is not a device allocation";
     qd_context c2 = other_context();
     qd_stream s2 = new_stream(c2);
     uint64_t foreign = alloc(s2, 64);
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x|context", qd_mem_free_async(s, foreign));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x|context", qd_mem_free_async(s2, a));
     ASSERT_QD_OK(qd_mem_free_async(s, a));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x|freed", qd_mem_free_async(s, a)) << "double free";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|0x|freed", qd_mem_free_async(s, a))
+        << "double free";
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_mem_free_async(0, foreign));
     EXPECT_QD_OK(qd_mem_free_async(s2, foreign));
     EXPECT_QD_OK(qd_stream_destroy(s));
@@ -201,11 +213,15 @@ TEST_P(MemoryTest, MemcpyMemset_Errors) {
     EXPECT_QD_ERR(QD_ERROR_OVERFLOW, "overflow|wrap", qd_memset_async(s, kAllOnes - 7, 0, 16));
     EXPECT_QD_ERR(QD_ERROR_OVERFLOW, "overflow|wrap", qd_memset_async(s, a, 0, kAllOnes));
     // past the end of the allocation the range starts in
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc", qd_memcpy_async(s, a, addr(host.data()), 257));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc", qd_memcpy_async(s, a + 200, addr(host.data()), 57));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc", qd_memcpy_async(s, addr(host.data()), a + 255, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc",
+                  qd_memcpy_async(s, a, addr(host.data()), 257));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc",
+                  qd_memcpy_async(s, a + 200, addr(host.data()), 57));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc",
+                  qd_memcpy_async(s, addr(host.data()), a + 255, 2));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc", qd_memcpy_async(s, b, a + 1, 256));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc", qd_memset_async(s, a + 128, 0, 129));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc",
+                  qd_memset_async(s, a + 128, 0, 129));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|end|alloc", qd_memset_async(s, b, 0, 257));
     // exactly to the end is fine
     EXPECT_QD_OK(qd_memset_async(s, a + 128, 3, 128));
@@ -232,10 +248,13 @@ TEST_P(MemoryTest, MemcpyMemset_IntoAnotherContextsAllocation_CheckedAgainstThat
     std::vector<uint8_t> src(4096, 0x5A);
     ASSERT_QD_OK(qd_memset_async(s1, a, 0, 16));
     ASSERT_QD_OK(qd_stream_synchronize(s1));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memcpy_async(s2, a + 8, addr(src.data()), 4096));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memcpy_async(s2, addr(src.data()), a + 8, 4096));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc",
+                  qd_memcpy_async(s2, a + 8, addr(src.data()), 4096));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc",
+                  qd_memcpy_async(s2, addr(src.data()), a + 8, 4096));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memset_async(s2, a + 8, 1, 4096));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memcpy_async(s2, addr(h) + 8, addr(src.data()), 4096))
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc",
+                  qd_memcpy_async(s2, addr(h) + 8, addr(src.data()), 4096))
         << "host blocks of another context too";
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end|alloc", qd_memset_async(s2, addr(h), 1, 17));
     // A copy that stays inside the other context's block is allowed (unified addressing; the
@@ -259,12 +278,15 @@ TEST_P(MemoryTest, MemcpyMemset_StartingExactlyAtAnAllocationsEnd_InvalidAddress
     void *h = host_alloc(32);
     std::vector<uint8_t> host(64);
     for (qd_stream x : {s, s2}) {
-        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memcpy_async(x, a + 64, addr(host.data()), 1));
-        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memcpy_async(x, addr(host.data()), a + 64, 8));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end",
+                      qd_memcpy_async(x, a + 64, addr(host.data()), 1));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end",
+                      qd_memcpy_async(x, addr(host.data()), a + 64, 8));
         EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memset_async(x, a + 64, 0, 1));
         EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memset_async(x, addr(h) + 32, 0, 1));
     }
-    EXPECT_QD_OK(qd_memcpy_async(s, a + 63, addr(host.data()), 1)) << "the last byte is the block's";
+    EXPECT_QD_OK(qd_memcpy_async(s, a + 63, addr(host.data()), 1))
+        << "the last byte is the block's";
     EXPECT_QD_OK(qd_memset_async(s, a + 64, 0, 0)) << "0 bytes is a no-op anywhere";
     ASSERT_QD_OK(qd_stream_synchronize(s));
     EXPECT_QD_OK(qd_mem_free_async(s, a));
@@ -299,17 +321,21 @@ TEST_P(MemoryTest, HostFree_Errors) {
     int on_stack = 0;
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "ptr|null", qd_host_free(ctx_, nullptr));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x", qd_host_free(ctx_, &on_stack));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x", qd_host_free(ctx_, static_cast<char *>(p) + 1));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x",
+                  qd_host_free(ctx_, static_cast<char *>(p) + 1));
     qd_stream s = new_stream();
     uint64_t dev = alloc(s, 64);
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x", qd_host_free(ctx_, reinterpret_cast<void *>(dev)))
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x",
+                  qd_host_free(ctx_, reinterpret_cast<void *>(dev)))
         << "a device allocation is not a host block";
     qd_context c2 = other_context();
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x|context", qd_host_free(c2, p)) << "another context's block";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x|context", qd_host_free(c2, p))
+        << "another context's block";
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_host_free(0, p));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_host_free(s, p));
     ASSERT_QD_OK(qd_host_free(ctx_, p));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x", qd_host_free(ctx_, p)) << "double free";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "address|ptr|0x", qd_host_free(ctx_, p))
+        << "double free";
     EXPECT_QD_OK(qd_mem_free_async(s, dev));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -341,7 +367,8 @@ TEST_P(MemoryTest, Free_IsStreamOrdered_MemoryUsableUntilEarlierWorkCompletes) {
     ASSERT_QD_OK(qd_memset_async(s, q, 0x99, 4096));
     gate.open();
     ASSERT_QD_OK(qd_stream_synchronize(s));
-    EXPECT_EQ(check.ok.load(), 1) << "the block was released or overwritten before earlier work ran";
+    EXPECT_EQ(check.ok.load(), 1)
+        << "the block was released or overwritten before earlier work ran";
     EXPECT_QD_OK(qd_mem_free_async(s, q));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -380,8 +407,12 @@ TEST_P(MemoryTest, CrossStreamLifetime_AllocOnA_UseOnDelayedB_FreeOnA_AllocAgain
     }
     EXPECT_EQ(wrong, 0) << "of " << trials << " trials";
     EXPECT_EQ(get_stats(ctx_).live_allocations, 0u);
-    for (qd_event e : {allocated, used}) { EXPECT_QD_OK(qd_event_destroy(e)); }
-    for (qd_stream s : {A, B}) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+    for (qd_event e : {allocated, used}) {
+        EXPECT_QD_OK(qd_event_destroy(e));
+    }
+    for (qd_stream s : {A, B}) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
 }
 
 QDT_INSTANTIATE_BACKENDS(MemoryTest);

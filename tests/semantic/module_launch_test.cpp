@@ -20,7 +20,8 @@ class LaunchTest : public BackendTest {};
 
 std::string temp_file(const std::string &name, const std::string &content) {
     const char *dir = getenv("TMPDIR");
-    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/qd_test_" + std::to_string(getpid()) + "_" + name;
+    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/qd_test_" +
+                       std::to_string(getpid()) + "_" + name;
     FILE *f = fopen(path.c_str(), "wb");
     if (f) {
         fwrite(content.data(), 1, content.size(), f);
@@ -52,7 +53,9 @@ TEST_P(ModuleTest, Load_CpuModule_KernelsByNameRun) {
     ASSERT_QD_OK(launch_add_one(s, mk->add_one(), data, n, 1, 1));
     std::vector<uint8_t> host = read_back(s, data, 4 * n);
     const int32_t *v = reinterpret_cast<const int32_t *>(host.data());
-    for (uint32_t i = 0; i < n; ++i) { ASSERT_EQ(v[i], 2) << i; }
+    for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_EQ(v[i], 2) << i;
+    }
     EXPECT_EQ(get_stats(ctx_).live_modules, 1u);
     EXPECT_QD_OK(qd_mem_free_async(s, data));
     EXPECT_QD_OK(qd_stream_destroy(s));
@@ -94,8 +97,10 @@ TEST_P(ModuleTest, Load_ArgumentErrors_AreInvalidArgument) {
     std::string path = is_cpu() ? cpu_module_path() : std::string("/x.so");
     qd_module m = 0x5555;
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "image|null", qd_module_load(ctx_, nullptr, 10, &m));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null", qd_module_load(ctx_, path.data(), path.size(), nullptr));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "size|0|zero|empty", qd_module_load(ctx_, path.data(), 0, &m));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null",
+                  qd_module_load(ctx_, path.data(), path.size(), nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "size|0|zero|empty",
+                  qd_module_load(ctx_, path.data(), 0, &m));
     EXPECT_EQ(m, 0x5555u);
 }
 
@@ -103,12 +108,14 @@ TEST_P(ModuleTest, Load_CpuPathWithoutSlashOrWithNul_IsInvalidArgument) {
     QDT_REQUIRE_CPU();
     qd_module m = 0x5555;
     const char bare[] = "libqd_test_kernels.so";
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "/|slash|path", qd_module_load(ctx_, bare, sizeof bare - 1, &m));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "/|slash|path",
+                  qd_module_load(ctx_, bare, sizeof bare - 1, &m));
     std::string path = cpu_module_path();
     std::string with_nul = path;
     with_nul.push_back('\0');
     with_nul += "x";
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "nul|path", qd_module_load(ctx_, with_nul.data(), with_nul.size(), &m));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "nul|path",
+                  qd_module_load(ctx_, with_nul.data(), with_nul.size(), &m));
     // A NUL counted in size is also a NUL byte inside the path.
     EXPECT_QD(QD_ERROR_INVALID_ARGUMENT, qd_module_load(ctx_, path.c_str(), path.size() + 1, &m));
     EXPECT_EQ(m, 0x5555u);
@@ -118,7 +125,8 @@ TEST_P(ModuleTest, Load_CpuMissingFile_IsNotFound) {
     QDT_REQUIRE_CPU();
     const std::string path = "/nonexistent-qd-test-dir/libnothing.so";
     qd_module m = 0x5555;
-    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "nonexistent-qd-test-dir|libnothing", qd_module_load(ctx_, path.data(), path.size(), &m));
+    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "nonexistent-qd-test-dir|libnothing",
+                  qd_module_load(ctx_, path.data(), path.size(), &m));
     EXPECT_EQ(m, 0x5555u);
     EXPECT_EQ(get_stats(ctx_).live_modules, 0u);
 }
@@ -134,7 +142,9 @@ TEST_P(ModuleTest, Load_CpuNotASharedLibrary_IsInvalidImage) {
 
 TEST_P(ModuleTest, Load_GpuGarbageImage_IsInvalidImage) {
     QDT_REQUIRE_GPU();
-    const char garbage[] = "\x7f" "ELF this is no cubin at all";
+    const char garbage[] =
+        "\x7f"
+        "ELF this is no cubin at all";
     qd_module m = 0x5555;
     EXPECT_QD_ERR(QD_ERROR_INVALID_IMAGE, "", qd_module_load(ctx_, garbage, sizeof garbage, &m));
     EXPECT_EQ(m, 0x5555u);
@@ -143,8 +153,10 @@ TEST_P(ModuleTest, Load_GpuGarbageImage_IsInvalidImage) {
 TEST_P(ModuleTest, Load_BadContext_IsInvalidHandle) {
     std::string path = cpu_module_path();
     qd_module m = 0x5555;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_module_load(0, path.data(), path.size(), &m));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_module_load(default_stream_, path.data(), path.size(), &m));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx",
+                  qd_module_load(0, path.data(), path.size(), &m));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx",
+                  qd_module_load(default_stream_, path.data(), path.size(), &m));
     EXPECT_EQ(m, 0x5555u);
 }
 
@@ -156,7 +168,8 @@ TEST_P(ModuleTest, UnloadAndKernelGet_Errors) {
     qd_kernel k = 0x5555;
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "name|null", qd_kernel_get(m, nullptr, &k));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null", qd_kernel_get(m, "qd_test_noop", nullptr));
-    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "qd_test_no_such_kernel", qd_kernel_get(m, "qd_test_no_such_kernel", &k));
+    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "qd_test_no_such_kernel",
+                  qd_kernel_get(m, "qd_test_no_such_kernel", &k));
     EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "", qd_kernel_get(m, "", &k));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "module", qd_kernel_get(0, "qd_test_noop", &k));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "module", qd_kernel_get(ctx_, "qd_test_noop", &k));
@@ -173,7 +186,8 @@ TEST_P(ModuleTest, UnloadAndKernelGet_Errors) {
     EXPECT_EQ(get_stats(ctx_).live_kernels, provider_kernels + 2);
     EXPECT_QD_OK(qd_kernel_destroy(k1));
     EXPECT_QD_OK(qd_module_unload(m));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "kernel", launch0(default_stream_, k2)) << "unload invalidates its kernels";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "kernel", launch0(default_stream_, k2))
+        << "unload invalidates its kernels";
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "kernel", qd_kernel_destroy(k2));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "module", qd_module_unload(m));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "module", qd_kernel_get(m, "qd_test_noop", &k));
@@ -198,7 +212,8 @@ TEST_P(ModuleTest, KernelGet_NameOnlyInADependencyOrData_NotFound_NothingLauncha
         EXPECT_EQ(k, 0x5555u) << name;
     }
     qd_kernel k = 0x5555;
-    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "not a function", qd_kernel_get(m, "qd_test_exported_data", &k));
+    EXPECT_QD_ERR(QD_ERROR_NOT_FOUND, "not a function",
+                  qd_kernel_get(m, "qd_test_exported_data", &k));
     EXPECT_EQ(k, 0x5555u);
     EXPECT_EQ(get_stats(ctx_).live_kernels, kernels_before) << "no kernel handle was made";
     ASSERT_QD_OK(qd_kernel_get(m, "qd_test_noop", &k)) << "the module's own kernels still resolve";
@@ -266,14 +281,19 @@ TEST_P(ModuleTest, Unload_RightAfterQueueingLaunches_TheWorkStillRuns) {
 TEST_P(ModuleTest, FromHostFn_Errors) {
     qd_kernel k = 0x5555;
     if (!is_cpu()) {
-        EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "cpu|support|host", qd_kernel_from_host_fn(ctx_, &ok_kernel, "k", &k));
+        EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "cpu|support|host",
+                      qd_kernel_from_host_fn(ctx_, &ok_kernel, "k", &k));
         EXPECT_EQ(k, 0x5555u);
         return;
     }
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "fn|null", qd_kernel_from_host_fn(ctx_, nullptr, "k", &k));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null", qd_kernel_from_host_fn(ctx_, &ok_kernel, "k", nullptr));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_kernel_from_host_fn(0, &ok_kernel, "k", &k));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_kernel_from_host_fn(default_stream_, &ok_kernel, "k", &k));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "fn|null",
+                  qd_kernel_from_host_fn(ctx_, nullptr, "k", &k));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null",
+                  qd_kernel_from_host_fn(ctx_, &ok_kernel, "k", nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx",
+                  qd_kernel_from_host_fn(0, &ok_kernel, "k", &k));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx",
+                  qd_kernel_from_host_fn(default_stream_, &ok_kernel, "k", &k));
     EXPECT_EQ(k, 0x5555u);
     // name is optional
     ASSERT_QD_OK(qd_kernel_from_host_fn(ctx_, &ok_kernel, nullptr, &k));
@@ -294,17 +314,22 @@ TEST_P(ModuleTest, KernelDestroy_BadHandlesAndTwice_AreInvalidHandle) {
 TEST_P(ModuleTest, KernelDestroy_QueuedWorkStillRuns) {
     QDT_REQUIRE_CPU();
     qd_kernel k = 0;
-    ASSERT_QD_OK(qd_kernel_from_host_fn(ctx_, [](const qd_host_kernel_info *, void *const *a) {
-        **static_cast<std::atomic<int> *const *>(a[0]) += 1;
-        return 0;
-    }, "inc", &k));
+    ASSERT_QD_OK(qd_kernel_from_host_fn(
+        ctx_,
+        [](const qd_host_kernel_info *, void *const *a) {
+            **static_cast<std::atomic<int> *const *>(a[0]) += 1;
+            return 0;
+        },
+        "inc", &k));
     std::atomic<int> counter{0};
     std::atomic<int> *p = &counter;
     qd_stream s = new_stream();
     Gate gate;
     ASSERT_QD_OK(gate.enqueue(s));
     qd_arg arg = {&p, sizeof p};
-    for (int i = 0; i < 5; ++i) { ASSERT_QD_OK(qd_launch(s, k, nullptr, &arg, 1)); }
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_QD_OK(qd_launch(s, k, nullptr, &arg, 1));
+    }
     ASSERT_QD_OK(qd_kernel_destroy(k));
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_launch(s, k, nullptr, &arg, 1));
     gate.open();
@@ -330,7 +355,9 @@ TEST_P(LaunchTest, NullConfig_IsOneBlockOfOneThread) {
     ASSERT_QD_OK(qd_launch(s, kernels_->add_one(), nullptr, args, 2));
     std::vector<uint8_t> host = read_back(s, data, 4 * n);
     const int32_t *v = reinterpret_cast<const int32_t *>(host.data());
-    for (uint32_t i = 0; i < n; ++i) { ASSERT_EQ(v[i], 1) << "grid-stride over one thread covers all"; }
+    for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_EQ(v[i], 1) << "grid-stride over one thread covers all";
+    }
     EXPECT_QD_OK(qd_mem_free_async(s, data));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -353,7 +380,9 @@ TEST_P(LaunchTest, Grid3D_EveryElementTouchedOnce) {
     ASSERT_QD_OK(qd_launch(s, kernels_->add_one(), &cfg, args, 2));
     std::vector<uint8_t> host = read_back(s, data, 4 * n);
     const int32_t *v = reinterpret_cast<const int32_t *>(host.data());
-    for (uint32_t i = 0; i < n; ++i) { ASSERT_EQ(v[i], 1) << i; }
+    for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_EQ(v[i], 1) << i;
+    }
     EXPECT_QD_OK(qd_mem_free_async(s, data));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -369,7 +398,9 @@ TEST_P(LaunchTest, InvalidConfigAndArgs_AreRejectedAndNothingRuns) {
     for (int d = 0; d < 6; ++d) {
         qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
         (d < 3 ? cfg.grid[d] : cfg.block[d - 3]) = 0;
-        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, d < 3 ? "grid|dimension|dim" : "block|dimension|dim", qd_launch(s, k, &cfg, good, 2));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT,
+                      d < 3 ? "grid|dimension|dim" : "block|dimension|dim",
+                      qd_launch(s, k, &cfg, good, 2));
     }
     qd_launch_config small = QD_LAUNCH_CONFIG_INIT;
     small.struct_size = 0;
@@ -380,9 +411,11 @@ TEST_P(LaunchTest, InvalidConfigAndArgs_AreRejectedAndNothingRuns) {
     qd_arg zero_size[2] = {{&dst, 8}, {&value, 0}};
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "size|arg", qd_launch(s, k, nullptr, zero_size, 2));
     qd_arg null_data[2] = {{&dst, 8}, {nullptr, 4}};
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "data|null|arg", qd_launch(s, k, nullptr, null_data, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "data|null|arg",
+                  qd_launch(s, k, nullptr, null_data, 2));
     std::vector<qd_arg> many(QD_MAX_ARGS + 1, qd_arg{&value, 4});
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "args|num_args|64", qd_launch(s, k, nullptr, many.data(), QD_MAX_ARGS + 1));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "args|num_args|64",
+                  qd_launch(s, k, nullptr, many.data(), QD_MAX_ARGS + 1));
     std::vector<uint8_t> big(QD_MAX_ARG_BYTES + 1);
     qd_arg too_big[1] = {{big.data(), big.size()}};
     EXPECT_QD_ERR(QD_ERROR_OVERFLOW, "4096|size|bytes", qd_launch(s, k, nullptr, too_big, 1));
@@ -412,10 +445,13 @@ TEST_P(LaunchTest, ArgumentLimits_Themselves_AreAccepted) {
     static std::atomic<int> *s_calls;
     s_calls = &calls;
     qd_kernel k = 0;
-    ASSERT_QD_OK(qd_kernel_from_host_fn(ctx_, [](const qd_host_kernel_info *, void *const *) {
-        s_calls->fetch_add(1);
-        return 0;
-    }, "limits", &k));
+    ASSERT_QD_OK(qd_kernel_from_host_fn(
+        ctx_,
+        [](const qd_host_kernel_info *, void *const *) {
+            s_calls->fetch_add(1);
+            return 0;
+        },
+        "limits", &k));
     std::vector<uint32_t> values(QD_MAX_ARGS, 1);
     std::vector<qd_arg> args;
     for (uint32_t &v : values) args.push_back({&v, 4});
@@ -455,7 +491,8 @@ TEST_P(LaunchTest, GpuBlockTooLarge_IsLaunchFailed) {
     QDT_REQUIRE_KERNELS();
     qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
     cfg.block[0] = 4096;  // above every GPU's per-block thread limit
-    EXPECT_QD_ERR(QD_ERROR_LAUNCH_FAILED, "", qd_launch(default_stream_, kernels_->noop(), &cfg, nullptr, 0));
+    EXPECT_QD_ERR(QD_ERROR_LAUNCH_FAILED, "",
+                  qd_launch(default_stream_, kernels_->noop(), &cfg, nullptr, 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -531,7 +568,9 @@ TEST_P(LaunchTest, Cpu_KernelCalledOncePerBlockInRowMajorOrderWithInfo) {
     EXPECT_EQ(log.infos[13].block_idx[0], 1u);
     EXPECT_TRUE(log.shared_zeroed) << "each block gets zeroed shared memory";
     EXPECT_TRUE(log.shared_null_when_zero) << "shared_mem is NULL when shared_mem_bytes is 0";
-    for (size_t j = 1; j < 12; ++j) { EXPECT_EQ(log.threads[j], log.threads[0]) << "blocks run on one worker thread"; }
+    for (size_t j = 1; j < 12; ++j) {
+        EXPECT_EQ(log.threads[j], log.threads[0]) << "blocks run on one worker thread";
+    }
     EXPECT_NE(log.threads[0], std::this_thread::get_id());
     EXPECT_QD_OK(qd_kernel_destroy(k));
     EXPECT_QD_OK(qd_stream_destroy(s));
@@ -576,25 +615,32 @@ TEST_P(LaunchTest, ArgumentStorage_OverwrittenRightAfterLaunch_EveryTaskSeesItsO
     for (uint32_t r = 0; r < rounds; ++r) {
         for (uint32_t k = 0; k < K; ++k) {
             // Delay each stream so the kernel runs long after the storage was overwritten.
-            if (r == 0) { ASSERT_QD_OK(launch_spin(streams[k], kernels_->spin(), 2000)); }
+            if (r == 0) {
+                ASSERT_QD_OK(launch_spin(streams[k], kernels_->spin(), 2000));
+            }
             uint32_t index = r * K + k;
             shared.out = out;
             shared.index = index;
-            for (uint32_t b = 0; b < QDT_BLOB_BYTES; ++b) shared.blob[b] = (uint8_t)(index * 31 + b * 7);
+            for (uint32_t b = 0; b < QDT_BLOB_BYTES; ++b)
+                shared.blob[b] = (uint8_t)(index * 31 + b * 7);
             expected[index] = blob_checksum(shared.blob, index);
             ASSERT_QD_OK(qd_launch(streams[k], kernels_->check_blob(), nullptr, args, 3));
             memset(&shared, 0xCD, sizeof shared);
             shared.out = 0;  // a task reading this would write to NULL
         }
     }
-    for (qd_stream s : streams) { ASSERT_QD_OK(qd_stream_synchronize(s)); }
+    for (qd_stream s : streams) {
+        ASSERT_QD_OK(qd_stream_synchronize(s));
+    }
     std::vector<uint8_t> host = read_back(streams[0], out, 8 * (uint64_t)K * rounds);
     const uint64_t *got = reinterpret_cast<const uint64_t *>(host.data());
     int wrong = 0;
     for (uint32_t i = 0; i < K * rounds; ++i) wrong += got[i] != expected[i];
     EXPECT_EQ(wrong, 0) << "tasks that saw another launch's (or overwritten) arguments";
     EXPECT_QD_OK(qd_mem_free_async(streams[0], out));
-    for (qd_stream s : streams) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+    for (qd_stream s : streams) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
 }
 
 // Moved from tests/gpu/gpu_test.cpp (Gpu.AddOne_EveryElementIncrementedTwice): a grid of many
@@ -605,7 +651,9 @@ TEST_P(LaunchTest, AddOne_ManyBlocksTwice_EveryElementIncrementedTwice) {
     qd_stream s = new_stream();
     uint64_t d = alloc(s, n * sizeof(int32_t));
     ASSERT_QD_OK(qd_memset_async(s, d, 0, n * sizeof(int32_t)));
-    for (int i = 0; i < 2; ++i) { ASSERT_QD_OK(launch_add_one(s, kernels_->add_one(), d, n, 64, 256)); }
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_QD_OK(launch_add_one(s, kernels_->add_one(), d, n, 64, 256));
+    }
     std::vector<uint8_t> bytes = read_back(s, d, n * sizeof(int32_t));
     const int32_t *v = reinterpret_cast<const int32_t *>(bytes.data());
     uint32_t wrong = 0;
@@ -628,11 +676,13 @@ TEST_P(LaunchTest, FreshThread_KernelGetLaunchCopySync_NeedNoSetup) {
         qd_kernel k = 0;
         step = "qd_kernel_get";
         st = qd_kernel_get(m, "qd_test_write_value", &k);
-        if (st == QD_SUCCESS) step = "qd_launch", st = launch_write_value(default_stream_, k, d, 17);
+        if (st == QD_SUCCESS)
+            step = "qd_launch", st = launch_write_value(default_stream_, k, d, 17);
         if (st == QD_SUCCESS)
             step = "qd_memcpy_async",
             st = qd_memcpy_async(default_stream_, (uint64_t)(uintptr_t)&got, d, 4);
-        if (st == QD_SUCCESS) step = "qd_stream_synchronize", st = qd_stream_synchronize(default_stream_);
+        if (st == QD_SUCCESS)
+            step = "qd_stream_synchronize", st = qd_stream_synchronize(default_stream_);
         if (k) (void)qd_kernel_destroy(k);
     }).join();
     EXPECT_EQ(st, QD_SUCCESS) << step << ": " << qd_status_name(st);
@@ -649,7 +699,9 @@ TEST_P(LaunchTest, OneStream_ManySmallTasks_RunInOrder) {
     ASSERT_QD_OK(qd_memset_async(s, log, 0, 4 * (1 + (uint64_t)n)));
     for (uint32_t i = 0; i < n; ++i) {
         ASSERT_QD_OK(launch_append_log(s, kernels_->append_log(), log, i));
-        if (i % 97 == 0) { ASSERT_QD_OK(launch_spin(s, kernels_->spin(), 100)); }
+        if (i % 97 == 0) {
+            ASSERT_QD_OK(launch_spin(s, kernels_->spin(), 100));
+        }
     }
     std::vector<uint8_t> host = read_back(s, log, 4 * (1 + (uint64_t)n));
     const uint32_t *v = reinterpret_cast<const uint32_t *>(host.data());
@@ -689,18 +741,25 @@ TEST_P(LaunchTest, HostFn_RunInStreamOrderAndInterleaveWithKernels) {
     for (int i = 0; i < n; ++i) {
         items[i] = {&log, i};
         ASSERT_QD_OK(qd_launch_host_fn(s, &append_order, &items[i]));
-        if (kernels_ && i % 50 == 0) { ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), dst, i)); }
+        if (kernels_ && i % 50 == 0) {
+            ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), dst, i));
+        }
     }
     ASSERT_QD_OK(qd_stream_synchronize(s));
     ASSERT_EQ(log.order.size(), (size_t)n);
-    for (int i = 0; i < n; ++i) { ASSERT_EQ(log.order[i], i); }
-    if (kernels_) { EXPECT_QD_OK(qd_mem_free_async(s, dst)); }
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(log.order[i], i);
+    }
+    if (kernels_) {
+        EXPECT_QD_OK(qd_mem_free_async(s, dst));
+    }
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
 
 TEST_P(LaunchTest, HostFn_Errors_AndFnNeverCalledOnFailure) {
     Flag f;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "fn|null", qd_launch_host_fn(default_stream_, nullptr, &f));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "fn|null",
+                  qd_launch_host_fn(default_stream_, nullptr, &f));
     qd_stream dead = new_stream();
     ASSERT_QD_OK(qd_stream_destroy(dead));
     for (qd_stream x : {(qd_stream)0, dead, (qd_stream)ctx_, kAllOnes})

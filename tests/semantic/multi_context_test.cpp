@@ -115,8 +115,8 @@ TEST_P(MultiContextTest, CrossContextWait_GatedProducer_ConsumerRunsOnlyAfterThe
         ASSERT_QD_OK(gate.enqueue(a));
         ASSERT_QD_OK(qd_event_record(a, e));
         ASSERT_QD_OK(qd_stream_wait_event(b, e));
-        ASSERT_QD_OK(launch_write_value(b, other_kernels->write_value(),
-                                        (uint64_t)(uintptr_t)marker, 1));
+        ASSERT_QD_OK(
+            launch_write_value(b, other_kernels->write_value(), (uint64_t)(uintptr_t)marker, 1));
         // The gate is closed until open() below, so b cannot have run its kernel.
         EXPECT_EQ(qd_stream_query(b), QD_NOT_READY);
         EXPECT_EQ(__atomic_load_n(marker, __ATOMIC_ACQUIRE), 0u)
@@ -184,7 +184,8 @@ TEST_P(MultiContextTest, DestroyTheEventsContext_WhileAnotherWaitsOnIt_BothCompl
 
 // The waiting context is destroyed while its stream waits on the other's gated record: its
 // destroy drains by waiting for that record, and returns once the gate opens.
-TEST_P(MultiContextTest, DestroyTheWaitingContext_WhileItWaitsOnAnother_CompletesOnceTheRecordDoes) {
+TEST_P(MultiContextTest,
+       DestroyTheWaitingContext_WhileItWaitsOnAnother_CompletesOnceTheRecordDoes) {
     qd_context_desc desc = make_desc(backend(), 8, 2);
     qd_context waiting_ctx = 0;
     ASSERT_QD_OK(qd_context_create(&desc, &waiting_ctx));
@@ -254,11 +255,13 @@ TEST_P(MultiContextTest, PeerAccess_BadArguments_AreErrorsInTheDocumentedOrder) 
     qd_context other = peer_context();
     ASSERT_NE(other, 0u);
     uint32_t can = 0;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "can_access", qd_context_can_access_peer(ctx_, other, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "can_access",
+                  qd_context_can_access_peer(ctx_, other, nullptr));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "same", qd_context_can_access_peer(ctx_, ctx_, &can));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "same", qd_context_enable_peer_access(other, other));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context", qd_context_can_access_peer(0, other, &can));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context", qd_context_can_access_peer(ctx_, default_stream_, &can));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context",
+                  qd_context_can_access_peer(ctx_, default_stream_, &can));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context", qd_context_enable_peer_access(ctx_, 0));
     qd_context_desc desc = make_desc(backend(), 8, 2);
     qd_context dead = 0;
@@ -273,7 +276,8 @@ TEST_P(MultiContextTest, PeerAccess_WithAContextOfAnotherBackend_IsWrongContext)
     qd_context foreign = foreign_context(&why);
     if (!foreign) GTEST_SKIP() << "no second backend here: " << why;
     uint32_t can = 0;
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "backend", qd_context_can_access_peer(ctx_, foreign, &can));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "backend",
+                  qd_context_can_access_peer(ctx_, foreign, &can));
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "backend", qd_context_enable_peer_access(foreign, ctx_));
 }
 
@@ -310,15 +314,15 @@ TEST_P(MultiContextTest, PeerCopy_BothDirections_IssuedFromEitherSide_DataArrive
     ASSERT_QD_OK(qd_stream_wait_event(sa, eb));
     got = copy_out(sa, a, n);
     size_t wrong = 0;
-    for (uint64_t i = 0; i < n; ++i)
-        wrong += got[i] != ((i >= 4096 && i < n - 4096) ? 0x22 : 0x11);
+    for (uint64_t i = 0; i < n; ++i) wrong += got[i] != ((i >= 4096 && i < n - 4096) ? 0x22 : 0x11);
     EXPECT_EQ(wrong, 0u) << "b -> a: bytes wrong";
 
     // Pinned host memory of the other context as the destination, a sub-range of a as source.
     uint8_t *pinned = nullptr;
     ASSERT_QD_OK(qd_host_alloc(other, 4096, reinterpret_cast<void **>(&pinned)));
     std::memset(pinned, 0, 4096);
-    ASSERT_QD_OK(qd_memcpy_peer_async(sa, (uint64_t)(uintptr_t)pinned, other, a + 8192, ctx_, 4096));
+    ASSERT_QD_OK(
+        qd_memcpy_peer_async(sa, (uint64_t)(uintptr_t)pinned, other, a + 8192, ctx_, 4096));
     ASSERT_QD_OK(qd_stream_synchronize(sa));
     size_t host_wrong = 0;
     for (int i = 0; i < 4096; ++i) host_wrong += pinned[i] != 0x22;
@@ -341,26 +345,32 @@ TEST_P(MultiContextTest, PeerCopy_RangesAreCheckedAgainstTheirOwnContext) {
     // Arguments first, then handles, then contexts, then addresses.
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "dst", qd_memcpy_peer_async(0, 0, other, a, ctx_, n));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "src", qd_memcpy_peer_async(sa, b, other, 0, ctx_, n));
-    EXPECT_QD_ERR(QD_ERROR_OVERFLOW, "wraps", qd_memcpy_peer_async(sa, kAllOnes - 8, other, a, ctx_, n));
+    EXPECT_QD_ERR(QD_ERROR_OVERFLOW, "wraps",
+                  qd_memcpy_peer_async(sa, kAllOnes - 8, other, a, ctx_, n));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_memcpy_peer_async(0, b, other, a, ctx_, n));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context", qd_memcpy_peer_async(sa, b, 0, a, ctx_, n));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context", qd_memcpy_peer_async(sa, b, other, a, sa, n));
     qd_context third = other_context();
     qd_stream s3 = default_of(third);
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "neither", qd_memcpy_peer_async(s3, b, other, a, ctx_, n));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "neither",
+                  qd_memcpy_peer_async(s3, b, other, a, ctx_, n));
     // Each side inside an allocation of the context it names.
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "dst", qd_memcpy_peer_async(sb, a, other, b, other, n));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "src", qd_memcpy_peer_async(sa, b, other, b, ctx_, n));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "past the end", qd_memcpy_peer_async(sa, b + 1, other, a, ctx_, n));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "dst", qd_memcpy_peer_async(sa, b + n, other, a, ctx_, 1));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "past the end",
+                  qd_memcpy_peer_async(sa, b + 1, other, a, ctx_, n));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "dst",
+                  qd_memcpy_peer_async(sa, b + n, other, a, ctx_, 1));
     uint8_t raw[16];
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "dst", qd_memcpy_peer_async(sa, (uint64_t)(uintptr_t)raw, other, a, ctx_, 16));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "dst",
+                  qd_memcpy_peer_async(sa, (uint64_t)(uintptr_t)raw, other, a, ctx_, 16));
     // Zero bytes: a no-op once the handles are good; the same context on both sides: allowed.
     EXPECT_QD_OK(qd_memcpy_peer_async(sa, b, other, a, ctx_, 0));
     EXPECT_QD_OK(qd_memcpy_peer_async(sa, a, ctx_, a + 2048, ctx_, 2048));
     // Not captured.
     ASSERT_QD_OK(qd_stream_begin_capture(sa));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "capturing", qd_memcpy_peer_async(sa, b, other, a, ctx_, n));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "capturing",
+                  qd_memcpy_peer_async(sa, b, other, a, ctx_, n));
     qd_graph g = 0;
     ASSERT_QD_OK(qd_stream_end_capture(sa, &g));
     ASSERT_QD_OK(qd_graph_destroy(g));
@@ -369,7 +379,8 @@ TEST_P(MultiContextTest, PeerCopy_RangesAreCheckedAgainstTheirOwnContext) {
     qd_context dead = 0;
     ASSERT_QD_OK(qd_context_create(&desc, &dead));
     ASSERT_QD_OK(qd_context_destroy(dead));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context", qd_memcpy_peer_async(sa, b, dead, a, ctx_, n));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context",
+                  qd_memcpy_peer_async(sa, b, dead, a, ctx_, n));
     EXPECT_QD_OK(qd_mem_free_async(sa, a));
     EXPECT_QD_OK(qd_mem_free_async(sb, b));
     EXPECT_QD_OK(qd_stream_synchronize(sb));
@@ -383,8 +394,10 @@ TEST_P(MultiContextTest, PeerCopy_WithAContextOfAnotherBackend_IsWrongContext) {
     uint64_t fbuf = alloc_on(fs, 256), mine = alloc_on(default_stream_, 256);
     ASSERT_QD_OK(qd_stream_synchronize(fs));
     ASSERT_QD_OK(qd_stream_synchronize(default_stream_));
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "backend", qd_memcpy_peer_async(default_stream_, mine, ctx_, fbuf, foreign, 256));
-    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "backend", qd_memcpy_peer_async(fs, mine, ctx_, fbuf, foreign, 256));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "backend",
+                  qd_memcpy_peer_async(default_stream_, mine, ctx_, fbuf, foreign, 256));
+    EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "backend",
+                  qd_memcpy_peer_async(fs, mine, ctx_, fbuf, foreign, 256));
     EXPECT_QD_OK(qd_mem_free_async(fs, fbuf));
     EXPECT_QD_OK(qd_mem_free_async(default_stream_, mine));
 }

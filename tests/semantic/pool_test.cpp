@@ -33,7 +33,9 @@ TEST_P(PoolTest, Acquire_LeasesAreExclusiveUntilThePoolIsExhausted) {
     const uint32_t N = 4;
     qd_context c = small_pool(N);
     std::vector<qd_stream> leases(N);
-    for (qd_stream &l : leases) { ASSERT_QD_OK(qd_stream_acquire(c, &l)); }
+    for (qd_stream &l : leases) {
+        ASSERT_QD_OK(qd_stream_acquire(c, &l));
+    }
     std::set<qd_stream> distinct(leases.begin(), leases.end());
     EXPECT_EQ(distinct.size(), N);
     qd_stream def = 0;
@@ -56,7 +58,8 @@ TEST_P(PoolTest, Acquire_LeasesAreExclusiveUntilThePoolIsExhausted) {
     qd_stream again = 0;
     ASSERT_QD_OK(qd_stream_acquire(c, &again));
     EXPECT_EQ(distinct.count(again), 0u) << "a re-lease reused an old handle value";
-    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(released)) << "the stale handle aliases the new lease";
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(released))
+        << "the stale handle aliases the new lease";
     st = get_stats(c);
     EXPECT_EQ(st.stream_pool_hits + st.stream_pool_misses, N + 1);
     EXPECT_GE(st.stream_pool_hits, 1u) << "the re-lease had to reuse the released stream";
@@ -65,7 +68,9 @@ TEST_P(PoolTest, Acquire_LeasesAreExclusiveUntilThePoolIsExhausted) {
     EXPECT_QD_OK(qd_stream_release(again));
     leases[1] = 0;
     for (qd_stream l : leases)
-        if (l) { EXPECT_QD_OK(qd_stream_release(l)); }
+        if (l) {
+            EXPECT_QD_OK(qd_stream_release(l));
+        }
     EXPECT_EQ(get_stats(c).stream_pool_leased, 0u);
 }
 
@@ -85,7 +90,8 @@ TEST_P(PoolTest, Acquire_LeasesAreDistinctStreams_WorkOnOneDoesNotWaitForAnother
     ASSERT_QD_OK(gate.enqueue(leases[0]));
     for (uint32_t i = 1; i < N; ++i) ASSERT_QD_OK(qd_memset_async(leases[i], bufs[i], 7, 64));
     for (uint32_t i = 1; i < N; ++i)
-        EXPECT_TRUE(wait_idle(leases[i], std::chrono::milliseconds(5000))) << "lease " << i << " shares a stream with lease 0";
+        EXPECT_TRUE(wait_idle(leases[i], std::chrono::milliseconds(5000)))
+            << "lease " << i << " shares a stream with lease 0";
     gate.open();
     for (uint32_t i = 1; i < N; ++i) EXPECT_QD_OK(qd_mem_free_async(leases[i], bufs[i]));
     for (qd_stream l : leases) EXPECT_QD_OK(qd_stream_release(l));
@@ -112,7 +118,8 @@ TEST_P(PoolTest, Acquire_FromManyThreads_NeverExceedsThePoolAndAllReturn) {
                 }
                 int now = ++held;
                 int prev = max_held.load();
-                while (now > prev && !max_held.compare_exchange_weak(prev, now)) {}
+                while (now > prev && !max_held.compare_exchange_weak(prev, now)) {
+                }
                 --held;
                 if (qd_stream_release(l) != QD_SUCCESS) ++errors;
             }
@@ -124,7 +131,8 @@ TEST_P(PoolTest, Acquire_FromManyThreads_NeverExceedsThePoolAndAllReturn) {
     qd_context_stats st = get_stats(c);
     EXPECT_EQ(st.stream_pool_leased, 0u);
     EXPECT_LE(st.stream_pool_created, N);
-    EXPECT_EQ(st.stream_pool_hits + st.stream_pool_misses, (uint64_t)(8 * rounds - exhausted.load()));
+    EXPECT_EQ(st.stream_pool_hits + st.stream_pool_misses,
+              (uint64_t)(8 * rounds - exhausted.load()));
 }
 
 TEST_P(PoolTest, Acquire_ReleaseCycle_NeverReturnsAnOldHandleAndReusesTheStream) {
@@ -175,7 +183,8 @@ TEST_P(PoolTest, Acquire_NullOutOrBadContext_AreErrors) {
 TEST_P(PoolTest, Release_NonLease_IsInvalidOperation) {
     qd_stream owned = new_stream();
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "lease|pool", qd_stream_release(owned));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "lease|pool|default", qd_stream_release(default_stream_));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "lease|pool|default",
+                  qd_stream_release(default_stream_));
     EXPECT_QD_OK(qd_stream_query(owned));
     EXPECT_QD_OK(qd_stream_destroy(owned));
 }
@@ -193,14 +202,18 @@ TEST_P(PoolTest, Release_BadHandles_AreInvalidHandle) {
 
 TEST_P(PoolTest, Fork_ArgumentErrors_LeaveNothingLeased) {
     qd_stream kids[4] = {0x5555, 0x5555, 0x5555, 0x5555};
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "children|null", qd_stream_fork(default_stream_, 2, nullptr));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "n|count|0|zero", qd_stream_fork(default_stream_, 0, kids));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "children|null",
+                  qd_stream_fork(default_stream_, 2, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "n|count|0|zero",
+                  qd_stream_fork(default_stream_, 0, kids));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream|parent", qd_stream_fork(0, 2, kids));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream|parent", qd_stream_fork(ctx_, 2, kids));
     qd_stream dead = new_stream();
     ASSERT_QD_OK(qd_stream_destroy(dead));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream|parent", qd_stream_fork(dead, 2, kids));
-    for (qd_stream k : kids) { EXPECT_EQ(k, 0x5555u); }
+    for (qd_stream k : kids) {
+        EXPECT_EQ(k, 0x5555u);
+    }
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
 }
 
@@ -211,14 +224,18 @@ TEST_P(PoolTest, Fork_MoreThanFree_IsPoolExhaustedAllOrNothing) {
     ASSERT_QD_OK(qd_stream_acquire(c, &held));
     qd_stream kids[4] = {0x5555, 0x5555, 0x5555, 0x5555};
     EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_stream_fork(parent, 4, kids));
-    for (qd_stream k : kids) { EXPECT_EQ(k, 0x5555u); }
+    for (qd_stream k : kids) {
+        EXPECT_EQ(k, 0x5555u);
+    }
     EXPECT_EQ(get_stats(c).stream_pool_leased, 1u) << "a failed fork kept leases";
     ASSERT_QD_OK(qd_stream_fork(parent, 3, kids));
     EXPECT_EQ(get_stats(c).stream_pool_leased, 4u);
     EXPECT_QD(QD_ERROR_POOL_EXHAUSTED, qd_stream_fork(parent, 1, kids + 3));
     ASSERT_QD_OK(qd_stream_join(parent, kids, 3));
     EXPECT_EQ(get_stats(c).stream_pool_leased, 1u);
-    for (int i = 0; i < 3; ++i) { EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(kids[i])); }
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(kids[i]));
+    }
     EXPECT_QD_OK(qd_stream_release(held));
 }
 
@@ -231,7 +248,9 @@ TEST_P(PoolTest, Fork_MoreThanThePoolCanEverLease_IsPoolExhaustedNotOutOfMemory)
     qd_stream kids[5] = {0x5555, 0x5555, 0x5555, 0x5555, 0x5555};
     EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_stream_fork(parent, UINT32_MAX, kids));
     EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_stream_fork(parent, 5, kids));
-    for (qd_stream k : kids) { EXPECT_EQ(k, 0x5555u); }
+    for (qd_stream k : kids) {
+        EXPECT_EQ(k, 0x5555u);
+    }
     EXPECT_EQ(get_stats(c).stream_pool_leased, 0u);
     ASSERT_QD_OK(qd_stream_fork(parent, 4, kids)) << "the whole pool is still one fork";
     ASSERT_QD_OK(qd_stream_join(parent, kids, 4));
@@ -244,9 +263,13 @@ TEST_P(PoolTest, Fork_ChildrenWaitForTheParentAndJoinMakesParentWait) {
     ASSERT_QD_OK(gate.enqueue(parent));
     ASSERT_QD_OK(qd_stream_fork(parent, 3, kids));
     Flag kid_flags[3];
-    for (int i = 0; i < 3; ++i) { ASSERT_QD_OK(kid_flags[i].enqueue(kids[i])); }
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_QD_OK(kid_flags[i].enqueue(kids[i]));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    for (Flag &f : kid_flags) { EXPECT_FALSE(f.is_set()) << "a child ran before the parent's work"; }
+    for (Flag &f : kid_flags) {
+        EXPECT_FALSE(f.is_set()) << "a child ran before the parent's work";
+    }
     gate.open();
     // Join: parent waits for the children's (delayed) work.
     Gate kid_gate;
@@ -259,7 +282,9 @@ TEST_P(PoolTest, Fork_ChildrenWaitForTheParentAndJoinMakesParentWait) {
     kid_gate.open();
     EXPECT_QD_OK(qd_stream_synchronize(parent));
     EXPECT_TRUE(after_join.is_set());
-    for (Flag &f : kid_flags) { EXPECT_TRUE(f.is_set()); }
+    for (Flag &f : kid_flags) {
+        EXPECT_TRUE(f.is_set());
+    }
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
     EXPECT_QD_OK(qd_stream_destroy(parent));
 }
@@ -321,7 +346,8 @@ TEST_P(PoolTest, Join_ArgumentErrors_ChangeNothing) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "children|null", qd_stream_join(parent, nullptr, 2));
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "n|count|0|zero", qd_stream_join(parent, kids, 0));
     qd_stream dup[2] = {kids[0], kids[0]};
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "twice|duplicate|appear|same", qd_stream_join(parent, dup, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "twice|duplicate|appear|same",
+                  qd_stream_join(parent, dup, 2));
     qd_stream self[2] = {kids[0], kids[1]};
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "parent", qd_stream_join(kids[0], self, 2));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream|parent", qd_stream_join(0, kids, 2));
@@ -329,13 +355,15 @@ TEST_P(PoolTest, Join_ArgumentErrors_ChangeNothing) {
     qd_stream with_zero[2] = {kids[0], 0};
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream|child", qd_stream_join(parent, with_zero, 2));
     qd_stream with_released[2] = {kids[0], released};
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream|child", qd_stream_join(parent, with_released, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream|child",
+                  qd_stream_join(parent, with_released, 2));
     qd_stream with_foreign[2] = {kids[0], foreign};
     EXPECT_QD_ERR(QD_ERROR_WRONG_CONTEXT, "context", qd_stream_join(parent, with_foreign, 2));
     qd_stream with_owned[2] = {kids[0], owned};
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "lease|pool", qd_stream_join(parent, with_owned, 2));
     qd_stream with_default[2] = {kids[0], default_stream_};
-    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "lease|pool|default|parent", qd_stream_join(owned, with_default, 2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "lease|pool|default|parent",
+                  qd_stream_join(owned, with_default, 2));
 
     // Nothing changed: both children are still leased and valid.
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 2u);
@@ -375,12 +403,16 @@ TEST_P(PoolTest, ForkJoin_DelayedProducer_1000Trials_ZeroWrongResults) {
     ASSERT_QD_OK(qd_memset_async(parent, bad, 0xff, 4 * (uint64_t)trials));
     for (int t = 0; t < trials; ++t) {
         const uint32_t value = 1000u * (uint32_t)t + 17;
-        ASSERT_QD_OK(launch_spin_write(parent, kernels_->spin_write(), produced, value, 100 + (t % 4) * 150));
+        ASSERT_QD_OK(launch_spin_write(parent, kernels_->spin_write(), produced, value,
+                                       100 + (t % 4) * 150));
         qd_stream kids[kKids];
         ASSERT_QD_OK(qd_stream_fork(parent, kKids, kids));
         for (uint32_t i = 0; i < kKids; ++i) {
-            if ((t + i) % 3 == 0) { ASSERT_QD_OK(launch_spin(kids[i], kernels_->spin(), 50)); }
-            ASSERT_QD_OK(launch_add_value(kids[i], kernels_->add_value(), derived + 4 * i, produced, i));
+            if ((t + i) % 3 == 0) {
+                ASSERT_QD_OK(launch_spin(kids[i], kernels_->spin(), 50));
+            }
+            ASSERT_QD_OK(
+                launch_add_value(kids[i], kernels_->add_value(), derived + 4 * i, produced, i));
         }
         ASSERT_QD_OK(qd_stream_join(parent, kids, kKids));
         ASSERT_QD_OK(launch_count_mismatches(parent, kernels_->count_mismatches(), derived, kKids,
@@ -395,7 +427,9 @@ TEST_P(PoolTest, ForkJoin_DelayedProducer_1000Trials_ZeroWrongResults) {
     }
     EXPECT_EQ(wrong, 0) << "wrong results in " << trials << " trials";
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
-    for (uint64_t a : {produced, derived, bad}) { EXPECT_QD_OK(qd_mem_free_async(parent, a)); }
+    for (uint64_t a : {produced, derived, bad}) {
+        EXPECT_QD_OK(qd_mem_free_async(parent, a));
+    }
     EXPECT_QD_OK(qd_stream_destroy(parent));
 }
 
@@ -416,7 +450,8 @@ TEST_P(PoolTest, LaunchParallel_DelayedProducer_1000Trials_ZeroWrongResults) {
     const qd_context_stats before = get_stats(ctx_);
     for (int t = 0; t < trials; ++t) {
         const uint32_t value = 7u * (uint32_t)t + 3;
-        ASSERT_QD_OK(launch_spin_write(parent, kernels_->spin_write(), produced, value, 100 + (t % 4) * 150));
+        ASSERT_QD_OK(launch_spin_write(parent, kernels_->spin_write(), produced, value,
+                                       100 + (t % 4) * 150));
         qd_task tasks[2 * kGroups];
         TaskArgs storage[2 * kGroups];
         uint32_t n = 0;
@@ -425,7 +460,8 @@ TEST_P(PoolTest, LaunchParallel_DelayedProducer_1000Trials_ZeroWrongResults) {
                 task_spin(&tasks[n], &storage[n], g, kernels_->spin(), 50);
                 ++n;
             }
-            task_add_value(&tasks[n], &storage[n], g, kernels_->add_value(), derived + 4 * g, produced, g);
+            task_add_value(&tasks[n], &storage[n], g, kernels_->add_value(), derived + 4 * g,
+                           produced, g);
             ++n;
         }
         ASSERT_QD_OK(qd_launch_parallel(parent, tasks, n));
@@ -447,7 +483,9 @@ TEST_P(PoolTest, LaunchParallel_DelayedProducer_1000Trials_ZeroWrongResults) {
               before.stream_pool_hits + before.stream_pool_misses + (uint64_t)trials)
         << "parallel launches lease from the pool";
     EXPECT_GT(after.event_pool_hits, 0u) << "fork/join events come from the event pool";
-    for (uint64_t a : {produced, derived, bad}) { EXPECT_QD_OK(qd_mem_free_async(parent, a)); }
+    for (uint64_t a : {produced, derived, bad}) {
+        EXPECT_QD_OK(qd_mem_free_async(parent, a));
+    }
     EXPECT_QD_OK(qd_stream_destroy(parent));
 }
 
@@ -480,7 +518,9 @@ TEST_P(PoolTest, LaunchParallel_TasksOfAGroupRunInOrder) {
     for (uint32_t g = 0; g < kGroups; ++g) {
         const uint32_t *lg = log + (1 + kPerGroup) * g;
         ASSERT_EQ(lg[0], kPerGroup) << "group " << g;
-        for (uint32_t i = 0; i < kPerGroup; ++i) { EXPECT_EQ(lg[1 + i], 100 * g + i) << "group " << g << " entry " << i; }
+        for (uint32_t i = 0; i < kPerGroup; ++i) {
+            EXPECT_EQ(lg[1 + i], 100 * g + i) << "group " << g << " entry " << i;
+        }
     }
     EXPECT_QD_OK(qd_mem_free_async(s, logs));
     EXPECT_QD_OK(qd_stream_destroy(s));
@@ -490,7 +530,9 @@ TEST_P(PoolTest, LaunchParallel_MoreGroupsThanFreeStreams_SharesThemRoundRobin) 
     QDT_REQUIRE_KERNELS();
     // 8-stream pool with 6 held: 10 groups share the 2 free streams, still correct and ordered.
     std::vector<qd_stream> held(6);
-    for (qd_stream &h : held) { ASSERT_QD_OK(qd_stream_acquire(ctx_, &h)); }
+    for (qd_stream &h : held) {
+        ASSERT_QD_OK(qd_stream_acquire(ctx_, &h));
+    }
     const uint32_t kGroups = 10, kPerGroup = 5;
     qd_stream s = new_stream();
     uint64_t logs = alloc(s, 4 * (1 + kPerGroup) * kGroups);
@@ -508,10 +550,14 @@ TEST_P(PoolTest, LaunchParallel_MoreGroupsThanFreeStreams_SharesThemRoundRobin) 
     for (uint32_t g = 0; g < kGroups; ++g) {
         const uint32_t *lg = log + (1 + kPerGroup) * g;
         ASSERT_EQ(lg[0], kPerGroup) << "group " << g;
-        for (uint32_t i = 0; i < kPerGroup; ++i) { EXPECT_EQ(lg[1 + i], 10 * g + i); }
+        for (uint32_t i = 0; i < kPerGroup; ++i) {
+            EXPECT_EQ(lg[1 + i], 10 * g + i);
+        }
     }
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 6u);
-    for (qd_stream h : held) { EXPECT_QD_OK(qd_stream_release(h)); }
+    for (qd_stream h : held) {
+        EXPECT_QD_OK(qd_stream_release(h));
+    }
     EXPECT_QD_OK(qd_mem_free_async(s, logs));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -519,12 +565,16 @@ TEST_P(PoolTest, LaunchParallel_MoreGroupsThanFreeStreams_SharesThemRoundRobin) 
 TEST_P(PoolTest, LaunchParallel_NoFreeStream_IsPoolExhausted) {
     QDT_REQUIRE_KERNELS();
     std::vector<qd_stream> held(8);
-    for (qd_stream &h : held) { ASSERT_QD_OK(qd_stream_acquire(ctx_, &h)); }
+    for (qd_stream &h : held) {
+        ASSERT_QD_OK(qd_stream_acquire(ctx_, &h));
+    }
     qd_task t = QD_TASK_INIT;
     t.kernel = kernels_->noop();
     EXPECT_QD_ERR(QD_ERROR_POOL_EXHAUSTED, "pool", qd_launch_parallel(default_stream_, &t, 1));
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 8u);
-    for (qd_stream h : held) { EXPECT_QD_OK(qd_stream_release(h)); }
+    for (qd_stream h : held) {
+        EXPECT_QD_OK(qd_stream_release(h));
+    }
 }
 
 TEST_P(PoolTest, LaunchParallel_ZeroTasks_IsANoOp) {
@@ -535,7 +585,8 @@ TEST_P(PoolTest, LaunchParallel_ZeroTasks_IsANoOp) {
 }
 
 TEST_P(PoolTest, LaunchParallel_NullTasks_IsInvalidArgument) {
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks|null", qd_launch_parallel(default_stream_, nullptr, 3));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "tasks|null",
+                  qd_launch_parallel(default_stream_, nullptr, 3));
 }
 
 TEST_P(PoolTest, LaunchParallel_AnInvalidTaskInTheMiddle_QueuesNothingAndKeepsNoLease) {
@@ -550,48 +601,77 @@ TEST_P(PoolTest, LaunchParallel_AnInvalidTaskInTheMiddle_QueuesNothingAndKeepsNo
     ASSERT_QD_OK(qd_stream_synchronize(s));
     qd_kernel dead = 0;
     if (is_cpu()) {
-        ASSERT_QD_OK(qd_kernel_from_host_fn(ctx_, [](const qd_host_kernel_info *, void *const *) { return 0; }, "d", &dead));
+        ASSERT_QD_OK(qd_kernel_from_host_fn(
+            ctx_, [](const qd_host_kernel_info *, void *const *) { return 0; }, "d", &dead));
         ASSERT_QD_OK(qd_kernel_destroy(dead));
     }
     uint8_t big[QD_MAX_ARG_BYTES + 1] = {0};
     struct Case {
         const char *what;
         qd_status status;
-        void (*mutate)(qd_task *, qd_kernel dead, qd_kernel foreign, qd_stream s, const uint8_t *big);
+        void (*mutate)(qd_task *, qd_kernel dead, qd_kernel foreign, qd_stream s,
+                       const uint8_t *big);
     };
     const Case cases[] = {
-        {"kernel 0", QD_ERROR_INVALID_HANDLE, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->kernel = 0; }},
-        {"kernel is a stream", QD_ERROR_INVALID_HANDLE, [](qd_task *t, qd_kernel, qd_kernel, qd_stream s, const uint8_t *) { t->kernel = s; }},
-        {"destroyed kernel", QD_ERROR_INVALID_HANDLE, [](qd_task *t, qd_kernel d, qd_kernel, qd_stream, const uint8_t *) { t->kernel = d; }},
-        {"foreign kernel", QD_ERROR_WRONG_CONTEXT, [](qd_task *t, qd_kernel, qd_kernel f, qd_stream, const uint8_t *) { t->kernel = f; }},
-        {"task struct_size", QD_ERROR_INVALID_ARGUMENT, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->struct_size = 8; }},
-        {"config struct_size", QD_ERROR_INVALID_ARGUMENT, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->config.struct_size = 4; }},
-        {"grid 0", QD_ERROR_INVALID_ARGUMENT, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->config.grid[1] = 0; }},
-        {"block 0", QD_ERROR_INVALID_ARGUMENT, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->config.block[2] = 0; }},
-        {"args NULL", QD_ERROR_INVALID_ARGUMENT, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->args = nullptr; }},
-        {"too many args", QD_ERROR_INVALID_ARGUMENT, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->num_args = QD_MAX_ARGS + 1; }},
-        {"grid overflow", QD_ERROR_OVERFLOW, [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->config.grid[0] = 65536; t->config.grid[1] = 65536; }},
+        {"kernel 0", QD_ERROR_INVALID_HANDLE,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->kernel = 0; }},
+        {"kernel is a stream", QD_ERROR_INVALID_HANDLE,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream s, const uint8_t *) { t->kernel = s; }},
+        {"destroyed kernel", QD_ERROR_INVALID_HANDLE,
+         [](qd_task *t, qd_kernel d, qd_kernel, qd_stream, const uint8_t *) { t->kernel = d; }},
+        {"foreign kernel", QD_ERROR_WRONG_CONTEXT,
+         [](qd_task *t, qd_kernel, qd_kernel f, qd_stream, const uint8_t *) { t->kernel = f; }},
+        {"task struct_size", QD_ERROR_INVALID_ARGUMENT,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->struct_size = 8; }},
+        {"config struct_size", QD_ERROR_INVALID_ARGUMENT,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) {
+             t->config.struct_size = 4;
+         }},
+        {"grid 0", QD_ERROR_INVALID_ARGUMENT,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) {
+             t->config.grid[1] = 0;
+         }},
+        {"block 0", QD_ERROR_INVALID_ARGUMENT,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) {
+             t->config.block[2] = 0;
+         }},
+        {"args NULL", QD_ERROR_INVALID_ARGUMENT,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) { t->args = nullptr; }},
+        {"too many args", QD_ERROR_INVALID_ARGUMENT,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) {
+             t->num_args = QD_MAX_ARGS + 1;
+         }},
+        {"grid overflow", QD_ERROR_OVERFLOW,
+         [](qd_task *t, qd_kernel, qd_kernel, qd_stream, const uint8_t *) {
+             t->config.grid[0] = 65536;
+             t->config.grid[1] = 65536;
+         }},
     };
     for (const Case &c : cases) {
-        if (c.status == QD_ERROR_INVALID_HANDLE && std::string(c.what) == "destroyed kernel" && !dead) continue;
+        if (c.status == QD_ERROR_INVALID_HANDLE && std::string(c.what) == "destroyed kernel" &&
+            !dead)
+            continue;
         SCOPED_TRACE(c.what);
         std::vector<qd_task> tasks(kTasks);
         std::vector<TaskArgs> storage(kTasks);
         for (uint32_t i = 0; i < kTasks; ++i)
-            task_append_log(&tasks[i], &storage[i], i % 3, kernels_->write_value(), out + 4 * i, 1 + i);
+            task_append_log(&tasks[i], &storage[i], i % 3, kernels_->write_value(), out + 4 * i,
+                            1 + i);
         // too many args: give it a real array so only the count is wrong
         std::vector<qd_arg> many(QD_MAX_ARGS + 1, qd_arg{&storage[5].u32[0], 4});
         if (std::string(c.what) == "too many args") tasks[5].args = many.data();
         c.mutate(&tasks[5], dead, foreign_kernels->noop(), s, big);
         EXPECT_QD(c.status, qd_launch_parallel(s, tasks.data(), kTasks));
-        EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u) << "a failed parallel launch kept a lease";
+        EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u)
+            << "a failed parallel launch kept a lease";
     }
     // Too much argument data in one task.
     {
         std::vector<qd_task> tasks(kTasks);
         std::vector<TaskArgs> storage(kTasks);
         for (uint32_t i = 0; i < kTasks; ++i)
-            task_append_log(&tasks[i], &storage[i], i % 3, kernels_->write_value(), out + 4 * i, 1 + i);
+            task_append_log(&tasks[i], &storage[i], i % 3, kernels_->write_value(), out + 4 * i,
+                            1 + i);
         qd_arg huge[1] = {{big, sizeof big}};
         tasks[7].args = huge;
         tasks[7].num_args = 1;

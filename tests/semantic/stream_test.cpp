@@ -98,12 +98,8 @@ TEST_P(StreamTest, Priority_IsClampedToTheBackendRange) {
     struct Case {
         int32_t requested, applied;
     };
-    const Case cases[] = {{0, least < 0 ? least : 0},
-                          {greatest, greatest},
-                          {least, least},
-                          {greatest - 100, greatest},
-                          {least + 100, least},
-                          {INT32_MIN, greatest},
+    const Case cases[] = {{0, least < 0 ? least : 0}, {greatest, greatest}, {least, least},
+                          {greatest - 100, greatest}, {least + 100, least}, {INT32_MIN, greatest},
                           {INT32_MAX, least}};
     for (const Case &c : cases) {
         qd_stream_desc desc = QD_STREAM_DESC_INIT;
@@ -198,23 +194,29 @@ TEST_P(StreamTest, Cpu_Priority_LeastUrgentStreamRunsWhileMoreUrgentOnesAreAlway
     EXPECT_EQ(starved.ran_while_both_busy.load(), 1)
         << "the priority 0 callback waited until the priority -2 streams stopped (rounds: "
         << busy[0].rounds.load() << ", " << busy[1].rounds.load() << ")";
-    for (Busy &b : busy) { EXPECT_QD_OK(qd_stream_destroy(b.stream)); }
+    for (Busy &b : busy) {
+        EXPECT_QD_OK(qd_stream_destroy(b.stream));
+    }
     EXPECT_QD_OK(qd_stream_destroy(low));
 }
 
 TEST_P(StreamTest, PriorityRange_NullOutputsOrBadContext_AreErrors) {
     int32_t a = 7, b = 7;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "least|null", qd_stream_priority_range(ctx_, nullptr, &b));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "greatest|null", qd_stream_priority_range(ctx_, &a, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "least|null",
+                  qd_stream_priority_range(ctx_, nullptr, &b));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "greatest|null",
+                  qd_stream_priority_range(ctx_, &a, nullptr));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_stream_priority_range(0, &a, &b));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_stream_priority_range(default_stream_, &a, &b));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx",
+                  qd_stream_priority_range(default_stream_, &a, &b));
     EXPECT_EQ(a, 7);
     EXPECT_EQ(b, 7);
 }
 
 TEST_P(StreamTest, GetPriority_NullOrBadStream_AreErrors) {
     int32_t p = 7;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "priority|null", qd_stream_get_priority(default_stream_, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "priority|null",
+                  qd_stream_get_priority(default_stream_, nullptr));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_stream_get_priority(0, &p));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_stream_get_priority(ctx_, &p));
     EXPECT_EQ(p, 7);
@@ -222,7 +224,8 @@ TEST_P(StreamTest, GetPriority_NullOrBadStream_AreErrors) {
 
 TEST_P(StreamTest, GetContext_NullOrBadStream_AreErrors) {
     qd_context c = 7;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null", qd_stream_get_context(default_stream_, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null",
+                  qd_stream_get_context(default_stream_, nullptr));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_stream_get_context(0, &c));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_stream_get_context(ctx_, &c));
     EXPECT_EQ(c, 7u);
@@ -276,7 +279,8 @@ TEST_P(StreamTest, Destroy_WithPendingWork_ReturnsAtOnceAndWorkCompletes) {
     // The gate is still closed: destroy did not wait for the pending work.
     EXPECT_FALSE(gate.done()) << "qd_stream_destroy waited for pending work";
     EXPECT_FALSE(done.is_set());
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_stream_query(s)) << "invalid from the moment destroy returns";
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_stream_query(s))
+        << "invalid from the moment destroy returns";
     EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_launch_host_fn(s, &Flag::set_cb, &done));
     gate.open();
     EXPECT_TRUE(done.wait()) << "the work of a destroyed stream never completed";
@@ -291,18 +295,23 @@ TEST_P(StreamTest, Destroy_WithPendingWork_ContextSynchronizeWaitsForIt) {
     ASSERT_QD_OK(done.enqueue(s));
     ASSERT_QD_OK(qd_stream_destroy(s));
     EXPECT_QD_OK(qd_context_synchronize(ctx_));
-    EXPECT_TRUE(done.is_set()) << "qd_context_synchronize did not wait for a destroyed stream's work";
+    EXPECT_TRUE(done.is_set())
+        << "qd_context_synchronize did not wait for a destroyed stream's work";
 }
 
 TEST_P(StreamTest, CreateDestroy_Repeated_NeverReturnsADestroyedHandle) {
     std::vector<qd_stream> dead;
     for (int i = 0; i < 200; ++i) {
         qd_stream s = new_stream();
-        for (qd_stream d : dead) { ASSERT_NE(s, d) << "iteration " << i; }
+        for (qd_stream d : dead) {
+            ASSERT_NE(s, d) << "iteration " << i;
+        }
         ASSERT_QD_OK(qd_stream_destroy(s));
         dead.push_back(s);
     }
-    for (qd_stream d : dead) { EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(d)); }
+    for (qd_stream d : dead) {
+        EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(d));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,10 +348,12 @@ TEST_P(StreamTest, LastEventComplete_StreamQueriesIdle_AndStreamIdle_LastEventCo
         gate.open();
         if (i % 2 == 0) {
             ASSERT_QD_OK(qd_event_synchronize(e)) << "round " << i;
-            ASSERT_QD_OK(qd_stream_query(s)) << "round " << i << ": the event completed, the stream is not idle";
+            ASSERT_QD_OK(qd_stream_query(s))
+                << "round " << i << ": the event completed, the stream is not idle";
         } else {
             ASSERT_QD_OK(qd_stream_synchronize(s)) << "round " << i;
-            ASSERT_QD_OK(qd_event_query(e)) << "round " << i << ": the stream is idle, its last event is not complete";
+            ASSERT_QD_OK(qd_event_query(e))
+                << "round " << i << ": the stream is idle, its last event is not complete";
         }
     }
     EXPECT_QD_OK(qd_event_destroy(e));
@@ -372,7 +383,8 @@ TEST_P(StreamTest, SyncAndQuery_BadHandles_AreInvalidHandle) {
 
 TEST_P(StreamTest, ZeroStream_IsRequiredNotTheDefault) {
     // Every scheduling call takes the stream as its first argument and 0 is an error.
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_launch_host_fn(0, &qdt::noop_host_fn, nullptr));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream",
+                  qd_launch_host_fn(0, &qdt::noop_host_fn, nullptr));
     qd_event e = new_event();
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_event_record(0, e));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_stream_wait_event(0, e));
@@ -380,9 +392,12 @@ TEST_P(StreamTest, ZeroStream_IsRequiredNotTheDefault) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_mem_alloc_async(0, 16, &a));
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_memset_async(0, 0x1000, 0, 16));
     uint8_t buf[16];
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream",
-                  qd_memcpy_async(0, (uint64_t)(uintptr_t)buf, (uint64_t)(uintptr_t)buf + 0, 0 + 16));
-    if (kernels_) { EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", launch0(0, kernels_->noop())); }
+    EXPECT_QD_ERR(
+        QD_ERROR_INVALID_HANDLE, "stream",
+        qd_memcpy_async(0, (uint64_t)(uintptr_t)buf, (uint64_t)(uintptr_t)buf + 0, 0 + 16));
+    if (kernels_) {
+        EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", launch0(0, kernels_->noop()));
+    }
     qd_task t = QD_TASK_INIT;
     t.kernel = kernels_ ? kernels_->noop() : 0;
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "stream", qd_launch_parallel(0, &t, 1));
@@ -423,7 +438,8 @@ TEST_P(StreamTest, WaitEvent_NeverRecorded_IsANoOp) {
     ASSERT_QD_OK(qd_stream_wait_event(s, e));
     Flag f;
     ASSERT_QD_OK(f.enqueue(s));
-    EXPECT_TRUE(f.wait(std::chrono::milliseconds(5000))) << "waiting on an unrecorded event blocked the stream";
+    EXPECT_TRUE(f.wait(std::chrono::milliseconds(5000)))
+        << "waiting on an unrecorded event blocked the stream";
     EXPECT_QD_OK(qd_event_destroy(e));
     EXPECT_QD_OK(qd_stream_destroy(s));
 }
@@ -482,7 +498,9 @@ TEST_P(StreamTest, WaitEvent_ReRecordedLater_DoesNotAffectTheEarlierWait) {
     EXPECT_EQ(__atomic_load_n(marker, __ATOMIC_ACQUIRE), 1u);
     EXPECT_FALSE(gate.timed_out());
     EXPECT_QD_OK(qd_event_destroy(e));
-    for (qd_stream s : {a, b, idle}) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+    for (qd_stream s : {a, b, idle}) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
 }
 
 TEST_P(StreamTest, Streams_RunConcurrently) {
@@ -522,7 +540,8 @@ TEST_P(StreamTest, DefaultStream_DoesNotSynchroniseWithOtherStreams) {
 TEST_P(StreamTest, NativeHandle_Cpu_IsNotSupported) {
     QDT_REQUIRE_CPU();
     uint64_t native = 0x5555;
-    EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "cpu|native|support", qd_stream_native_handle(default_stream_, &native));
+    EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "cpu|native|support",
+                  qd_stream_native_handle(default_stream_, &native));
     EXPECT_EQ(native, 0x5555u);
     qd_stream s = new_stream();
     EXPECT_QD(QD_ERROR_NOT_SUPPORTED, qd_stream_native_handle(s, &native));
@@ -538,7 +557,8 @@ TEST_P(StreamTest, NativeHandle_BadHandleOrNullOut_AreErrors) {
     plant_marker_message();
     qd_status st = qd_stream_native_handle(default_stream_, nullptr);
     if (is_cpu())
-        EXPECT_TRUE(st == QD_ERROR_INVALID_ARGUMENT || st == QD_ERROR_NOT_SUPPORTED) << qd_status_name(st);
+        EXPECT_TRUE(st == QD_ERROR_INVALID_ARGUMENT || st == QD_ERROR_NOT_SUPPORTED)
+            << qd_status_name(st);
     else
         EXPECT_EQ(st, QD_ERROR_INVALID_ARGUMENT) << qd_status_name(st);
     EXPECT_FALSE(message_is_marker());
@@ -558,22 +578,27 @@ TEST_P(StreamTest, NativeHandle_Gpu_IsNonZeroAndDistinctPerStream) {
 TEST_P(StreamTest, Import_Cpu_IsNotSupported) {
     QDT_REQUIRE_CPU();
     qd_stream s = 0x5555;
-    EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "cpu|native|support|import", qd_stream_import(ctx_, 0x1000, &s));
+    EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "cpu|native|support|import",
+                  qd_stream_import(ctx_, 0x1000, &s));
     EXPECT_EQ(s, 0x5555u);
 }
 
 TEST_P(StreamTest, Import_BadArguments_AreErrors) {
     qd_stream s = 0x5555;
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_stream_import(0, 0x1000, &s));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_stream_import(default_stream_, 0x1000, &s));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx",
+                  qd_stream_import(default_stream_, 0x1000, &s));
     EXPECT_EQ(s, 0x5555u);
     if (!is_cpu()) {
-        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null", qd_stream_import(ctx_, 0x1000, nullptr));
+        EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null",
+                      qd_stream_import(ctx_, 0x1000, nullptr));
         EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "native", qd_stream_import(ctx_, 0, &s));
     } else {
         // On the CPU both INVALID_ARGUMENT and NOT_SUPPORTED describe these; either is fine.
-        for (qd_status st : {qd_stream_import(ctx_, 0x1000, nullptr), qd_stream_import(ctx_, 0, &s)})
-            EXPECT_TRUE(st == QD_ERROR_INVALID_ARGUMENT || st == QD_ERROR_NOT_SUPPORTED) << qd_status_name(st);
+        for (qd_status st :
+             {qd_stream_import(ctx_, 0x1000, nullptr), qd_stream_import(ctx_, 0, &s)})
+            EXPECT_TRUE(st == QD_ERROR_INVALID_ARGUMENT || st == QD_ERROR_NOT_SUPPORTED)
+                << qd_status_name(st);
     }
 }
 
@@ -650,7 +675,9 @@ TEST_P(ActiveStreamTest, SetThenGet_NestedScopesRestoreThePrevious) {
     ASSERT_QD_OK(qd_stream_set_active(ctx_, prev1, nullptr));
     EXPECT_QD_OK(qd_stream_get_active(ctx_, &got));
     EXPECT_EQ(got, default_stream_);
-    for (qd_stream s : {a, b, c}) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+    for (qd_stream s : {a, b, c}) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
 }
 
 TEST_P(ActiveStreamTest, Set_InvalidHandle_LeavesActiveUnchangedAndPreviousUnwritten) {
@@ -694,7 +721,8 @@ TEST_P(ActiveStreamTest, Get_NullOutOrBadContext_AreErrors) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "out|null", qd_stream_get_active(ctx_, nullptr));
     qd_stream got = 0x5555;
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_stream_get_active(0, &got));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx", qd_stream_get_active(default_stream_, &got));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "context|ctx",
+                  qd_stream_get_active(default_stream_, &got));
     EXPECT_EQ(got, 0x5555u);
 }
 
@@ -755,13 +783,15 @@ TEST_P(ActiveStreamTest, ManyThreadsInLockStep_EachSeesItsOwnStream) {
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
             qd_stream got = 0;
-            if (qd_stream_get_active(ctx_, &got) != QD_SUCCESS || got != default_stream_) ++mismatches;
+            if (qd_stream_get_active(ctx_, &got) != QD_SUCCESS || got != default_stream_)
+                ++mismatches;
             for (int r = 0; r < rounds; ++r) {
                 qd_stream mine = streams[(t + r) % kThreads];
                 qd_stream prev = 0;
                 barrier.arrive_and_wait();
                 if (qd_stream_set_active(ctx_, mine, &prev) != QD_SUCCESS) ++errors;
-                qd_stream expected_prev = r == 0 ? default_stream_ : streams[(t + r - 1) % kThreads];
+                qd_stream expected_prev =
+                    r == 0 ? default_stream_ : streams[(t + r - 1) % kThreads];
                 if (prev != expected_prev) ++mismatches;
                 barrier.arrive_and_wait();
                 if (qd_stream_get_active(ctx_, &got) != QD_SUCCESS) ++errors;
@@ -779,7 +809,9 @@ TEST_P(ActiveStreamTest, ManyThreadsInLockStep_EachSeesItsOwnStream) {
     for (std::thread &th : threads) th.join();
     EXPECT_EQ(mismatches.load(), 0);
     EXPECT_EQ(errors.load(), 0);
-    for (qd_stream s : streams) { EXPECT_QD_OK(qd_stream_destroy(s)); }
+    for (qd_stream s : streams) {
+        EXPECT_QD_OK(qd_stream_destroy(s));
+    }
 }
 
 TEST_P(ActiveStreamTest, NoCallUsesTheActiveStreamImplicitly) {

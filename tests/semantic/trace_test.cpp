@@ -118,7 +118,9 @@ class TraceTest : public BackendTest {
             EXPECT_QD_OK(qd_mem_free_async(stream_, buf_));
             EXPECT_QD_OK(qd_stream_synchronize(stream_));
         }
-        if (stream_) { EXPECT_QD_OK(qd_stream_destroy(stream_)); }
+        if (stream_) {
+            EXPECT_QD_OK(qd_stream_destroy(stream_));
+        }
         BackendTest::TearDown();
         if (!dir_.empty()) {
             std::remove(path_.c_str());
@@ -290,7 +292,9 @@ TEST_P(TraceTest, ManyDestroyedContextsIntoOnePath_TheFileKeepsTheLast64AndCount
         // Memset sizes 1000 + i tell the contexts apart; half are stopped before the destroy.
         static uint8_t block[2000];
         ASSERT_QD_OK(qd_memset_async(s, reinterpret_cast<uint64_t>(block), 1, 1000 + i));
-        if (i % 2) { ASSERT_QD_OK(qd_trace_stop(c)); }
+        if (i % 2) {
+            ASSERT_QD_OK(qd_trace_stop(c));
+        }
         ASSERT_QD_OK(qd_context_destroy(c));
     }
     const std::string t = read_file(path_);
@@ -345,7 +349,8 @@ TEST_P(TraceTest, FullRing_DropsTheNewestAndCountsThem) {
     ASSERT_QD_OK(qd_stream_synchronize(stream_));
     const std::string t = read_file(path_);
     for (uint64_t n = 1; n <= 4; ++n) EXPECT_EQ(memsets(t, n), 1u) << "the oldest are kept: " << n;
-    for (uint64_t n = 5; n <= 6; ++n) EXPECT_EQ(memsets(t, n), 0u) << "the newest are dropped: " << n;
+    for (uint64_t n = 5; n <= 6; ++n)
+        EXPECT_EQ(memsets(t, n), 0u) << "the newest are dropped: " << n;
     EXPECT_EQ(count(t, "operations recorded 4, dropped 2 (QD_TRACE_CAPACITY 4)"), 1u);
     EXPECT_EQ(count(t, "trace full: 2 operations not recorded"), 1u);
     // Dropped operations still ran.
@@ -490,9 +495,7 @@ TEST_P(TraceTest, Alloc_SliceShowsTheBytesAskedFor) {
     ASSERT_QD_OK(qd_mem_free_async(stream_, b));
     ASSERT_QD_OK(qd_trace_stop(ctx_));
     const std::string t = read_file(path_);
-    EXPECT_EQ(count(t, "\"cat\":\"alloc\",\"args\":{\"origin\":\"api\",\"bytes\":3072}"),
-              1u)
-        << t;
+    EXPECT_EQ(count(t, "\"cat\":\"alloc\",\"args\":{\"origin\":\"api\",\"bytes\":3072}"), 1u) << t;
 }
 
 void stop_from_callback(void *p) {

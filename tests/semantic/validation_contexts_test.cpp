@@ -109,9 +109,9 @@ class ValidationContextsTest : public ValidationFixture {
     std::vector<qd_event> events_;
 };
 
-#define NEED_KERNELS()                                                                         \
-    do {                                                                                       \
-        if (!k1_ || !k2_) GTEST_SKIP() << "no test kernels for " << backend_name(GetParam());  \
+#define NEED_KERNELS()                                                                             \
+    do {                                                                                           \
+        if (!k1_ || !k2_) GTEST_SKIP() << "no test kernels for " << backend_name(GetParam());      \
     } while (0)
 
 // ---------------------------------------------------------------------------------------------

@@ -550,7 +550,8 @@ TEST_P(ValidationTest, FailMode_RefusedGraphLaunch_LeavesNoAccessBehind) {
     EXPECT_QD_OK(qd_graph_destroy(g));
 }
 
-TEST_P(ValidationTest, FailMode_ForkRefusedByAnExhaustedPool_QueuesNothing_ValidationNeverRefusesIt) {
+TEST_P(ValidationTest,
+       FailMode_ForkRefusedByAnExhaustedPool_QueuesNothing_ValidationNeverRefusesIt) {
     create(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL);
     qd_stream parent = stream();
     const uint64_t capacity = get_stats(ctx_).stream_pool_capacity;
@@ -662,7 +663,8 @@ TEST_P(ValidationTest, ThreadsEachOrderingTheirOwnStreams_NoReport) {
             uint64_t tmp = 0;
             for (int i = 0; i < rounds; ++i) {
                 EXPECT_QD_OK(qd_mem_alloc_async(a, 64, &tmp));
-                EXPECT_QD_OK(launch_write_value(a, kernels_->write_value(), shared[t], uint32_t(i)));
+                EXPECT_QD_OK(
+                    launch_write_value(a, kernels_->write_value(), shared[t], uint32_t(i)));
                 EXPECT_QD_OK(launch_add_value(a, kernels_->add_value(), tmp, common, 1));
                 EXPECT_QD_OK(qd_event_record(a, e));
                 EXPECT_QD_OK(qd_stream_wait_event(b, e));
@@ -702,8 +704,7 @@ TEST_P(ValidationTest, HandlerAndParamAccess_BadInput) {
     qd_context_desc desc = make_desc(GetParam(), 0, 2);
     qd_context plain = 0;
     ASSERT_QD_OK(qd_context_create(&desc, &plain));
-    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "validation is off",
-                  install(plain));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "validation is off", install(plain));
     EXPECT_EQ(get_stats(plain).hazards_reported, 0u);
     EXPECT_QD_OK(qd_context_destroy(plain));
 }

@@ -20,7 +20,9 @@ class DoubleDestroy : public ::testing::Test {
         path = cpu_module_path();
     }
     void TearDown() override {
-        if (ctx) { EXPECT_QD_OK(qd_context_destroy(ctx)); }
+        if (ctx) {
+            EXPECT_QD_OK(qd_context_destroy(ctx));
+        }
     }
 
     // Two threads call `destroy(h)` at the same moment, `iterations` times with fresh objects
@@ -35,10 +37,12 @@ class DoubleDestroy : public ::testing::Test {
         std::string first_bad;
         auto worker = [&](int id) {
             for (uint64_t i = 0; i < iterations; ++i) {
-                while (round.load(std::memory_order_acquire) < (int)(2 * i + 1)) std::this_thread::yield();
+                while (round.load(std::memory_order_acquire) < (int)(2 * i + 1))
+                    std::this_thread::yield();
                 results[id] = destroy(target.load());
                 arrived.fetch_add(1);
-                while (round.load(std::memory_order_acquire) < (int)(2 * i + 2)) std::this_thread::yield();
+                while (round.load(std::memory_order_acquire) < (int)(2 * i + 2))
+                    std::this_thread::yield();
             }
         };
         std::thread t0(worker, 0), t1(worker, 1);
@@ -51,7 +55,8 @@ class DoubleDestroy : public ::testing::Test {
             if (successes != 1) {
                 ++bad;
                 if (first_bad.empty())
-                    first_bad = std::string(qd_status_name(results[0])) + " / " + qd_status_name(results[1]);
+                    first_bad = std::string(qd_status_name(results[0])) + " / " +
+                                qd_status_name(results[1]);
             } else if (results[0] != loser && results[1] != loser) {
                 ++bad_loser;
             }
@@ -59,7 +64,8 @@ class DoubleDestroy : public ::testing::Test {
         }
         t0.join();
         t1.join();
-        EXPECT_EQ(bad, 0u) << what << ": pairs without exactly one success (first: " << first_bad << ")";
+        EXPECT_EQ(bad, 0u) << what << ": pairs without exactly one success (first: " << first_bad
+                           << ")";
         EXPECT_EQ(bad_loser, 0u) << what << ": the loser did not get " << qd_status_name(loser);
     }
 
@@ -120,120 +126,130 @@ TEST_F(DoubleDestroy, EveryDestroyTwice_SecondIsAnError) {
 }
 
 TEST_F(DoubleDestroy, StreamDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("stream", scaled(10000, 50),
-         [&] {
-             qd_stream s = 0;
-             EXPECT_EQ(qd_stream_create(ctx, nullptr, &s), QD_SUCCESS);
-             return s;
-         },
-         [](uint64_t h) { return qd_stream_destroy(h); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "stream", scaled(10000, 50),
+        [&] {
+            qd_stream s = 0;
+            EXPECT_EQ(qd_stream_create(ctx, nullptr, &s), QD_SUCCESS);
+            return s;
+        },
+        [](uint64_t h) { return qd_stream_destroy(h); }, QD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(get_stats(ctx).live_streams, 1u);
 }
 
 TEST_F(DoubleDestroy, StreamWithPendingWorkDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("busy stream", scaled(500, 20),
-         [&] {
-             qd_stream s = 0;
-             EXPECT_EQ(qd_stream_create(ctx, nullptr, &s), QD_SUCCESS);
-             EXPECT_EQ(enqueue_sleep_us(s, 50), QD_SUCCESS);
-             return s;
-         },
-         [](uint64_t h) { return qd_stream_destroy(h); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "busy stream", scaled(500, 20),
+        [&] {
+            qd_stream s = 0;
+            EXPECT_EQ(qd_stream_create(ctx, nullptr, &s), QD_SUCCESS);
+            EXPECT_EQ(enqueue_sleep_us(s, 50), QD_SUCCESS);
+            return s;
+        },
+        [](uint64_t h) { return qd_stream_destroy(h); }, QD_ERROR_INVALID_HANDLE);
     EXPECT_QD_OK(qd_context_synchronize(ctx));
     EXPECT_EQ(get_stats(ctx).live_streams, 1u);
 }
 
 TEST_F(DoubleDestroy, EventDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("event", scaled(10000, 50),
-         [&] {
-             qd_event e = 0;
-             EXPECT_EQ(qd_event_create(ctx, 0, &e), QD_SUCCESS);
-             EXPECT_EQ(qd_event_record(def, e), QD_SUCCESS);
-             return e;
-         },
-         [](uint64_t h) { return qd_event_destroy(h); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "event", scaled(10000, 50),
+        [&] {
+            qd_event e = 0;
+            EXPECT_EQ(qd_event_create(ctx, 0, &e), QD_SUCCESS);
+            EXPECT_EQ(qd_event_record(def, e), QD_SUCCESS);
+            return e;
+        },
+        [](uint64_t h) { return qd_event_destroy(h); }, QD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(get_stats(ctx).live_events, 0u);
 }
 
 TEST_F(DoubleDestroy, ReleaseFromTwoThreads_ExactlyOneSucceeds) {
-    race("lease", scaled(10000, 50),
-         [&] {
-             qd_stream l = 0;
-             EXPECT_EQ(qd_stream_acquire(ctx, &l), QD_SUCCESS);
-             return l;
-         },
-         [](uint64_t h) { return qd_stream_release(h); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "lease", scaled(10000, 50),
+        [&] {
+            qd_stream l = 0;
+            EXPECT_EQ(qd_stream_acquire(ctx, &l), QD_SUCCESS);
+            return l;
+        },
+        [](uint64_t h) { return qd_stream_release(h); }, QD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(get_stats(ctx).stream_pool_leased, 0u);
 }
 
 TEST_F(DoubleDestroy, KernelDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("kernel", scaled(10000, 50),
-         [&] {
-             qd_kernel k = 0;
-             EXPECT_EQ(qd_kernel_from_host_fn(ctx, &ok_kernel, "k", &k), QD_SUCCESS);
-             return k;
-         },
-         [](uint64_t h) { return qd_kernel_destroy(h); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "kernel", scaled(10000, 50),
+        [&] {
+            qd_kernel k = 0;
+            EXPECT_EQ(qd_kernel_from_host_fn(ctx, &ok_kernel, "k", &k), QD_SUCCESS);
+            return k;
+        },
+        [](uint64_t h) { return qd_kernel_destroy(h); }, QD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(get_stats(ctx).live_kernels, 0u);
 }
 
 TEST_F(DoubleDestroy, ModuleUnloadFromTwoThreads_ExactlyOneSucceeds) {
-    race("module", scaled(300, 20),
-         [&] {
-             qd_module m = 0;
-             EXPECT_EQ(qd_module_load(ctx, path.data(), path.size(), &m), QD_SUCCESS);
-             return m;
-         },
-         [](uint64_t h) { return qd_module_unload(h); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "module", scaled(300, 20),
+        [&] {
+            qd_module m = 0;
+            EXPECT_EQ(qd_module_load(ctx, path.data(), path.size(), &m), QD_SUCCESS);
+            return m;
+        },
+        [](uint64_t h) { return qd_module_unload(h); }, QD_ERROR_INVALID_HANDLE);
     EXPECT_EQ(get_stats(ctx).live_modules, 0u);
 }
 
 TEST_F(DoubleDestroy, MemFreeFromTwoThreads_ExactlyOneSucceeds) {
-    race("allocation", scaled(2000, 50),
-         [&] {
-             uint64_t a = 0;
-             EXPECT_EQ(qd_mem_alloc_async(def, 128, &a), QD_SUCCESS);
-             return a;
-         },
-         [this](uint64_t a) { return qd_mem_free_async(def, a); }, QD_ERROR_INVALID_ADDRESS);
+    race(
+        "allocation", scaled(2000, 50),
+        [&] {
+            uint64_t a = 0;
+            EXPECT_EQ(qd_mem_alloc_async(def, 128, &a), QD_SUCCESS);
+            return a;
+        },
+        [this](uint64_t a) { return qd_mem_free_async(def, a); }, QD_ERROR_INVALID_ADDRESS);
     EXPECT_QD_OK(qd_stream_synchronize(def));
     EXPECT_EQ(get_stats(ctx).live_allocations, 0u);
 }
 
 TEST_F(DoubleDestroy, HostFreeFromTwoThreads_ExactlyOneSucceeds) {
-    race("host block", scaled(2000, 50),
-         [&] {
-             void *p = nullptr;
-             EXPECT_EQ(qd_host_alloc(ctx, 128, &p), QD_SUCCESS);
-             return (uint64_t)(uintptr_t)p;
-         },
-         [this](uint64_t p) { return qd_host_free(ctx, reinterpret_cast<void *>((uintptr_t)p)); },
-         QD_ERROR_INVALID_ADDRESS);
+    race(
+        "host block", scaled(2000, 50),
+        [&] {
+            void *p = nullptr;
+            EXPECT_EQ(qd_host_alloc(ctx, 128, &p), QD_SUCCESS);
+            return (uint64_t)(uintptr_t)p;
+        },
+        [this](uint64_t p) { return qd_host_free(ctx, reinterpret_cast<void *>((uintptr_t)p)); },
+        QD_ERROR_INVALID_ADDRESS);
     EXPECT_EQ(get_stats(ctx).host_bytes_allocated, 0u);
 }
 
 TEST_F(DoubleDestroy, ContextDestroyFromTwoThreads_ExactlyOneSucceeds) {
-    race("context", scaled(100, 10),
-         [&] {
-             qd_context c = 0;
-             qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
-             EXPECT_EQ(qd_context_create(&desc, &c), QD_SUCCESS);
-             qd_stream s = 0;
-             EXPECT_EQ(qd_stream_create(c, nullptr, &s), QD_SUCCESS);
-             EXPECT_EQ(enqueue_sleep_us(s, 100), QD_SUCCESS);
-             return c;
-         },
-         [](uint64_t h) { return qd_context_destroy(h); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "context", scaled(100, 10),
+        [&] {
+            qd_context c = 0;
+            qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
+            EXPECT_EQ(qd_context_create(&desc, &c), QD_SUCCESS);
+            qd_stream s = 0;
+            EXPECT_EQ(qd_stream_create(c, nullptr, &s), QD_SUCCESS);
+            EXPECT_EQ(enqueue_sleep_us(s, 100), QD_SUCCESS);
+            return c;
+        },
+        [](uint64_t h) { return qd_context_destroy(h); }, QD_ERROR_INVALID_HANDLE);
 }
 
 TEST_F(DoubleDestroy, JoinFromTwoThreads_ExactlyOneSucceeds) {
-    race("join", scaled(1000, 30),
-         [&] {
-             qd_stream l = 0;
-             EXPECT_EQ(qd_stream_acquire(ctx, &l), QD_SUCCESS);
-             return l;
-         },
-         [this](uint64_t l) { return qd_stream_join(def, &l, 1); }, QD_ERROR_INVALID_HANDLE);
+    race(
+        "join", scaled(1000, 30),
+        [&] {
+            qd_stream l = 0;
+            EXPECT_EQ(qd_stream_acquire(ctx, &l), QD_SUCCESS);
+            return l;
+        },
+        [this](uint64_t l) { return qd_stream_join(def, &l, 1); }, QD_ERROR_INVALID_HANDLE);
     EXPECT_QD_OK(qd_stream_synchronize(def));
     EXPECT_EQ(get_stats(ctx).stream_pool_leased, 0u);
 }

@@ -46,7 +46,9 @@ TEST_F(Leaks, StreamCreateDestroy_CountersBackAtBaseline) {
     for (uint64_t i = 0; i < n; ++i) {
         qd_stream s = 0;
         ASSERT_QD_OK(qd_stream_create(ctx, nullptr, &s));
-        if (i % 64 == 0) { ASSERT_QD_OK(enqueue_sleep_us(s, 0)); }  // sometimes with pending work
+        if (i % 64 == 0) {
+            ASSERT_QD_OK(enqueue_sleep_us(s, 0));
+        }  // sometimes with pending work
         ASSERT_QD_OK(qd_stream_destroy(s));
     }
 }
@@ -55,7 +57,9 @@ TEST_F(Leaks, EventCreateRecordDestroy_CountersBackAtBaseline) {
     for (uint64_t i = 0; i < n; ++i) {
         qd_event e = 0;
         ASSERT_QD_OK(qd_event_create(ctx, i % 2 ? QD_EVENT_TIMING : 0, &e));
-        if (i % 16 == 0) { ASSERT_QD_OK(qd_event_record(def, e)); }
+        if (i % 16 == 0) {
+            ASSERT_QD_OK(qd_event_record(def, e));
+        }
         ASSERT_QD_OK(qd_event_destroy(e));
     }
 }
@@ -64,7 +68,9 @@ TEST_F(Leaks, KernelFromHostFnDestroy_CountersBackAtBaseline) {
     for (uint64_t i = 0; i < n; ++i) {
         qd_kernel k = 0;
         ASSERT_QD_OK(qd_kernel_from_host_fn(ctx, &ok_kernel, "leak", &k));
-        if (i % 64 == 0) { ASSERT_QD_OK(qd_launch(def, k, nullptr, nullptr, 0)); }
+        if (i % 64 == 0) {
+            ASSERT_QD_OK(qd_launch(def, k, nullptr, nullptr, 0));
+        }
         ASSERT_QD_OK(qd_kernel_destroy(k));
     }
 }
@@ -77,7 +83,9 @@ TEST_F(Leaks, ModuleLoadKernelGetUnload_CountersBackAtBaseline) {
         ASSERT_QD_OK(qd_module_load(ctx, path.data(), path.size(), &m));
         qd_kernel k = 0;
         ASSERT_QD_OK(qd_kernel_get(m, "qd_test_noop", &k));
-        if (i % 2) { ASSERT_QD_OK(qd_kernel_destroy(k)); }  // else unload destroys it
+        if (i % 2) {
+            ASSERT_QD_OK(qd_kernel_destroy(k));
+        }  // else unload destroys it
         ASSERT_QD_OK(qd_module_unload(m));
     }
     qd_module m = 0;
@@ -104,7 +112,9 @@ TEST_F(Leaks, ForkJoin_CountersBackAtBaseline) {
         qd_stream kids[3];
         ASSERT_QD_OK(qd_stream_fork(def, 3, kids));
         ASSERT_QD_OK(qd_stream_join(def, kids, 3));
-        if (i % 256 == 0) { ASSERT_QD_OK(qd_stream_synchronize(def)); }
+        if (i % 256 == 0) {
+            ASSERT_QD_OK(qd_stream_synchronize(def));
+        }
     }
     ASSERT_QD_OK(qd_stream_synchronize(def));
     qd_context_stats st = get_stats(ctx);
@@ -122,7 +132,9 @@ TEST_F(Leaks, LaunchParallel_CountersBackAtBaseline) {
             tasks[j].group = j;
         }
         ASSERT_QD_OK(qd_launch_parallel(def, tasks, 3));
-        if (i % 256 == 0) { ASSERT_QD_OK(qd_stream_synchronize(def)); }
+        if (i % 256 == 0) {
+            ASSERT_QD_OK(qd_stream_synchronize(def));
+        }
     }
     ASSERT_QD_OK(qd_stream_synchronize(def));
     ASSERT_QD_OK(qd_kernel_destroy(k));
@@ -133,7 +145,9 @@ TEST_F(Leaks, MemAllocFree_CountersBackAtBaseline) {
         uint64_t a = 0;
         ASSERT_QD_OK(qd_mem_alloc_async(def, 1 + (i % 4096), &a));
         ASSERT_QD_OK(qd_mem_free_async(def, a));
-        if (i % 1024 == 0) { ASSERT_QD_OK(qd_stream_synchronize(def)); }
+        if (i % 1024 == 0) {
+            ASSERT_QD_OK(qd_stream_synchronize(def));
+        }
     }
 }
 
@@ -152,7 +166,9 @@ TEST_F(Leaks, LaunchAndHostFn_ArgumentCopiesAreFreed) {
     for (uint64_t i = 0; i < n; ++i) {
         qd_arg args[2] = {{blob.data(), blob.size()}, {&i, sizeof i}};
         ASSERT_QD_OK(qd_launch(def, k, nullptr, args, 2));
-        if (i % 1024 == 0) { ASSERT_QD_OK(qd_stream_synchronize(def)); }
+        if (i % 1024 == 0) {
+            ASSERT_QD_OK(qd_stream_synchronize(def));
+        }
     }
     ASSERT_QD_OK(qd_stream_synchronize(def));
     ASSERT_QD_OK(qd_kernel_destroy(k));

@@ -75,53 +75,73 @@ TEST(Threads, ManyThreadsOnOneContext_CreateDestroyLaunchRecord_CountersBackToBa
                 case 0: {  // create a stream into a slot, destroy the one it replaces
                     qd_stream s = 0;
                     qd_status st = qd_stream_create(ctx, nullptr, &s);
-                    if (st != QD_SUCCESS) { tally.bad("stream_create", st); break; }
+                    if (st != QD_SUCCESS) {
+                        tally.bad("stream_create", st);
+                        break;
+                    }
                     uint64_t old = streams[slot].exchange(s);
-                    if (old && (st = qd_stream_destroy(old)) != QD_SUCCESS) tally.bad("stream_destroy(replaced)", st);
+                    if (old && (st = qd_stream_destroy(old)) != QD_SUCCESS)
+                        tally.bad("stream_destroy(replaced)", st);
                     break;
                 }
                 case 1: {
                     uint64_t old = streams[slot].exchange(0);
                     qd_status st;
-                    if (old && (st = qd_stream_destroy(old)) != QD_SUCCESS) tally.bad("stream_destroy", st);
+                    if (old && (st = qd_stream_destroy(old)) != QD_SUCCESS)
+                        tally.bad("stream_destroy", st);
                     break;
                 }
                 case 2: {
                     qd_status st = launch_spin(streams[slot].load(), k->spin(), rng() % 20);
-                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("launch(shared)", st);
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE}))
+                        tally.bad("launch(shared)", st);
                     break;
                 }
                 case 3: {
-                    qd_status st = qd_event_record(streams[slot].load(), events[rng() % kSlots].load());
-                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("event_record", st);
+                    qd_status st =
+                        qd_event_record(streams[slot].load(), events[rng() % kSlots].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE}))
+                        tally.bad("event_record", st);
                     break;
                 }
                 case 4: {
-                    qd_status st = qd_stream_wait_event(streams[slot].load(), events[rng() % kSlots].load());
-                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("wait_event", st);
+                    qd_status st =
+                        qd_stream_wait_event(streams[slot].load(), events[rng() % kSlots].load());
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE}))
+                        tally.bad("wait_event", st);
                     break;
                 }
                 case 5: {
                     qd_event e = 0;
                     qd_status st = qd_event_create(ctx, rng() % 2 ? QD_EVENT_TIMING : 0, &e);
-                    if (st != QD_SUCCESS) { tally.bad("event_create", st); break; }
+                    if (st != QD_SUCCESS) {
+                        tally.bad("event_create", st);
+                        break;
+                    }
                     uint64_t old = events[slot].exchange(e);
-                    if (old && (st = qd_event_destroy(old)) != QD_SUCCESS) tally.bad("event_destroy", st);
+                    if (old && (st = qd_event_destroy(old)) != QD_SUCCESS)
+                        tally.bad("event_destroy", st);
                     break;
                 }
                 case 6: {
                     qd_status st = qd_stream_query(streams[slot].load());
-                    if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE})) tally.bad("stream_query", st);
+                    if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE}))
+                        tally.bad("stream_query", st);
                     st = qd_event_query(events[slot].load());
-                    if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE})) tally.bad("event_query", st);
+                    if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE}))
+                        tally.bad("event_query", st);
                     break;
                 }
                 case 7: {
                     qd_stream l = 0;
                     qd_status st = qd_stream_acquire(ctx, &l);
                     if (st == QD_ERROR_POOL_EXHAUSTED) break;
-                    if (st != QD_SUCCESS) { tally.bad("acquire", st); break; }
-                    if ((st = launch_spin(l, k->spin(), 5)) != QD_SUCCESS) tally.bad("launch(lease)", st);
+                    if (st != QD_SUCCESS) {
+                        tally.bad("acquire", st);
+                        break;
+                    }
+                    if ((st = launch_spin(l, k->spin(), 5)) != QD_SUCCESS)
+                        tally.bad("launch(lease)", st);
                     if ((st = qd_stream_release(l)) != QD_SUCCESS) tally.bad("release", st);
                     break;
                 }
@@ -129,17 +149,26 @@ TEST(Threads, ManyThreadsOnOneContext_CreateDestroyLaunchRecord_CountersBackToBa
                     qd_stream kids[2];
                     qd_status st = qd_stream_fork(own, 2, kids);
                     if (st == QD_ERROR_POOL_EXHAUSTED) break;
-                    if (st != QD_SUCCESS) { tally.bad("fork", st); break; }
-                    if ((st = launch_add_one(kids[0], k->add_one(), counter, 1)) != QD_SUCCESS) tally.bad("launch(kid)", st);
-                    else ++adds;
+                    if (st != QD_SUCCESS) {
+                        tally.bad("fork", st);
+                        break;
+                    }
+                    if ((st = launch_add_one(kids[0], k->add_one(), counter, 1)) != QD_SUCCESS)
+                        tally.bad("launch(kid)", st);
+                    else
+                        ++adds;
                     if ((st = qd_stream_join(own, kids, 2)) != QD_SUCCESS) tally.bad("join", st);
                     break;
                 }
                 case 9: {
                     uint64_t a = 0;
                     qd_status st = qd_mem_alloc_async(own, 64 + rng() % 1000, &a);
-                    if (st != QD_SUCCESS) { tally.bad("mem_alloc", st); break; }
-                    if ((st = qd_memset_async(own, a, 1, 64)) != QD_SUCCESS) tally.bad("memset", st);
+                    if (st != QD_SUCCESS) {
+                        tally.bad("mem_alloc", st);
+                        break;
+                    }
+                    if ((st = qd_memset_async(own, a, 1, 64)) != QD_SUCCESS)
+                        tally.bad("memset", st);
                     if ((st = qd_mem_free_async(own, a)) != QD_SUCCESS) tally.bad("mem_free", st);
                     break;
                 }
@@ -150,8 +179,10 @@ TEST(Threads, ManyThreadsOnOneContext_CreateDestroyLaunchRecord_CountersBackToBa
                     task_add_value(&tasks[1], &storage[1], 1, k->add_value(), counter, counter, 1);
                     task_spin(&tasks[2], &storage[2], 2, k->spin(), 1);
                     qd_status st = qd_launch_parallel(own, tasks, 3);
-                    if (st == QD_SUCCESS) ++adds;
-                    else if (st != QD_ERROR_POOL_EXHAUSTED) tally.bad("launch_parallel", st);
+                    if (st == QD_SUCCESS)
+                        ++adds;
+                    else if (st != QD_ERROR_POOL_EXHAUSTED)
+                        tally.bad("launch_parallel", st);
                     break;
                 }
                 case 11: {
@@ -164,22 +195,28 @@ TEST(Threads, ManyThreadsOnOneContext_CreateDestroyLaunchRecord_CountersBackToBa
                 }
                 case 12: {
                     qd_status st = qd_launch_host_fn(streams[slot].load(), &count_cb, &callbacks);
-                    if (st == QD_SUCCESS) callbacks_queued.fetch_add(1);
-                    else if (st != QD_ERROR_INVALID_HANDLE) tally.bad("launch_host_fn", st);
+                    if (st == QD_SUCCESS)
+                        callbacks_queued.fetch_add(1);
+                    else if (st != QD_ERROR_INVALID_HANDLE)
+                        tally.bad("launch_host_fn", st);
                     break;
                 }
                 case 13: {
                     qd_status st = launch_add_one(own, k->add_one(), counter, 1);
-                    if (st == QD_SUCCESS) ++adds;
-                    else tally.bad("launch(own)", st);
+                    if (st == QD_SUCCESS)
+                        ++adds;
+                    else
+                        tally.bad("launch(own)", st);
                     break;
                 }
                 case 14: {
                     if (rng() % 8) break;  // synchronising is slow: do it rarely
                     qd_status st = qd_stream_synchronize(streams[slot].load());
-                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("stream_synchronize", st);
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE}))
+                        tally.bad("stream_synchronize", st);
                     st = qd_event_synchronize(events[slot].load());
-                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("event_synchronize", st);
+                    if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE}))
+                        tally.bad("event_synchronize", st);
                     break;
                 }
                 }
@@ -191,19 +228,26 @@ TEST(Threads, ManyThreadsOnOneContext_CreateDestroyLaunchRecord_CountersBackToBa
             private_results[t] = result;
             private_expected[t] = adds;
             if ((st = qd_mem_free_async(own, counter)) != QD_SUCCESS) tally.bad("free own", st);
-            if ((st = qd_stream_set_active(ctx, def, nullptr)) != QD_SUCCESS) tally.bad("restore active", st);
+            if ((st = qd_stream_set_active(ctx, def, nullptr)) != QD_SUCCESS)
+                tally.bad("restore active", st);
             if ((st = qd_stream_destroy(own)) != QD_SUCCESS) tally.bad("destroy own", st);
         });
     }
     for (std::thread &th : threads) th.join();
     for (int i = 0; i < kSlots; ++i) {
-        if (uint64_t s = streams[i].exchange(0)) { EXPECT_QD_OK(qd_stream_destroy(s)); }
-        if (uint64_t e = events[i].exchange(0)) { EXPECT_QD_OK(qd_event_destroy(e)); }
+        if (uint64_t s = streams[i].exchange(0)) {
+            EXPECT_QD_OK(qd_stream_destroy(s));
+        }
+        if (uint64_t e = events[i].exchange(0)) {
+            EXPECT_QD_OK(qd_event_destroy(e));
+        }
     }
     EXPECT_QD_OK(qd_context_synchronize(ctx));
-    for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    for (const auto &u : tally.unexpected)
+        ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
     for (int t = 0; t < kThreads; ++t)
-        EXPECT_EQ(private_results[t], private_expected[t]) << "thread " << t << "'s private counter";
+        EXPECT_EQ(private_results[t], private_expected[t])
+            << "thread " << t << "'s private counter";
     EXPECT_EQ(callbacks.load(), callbacks_queued.load()) << "queued callbacks that never ran";
     const qd_context_stats end = get_stats(ctx);
     EXPECT_EQ(end.live_streams, base.live_streams);
@@ -228,29 +272,39 @@ TEST(Threads, ManyThreadsCreatingAndDestroyingContexts_StaleHandlesFailCleanly) 
                 qd_context c = 0;
                 qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
                 qd_status st = qd_context_create(&desc, &c);
-                if (st != QD_SUCCESS) { tally.bad("context_create", st); continue; }
+                if (st != QD_SUCCESS) {
+                    tally.bad("context_create", st);
+                    continue;
+                }
                 qd_stream s = 0;
-                if ((st = qd_stream_create(c, nullptr, &s)) != QD_SUCCESS) tally.bad("stream_create", st);
+                if ((st = qd_stream_create(c, nullptr, &s)) != QD_SUCCESS)
+                    tally.bad("stream_create", st);
                 if ((st = enqueue_sleep_us(s, 100)) != QD_SUCCESS) tally.bad("host_fn", st);
                 last_stream.store(s);
                 last_ctx.store(c);
                 // Use another thread's (possibly destroyed) objects.
                 qd_stream other = last_stream.load();
                 st = qd_launch_host_fn(other, &count_cb, &g_sink);
-                if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("host_fn(other)", st);
+                if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE}))
+                    tally.bad("host_fn(other)", st);
                 st = qd_stream_query(other);
-                if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE})) tally.bad("query(other)", st);
+                if (!one_of(st, {QD_SUCCESS, QD_NOT_READY, QD_ERROR_INVALID_HANDLE}))
+                    tally.bad("query(other)", st);
                 qd_context_stats stats = QD_CONTEXT_STATS_INIT;
                 st = qd_context_get_stats(last_ctx.load(), &stats);
-                if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE})) tally.bad("get_stats(other)", st);
-                if (t % 2 && (st = qd_stream_destroy(s)) != QD_SUCCESS) tally.bad("stream_destroy", st);
+                if (!one_of(st, {QD_SUCCESS, QD_ERROR_INVALID_HANDLE}))
+                    tally.bad("get_stats(other)", st);
+                if (t % 2 && (st = qd_stream_destroy(s)) != QD_SUCCESS)
+                    tally.bad("stream_destroy", st);
                 if ((st = qd_context_destroy(c)) != QD_SUCCESS) tally.bad("context_destroy", st);
-                if ((st = qd_stream_query(s)) != QD_ERROR_INVALID_HANDLE) tally.bad("query(destroyed)", st);
+                if ((st = qd_stream_query(s)) != QD_ERROR_INVALID_HANDLE)
+                    tally.bad("query(destroyed)", st);
             }
         });
     }
     for (std::thread &th : threads) th.join();
-    for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    for (const auto &u : tally.unexpected)
+        ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
 }
 
 // A call racing with the destruction of an object it names either completes as if it came
@@ -274,8 +328,10 @@ TEST(Threads, LaunchesRacingContextDestroy_EveryAcceptedCallbackRunsBeforeDestro
                 while (!stop.load()) {
                     qd_stream target = t % 2 ? s : def;
                     qd_status st = qd_launch_host_fn(target, &count_cb, &ran);
-                    if (st == QD_SUCCESS) accepted.fetch_add(1);
-                    else if (st != QD_ERROR_INVALID_HANDLE) tally.bad("launch_host_fn", st);
+                    if (st == QD_SUCCESS)
+                        accepted.fetch_add(1);
+                    else if (st != QD_ERROR_INVALID_HANDLE)
+                        tally.bad("launch_host_fn", st);
                     if (st == QD_ERROR_INVALID_HANDLE) break;
                 }
             });
@@ -285,9 +341,12 @@ TEST(Threads, LaunchesRacingContextDestroy_EveryAcceptedCallbackRunsBeforeDestro
         const uint64_t ran_at_destroy = ran.load();
         stop.store(true);
         for (std::thread &th : threads) th.join();
-        EXPECT_EQ(ran.load(), accepted.load()) << "round " << r << ": accepted callbacks that never ran";
-        EXPECT_EQ(ran_at_destroy, ran.load()) << "round " << r << ": callbacks ran after qd_context_destroy returned";
-        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+        EXPECT_EQ(ran.load(), accepted.load())
+            << "round " << r << ": accepted callbacks that never ran";
+        EXPECT_EQ(ran_at_destroy, ran.load())
+            << "round " << r << ": callbacks ran after qd_context_destroy returned";
+        for (const auto &u : tally.unexpected)
+            ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
     }
 }
 
@@ -313,9 +372,12 @@ TEST(Threads, LaunchesRacingStreamDestroyAndRelease_EveryAcceptedCallbackRuns) {
                 while (!go.load()) std::this_thread::yield();
                 for (int i = 0; i < 200; ++i) {
                     qd_status st = qd_launch_host_fn(s, &count_cb, &ran);
-                    if (st == QD_SUCCESS) accepted.fetch_add(1);
-                    else if (st == QD_ERROR_INVALID_HANDLE) break;
-                    else tally.bad("launch_host_fn", st);
+                    if (st == QD_SUCCESS)
+                        accepted.fetch_add(1);
+                    else if (st == QD_ERROR_INVALID_HANDLE)
+                        break;
+                    else
+                        tally.bad("launch_host_fn", st);
                 }
             });
         }
@@ -327,7 +389,8 @@ TEST(Threads, LaunchesRacingStreamDestroyAndRelease_EveryAcceptedCallbackRuns) {
     }
     EXPECT_QD_OK(qd_context_synchronize(c));
     EXPECT_EQ(ran.load(), accepted.load()) << "accepted callbacks that never ran";
-    for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+    for (const auto &u : tally.unexpected)
+        ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
     EXPECT_EQ(get_stats(c).stream_pool_leased, 0u);
     EXPECT_QD_OK(qd_context_destroy(c));
 }
@@ -393,7 +456,8 @@ TEST(Threads, AllocationsRacingContextDestroy_NothingLeaks) {
         ASSERT_QD_OK(qd_context_destroy(c));
         stop.store(true);
         for (std::thread &th : threads) th.join();
-        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+        for (const auto &u : tally.unexpected)
+            ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
     }
 }
 
@@ -437,7 +501,8 @@ TEST(Threads, LeasesCyclingRacingContextDestroy_AllEndInvalid) {
         ASSERT_QD_OK(qd_context_destroy(c));
         stop.store(true);
         for (std::thread &th : threads) th.join();
-        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+        for (const auto &u : tally.unexpected)
+            ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
         for (qd_stream lease : held) {
             EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_release(lease));
             EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_stream_query(lease));
@@ -474,8 +539,15 @@ TEST(Threads, CreationsRacingContextDestroy_EveryChildHandleIsInvalidAfterwards)
                     case 0: st = qd_stream_create(c, nullptr, &h); break;
                     case 1: st = qd_event_create(c, 0, &h); break;
                     case 2: st = qd_stream_acquire(c, &h); break;
-                    case 3: st = qd_kernel_from_host_fn(c, [](const qd_host_kernel_info *, void *const *) { return 0; }, "k", &h); break;
-                    case 4: st = qd_stream_fork(parent, 1, &kid); h = kid; break;
+                    case 3:
+                        st = qd_kernel_from_host_fn(
+                            c, [](const qd_host_kernel_info *, void *const *) { return 0; }, "k",
+                            &h);
+                        break;
+                    case 4:
+                        st = qd_stream_fork(parent, 1, &kid);
+                        h = kid;
+                        break;
                     default: st = qd_module_load(c, path.data(), path.size(), &h); break;
                     }
                     if (st == QD_SUCCESS) {
@@ -496,8 +568,9 @@ TEST(Threads, CreationsRacingContextDestroy_EveryChildHandleIsInvalidAfterwards)
         int still_valid = 0;
         std::string first;
         std::map<std::string, int> by_kind;
-        static const char *kind_names[] = {"qd_stream_create", "qd_event_create", "qd_stream_acquire",
-                                           "qd_kernel_from_host_fn", "qd_stream_fork", "qd_module_load"};
+        static const char *kind_names[] = {"qd_stream_create",  "qd_event_create",
+                                           "qd_stream_acquire", "qd_kernel_from_host_fn",
+                                           "qd_stream_fork",    "qd_module_load"};
         for (const auto &m : made) {
             qd_status st;
             switch (m.first) {
@@ -511,9 +584,12 @@ TEST(Threads, CreationsRacingContextDestroy_EveryChildHandleIsInvalidAfterwards)
                 ++by_kind[std::string(kind_names[m.first]) + " -> " + qd_status_name(st)];
             }
         }
-        for (const auto &k : by_kind) first += " [" + k.first + " x" + std::to_string(k.second) + "]";
-        EXPECT_EQ(still_valid, 0) << "round " << r << ": children of a destroyed context still valid:" << first;
-        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+        for (const auto &k : by_kind)
+            first += " [" + k.first + " x" + std::to_string(k.second) + "]";
+        EXPECT_EQ(still_valid, 0) << "round " << r
+                                  << ": children of a destroyed context still valid:" << first;
+        for (const auto &u : tally.unexpected)
+            ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
     }
 }
 
@@ -555,7 +631,8 @@ TEST(Threads, KernelGetRacingModuleUnload_NoKernelOutlivesTheUnload) {
         getter.join();
         for (qd_kernel k : got)
             if (qd_launch(s, k, nullptr, nullptr, 0) != QD_ERROR_INVALID_HANDLE) ++still_valid;
-        for (const auto &u : tally.unexpected) ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
+        for (const auto &u : tally.unexpected)
+            ADD_FAILURE() << "unexpected status: " << u.first << " x" << u.second;
     }
     EXPECT_EQ(still_valid, 0) << "kernels still launchable after their module's unload returned";
     ASSERT_QD_OK(qd_context_synchronize(c));

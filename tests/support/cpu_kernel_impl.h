@@ -51,9 +51,10 @@ inline int32_t add_one(const qd_host_kernel_info *info, void *const *args) {
     uint32_t n = arg<uint32_t>(args, 1);
     uint64_t block_threads = (uint64_t)info->block_dim[0] * info->block_dim[1] * info->block_dim[2];
     uint64_t blocks = (uint64_t)info->grid_dim[0] * info->grid_dim[1] * info->grid_dim[2];
-    uint64_t block_linear = info->block_idx[0] +
-                            (uint64_t)info->grid_dim[0] *
-                                (info->block_idx[1] + (uint64_t)info->grid_dim[1] * info->block_idx[2]);
+    uint64_t block_linear =
+        info->block_idx[0] +
+        (uint64_t)info->grid_dim[0] *
+            (info->block_idx[1] + (uint64_t)info->grid_dim[1] * info->block_idx[2]);
     uint64_t stride = block_threads * blocks;
     for (uint64_t t = 0; t < block_threads; ++t)
         for (uint64_t i = block_linear * block_threads + t; i < n; i += stride) data[i] += 1;
@@ -83,7 +84,8 @@ inline int32_t spin_write(const qd_host_kernel_info *info, void *const *args) {
 
 // (u64 uint32_t* dst, u64 uint32_t* src, u32 add): *dst = *src + add.
 inline int32_t add_value(const qd_host_kernel_info *info, void *const *args) {
-    if (first_thread_of_grid(info)) *ptr<uint32_t>(args, 0) = *ptr<uint32_t>(args, 1) + arg<uint32_t>(args, 2);
+    if (first_thread_of_grid(info))
+        *ptr<uint32_t>(args, 0) = *ptr<uint32_t>(args, 1) + arg<uint32_t>(args, 2);
     return 0;
 }
 

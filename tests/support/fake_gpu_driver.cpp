@@ -59,7 +59,6 @@ void Fake::reset() {
     sticky = kOk;
 }
 
-
 Result inject() {
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     ++g_fake.calls;
@@ -67,9 +66,9 @@ Result inject() {
     if (g_fake.fail_at != 0 && g_fake.calls == g_fake.fail_at) return g_fake.fail_code;
     return kOk;
 }
-#define INJECT()                                                                               \
-    do {                                                                                       \
-        if (Result r_ = inject(); r_ != kOk) return r_;                                        \
+#define INJECT()                                                                                   \
+    do {                                                                                           \
+        if (Result r_ = inject(); r_ != kOk) return r_;                                            \
     } while (0)
 
 struct Param2 {
@@ -79,7 +78,10 @@ struct Param2 {
 const Param2 kFunctions[] = {{"k0", {}}, {"k2", {8, 4}}, {"k1", {8}}};
 
 Result f_init(unsigned) { return kOk; }
-Result f_driver_get_version(int *v) { *v = 13000; return kOk; }
+Result f_driver_get_version(int *v) {
+    *v = 13000;
+    return kOk;
+}
 Result f_get_error_name(Result e, const char **n) {
     switch (e) {
     case kOutOfMemory: *n = "CUDA_ERROR_OUT_OF_MEMORY"; return kOk;
@@ -96,8 +98,14 @@ Result f_get_error_string(Result e, const char **s) {
     *s = "fake description";
     return kOk;
 }
-Result f_device_get_count(int *n) { *n = 2; return kOk; }
-Result f_device_get(gpu::NativeDevice *d, int ordinal) { *d = ordinal; return kOk; }
+Result f_device_get_count(int *n) {
+    *n = 2;
+    return kOk;
+}
+Result f_device_get(gpu::NativeDevice *d, int ordinal) {
+    *d = ordinal;
+    return kOk;
+}
 Result f_device_get_name(char *name, int len, gpu::NativeDevice) {
     snprintf(name, len, "Fake GPU");
     return kOk;
@@ -106,7 +114,10 @@ Result f_device_get_attribute(int *v, int attr, gpu::NativeDevice) {
     *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132 : -1;
     return *v < 0 ? kInvalidValue : kOk;
 }
-Result f_device_total_mem(size_t *b, gpu::NativeDevice) { *b = size_t{80} << 30; return kOk; }
+Result f_device_total_mem(size_t *b, gpu::NativeDevice) {
+    *b = size_t{80} << 30;
+    return kOk;
+}
 Result f_primary_retain(gpu::NativeContext *c, gpu::NativeDevice device) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
@@ -124,7 +135,10 @@ Result f_ctx_get_current(gpu::NativeContext *c) {
     *c = t_current;
     return kOk;
 }
-Result f_ctx_set_current(gpu::NativeContext c) { t_current = c; return kOk; }
+Result f_ctx_set_current(gpu::NativeContext c) {
+    t_current = c;
+    return kOk;
+}
 Result f_ctx_push(gpu::NativeContext c) {
     t_stack.push_back(t_current);
     t_current = c;
@@ -243,7 +257,8 @@ Result f_module_load(gpu::NativeModule *m, const void *image, unsigned n, int *o
     }
     if (text.find("bad") != std::string::npos) {
         for (unsigned i = 0; i < n; ++i)
-            if (options[i] == 5) snprintf(static_cast<char *>(values[i]), 64, "line 1: syntax error");
+            if (options[i] == 5)
+                snprintf(static_cast<char *>(values[i]), 64, "line 1: syntax error");
         return kInvalidPtx;
     }
     auto *mod = new std::string(text);
@@ -506,10 +521,8 @@ Result f_host_free(void *p) {
 }
 
 const gpu::ErrorRule kRules[] = {
-    {kOutOfMemory, QD_ERROR_OUT_OF_MEMORY, false},
-    {kInvalidPtx, QD_ERROR_INVALID_IMAGE, false},
-    {kNotFound, QD_ERROR_NOT_FOUND, false},
-    {kIllegalAddress, QD_ERROR_DEVICE_LOST, true},
+    {kOutOfMemory, QD_ERROR_OUT_OF_MEMORY, false}, {kInvalidPtx, QD_ERROR_INVALID_IMAGE, false},
+    {kNotFound, QD_ERROR_NOT_FOUND, false},        {kIllegalAddress, QD_ERROR_DEVICE_LOST, true},
     {kUnknown, QD_ERROR_INTERNAL, false},
 };
 

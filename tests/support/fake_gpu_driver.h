@@ -57,7 +57,7 @@ struct FakeStream {
     unsigned flags = 0;
     int priority = 0;
     gpu::NativeContext ctx = nullptr;
-    int pending = 0;  // queued work not yet complete
+    int pending = 0;                 // queued work not yet complete
     FakeCapture *capture = nullptr;  // the stream capture it records into
 };
 struct FakeEvent {
@@ -111,8 +111,8 @@ struct Fake {
     int dead_stream_calls = 0;  // query/synchronize on a stream already destroyed
     std::vector<FakeLaunch> launches;
     std::set<std::string> loaded_functions;  // by func_load
-    std::string last_image;  // what module_load_data read (up to the NUL)
-    int work_per_launch = 0;  // 1: launches leave the stream busy until synchronized
+    std::string last_image;                  // what module_load_data read (up to the NUL)
+    int work_per_launch = 0;                 // 1: launches leave the stream busy until synchronized
     bool backed_memory = false;  // device allocations are malloc'd host memory; copies are real
 
     // Graphs. A stream capture records launches and host functions into its graph; a stream

@@ -93,25 +93,29 @@ bool message_is_marker() { return t_marker == qd_last_error_message(); }
     }
     if (expected >= 0) return ::testing::AssertionSuccess();
     const char *msg = qd_last_error_message();
-    if (msg == nullptr) return ::testing::AssertionFailure() << call_text << ": qd_last_error_message() is NULL";
-    if (*msg == '\0') return ::testing::AssertionFailure() << call_text << ": error message is empty";
+    if (msg == nullptr)
+        return ::testing::AssertionFailure() << call_text << ": qd_last_error_message() is NULL";
+    if (*msg == '\0')
+        return ::testing::AssertionFailure() << call_text << ": error message is empty";
     if (message_is_marker())
         return ::testing::AssertionFailure()
-               << call_text << ": the failing call did not write its own message (still: \"" << msg << "\")";
+               << call_text << ": the failing call did not write its own message (still: \"" << msg
+               << "\")";
     if (!keywords || !*keywords) return ::testing::AssertionSuccess();
     std::string m = lower(msg);
     std::string all = keywords;
     size_t start = 0;
     while (start <= all.size()) {
         size_t bar = all.find('|', start);
-        std::string kw = lower(all.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+        std::string kw =
+            lower(all.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
         if (!kw.empty() && m.find(kw) != std::string::npos) return ::testing::AssertionSuccess();
         if (bar == std::string::npos) break;
         start = bar + 1;
     }
-    return ::testing::AssertionFailure() << call_text << " -> " << qd_status_name(actual)
-                                         << ": message \"" << msg << "\" mentions none of \""
-                                         << keywords << "\"";
+    return ::testing::AssertionFailure()
+           << call_text << " -> " << qd_status_name(actual) << ": message \"" << msg
+           << "\" mentions none of \"" << keywords << "\"";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -128,7 +132,9 @@ struct Gate::State {
     std::atomic<bool> timed_out{false};
 };
 
-Gate::Gate(std::chrono::milliseconds auto_open) : state_(new State) { state_->auto_open = auto_open; }
+Gate::Gate(std::chrono::milliseconds auto_open) : state_(new State) {
+    state_->auto_open = auto_open;
+}
 
 Gate::~Gate() {
     open();
@@ -176,7 +182,9 @@ static bool poll_until(const std::atomic<bool> &flag, std::chrono::milliseconds 
     return true;
 }
 
-bool Gate::wait_done(std::chrono::milliseconds limit) const { return poll_until(state_->done, limit); }
+bool Gate::wait_done(std::chrono::milliseconds limit) const {
+    return poll_until(state_->done, limit);
+}
 bool Gate::wait_entered(std::chrono::milliseconds limit) const {
     return poll_until(state_->entered, limit);
 }
@@ -343,7 +351,9 @@ void BackendTest::TearDown() {
     kernels_.reset();
     for (qd_context c : extra_contexts_) (void)qd_context_destroy(c);
     extra_contexts_.clear();
-    if (ctx_) { EXPECT_QD_OK(qd_context_destroy(ctx_)); }
+    if (ctx_) {
+        EXPECT_QD_OK(qd_context_destroy(ctx_));
+    }
     ctx_ = 0;
 }
 

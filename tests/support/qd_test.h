@@ -70,13 +70,13 @@ constexpr uint64_t kAllOnes = ~(uint64_t)0;
 // non-empty and freshly written by this call. EXPECT_QD_ERR(expected, "kw1|kw2", call) also
 // requires the message to mention one of the keywords (case-insensitive), so it is specific to
 // the cause. All of them accept `<< extra` like any gtest assertion.
-#define QDT_STATUS_CHECK_(assertion, expected, keywords, call)                                  \
-    assertion(::qdt::CheckStatus, (qd_status)(expected), keywords, #call,                      \
+#define QDT_STATUS_CHECK_(assertion, expected, keywords, call)                                     \
+    assertion(::qdt::CheckStatus, (qd_status)(expected), keywords, #call,                          \
               (::qdt::plant_marker_if_error((qd_status)(expected)), (qd_status)(call)))
 
 #define EXPECT_QD(expected, call) QDT_STATUS_CHECK_(EXPECT_PRED_FORMAT4, expected, "", call)
 #define ASSERT_QD(expected, call) QDT_STATUS_CHECK_(ASSERT_PRED_FORMAT4, expected, "", call)
-#define EXPECT_QD_ERR(expected, keywords, call)                                                \
+#define EXPECT_QD_ERR(expected, keywords, call)                                                    \
     QDT_STATUS_CHECK_(EXPECT_PRED_FORMAT4, expected, keywords, call)
 #define EXPECT_QD_OK(call) EXPECT_QD(QD_SUCCESS, call)
 #define ASSERT_QD_OK(call) ASSERT_QD(QD_SUCCESS, call)
@@ -100,9 +100,9 @@ class Gate {
 
     qd_status enqueue(qd_stream stream);
     void open();
-    bool entered() const;     // the callback started
-    bool done() const;        // the callback returned
-    bool timed_out() const;   // opened by itself, not by open()
+    bool entered() const;    // the callback started
+    bool done() const;       // the callback returned
+    bool timed_out() const;  // opened by itself, not by open()
     // Block until the callback has returned (bounded by `limit`); true if it did.
     bool wait_done(std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) const;
     // Block until the callback has started (bounded); true if it did.
@@ -169,7 +169,8 @@ struct Flag {
 // Polls qd_stream_query until the stream is idle (bounded); true if it became idle. Unlike a
 // Flag, this needs no host callback, so it also works while another stream's callback blocks
 // (CUDA runs the host functions of all streams on one thread).
-bool wait_idle(qd_stream stream, std::chrono::milliseconds limit = std::chrono::milliseconds(20000));
+bool wait_idle(qd_stream stream,
+               std::chrono::milliseconds limit = std::chrono::milliseconds(20000));
 
 // A host callback that does nothing (safe to pass with any user_data).
 inline void noop_host_fn(void *) {}
@@ -245,26 +246,25 @@ std::string param_name(const ::testing::TestParamInfo<qd_backend> &info);
 }  // namespace qdt
 
 // Skip (visibly) a test that needs kernels when this backend has no kernel provider yet.
-#define QDT_REQUIRE_KERNELS()                                                                  \
-    do {                                                                                       \
-        if (!kernels_)                                                                         \
-            GTEST_SKIP() << "no test-kernel provider for the "                                 \
-                         << ::qdt::backend_name(backend())                                     \
-                         << " backend yet (see tests/support/README.md)";                      \
+#define QDT_REQUIRE_KERNELS()                                                                      \
+    do {                                                                                           \
+        if (!kernels_)                                                                             \
+            GTEST_SKIP() << "no test-kernel provider for the " << ::qdt::backend_name(backend())   \
+                         << " backend yet (see tests/support/README.md)";                          \
     } while (0)
 
 // Declares `qd_module var` and loads the backend's test-kernel image into it as a module of its
 // own (load_test_module); skips visibly when a GPU backend has no image here. Unload it in the
 // test (or let the context's destroy do it).
-#define QDT_LOAD_TEST_MODULE(var)                                                              \
-    qd_module var = 0;                                                                         \
-    do {                                                                                       \
-        std::string why_;                                                                      \
-        const qd_status st_ = ::qdt::load_test_module(backend(), ctx_, &var, &why_);           \
-        if (st_ == QD_ERROR_NOT_FOUND && !is_cpu())                                            \
-            GTEST_SKIP() << "no test-kernel image for the " << ::qdt::backend_name(backend())  \
-                         << " backend: " << why_;                                              \
-        ASSERT_EQ(st_, QD_SUCCESS) << why_;                                                    \
+#define QDT_LOAD_TEST_MODULE(var)                                                                  \
+    qd_module var = 0;                                                                             \
+    do {                                                                                           \
+        std::string why_;                                                                          \
+        const qd_status st_ = ::qdt::load_test_module(backend(), ctx_, &var, &why_);               \
+        if (st_ == QD_ERROR_NOT_FOUND && !is_cpu())                                                \
+            GTEST_SKIP() << "no test-kernel image for the " << ::qdt::backend_name(backend())      \
+                         << " backend: " << why_;                                                  \
+        ASSERT_EQ(st_, QD_SUCCESS) << why_;                                                        \
     } while (0)
 
 // Whether this run is the validation pass of tools/test-all (QD_VALIDATE set, and not "0"):
@@ -276,24 +276,23 @@ bool validation_pass();
 // For a test (or a fixture's SetUp) that races on purpose, or needs the validation mode off or
 // set its own way: it plants hazards to see them reported, or checks what a context without
 // validation does. It skips visibly in the validation pass; it has run in the plain ones.
-#define QDT_RACES_ON_PURPOSE()                                                                 \
-    do {                                                                                       \
-        if (::qdt::validation_pass())                                                          \
-            GTEST_SKIP() << "races on purpose, or sets validation itself: not in the "         \
-                            "validation pass (tests/README.md)";                                \
+#define QDT_RACES_ON_PURPOSE()                                                                     \
+    do {                                                                                           \
+        if (::qdt::validation_pass())                                                              \
+            GTEST_SKIP() << "races on purpose, or sets validation itself: not in the "             \
+                            "validation pass (tests/README.md)";                                   \
     } while (0)
 
-#define QDT_REQUIRE_CPU()                                                                      \
-    do {                                                                                       \
-        if (!is_cpu()) GTEST_SKIP() << "CPU-backend behaviour";                                \
+#define QDT_REQUIRE_CPU()                                                                          \
+    do {                                                                                           \
+        if (!is_cpu()) GTEST_SKIP() << "CPU-backend behaviour";                                    \
     } while (0)
 
-#define QDT_REQUIRE_GPU()                                                                      \
-    do {                                                                                       \
-        if (is_cpu()) GTEST_SKIP() << "GPU-backend behaviour";                                 \
+#define QDT_REQUIRE_GPU()                                                                          \
+    do {                                                                                           \
+        if (is_cpu()) GTEST_SKIP() << "GPU-backend behaviour";                                     \
     } while (0)
 
-#define QDT_INSTANTIATE_BACKENDS(fixture)                                                      \
-    INSTANTIATE_TEST_SUITE_P(Backends, fixture,                                                \
-                             ::testing::ValuesIn(::qdt::all_backends()),                       \
+#define QDT_INSTANTIATE_BACKENDS(fixture)                                                          \
+    INSTANTIATE_TEST_SUITE_P(Backends, fixture, ::testing::ValuesIn(::qdt::all_backends()),        \
                              ::qdt::param_name)

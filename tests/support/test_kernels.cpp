@@ -36,13 +36,13 @@ class HandleKernels : public TestKernels {
     std::string fault_name_;
 
     ~HandleKernels() override {
-#define QDT_KERNEL_DESTROY_(id, sym) \
+#define QDT_KERNEL_DESTROY_(id, sym)                                                               \
     if (id##_) (void)qd_kernel_destroy(id##_);
         QDT_KERNEL_LIST(QDT_KERNEL_DESTROY_)
 #undef QDT_KERNEL_DESTROY_
         if (module_) (void)qd_module_unload(module_);
     }
-#define QDT_KERNEL_GETTER_(id, sym) \
+#define QDT_KERNEL_GETTER_(id, sym)                                                                \
     qd_kernel id() const override { return id##_; }
     QDT_KERNEL_LIST(QDT_KERNEL_GETTER_)
 #undef QDT_KERNEL_GETTER_
@@ -53,7 +53,7 @@ class HandleKernels : public TestKernels {
 
 std::unique_ptr<TestKernels> make_cpu_host_fn_kernels(qd_context ctx) {
     auto k = std::make_unique<HandleKernels>();
-#define QDT_KERNEL_FROM_FN_(id, sym)                                                    \
+#define QDT_KERNEL_FROM_FN_(id, sym)                                                               \
     if (qd_kernel_from_host_fn(ctx, &qdt_cpu::id, sym, &k->id##_) != QD_SUCCESS) return nullptr;
     QDT_KERNEL_LIST(QDT_KERNEL_FROM_FN_)
 #undef QDT_KERNEL_FROM_FN_
@@ -61,21 +61,23 @@ std::unique_ptr<TestKernels> make_cpu_host_fn_kernels(qd_context ctx) {
     return k;
 }
 
-std::unique_ptr<TestKernels> make_module_kernels(qd_context ctx, const void *image,
-                                                 uint64_t size, std::string *why) {
+std::unique_ptr<TestKernels> make_module_kernels(qd_context ctx, const void *image, uint64_t size,
+                                                 std::string *why) {
     auto k = std::make_unique<HandleKernels>();
     qd_status st = qd_module_load(ctx, image, size, &k->module_);
     if (st != QD_SUCCESS) {
-        if (why) *why = std::string("qd_module_load: ") + qd_status_name(st) + ": " +
-                        qd_last_error_message();
+        if (why)
+            *why = std::string("qd_module_load: ") + qd_status_name(st) + ": " +
+                   qd_last_error_message();
         return nullptr;
     }
-#define QDT_KERNEL_GET_(id, sym)                                                        \
-    st = qd_kernel_get(k->module_, sym, &k->id##_);                                     \
-    if (st != QD_SUCCESS) {                                                             \
-        if (why) *why = std::string("qd_kernel_get(" sym "): ") + qd_status_name(st) +  \
-                        ": " + qd_last_error_message();                                 \
-        return nullptr;                                                                 \
+#define QDT_KERNEL_GET_(id, sym)                                                                   \
+    st = qd_kernel_get(k->module_, sym, &k->id##_);                                                \
+    if (st != QD_SUCCESS) {                                                                        \
+        if (why)                                                                                   \
+            *why = std::string("qd_kernel_get(" sym "): ") + qd_status_name(st) + ": " +           \
+                   qd_last_error_message();                                                        \
+        return nullptr;                                                                            \
     }
     QDT_KERNEL_LIST(QDT_KERNEL_GET_)
 #undef QDT_KERNEL_GET_
@@ -93,7 +95,8 @@ qd_status load_test_module(qd_backend backend, qd_context ctx, qd_module *out, s
     }
     qd_status st = qd_module_load(ctx, image.data(), image.size(), out);
     if (st != QD_SUCCESS && why)
-        *why = std::string("qd_module_load: ") + qd_status_name(st) + ": " + qd_last_error_message();
+        *why =
+            std::string("qd_module_load: ") + qd_status_name(st) + ": " + qd_last_error_message();
     return st;
 }
 
@@ -101,7 +104,8 @@ std::unique_ptr<TestKernels> make_test_kernels(qd_backend backend, qd_context ct
                                                std::string *why) {
     if (backend == QD_BACKEND_CPU || backend == QD_BACKEND_DEFAULT) {
         auto k = make_cpu_host_fn_kernels(ctx);
-        if (!k && why) *why = std::string("qd_kernel_from_host_fn failed: ") + qd_last_error_message();
+        if (!k && why)
+            *why = std::string("qd_kernel_from_host_fn failed: ") + qd_last_error_message();
         return k;
     }
     return make_gpu_test_kernels(backend, ctx, why);
@@ -134,7 +138,8 @@ qd_status launch_spin(qd_stream s, qd_kernel k, uint64_t microseconds) {
 
 qd_status launch_spin_write(qd_stream s, qd_kernel k, uint64_t dst, uint32_t value,
                             uint64_t microseconds) {
-    qd_arg args[3] = {{&dst, sizeof dst}, {&value, sizeof value}, {&microseconds, sizeof microseconds}};
+    qd_arg args[3] = {
+        {&dst, sizeof dst}, {&value, sizeof value}, {&microseconds, sizeof microseconds}};
     return qd_launch(s, k, nullptr, args, 3);
 }
 
@@ -155,7 +160,8 @@ qd_status launch_append_log(qd_stream s, qd_kernel k, uint64_t log, uint32_t val
 
 qd_status launch_count_mismatches(qd_stream s, qd_kernel k, uint64_t vals, uint32_t n,
                                   uint32_t base, uint64_t out) {
-    qd_arg args[4] = {{&vals, sizeof vals}, {&n, sizeof n}, {&base, sizeof base}, {&out, sizeof out}};
+    qd_arg args[4] = {
+        {&vals, sizeof vals}, {&n, sizeof n}, {&base, sizeof base}, {&out, sizeof out}};
     return qd_launch(s, k, nullptr, args, 4);
 }
 

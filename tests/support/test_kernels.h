@@ -19,18 +19,19 @@
 namespace qdt {
 
 // Symbol names shared by the CPU test module (tests/cpu_module) and GPU images.
-#define QDT_KERNEL_LIST(X)                                                                     \
-    X(noop, "qd_test_noop")                   /* ()                                        */ \
-    X(add_one, "qd_test_add_one")             /* (u64 int32_t* data, u32 n): data[i] += 1  */ \
-    X(write_value, "qd_test_write_value")     /* (u64 uint32_t* dst, u32 value)            */ \
-    X(spin, "qd_test_spin")                   /* (u64 microseconds)                        */ \
-    X(spin_write, "qd_test_spin_write")       /* (u64 uint32_t* dst, u32 value, u64 us)    */ \
-    X(add_value, "qd_test_add_value")         /* (u64 u32* dst, u64 u32* src, u32 add)     */ \
-    X(append_log, "qd_test_append_log")       /* (u64 u32* log, u32 value)                 */ \
-    X(count_mismatches, "qd_test_count_mismatches") /* (u64 u32* v, u32 n, u32 base, u64 u32* out) */ \
-    X(check_blob, "qd_test_check_blob")       /* (u64 u64* out, u32 index, blob)           */ \
-    X(fault, "qd_test_fault")                 /* () device fault                           */ \
-    X(wait_flag, "qd_test_wait_flag")         /* (u64 u32* words, u64 timeout_us)          */
+#define QDT_KERNEL_LIST(X)                                                                         \
+    X(noop, "qd_test_noop")               /* ()                                        */          \
+    X(add_one, "qd_test_add_one")         /* (u64 int32_t* data, u32 n): data[i] += 1  */          \
+    X(write_value, "qd_test_write_value") /* (u64 uint32_t* dst, u32 value)            */          \
+    X(spin, "qd_test_spin")               /* (u64 microseconds)                        */          \
+    X(spin_write, "qd_test_spin_write")   /* (u64 uint32_t* dst, u32 value, u64 us)    */          \
+    X(add_value, "qd_test_add_value")     /* (u64 u32* dst, u64 u32* src, u32 add)     */          \
+    X(append_log, "qd_test_append_log")   /* (u64 u32* log, u32 value)                 */          \
+    X(count_mismatches,                                                                            \
+      "qd_test_count_mismatches")       /* (u64 u32* v, u32 n, u32 base, u64 u32* out) */          \
+    X(check_blob, "qd_test_check_blob") /* (u64 u64* out, u32 index, blob)           */            \
+    X(fault, "qd_test_fault")           /* () device fault                           */            \
+    X(wait_flag, "qd_test_wait_flag")   /* (u64 u32* words, u64 timeout_us)          */
 
 // The checksum qd_test_check_blob stores: FNV-1a 64 over the blob, xor index.
 uint64_t blob_checksum(const uint8_t *blob, uint32_t index);
@@ -53,8 +54,8 @@ std::unique_ptr<TestKernels> make_cpu_host_fn_kernels(qd_context ctx);
 // Kernels loaded from a module image with qd_kernel_get by the names in QDT_KERNEL_LIST.
 // Works for the CPU test module (image = its path) and for GPU images (cubin/PTX/code object).
 // Returns null and fills *why when loading fails.
-std::unique_ptr<TestKernels> make_module_kernels(qd_context ctx, const void *image,
-                                                 uint64_t size, std::string *why);
+std::unique_ptr<TestKernels> make_module_kernels(qd_context ctx, const void *image, uint64_t size,
+                                                 std::string *why);
 
 // The GPU provider hook (tests/support/gpu_kernels.cpp): null until a GPU image is built.
 std::unique_ptr<TestKernels> make_gpu_test_kernels(qd_backend backend, qd_context ctx,

@@ -23,7 +23,7 @@
  *                          trace: the file must hold all 5 (the trace's file table outlives
  *                          exit, so a thread or handler still tracing never uses freed memory).
  * Exit status 0 when every qd call that must succeed did. */
-#define _POSIX_C_SOURCE 199309L  /* nanosleep */
+#define _POSIX_C_SOURCE 199309L /* nanosleep */
 #include <qd/qd.h>
 
 #include <stdio.h>
@@ -31,14 +31,14 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                                            \
-    do {                                                                                       \
-        qd_status st_ = (call);                                                                \
-        if (st_ != QD_SUCCESS) {                                                               \
-            fprintf(stderr, "%s failed: %s: %s\n", #call, qd_status_name(st_),                  \
-                    qd_last_error_message());                                                  \
-            return 1;                                                                          \
-        }                                                                                      \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        qd_status st_ = (call);                                                                    \
+        if (st_ != QD_SUCCESS) {                                                                   \
+            fprintf(stderr, "%s failed: %s: %s\n", #call, qd_status_name(st_),                     \
+                    qd_last_error_message());                                                      \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 static int32_t quick(const qd_host_kernel_info *info, void *const *args) {

@@ -76,8 +76,8 @@ TEST(HandleTable, SlotWhoseGenerationWouldWrap_IsRetiredNotReused) {
     ASSERT_EQ(t.insert(Tag::Event, 1, std::make_shared<Probe>(0), &h), QD_SUCCESS);
     t.debug_set_generation(h, HandleTable::kMaxGeneration);
     // The handle now carries the last generation; fetch it again through the slot.
-    const uint64_t last = HandleTable::make(HandleTable::index_of(h), HandleTable::kMaxGeneration,
-                                            Tag::Event);
+    const uint64_t last =
+        HandleTable::make(HandleTable::index_of(h), HandleTable::kMaxGeneration, Tag::Event);
     std::shared_ptr<Probe> p;
     ASSERT_EQ(t.get(last, Tag::Event, &p), QD_SUCCESS);
     const uint64_t retired_before = t.debug_retired_count();

@@ -122,8 +122,8 @@ TEST_F(SubmitTest, EveryApiOperation_PassesThroughTheObserverOnce_WithItsRecord)
     ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
     EXPECT_EQ(g_runs.load(), 2);  // the kernel and the host function ran
     const std::vector<OpKind> expected = {
-        OpKind::Launch,   OpKind::HostFn,   OpKind::Record, OpKind::Wait,    OpKind::MemAlloc,
-        OpKind::MemAlloc, OpKind::Memset,   OpKind::Memcpy, OpKind::MemFree, OpKind::MemFree};
+        OpKind::Launch,   OpKind::HostFn, OpKind::Record, OpKind::Wait,    OpKind::MemAlloc,
+        OpKind::MemAlloc, OpKind::Memset, OpKind::Memcpy, OpKind::MemFree, OpKind::MemFree};
     ASSERT_EQ(kinds(), expected);
     EXPECT_EQ(rec_.seen_before, expected);
     for (const Seen &s : rec_.seen) {
@@ -152,8 +152,8 @@ TEST_F(SubmitTest, ForkJoinAndParallelLaunch_AreRecordsWaitsAndLaunchesWithTheir
     rec_.seen.clear();
     ASSERT_EQ(qd_stream_join(s_, kids, 2), QD_SUCCESS);
     // join: per child, its record then the parent's wait
-    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Record,
-                                            OpKind::Wait}));
+    ASSERT_EQ(kinds(),
+              (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Record, OpKind::Wait}));
     for (const Seen &s : rec_.seen) EXPECT_EQ(s.origin, OpOrigin::Join);
     EXPECT_EQ(rec_.seen[1].stream, parent);
     EXPECT_EQ(rec_.seen[3].stream, parent);
@@ -166,10 +166,10 @@ TEST_F(SubmitTest, ForkJoinAndParallelLaunch_AreRecordsWaitsAndLaunchesWithTheir
     }
     ASSERT_EQ(qd_launch_parallel(s_, tasks, 3), QD_SUCCESS);
     // its fork (record + 2 waits), 3 launches, its join (2 x record + wait)
-    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
-                                            OpKind::Launch, OpKind::Launch, OpKind::Launch,
-                                            OpKind::Record, OpKind::Wait, OpKind::Record,
-                                            OpKind::Wait}));
+    ASSERT_EQ(kinds(),
+              (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait, OpKind::Launch,
+                                   OpKind::Launch, OpKind::Launch, OpKind::Record, OpKind::Wait,
+                                   OpKind::Record, OpKind::Wait}));
     for (const Seen &s : rec_.seen) EXPECT_EQ(s.origin, OpOrigin::ParallelLaunch);
     EXPECT_EQ(rec_.seen[3].stream, rec_.seen[5].stream);  // group 0's two tasks: one stream
     EXPECT_NE(rec_.seen[3].stream, rec_.seen[4].stream);
@@ -206,9 +206,8 @@ TEST_F(SubmitTest, ABatchRefusedByCheckBatch_QueuesNoPart_AndBeforeNeverSeesIt) 
     // The whole lists: the parallel launch's fork, launches and join; the fork's record, waits.
     ASSERT_EQ(rec_.batches.size(), 2u);
     EXPECT_EQ(rec_.batches[0], (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
-                                                    OpKind::Launch, OpKind::Launch,
-                                                    OpKind::Record, OpKind::Wait, OpKind::Record,
-                                                    OpKind::Wait}));
+                                                    OpKind::Launch, OpKind::Launch, OpKind::Record,
+                                                    OpKind::Wait, OpKind::Record, OpKind::Wait}));
     EXPECT_EQ(rec_.batches[1], (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait}));
     qd_context_stats st = QD_CONTEXT_STATS_INIT;
     ASSERT_EQ(qd_context_get_stats(ctx_, &st), QD_SUCCESS);
@@ -224,10 +223,9 @@ TEST_F(SubmitTest, ABatchPartFailingAfterTheCheck_EndsTheLaunches_TheJoinStillRu
     }
     EXPECT_EQ(qd_launch_parallel(s_, tasks, 3), QD_ERROR_LAUNCH_FAILED);
     rec_.refuse_launches = false;
-    EXPECT_EQ(rec_.seen_before, (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait,
-                                                     OpKind::Launch, OpKind::Record,
-                                                     OpKind::Wait, OpKind::Record,
-                                                     OpKind::Wait}));
+    EXPECT_EQ(rec_.seen_before,
+              (std::vector<OpKind>{OpKind::Record, OpKind::Wait, OpKind::Wait, OpKind::Launch,
+                                   OpKind::Record, OpKind::Wait, OpKind::Record, OpKind::Wait}));
     for (bool b : rec_.batch_flags) EXPECT_TRUE(b);  // every part marked as checked
     ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
     EXPECT_EQ(g_runs.load(), 0);
@@ -268,7 +266,8 @@ struct Named : qd::core::OpObserver {
         return QD_SUCCESS;
     }
     void after(const Op &, qd_status status) override {
-        log->push_back(name + ".after" + (status == QD_SUCCESS ? "" : "(" + std::to_string(status) + ")"));
+        log->push_back(name + ".after" +
+                       (status == QD_SUCCESS ? "" : "(" + std::to_string(status) + ")"));
     }
     void context_drained(qd::core::Context &) override { log->push_back(name + ".drained"); }
     bool needs_replay() const override { return replay; }
@@ -342,7 +341,8 @@ TEST(ObserverSet, AnEarlierObserverGetsAfter_WhenALaterOneRefusesOrTakes) {
     ASSERT_EQ(c->attach_observer(std::move(third)), QD_SUCCESS);
     g_runs = 0;
 
-    b->refuse = QD_ERROR_NOT_SUPPORTED;  // b refuses: a passed and hears the refusal; c never saw it
+    b->refuse =
+        QD_ERROR_NOT_SUPPORTED;  // b refuses: a passed and hears the refusal; c never saw it
     EXPECT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_ERROR_NOT_SUPPORTED);
     const std::string refused = "(" + std::to_string(QD_ERROR_NOT_SUPPORTED) + ")";
     EXPECT_EQ(log, (std::vector<std::string>{"a.before", "b.before", "a.after" + refused}));
@@ -566,7 +566,9 @@ TEST(SubmitGraph, TraceAndValidation_NeedReplay_ACaptureWithThemAttachedStillRec
 TEST(SubmitGraph, CapturedOperationsAreSeenMarked_AndAReplaySubmitsThemAsGraphLaunch) {
     struct Forward : qd::core::OpObserver {
         explicit Forward(Recorder *r) : rec(r) {}
-        qd_status before(const Op &op, bool *consumed) override { return rec->before(op, consumed); }
+        qd_status before(const Op &op, bool *consumed) override {
+            return rec->before(op, consumed);
+        }
         void after(const Op &op, qd_status status) override { rec->after(op, status); }
         Recorder *rec;
     };
@@ -598,8 +600,8 @@ TEST(SubmitGraph, CapturedOperationsAreSeenMarked_AndAReplaySubmitsThemAsGraphLa
     ASSERT_EQ(qd_memcpy_async(s, buf + 64, buf, 64), QD_SUCCESS);
     // the fork (record + 2 waits), 3 launches, the join (2 x record + wait), host fn, set, copy
     const std::vector<OpKind> expected = {
-        OpKind::Record, OpKind::Wait,   OpKind::Wait,   OpKind::Launch, OpKind::Launch,
-        OpKind::Launch, OpKind::Record, OpKind::Wait,   OpKind::Record, OpKind::Wait,
+        OpKind::Record, OpKind::Wait,   OpKind::Wait,  OpKind::Launch, OpKind::Launch,
+        OpKind::Launch, OpKind::Record, OpKind::Wait,  OpKind::Record, OpKind::Wait,
         OpKind::HostFn, OpKind::Memset, OpKind::Memcpy};
     std::vector<OpKind> kinds;
     for (const Seen &x : rec.seen) kinds.push_back(x.kind);

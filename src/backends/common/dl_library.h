@@ -41,7 +41,9 @@ class DlLibrary {
     void *get() const noexcept { return handle_; }
     explicit operator bool() const noexcept { return handle_ != nullptr; }
     // dlsym on the library handle: the library, then its dependencies. Null when absent.
-    void *symbol(const char *name) const noexcept { return handle_ ? ::dlsym(handle_, name) : nullptr; }
+    void *symbol(const char *name) const noexcept {
+        return handle_ ? ::dlsym(handle_, name) : nullptr;
+    }
 
   private:
     void reset() noexcept {

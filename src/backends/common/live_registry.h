@@ -44,7 +44,8 @@ class LiveRegistry {
         // A registered object's memory is valid while the lock is held: its destructor
         // unregisters under it.
         for (T *object : objects_)
-            if (std::shared_ptr<T> live = object->weak_from_this().lock()) out.push_back(std::move(live));
+            if (std::shared_ptr<T> live = object->weak_from_this().lock())
+                out.push_back(std::move(live));
         return out;
     }
 

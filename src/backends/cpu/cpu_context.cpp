@@ -21,7 +21,6 @@ namespace qd::backend::cpu {
 
 namespace {
 
-
 qd_status fail_destroyed() { return fail_context_destroyed(); }
 
 // The CPUs this process may run on (taskset, cpusets), not the machine's: more workers than
@@ -88,7 +87,8 @@ qd_status CpuContext::kernel_from_host_fn(qd_host_kernel_fn fn, const char *name
 qd_status CpuContext::synchronize() {
     // Stream by stream: each wait covers what was queued on that stream before it started,
     // so enqueues racing with this call cannot keep it waiting forever.
-    for (const std::shared_ptr<CpuStream> &stream : scheduler_->live_streams()) stream->synchronize();
+    for (const std::shared_ptr<CpuStream> &stream : scheduler_->live_streams())
+        stream->synchronize();
     return QD_SUCCESS;
 }
 

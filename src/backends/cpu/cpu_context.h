@@ -20,7 +20,8 @@ class CpuContext final : public Context {
     static qd_status create(uint32_t worker_threads, std::unique_ptr<Context> *out);
     ~CpuContext() override;
 
-    qd_status create_stream(uint32_t flags, int32_t priority, std::shared_ptr<Stream> *out) override;
+    qd_status create_stream(uint32_t flags, int32_t priority,
+                            std::shared_ptr<Stream> *out) override;
     qd_status create_event(bool timing, std::shared_ptr<Event> *out) override;
     qd_status load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) override;
     qd_status kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,

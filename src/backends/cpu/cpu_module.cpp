@@ -45,7 +45,8 @@ qd_status load_cpu_module(const void *image, uint64_t size, std::shared_ptr<Modu
         CallbackScope scope(owner.get(), false);  // the library's constructors (CpuModule)
         handle = DlLibrary::open(path.c_str(), &reason);
     }
-    if (!handle) return fail(QD_ERROR_INVALID_IMAGE, "cannot load module '%s': %s", path.c_str(), reason);
+    if (!handle)
+        return fail(QD_ERROR_INVALID_IMAGE, "cannot load module '%s': %s", path.c_str(), reason);
     try {
         *out = std::make_shared<CpuModule>(std::move(handle), std::move(path), owner);
     } catch (...) {
@@ -56,7 +57,8 @@ qd_status load_cpu_module(const void *image, uint64_t size, std::shared_ptr<Modu
     return QD_SUCCESS;
 }
 
-qd_status make_host_fn_kernel(qd_host_kernel_fn fn, const char *name, std::shared_ptr<Kernel> *out) {
+qd_status make_host_fn_kernel(qd_host_kernel_fn fn, const char *name,
+                              std::shared_ptr<Kernel> *out) {
     std::string label;
     if (name) {
         label = name;
@@ -65,7 +67,8 @@ qd_status make_host_fn_kernel(qd_host_kernel_fn fn, const char *name, std::share
         static_assert(sizeof address == sizeof fn, "function pointers are not address-sized");
         std::memcpy(&address, &fn, sizeof address);
         char buffer[48];
-        std::snprintf(buffer, sizeof buffer, "<host fn 0x%llx>", static_cast<unsigned long long>(address));
+        std::snprintf(buffer, sizeof buffer, "<host fn 0x%llx>",
+                      static_cast<unsigned long long>(address));
         label = buffer;
     }
     *out = std::make_shared<CpuKernel>(fn, std::move(label), nullptr);
@@ -86,8 +89,7 @@ qd_status CpuModule::get_kernel(const char *name, std::shared_ptr<Kernel> *out) 
         holder != own)
         return fail(QD_ERROR_NOT_FOUND, "module '%s' has no kernel '%s'%s", path_.c_str(), name,
                     symbol ? " (the name resolves only in a library the module depends on)" : "");
-    if (::dladdr1(symbol, &where, &entry, RTLD_DL_SYMENT) != 0 &&
-        entry) {
+    if (::dladdr1(symbol, &where, &entry, RTLD_DL_SYMENT) != 0 && entry) {
         const unsigned type = ELF64_ST_TYPE(static_cast<const ElfW(Sym) *>(entry)->st_info);
         if (type != STT_FUNC && type != STT_GNU_IFUNC)
             return fail(QD_ERROR_NOT_FOUND,

@@ -33,7 +33,8 @@ class CpuModule final : public Module, public std::enable_shared_from_this<CpuMo
 class CpuKernel final : public Kernel, public std::enable_shared_from_this<CpuKernel> {
   public:
     // module is null for a kernel made from a host function.
-    CpuKernel(qd_host_kernel_fn fn, std::string name, std::shared_ptr<const CpuModule> module) noexcept
+    CpuKernel(qd_host_kernel_fn fn, std::string name,
+              std::shared_ptr<const CpuModule> module) noexcept
         : fn_(fn), name_(std::move(name)), module_(std::move(module)) {}
     const char *name() const override { return name_.c_str(); }
     qd_host_kernel_fn fn() const noexcept { return fn_; }

@@ -34,7 +34,8 @@ void *to_pointer(uint64_t address) noexcept {
 CpuStream::CpuStream(std::shared_ptr<Scheduler> scheduler, int32_t priority)
     : scheduler_(std::move(scheduler)), priority_(priority), queue_(scheduler_->chunk_pool()) {}
 
-std::shared_ptr<CpuStream> CpuStream::create(std::shared_ptr<Scheduler> scheduler, int32_t priority) {
+std::shared_ptr<CpuStream> CpuStream::create(std::shared_ptr<Scheduler> scheduler,
+                                             int32_t priority) {
     auto stream = std::make_shared<CpuStream>(scheduler, priority);
     if (!scheduler->register_stream(stream.get(), &stream->registry_entry_)) return nullptr;
     stream->registered_ = true;
@@ -98,14 +99,16 @@ qd_status CpuStream::record(Event &event) {
     {
         std::lock_guard<SpinLock> lock(lock_);
         if (scheduler_->stopping()) return fail_destroyed();
-        if (completed_.load(std::memory_order_relaxed) == enqueued_.load(std::memory_order_relaxed)) {
+        if (completed_.load(std::memory_order_relaxed) ==
+            enqueued_.load(std::memory_order_relaxed)) {
             // Nothing queued or running: everything before this record is done, so the marker
             // completes now. This is what makes fork (record on an idle parent) free.
             marker->complete_unpublished(Marker::Clock::now());
         } else {
             // Work is pending, so the stream is already scheduled: no hand-over needed.
             new (queue_.push_back(sizeof(Task))) Task(TaskKind::kRecord, sizeof(Task), marker);
-            enqueued_.store(enqueued_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+            enqueued_.store(enqueued_.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_release);
         }
     }
     static_cast<CpuEvent &>(event).publish(std::move(marker));
@@ -252,8 +255,7 @@ CpuStream::RunResult CpuStream::run(const std::shared_ptr<CpuStream> &self,
             // The head record stays put while enqueuers append behind it, so the task runs
             // without the lock.
             lock.unlock();
-            if (task->kind != TaskKind::kFree &&
-                !worker.woken.empty()) {
+            if (task->kind != TaskKind::kFree && !worker.woken.empty()) {
                 // This task may take long: let other workers have the streams woken so far.
                 worker.scheduler->make_ready(worker.woken);
             }
@@ -300,7 +302,8 @@ void CpuStream::abandon_all(StreamList &woken) noexcept {
             std::lock_guard<SpinLock> lock(lock_);
             Task *task = queue_.front();
             if (!task) {
-                completed_.store(enqueued_.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+                completed_.store(enqueued_.load(std::memory_order_relaxed),
+                                 std::memory_order_seq_cst);
                 scheduled_ = false;
                 break;
             }

@@ -22,7 +22,8 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     // priority must already be clamped to [kGreatestPriority, kLeastPriority]. Registration
     // happens here, after make_shared has finished (it writes the weak self-reference that
     // Scheduler::live_streams() reads), never in the constructor.
-    static std::shared_ptr<CpuStream> create(std::shared_ptr<Scheduler> scheduler, int32_t priority);
+    static std::shared_ptr<CpuStream> create(std::shared_ptr<Scheduler> scheduler,
+                                             int32_t priority);
     CpuStream(std::shared_ptr<Scheduler> scheduler, int32_t priority);  // use create()
     ~CpuStream() override;
 

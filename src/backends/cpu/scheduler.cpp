@@ -141,7 +141,8 @@ std::shared_ptr<CpuStream> Scheduler::pop_ready() noexcept {
 // A thread wake-up costs microseconds, so a sleeping worker is woken only for a ready stream
 // that no awake worker will take: awake searching workers (spinning ones included) take them.
 void Scheduler::wake_if_needed() noexcept {
-    while (hot_.ready_count.load(std::memory_order_seq_cst) > hot_.searching.load(std::memory_order_seq_cst) &&
+    while (hot_.ready_count.load(std::memory_order_seq_cst) >
+               hot_.searching.load(std::memory_order_seq_cst) &&
            hot_.sleepers.load(std::memory_order_seq_cst) > 0) {
         {
             std::lock_guard<std::mutex> lock(sleep_mutex_);
@@ -192,12 +193,14 @@ void Scheduler::idle() {
     hot_.sleepers.fetch_add(1, std::memory_order_seq_cst);
     hot_.searching.fetch_sub(1, std::memory_order_seq_cst);
     // Re-check after announcing the sleep: see the comment on Hot.
-    if (hot_.ready_count.load(std::memory_order_seq_cst) > 0 || hot_.exiting.load(std::memory_order_seq_cst)) {
+    if (hot_.ready_count.load(std::memory_order_seq_cst) > 0 ||
+        hot_.exiting.load(std::memory_order_seq_cst)) {
         hot_.sleepers.fetch_sub(1, std::memory_order_seq_cst);
         hot_.searching.fetch_add(1, std::memory_order_seq_cst);
         return;
     }
-    sleep_cv_.wait(lock, [this] { return wakeups_ > 0 || hot_.exiting.load(std::memory_order_relaxed); });
+    sleep_cv_.wait(lock,
+                   [this] { return wakeups_ > 0 || hot_.exiting.load(std::memory_order_relaxed); });
     if (wakeups_ > 0) {
         --wakeups_;  // the waker already moved one sleeper to searching
     } else {

@@ -81,7 +81,9 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     bool register_stream(CpuStream *stream, LiveRegistry<CpuStream>::Entry *entry) {
         return streams_.add(stream, entry);
     }
-    void unregister_stream(LiveRegistry<CpuStream>::Entry entry) noexcept { streams_.remove(entry); }
+    void unregister_stream(LiveRegistry<CpuStream>::Entry entry) noexcept {
+        streams_.remove(entry);
+    }
     // Every live stream, with a reference each.
     std::vector<std::shared_ptr<CpuStream>> live_streams();
 
@@ -111,12 +113,12 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     // two and then re-reads ready_count. All sequentially consistent, so at least one side sees
     // the other: either the worker finds the stream or the producer wakes a worker.
     struct alignas(64) Hot {
-        SpinLock ready_lock;  // guards ready
+        SpinLock ready_lock;                // guards ready
         std::atomic<bool> stopping{false};  // no new work is accepted
         std::atomic<bool> exiting{false};   // the drain is over: workers leave
-        std::atomic<int> ready_count{0};  // streams on ready
-        std::atomic<int> searching{0};    // workers awake and not running a stream (spinners too)
-        std::atomic<int> sleepers{0};     // workers asleep (or committed to it), not yet woken
+        std::atomic<int> ready_count{0};    // streams on ready
+        std::atomic<int> searching{0};      // workers awake and not running a stream (spinners too)
+        std::atomic<int> sleepers{0};       // workers asleep (or committed to it), not yet woken
         StreamList ready[kPriorityLevels];  // index = -priority: 2 is the most urgent
     } hot_;
     static_assert(sizeof(Hot) == 64, "the hand-over fields should fill exactly one cache line");

@@ -25,7 +25,8 @@ uint64_t first_arg_offset(uint32_t num_args) noexcept;
 uint64_t align_arg(uint64_t offset, uint64_t size) noexcept;
 uint16_t *arg_sizes(Task &task) noexcept;
 void copy_arg(void *dst, const void *src, uint64_t size) noexcept;
-void mark_lost(LostState &lost, const char *fmt, ...) noexcept __attribute__((format(printf, 2, 3)));
+void mark_lost(LostState &lost, const char *fmt, ...) noexcept
+    __attribute__((format(printf, 2, 3)));
 constexpr uint64_t round_up16(uint64_t n) noexcept { return (n + 15u) & ~uint64_t{15}; }
 
 }  // namespace
@@ -71,14 +72,11 @@ void execute(Task &task, WorkerState &worker) noexcept {
     case TaskKind::kMemset:
         if (!lost) std::memset(task.u.set.dst, static_cast<int>(task.extra), task.u.set.bytes);
         break;
-    case TaskKind::kFree:
-        std::free(task.u.free_ptr);
-        break;
+    case TaskKind::kFree: std::free(task.u.free_ptr); break;
     case TaskKind::kRecord:
         static_cast<Marker *>(task.ref.get())->complete(Marker::Clock::now(), worker.woken);
         break;
-    case TaskKind::kWait:
-        break;
+    case TaskKind::kWait: break;
     }
 }
 
@@ -173,17 +171,10 @@ uint16_t *arg_sizes(Task &task) noexcept { return reinterpret_cast<uint16_t *>(&
 // pointers and 4- or 8-byte scalars, and a libc call per argument would dominate the enqueue.
 void copy_arg(void *dst, const void *src, uint64_t size) noexcept {
     switch (size) {
-    case 4:
-        std::memcpy(dst, src, 4);
-        break;
-    case 8:
-        std::memcpy(dst, src, 8);
-        break;
-    case 16:
-        std::memcpy(dst, src, 16);
-        break;
-    default:
-        std::memcpy(dst, src, size);
+    case 4: std::memcpy(dst, src, 4); break;
+    case 8: std::memcpy(dst, src, 8); break;
+    case 16: std::memcpy(dst, src, 16); break;
+    default: std::memcpy(dst, src, size);
     }
 }
 

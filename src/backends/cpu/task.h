@@ -55,7 +55,7 @@ struct alignas(16) Task {
         } host;
         void *free_ptr;
     } u{};
-    uint32_t extra = 0;     // launch: shared memory bytes per block; memset: the value
+    uint32_t extra = 0;  // launch: shared memory bytes per block; memset: the value
     TaskKind kind;
     uint8_t num_args = 0;
     uint16_t record_bytes;  // the whole record: header and trailing argument storage

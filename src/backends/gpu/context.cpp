@@ -118,8 +118,8 @@ qd_status GpuContext::synchronize() {
         }
         Result r = t.stream_synchronize(stream->native());
         if (r != t.success) {
-            status = dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::stream_synchronize,
-                                    stream->last_kernel());
+            status =
+                dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::stream_synchronize, stream->last_kernel());
             if (status == QD_ERROR_DEVICE_LOST) return status;
         }
     }

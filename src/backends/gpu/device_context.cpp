@@ -36,8 +36,7 @@ const ErrorRule *find_rule(const DriverTable &t, Result result) {
 // --- construction ------------------------------------------------------------------------
 
 DeviceContext::DeviceContext(const DriverTable &table, NativeCounters &counters_in,
-                             uint32_t ordinal_in, NativeDevice device_in,
-                             NativeContext native_in)
+                             uint32_t ordinal_in, NativeDevice device_in, NativeContext native_in)
     : t(table),
       counters(counters_in),
       ordinal(ordinal_in),
@@ -109,8 +108,8 @@ qd_status DeviceContext::fail_call(Result result, qd_status fallback, Fn fn,
     snprintf(message, sizeof message,
              "%s device fault on device %u: %s, reported by %s; last kernel launched on the "
              "faulting stream: %s%s%s%s",
-             t.api_name, ordinal, what, symbol_name(t, fn),
-             last_kernel ? "'" : "(none)", last_kernel ? last_kernel : "", last_kernel ? "'" : "",
+             t.api_name, ordinal, what, symbol_name(t, fn), last_kernel ? "'" : "(none)",
+             last_kernel ? last_kernel : "", last_kernel ? "'" : "",
              others.empty() ? "" : ("; last kernels of the other streams: " + others).c_str());
     {
         std::lock_guard<std::mutex> lock(lost_mutex_);
@@ -192,12 +191,8 @@ void DeviceContext::release(Kind kind, void *handle) {
         t.module_unload(static_cast<NativeModule>(handle));
         counters.modules_unloaded.fetch_add(1, std::memory_order_relaxed);
         break;
-    case Kind::host:
-        t.host_free(handle);
-        break;
-    case Kind::graph:
-        t.graph_destroy(static_cast<NativeGraph>(handle));
-        break;
+    case Kind::host: t.host_free(handle); break;
+    case Kind::graph: t.graph_destroy(static_cast<NativeGraph>(handle)); break;
     case Kind::graph_exec:
         // Launches in flight complete: the driver frees the executable graph after them.
         t.graph_exec_destroy(static_cast<NativeGraphExec>(handle));

@@ -44,8 +44,8 @@ GpuDriver::GpuDriver(const DriverTable &table, DlLibrary library, uint32_t devic
 qd_status GpuDriver::fail(Result result, qd_status fallback, Fn fn) {
     char what[256];
     const ErrorRule *rule = find_rule(table_, result);
-    return qd::fail(rule && !rule->sticky ? rule->status : fallback, "%s failed: %s", symbol_name(table_, fn),
-                    describe_result(table_, result, what, sizeof what));
+    return qd::fail(rule && !rule->sticky ? rule->status : fallback, "%s failed: %s",
+                    symbol_name(table_, fn), describe_result(table_, result, what, sizeof what));
 }
 
 qd_status GpuDriver::device_count(uint32_t *out) {
@@ -55,8 +55,8 @@ qd_status GpuDriver::device_count(uint32_t *out) {
 
 qd_status GpuDriver::device_info(uint32_t ordinal, qd_device_info *out) {
     if (ordinal >= device_count_)
-        return qd::fail(QD_ERROR_INVALID_ARGUMENT, "device %u does not exist (%s has %u)",
-                        ordinal, table_.api_name, device_count_);
+        return qd::fail(QD_ERROR_INVALID_ARGUMENT, "device %u does not exist (%s has %u)", ordinal,
+                        table_.api_name, device_count_);
     if (g_fork_generation.load(std::memory_order_relaxed) != 0)
         return qd::fail(QD_ERROR_BACKEND_UNAVAILABLE,
                         "the %s driver was initialised before fork(); a child process cannot use "

@@ -8,33 +8,28 @@ namespace qd::backend::gpu {
 
 void set_entry(DriverTable &table, Fn fn, void *address) {
     switch (fn) {
-#define QD_GPU_SET_(name, required, params)                                                     \
-    case Fn::name:                                                                             \
-        table.name = reinterpret_cast<decltype(table.name)>(address);                          \
-        return;
+#define QD_GPU_SET_(name, required, params)                                                        \
+    case Fn::name: table.name = reinterpret_cast<decltype(table.name)>(address); return;
         QD_GPU_DRIVER_TABLE(QD_GPU_SET_)
 #undef QD_GPU_SET_
-    case Fn::count:
-        return;
+    case Fn::count: return;
     }
 }
 
 bool has_entry(const DriverTable &table, Fn fn) {
     switch (fn) {
-#define QD_GPU_HAS_(name, required, params)                                                     \
-    case Fn::name:                                                                             \
-        return table.name != nullptr;
+#define QD_GPU_HAS_(name, required, params)                                                        \
+    case Fn::name: return table.name != nullptr;
         QD_GPU_DRIVER_TABLE(QD_GPU_HAS_)
 #undef QD_GPU_HAS_
-    case Fn::count:
-        return false;
+    case Fn::count: return false;
     }
     return false;
 }
 
 bool has_native_graphs(const DriverTable &table) {
     static constexpr Fn kGraphs[] = {Fn::stream_begin_capture, Fn::stream_end_capture,
-                                     Fn::stream_is_capturing, Fn::graph_instantiate,
+                                     Fn::stream_is_capturing,  Fn::graph_instantiate,
                                      Fn::graph_launch,         Fn::graph_exec_update,
                                      Fn::graph_exec_destroy,   Fn::graph_destroy};
     for (Fn fn : kGraphs)
@@ -43,7 +38,7 @@ bool has_native_graphs(const DriverTable &table) {
 }
 
 Fn first_missing(const DriverTable &table) {
-#define QD_GPU_CHECK_(name, required, params)                                                   \
+#define QD_GPU_CHECK_(name, required, params)                                                      \
     if ((required) && table.name == nullptr) return Fn::name;
     QD_GPU_DRIVER_TABLE(QD_GPU_CHECK_)
 #undef QD_GPU_CHECK_
@@ -79,13 +74,11 @@ void bind_symbols(DriverTable &table, const DlLibrary &library, const SymbolBind
 
 const char *entry_name(Fn fn) {
     switch (fn) {
-#define QD_GPU_NAME_(name, required, params)                                                    \
-    case Fn::name:                                                                             \
-        return #name;
+#define QD_GPU_NAME_(name, required, params)                                                       \
+    case Fn::name: return #name;
         QD_GPU_DRIVER_TABLE(QD_GPU_NAME_)
 #undef QD_GPU_NAME_
-    case Fn::count:
-        break;
+    case Fn::count: break;
     }
     return "?";
 }

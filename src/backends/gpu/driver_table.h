@@ -26,18 +26,18 @@ struct NativeFunctionTag;
 struct NativeGraphTag;
 struct NativeGraphExecTag;
 struct NativeMemPoolTag;
-using NativeContext = NativeContextTag *;    // CUcontext
-using NativeStream = NativeStreamTag *;      // CUstream / hipStream_t
-using NativeEvent = NativeEventTag *;        // CUevent / hipEvent_t
-using NativeModule = NativeModuleTag *;      // CUmodule / hipModule_t
-using NativeFunction = NativeFunctionTag *;  // CUfunction / hipFunction_t
+using NativeContext = NativeContextTag *;      // CUcontext
+using NativeStream = NativeStreamTag *;        // CUstream / hipStream_t
+using NativeEvent = NativeEventTag *;          // CUevent / hipEvent_t
+using NativeModule = NativeModuleTag *;        // CUmodule / hipModule_t
+using NativeFunction = NativeFunctionTag *;    // CUfunction / hipFunction_t
 using NativeGraph = NativeGraphTag *;          // CUgraph / hipGraph_t
 using NativeGraphExec = NativeGraphExecTag *;  // CUgraphExec / hipGraphExec_t
-using NativeMemPool = NativeMemPoolTag *;    // CUmemoryPool / hipMemPool_t
-using NativeDevice = int;                    // CUdevice / hipDevice_t
-using DevicePtr = uint64_t;                  // CUdeviceptr
-using Result = int;                          // CUresult / hipError_t
-using HostFn = void (*)(void *user_data);    // CUhostFn / hipHostFn_t
+using NativeMemPool = NativeMemPoolTag *;      // CUmemoryPool / hipMemPool_t
+using NativeDevice = int;                      // CUdevice / hipDevice_t
+using DevicePtr = uint64_t;                    // CUdeviceptr
+using Result = int;                            // CUresult / hipError_t
+using HostFn = void (*)(void *user_data);      // CUhostFn / hipHostFn_t
 
 // What graph_exec_update reports (CUgraphExecUpdateResultInfo's layout): result is the
 // driver's CUgraphExecUpdateResult (0: success), the nodes where it stopped, if any.
@@ -57,89 +57,89 @@ struct MemAccessDesc {
 // The driver-table list: X(name, required, parameters). Every entry returns a Result.
 // "required = false" entries may be left null; the backend then does without them (the
 // comment says how).
-#define QD_GPU_DRIVER_TABLE(X)                                                                  \
-    X(init, true, (unsigned flags))                                                            \
-    X(driver_get_version, true, (int *version))                                                \
-    X(get_error_name, true, (Result error, const char **name))                                 \
-    X(get_error_string, true, (Result error, const char **text))                               \
-    X(device_get_count, true, (int *count))                                                    \
-    X(device_get, true, (NativeDevice * device, int ordinal))                                  \
-    X(device_get_name, true, (char *name, int length, NativeDevice device))                    \
-    X(device_get_attribute, true, (int *value, int attribute, NativeDevice device))            \
-    X(device_total_mem, true, (size_t * bytes, NativeDevice device))                           \
-    X(device_primary_ctx_retain, true, (NativeContext * ctx, NativeDevice device))             \
-    X(device_primary_ctx_release, true, (NativeDevice device))                                 \
-    /* the current-context entries: required under CurrentModel::context_stack only */        \
-    X(ctx_get_current, false, (NativeContext * ctx))                                           \
-    X(ctx_set_current, false, (NativeContext ctx))                                             \
-    X(ctx_push_current, false, (NativeContext ctx))                                            \
-    X(ctx_pop_current, false, (NativeContext * ctx))                                           \
-    /* the current-device entries: required under CurrentModel::current_device only */         \
-    X(device_get_current, false, (NativeDevice * device))                                      \
-    X(device_set_current, false, (NativeDevice device))                                        \
-    X(ctx_get_stream_priority_range, true, (int *least, int *greatest))                        \
-    X(stream_create, true, (NativeStream * stream, unsigned flags, int priority))              \
-    X(stream_destroy, true, (NativeStream stream))                                             \
-    X(stream_query, true, (NativeStream stream))                                               \
-    X(stream_synchronize, true, (NativeStream stream))                                         \
-    X(stream_wait_event, true, (NativeStream stream, NativeEvent event, unsigned flags))       \
-    X(stream_get_priority, true, (NativeStream stream, int *priority))                         \
-    /* optional: without it an imported stream's context is not checked */                     \
-    X(stream_get_ctx, false, (NativeStream stream, NativeContext * ctx))                       \
-    X(event_create, true, (NativeEvent * event, unsigned flags))                               \
-    X(event_destroy, true, (NativeEvent event))                                                \
-    X(event_record, true, (NativeEvent event, NativeStream stream))                            \
-    X(event_query, true, (NativeEvent event))                                                  \
-    X(event_synchronize, true, (NativeEvent event))                                            \
-    X(event_elapsed_time, true, (float *ms, NativeEvent start, NativeEvent end))               \
-    X(module_load_data, true,                                                                  \
-      (NativeModule * module, const void *image, unsigned num_options, int *options,           \
-       void **option_values))                                                                  \
-    X(module_get_function, true, (NativeFunction * function, NativeModule module,              \
-                                  const char *name))                                           \
-    X(module_unload, true, (NativeModule module))                                              \
-    /* optional: without it launch arguments are not checked against the kernel's parameters */ \
-    X(func_get_param_info, false, (NativeFunction function, size_t index, size_t *offset,      \
-                                   size_t *size))                                              \
-    /* optional: without it a kernel's code is loaded by its first launch, which under the */  \
-    /* driver's lazy loading may wait for work in flight (see GpuModule::get_kernel) */         \
-    X(func_load, false, (NativeFunction function))                                             \
-    X(launch_kernel, true,                                                                     \
-      (NativeFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,             \
-       unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_mem_bytes,        \
-       NativeStream stream, void **params, void **extra))                                      \
-    X(launch_host_func, true, (NativeStream stream, HostFn fn, void *user_data))               \
-    X(mem_alloc_async, true, (DevicePtr * address, size_t bytes, NativeStream stream))         \
-    X(mem_free_async, true, (DevicePtr address, NativeStream stream))                          \
-    X(mem_free, true, (DevicePtr address))                                                     \
-    X(memcpy_async, true, (DevicePtr dst, DevicePtr src, size_t bytes, NativeStream stream))   \
-    X(memset_d8_async, true,                                                                   \
-      (DevicePtr dst, unsigned char value, size_t bytes, NativeStream stream))                 \
-    X(host_alloc, true, (void **ptr, size_t bytes, unsigned flags))                            \
-    X(host_free, true, (void *ptr))                                                            \
-    /* native graphs, all optional: without every one of them the core records a capture */    \
-    /* itself and a replay re-issues the recorded operations (core/capture/) */                \
-    X(stream_begin_capture, false, (NativeStream stream, int mode))                            \
-    X(stream_end_capture, false, (NativeStream stream, NativeGraph * graph))                   \
-    X(stream_is_capturing, false, (NativeStream stream, int *status))                          \
-    X(graph_instantiate, false,                                                                \
-      (NativeGraphExec * exec, NativeGraph graph, unsigned long long flags))                   \
-    X(graph_launch, false, (NativeGraphExec exec, NativeStream stream))                        \
-    X(graph_exec_update, false,                                                                \
-      (NativeGraphExec exec, NativeGraph graph, GraphExecUpdateInfo * info))                   \
-    X(graph_exec_destroy, false, (NativeGraphExec exec))                                       \
-    X(graph_destroy, false, (NativeGraph graph))                                               \
-    /* optional, several devices (qd.h): without device_can_access_peer no two devices are */  \
-    /* peers; without ctx_enable_peer_access, device_get_mem_pool or mem_pool_set_access */    \
-    /* peer access cannot be granted; without memcpy_peer_async a copy between contexts is */  \
-    /* memcpy_async (unified addressing: the driver finds both devices from the addresses) */ \
-    X(device_can_access_peer, false, (int *can_access, NativeDevice device, NativeDevice peer)) \
-    X(ctx_enable_peer_access, false, (NativeContext peer, unsigned flags))                     \
-    X(device_get_mem_pool, false, (NativeMemPool * pool, NativeDevice device))                 \
-    X(mem_pool_set_access, false, (NativeMemPool pool, const MemAccessDesc *desc, size_t count)) \
-    X(memcpy_peer_async, false,                                                                \
-      (DevicePtr dst, NativeContext dst_ctx, DevicePtr src, NativeContext src_ctx,             \
-       size_t bytes, NativeStream stream))
+#define QD_GPU_DRIVER_TABLE(X)                                                                     \
+    X(init, true, (unsigned flags))                                                                \
+    X(driver_get_version, true, (int *version))                                                    \
+    X(get_error_name, true, (Result error, const char **name))                                     \
+    X(get_error_string, true, (Result error, const char **text))                                   \
+    X(device_get_count, true, (int *count))                                                        \
+    X(device_get, true, (NativeDevice * device, int ordinal))                                      \
+    X(device_get_name, true, (char *name, int length, NativeDevice device))                        \
+    X(device_get_attribute, true, (int *value, int attribute, NativeDevice device))                \
+    X(device_total_mem, true, (size_t * bytes, NativeDevice device))                               \
+    X(device_primary_ctx_retain, true, (NativeContext * ctx, NativeDevice device))                 \
+    X(device_primary_ctx_release, true, (NativeDevice device))                                     \
+    /* the current-context entries: required under CurrentModel::context_stack only */             \
+    X(ctx_get_current, false, (NativeContext * ctx))                                               \
+    X(ctx_set_current, false, (NativeContext ctx))                                                 \
+    X(ctx_push_current, false, (NativeContext ctx))                                                \
+    X(ctx_pop_current, false, (NativeContext * ctx))                                               \
+    /* the current-device entries: required under CurrentModel::current_device only */             \
+    X(device_get_current, false, (NativeDevice * device))                                          \
+    X(device_set_current, false, (NativeDevice device))                                            \
+    X(ctx_get_stream_priority_range, true, (int *least, int *greatest))                            \
+    X(stream_create, true, (NativeStream * stream, unsigned flags, int priority))                  \
+    X(stream_destroy, true, (NativeStream stream))                                                 \
+    X(stream_query, true, (NativeStream stream))                                                   \
+    X(stream_synchronize, true, (NativeStream stream))                                             \
+    X(stream_wait_event, true, (NativeStream stream, NativeEvent event, unsigned flags))           \
+    X(stream_get_priority, true, (NativeStream stream, int *priority))                             \
+    /* optional: without it an imported stream's context is not checked */                         \
+    X(stream_get_ctx, false, (NativeStream stream, NativeContext * ctx))                           \
+    X(event_create, true, (NativeEvent * event, unsigned flags))                                   \
+    X(event_destroy, true, (NativeEvent event))                                                    \
+    X(event_record, true, (NativeEvent event, NativeStream stream))                                \
+    X(event_query, true, (NativeEvent event))                                                      \
+    X(event_synchronize, true, (NativeEvent event))                                                \
+    X(event_elapsed_time, true, (float *ms, NativeEvent start, NativeEvent end))                   \
+    X(module_load_data, true,                                                                      \
+      (NativeModule * module, const void *image, unsigned num_options, int *options,               \
+       void **option_values))                                                                      \
+    X(module_get_function, true,                                                                   \
+      (NativeFunction * function, NativeModule module, const char *name))                          \
+    X(module_unload, true, (NativeModule module))                                                  \
+    /* optional: without it launch arguments are not checked against the kernel's parameters */    \
+    X(func_get_param_info, false,                                                                  \
+      (NativeFunction function, size_t index, size_t * offset, size_t * size))                     \
+    /* optional: without it a kernel's code is loaded by its first launch, which under the */      \
+    /* driver's lazy loading may wait for work in flight (see GpuModule::get_kernel) */            \
+    X(func_load, false, (NativeFunction function))                                                 \
+    X(launch_kernel, true,                                                                         \
+      (NativeFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,                 \
+       unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_mem_bytes,            \
+       NativeStream stream, void **params, void **extra))                                          \
+    X(launch_host_func, true, (NativeStream stream, HostFn fn, void *user_data))                   \
+    X(mem_alloc_async, true, (DevicePtr * address, size_t bytes, NativeStream stream))             \
+    X(mem_free_async, true, (DevicePtr address, NativeStream stream))                              \
+    X(mem_free, true, (DevicePtr address))                                                         \
+    X(memcpy_async, true, (DevicePtr dst, DevicePtr src, size_t bytes, NativeStream stream))       \
+    X(memset_d8_async, true,                                                                       \
+      (DevicePtr dst, unsigned char value, size_t bytes, NativeStream stream))                     \
+    X(host_alloc, true, (void **ptr, size_t bytes, unsigned flags))                                \
+    X(host_free, true, (void *ptr))                                                                \
+    /* native graphs, all optional: without every one of them the core records a capture */        \
+    /* itself and a replay re-issues the recorded operations (core/capture/) */                    \
+    X(stream_begin_capture, false, (NativeStream stream, int mode))                                \
+    X(stream_end_capture, false, (NativeStream stream, NativeGraph * graph))                       \
+    X(stream_is_capturing, false, (NativeStream stream, int *status))                              \
+    X(graph_instantiate, false,                                                                    \
+      (NativeGraphExec * exec, NativeGraph graph, unsigned long long flags))                       \
+    X(graph_launch, false, (NativeGraphExec exec, NativeStream stream))                            \
+    X(graph_exec_update, false,                                                                    \
+      (NativeGraphExec exec, NativeGraph graph, GraphExecUpdateInfo * info))                       \
+    X(graph_exec_destroy, false, (NativeGraphExec exec))                                           \
+    X(graph_destroy, false, (NativeGraph graph))                                                   \
+    /* optional, several devices (qd.h): without device_can_access_peer no two devices are */      \
+    /* peers; without ctx_enable_peer_access, device_get_mem_pool or mem_pool_set_access */        \
+    /* peer access cannot be granted; without memcpy_peer_async a copy between contexts is */      \
+    /* memcpy_async (unified addressing: the driver finds both devices from the addresses) */      \
+    X(device_can_access_peer, false, (int *can_access, NativeDevice device, NativeDevice peer))    \
+    X(ctx_enable_peer_access, false, (NativeContext peer, unsigned flags))                         \
+    X(device_get_mem_pool, false, (NativeMemPool * pool, NativeDevice device))                     \
+    X(mem_pool_set_access, false, (NativeMemPool pool, const MemAccessDesc *desc, size_t count))   \
+    X(memcpy_peer_async, false,                                                                    \
+      (DevicePtr dst, NativeContext dst_ctx, DevicePtr src, NativeContext src_ctx, size_t bytes,   \
+       NativeStream stream))
 
 // One value per entry, in list order.
 enum class Fn : uint32_t {
@@ -192,20 +192,20 @@ struct DriverTable {
     size_t num_error_rules = 0;
 
     // --- flag and enum values ---
-    unsigned stream_default_flags = 0;     // a stream that syncs with the legacy stream
-    unsigned stream_non_blocking_flag = 0; // a stream that does not
-    unsigned event_default_flags = 0;      // with timing
+    unsigned stream_default_flags = 0;      // a stream that syncs with the legacy stream
+    unsigned stream_non_blocking_flag = 0;  // a stream that does not
+    unsigned event_default_flags = 0;       // with timing
     unsigned event_disable_timing_flag = 0;
-    unsigned host_alloc_flags = 0;         // pinned, usable from every context
+    unsigned host_alloc_flags = 0;  // pinned, usable from every context
     int attr_compute_major = 0;
     int attr_compute_minor = 0;
     int attr_multiprocessors = 0;
-    int jit_error_log_buffer = 0;          // module_load_data options: where the JIT writes
-    int jit_error_log_buffer_bytes = 0;    // its error log, and the buffer's size
-    int capture_mode = 0;                  // stream_begin_capture's mode (see the loaders)
-    int capture_status_none = 0;           // stream_is_capturing: the stream is not capturing
-    int mem_location_device = 0;          // MemAccessDesc::location_type of a device
-    int mem_access_read_write = 0;         // MemAccessDesc::flags: read and write
+    int jit_error_log_buffer = 0;        // module_load_data options: where the JIT writes
+    int jit_error_log_buffer_bytes = 0;  // its error log, and the buffer's size
+    int capture_mode = 0;                // stream_begin_capture's mode (see the loaders)
+    int capture_status_none = 0;         // stream_is_capturing: the stream is not capturing
+    int mem_location_device = 0;         // MemAccessDesc::location_type of a device
+    int mem_access_read_write = 0;       // MemAccessDesc::flags: read and write
 
     // True when every call that takes a stream handle (launch, event record, stream wait,
     // async copies, memset, stream-ordered alloc/free, host functions, stream synchronize and

@@ -87,7 +87,9 @@ class DeviceContext {
     // other libraries queued on the same primary context).
     // A stream registers once a shared_ptr owns it and unregisters in its destructor.
     void register_stream(GpuStream &stream);
-    void unregister_stream(LiveRegistry<GpuStream>::Entry entry) noexcept { streams_.remove(entry); }
+    void unregister_stream(LiveRegistry<GpuStream>::Entry entry) noexcept {
+        streams_.remove(entry);
+    }
     std::vector<std::shared_ptr<GpuStream>> live_streams();
 
     // Native releases. They never block. A stream with work in flight leaves a "tail" event
@@ -253,8 +255,7 @@ class GpuKernel;
 
 class GpuStream final : public Stream, public std::enable_shared_from_this<GpuStream> {
   public:
-    GpuStream(std::shared_ptr<DeviceContext> dc, NativeStream stream, bool owned,
-              int32_t priority);
+    GpuStream(std::shared_ptr<DeviceContext> dc, NativeStream stream, bool owned, int32_t priority);
     ~GpuStream() override;
 
     qd_status launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
@@ -394,8 +395,7 @@ class GpuContext final : public Context {
                             std::shared_ptr<Stream> *out) override;
     qd_status import_stream(uint64_t native, std::shared_ptr<Stream> *out) override;
     qd_status create_event(bool timing, std::shared_ptr<Event> *out) override;
-    qd_status load_module(const void *image, uint64_t size,
-                          std::shared_ptr<Module> *out) override;
+    qd_status load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) override;
     qd_status synchronize() override;
     qd_status elapsed_ms(Event &start, Event &end, float *ms) override;
     void priority_range(int32_t *least, int32_t *greatest) const override;

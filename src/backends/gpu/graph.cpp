@@ -240,8 +240,7 @@ class GpuCapture final : public Capture {
 qd_status GpuStream::begin_capture(std::unique_ptr<Capture> *out) {
     if (!has_native_graphs(t_))
         return qd::fail(QD_ERROR_NOT_SUPPORTED,
-                        "this %s driver lacks stream capture or graph entry points",
-                        t_.api_name);
+                        "this %s driver lacks stream capture or graph entry points", t_.api_name);
     auto capture = std::make_unique<GpuCapture>(shared_from_this());
     qd_status st = capture->start();
     if (st != QD_SUCCESS) return st;

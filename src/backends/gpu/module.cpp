@@ -60,8 +60,7 @@ qd_status elf_extent(const unsigned char *p, uint64_t size, uint64_t *extent) {
             ok = extend(read_le(sh + (is64 ? 24 : 16), word), read_le(sh + (is64 ? 32 : 20), word));
         }
     }
-    if (!ok)
-        return fail(QD_ERROR_INVALID_IMAGE, "the ELF image's headers overflow 64-bit offsets");
+    if (!ok) return fail(QD_ERROR_INVALID_IMAGE, "the ELF image's headers overflow 64-bit offsets");
     if (end > size)
         return fail(QD_ERROR_INVALID_IMAGE,
                     "the ELF image is truncated: its headers reach byte %llu, %llu bytes given",
@@ -92,8 +91,7 @@ qd_status binary_image_extent(const DriverTable &table, const void *image, uint6
 
 // --- Context::load_module (here rather than in context.cpp: it is all about images) ----------
 
-qd_status GpuContext::load_module(const void *image, uint64_t size,
-                                  std::shared_ptr<Module> *out) {
+qd_status GpuContext::load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) {
     DriverEntry entry(*dc_);
     if (!entry.ok()) return entry.status();
     dc_->run_deferred();
@@ -189,8 +187,8 @@ qd_status GpuModule::get_kernel(const char *name, std::shared_ptr<Kernel> *out) 
 
 // --- GpuKernel ----------------------------------------------------------------------------------
 
-GpuKernel::GpuKernel(std::shared_ptr<GpuModule> module, NativeFunction function,
-                     const char *name, std::vector<uint32_t> param_sizes, bool params_known)
+GpuKernel::GpuKernel(std::shared_ptr<GpuModule> module, NativeFunction function, const char *name,
+                     std::vector<uint32_t> param_sizes, bool params_known)
     : module_(std::move(module)),
       function_(function),
       name_(name),
@@ -204,8 +202,8 @@ qd_status GpuKernel::arg_count_mismatch(uint32_t num_args) const {
 
 qd_status GpuKernel::arg_size_mismatch(uint32_t index, uint64_t size) const {
     return fail(QD_ERROR_LAUNCH_FAILED,
-                "argument %u of kernel '%s' is %llu bytes, the parameter is %u bytes", index,
-                name_, static_cast<unsigned long long>(size), param_sizes_[index]);
+                "argument %u of kernel '%s' is %llu bytes, the parameter is %u bytes", index, name_,
+                static_cast<unsigned long long>(size), param_sizes_[index]);
 }
 
 }  // namespace qd::backend::gpu

@@ -18,7 +18,8 @@ qd_status query_peer(DeviceContext &dc, DeviceContext &peer, bool *out) {
     }
     int can = 0;
     Result r = t.device_can_access_peer(&can, dc.device, peer.device);
-    if (r != t.success) return dc.fail_call(r, QD_ERROR_INTERNAL, Fn::device_can_access_peer, nullptr);
+    if (r != t.success)
+        return dc.fail_call(r, QD_ERROR_INTERNAL, Fn::device_can_access_peer, nullptr);
     *out = can != 0;
     return QD_SUCCESS;
 }
@@ -67,11 +68,13 @@ qd_status GpuContext::enable_peer_access(Context &peer) {
     // cover pools.
     NativeMemPool pool = nullptr;
     r = t.device_get_mem_pool(&pool, theirs.device);
-    if (r != t.success) return dc_->fail_call(r, QD_ERROR_NOT_SUPPORTED, Fn::device_get_mem_pool, nullptr);
+    if (r != t.success)
+        return dc_->fail_call(r, QD_ERROR_NOT_SUPPORTED, Fn::device_get_mem_pool, nullptr);
     const MemAccessDesc access{t.mem_location_device, static_cast<int>(dc_->ordinal),
                                t.mem_access_read_write};
     r = t.mem_pool_set_access(pool, &access, 1);
-    if (r != t.success) return dc_->fail_call(r, QD_ERROR_NOT_SUPPORTED, Fn::mem_pool_set_access, nullptr);
+    if (r != t.success)
+        return dc_->fail_call(r, QD_ERROR_NOT_SUPPORTED, Fn::mem_pool_set_access, nullptr);
     return QD_SUCCESS;
 }
 
@@ -82,7 +85,8 @@ qd_status GpuStream::memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, C
     if (d.device == s.device || !t_.memcpy_peer_async) return memcpy(dst, src, bytes);
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
-    Result r = t_.memcpy_peer_async(dst, d.native, src, s.native, static_cast<size_t>(bytes), stream_);
+    Result r =
+        t_.memcpy_peer_async(dst, d.native, src, s.native, static_cast<size_t>(bytes), stream_);
     if (r == t_.invalid_value && t_.stream_calls_use_stream_context) {
         r = again_in_own_context(r, [&] {
             return t_.memcpy_peer_async(dst, d.native, src, s.native, static_cast<size_t>(bytes),

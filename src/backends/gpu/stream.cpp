@@ -54,9 +54,8 @@ qd_status GpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg
     for (uint32_t i = 0; i < num_args; ++i) params[i] = const_cast<void *>(args[i].data);
 
     Result r = t_.launch_kernel(k.function(), dims.grid[0], dims.grid[1], dims.grid[2],
-                                dims.block[0], dims.block[1], dims.block[2],
-                                dims.shared_mem_bytes, stream_, num_args ? params : nullptr,
-                                nullptr);
+                                dims.block[0], dims.block[1], dims.block[2], dims.shared_mem_bytes,
+                                stream_, num_args ? params : nullptr, nullptr);
     // A sticky error reported here belongs to earlier work: name the previous kernel.
     if (r != t_.success) return fail(r, QD_ERROR_LAUNCH_FAILED, Fn::launch_kernel);
     last_kernel_.store(k.name(), std::memory_order_relaxed);
@@ -132,9 +131,8 @@ qd_status GpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
     if (!entry.ok()) return entry.status();
     Result r = t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_);
     if (r == t_.invalid_value && t_.stream_calls_use_stream_context) {
-        r = again_in_own_context(r, [&] {
-            return t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_);
-        });
+        r = again_in_own_context(
+            r, [&] { return t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_); });
     }
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memcpy_async);
     return QD_SUCCESS;

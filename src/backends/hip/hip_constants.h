@@ -54,11 +54,11 @@ enum : int {
 
 // Flags.
 enum : unsigned {
-    kStreamDefault = 0x0,         // hipStreamDefault
-    kStreamNonBlocking = 0x1,     // hipStreamNonBlocking
-    kEventDefault = 0x0,          // hipEventDefault
-    kEventDisableTiming = 0x2,    // hipEventDisableTiming
-    kHostMallocPortable = 0x1,    // hipHostMallocPortable
+    kStreamDefault = 0x0,       // hipStreamDefault
+    kStreamNonBlocking = 0x1,   // hipStreamNonBlocking
+    kEventDefault = 0x0,        // hipEventDefault
+    kEventDisableTiming = 0x2,  // hipEventDisableTiming
+    kHostMallocPortable = 0x1,  // hipHostMallocPortable
 };
 
 // hipDeviceAttribute_t values (HIP's own numbering, not CUDA's).
@@ -75,8 +75,8 @@ enum : int {
     kJitErrorLogBufferSizeBytes = 6,
 };
 
-enum : int { kMemcpyDefault = 4 };  // hipMemcpyKind: direction inferred from the addresses
-enum : int { kMemLocationTypeDevice = 1 };        // hipMemLocationType: a device
+enum : int { kMemcpyDefault = 4 };          // hipMemcpyKind: direction inferred from the addresses
+enum : int { kMemLocationTypeDevice = 1 };  // hipMemLocationType: a device
 enum : int { kMemAccessFlagsProtReadWrite = 3 };  // hipMemAccessFlags: read and write
 
 enum : int {

@@ -93,7 +93,9 @@ struct HipFunctions {
 // read-only afterwards.
 HipFunctions g_hip;
 
-void *to_ptr(DevicePtr address) { return reinterpret_cast<void *>(static_cast<uintptr_t>(address)); }
+void *to_ptr(DevicePtr address) {
+    return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+}
 
 Result adapt_get_error_name(Result error, const char **name) {
     *name = g_hip.get_error_name(error);
@@ -144,7 +146,8 @@ Result adapt_mem_free(DevicePtr address) { return g_hip.free(to_ptr(address)); }
 Result adapt_memcpy_async(DevicePtr dst, DevicePtr src, size_t bytes, NativeStream stream) {
     return g_hip.memcpy_async(to_ptr(dst), to_ptr(src), bytes, kMemcpyDefault, stream);
 }
-Result adapt_memset_d8_async(DevicePtr dst, unsigned char value, size_t bytes, NativeStream stream) {
+Result adapt_memset_d8_async(DevicePtr dst, unsigned char value, size_t bytes,
+                             NativeStream stream) {
     return g_hip.memset_d8_async(to_ptr(dst), value, bytes, stream);
 }
 
@@ -330,8 +333,7 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
          reinterpret_cast<void *>(hip.launch_host_func), "hipLaunchHostFunc"},
         {Fn::mem_alloc_async, true, reinterpret_cast<void *>(&adapt_mem_alloc_async),
          "hipMallocAsync"},
-        {Fn::mem_free_async, true, reinterpret_cast<void *>(&adapt_mem_free_async),
-         "hipFreeAsync"},
+        {Fn::mem_free_async, true, reinterpret_cast<void *>(&adapt_mem_free_async), "hipFreeAsync"},
         {Fn::mem_free, hip.free != nullptr, reinterpret_cast<void *>(&adapt_mem_free), "hipFree"},
         {Fn::memcpy_async, hip.memcpy_async != nullptr,
          reinterpret_cast<void *>(&adapt_memcpy_async), "hipMemcpyAsync"},

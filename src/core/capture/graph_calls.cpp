@@ -32,8 +32,8 @@ qd_status end_capture(Stream &s, uint64_t stream, uint64_t *graph) {
         // A racing qd_context_destroy drops every capture when it drains (context_drained).
         if (s.ctx->check_not_destroyed() != QD_SUCCESS) return QD_ERROR_INVALID_HANDLE;
         const std::string reason = last_error_message();
-        return fail(st, "qd_stream_end_capture of stream 0x%016llx: %s",
-                    (unsigned long long)stream, reason.c_str());
+        return fail(st, "qd_stream_end_capture of stream 0x%016llx: %s", (unsigned long long)stream,
+                    reason.c_str());
     }
     Context &c = *s.ctx;
     auto g = std::make_shared<Graph>(c.shared_from_this(), std::move(data), std::move(native));

@@ -86,9 +86,9 @@ class TraceFiles {
 
   private:
     struct File {
-        std::map<uint32_t, TracePart> parts;    // by context id
-        std::deque<uint32_t> destroyed;         // ids of destroyed contexts, oldest first
-        uint64_t dropped = 0;                   // destroyed contexts' parts dropped
+        std::map<uint32_t, TracePart> parts;  // by context id
+        std::deque<uint32_t> destroyed;       // ids of destroyed contexts, oldest first
+        uint64_t dropped = 0;                 // destroyed contexts' parts dropped
     };
 
     // Marks id's part destroyed (once) and drops the oldest destroyed parts beyond the bound.
@@ -107,16 +107,15 @@ class TraceFiles {
         struct stat st;
         if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return QD_SUCCESS;
         if (S_ISDIR(st.st_mode))
-            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' is a directory",
-                        path.c_str());
+            return fail(QD_ERROR_INVALID_ARGUMENT, "trace path '%s' is a directory", path.c_str());
         const char *what = S_ISFIFO(st.st_mode)   ? "a FIFO"
                            : S_ISCHR(st.st_mode)  ? "a character device"
                            : S_ISBLK(st.st_mode)  ? "a block device"
                            : S_ISSOCK(st.st_mode) ? "a socket"
                                                   : "a special file";
         return fail(QD_ERROR_INVALID_ARGUMENT,
-                    "trace path '%s' is %s, not a regular file; it is never replaced",
-                    path.c_str(), what);
+                    "trace path '%s' is %s, not a regular file; it is never replaced", path.c_str(),
+                    what);
     }
 
     // A new file of a unique name next to path (so two processes, or two starts, never share
@@ -126,8 +125,8 @@ class TraceFiles {
         const int fd = ::mkstemp(name.data());
         if (fd < 0) return nullptr;
         struct stat st;
-        const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777)
-                                                           : (0666 & ~process_umask());
+        const mode_t mode =
+            ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~process_umask());
         (void)::fchmod(fd, mode);
         FILE *f = ::fdopen(fd, "w");
         if (!f) {
@@ -222,12 +221,14 @@ class TraceFiles {
                 end = std::max(end, start);
                 ++id;
                 std::fprintf(f,
-                             "%s{\"ph\":\"s\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+                             "%s{\"ph\":\"s\",\"id\":%" PRIu64
+                             ",\"pid\":%u,\"tid\":%u,"
                              "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"},\n"
-                             "{\"ph\":\"f\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+                             "{\"ph\":\"f\",\"id\":%" PRIu64
+                             ",\"pid\":%u,\"tid\":%u,"
                              "\"ts\":%.3f,\"name\":\"%s\",\"cat\":\"dependency\"}",
-                             *first ? "" : ",\n", id, r.pid, r.tid, start, r.name, id, w.pid,
-                             w.tid, end, r.name);
+                             *first ? "" : ",\n", id, r.pid, r.tid, start, r.name, id, w.pid, w.tid,
+                             end, r.name);
                 *first = false;
             }
         }

@@ -323,7 +323,8 @@ TraceSnapshot TraceObserver::snapshot_of(const Window &w) {
         x.host_duration =
             std::chrono::duration<double, std::micro>(s.host_end - s.host_begin).count();
         x.timed = s.begun && s.ended && device_us(*s.begin, &x.begin) && device_us(*s.end, &x.end);
-        x.sized = s.kind == OpKind::Memcpy || s.kind == OpKind::Memset || s.kind == OpKind::MemAlloc;
+        x.sized =
+            s.kind == OpKind::Memcpy || s.kind == OpKind::Memset || s.kind == OpKind::MemAlloc;
         x.bytes = s.bytes;
         if (s.status != QD_SUCCESS) x.status = status_name(s.status);
         x.device_lost = s.status == QD_ERROR_DEVICE_LOST;

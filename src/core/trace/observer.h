@@ -88,7 +88,7 @@ class TraceObserver final : public OpObserver {
     struct Slot {
         OpKind kind = OpKind::Launch;
         OpOrigin origin = OpOrigin::Api;
-        uint32_t track = 0;  // the stream's track (named when first seen: Window::track_names)
+        uint32_t track = 0;   // the stream's track (named when first seen: Window::track_names)
         char name[64] = {0};  // the kernel's name (copied: the kernel may be gone by the flush)
         uint64_t bytes = 0;
         std::shared_ptr<backend::Event> begin, end;

@@ -30,8 +30,8 @@ qd_status ValidationObserver::attach_if_requested(Context &ctx, uint32_t flags) 
                         "QD_VALIDATE='%s' is not one of \"0\", \"1\" or \"error\"", v);
     }
     if (!(flags & QD_CONTEXT_VALIDATE)) return QD_SUCCESS;
-    return ctx.attach_observer(std::make_unique<ValidationObserver>(
-        ctx, (flags & QD_CONTEXT_VALIDATE_FAIL) != 0));
+    return ctx.attach_observer(
+        std::make_unique<ValidationObserver>(ctx, (flags & QD_CONTEXT_VALIDATE_FAIL) != 0));
 }
 
 // Its row of core/observer_table.h.
@@ -40,7 +40,9 @@ qd_status attach_validation_observer(Context &ctx, const qd_context_desc &desc) 
 }
 
 ValidationObserver::ValidationObserver(Context &ctx, bool fail_calls)
-    : ctx_(ctx), fail_calls_(fail_calls), domain_(Domain::of(ctx.kind())),
+    : ctx_(ctx),
+      fail_calls_(fail_calls),
+      domain_(Domain::of(ctx.kind())),
       handler_(&default_handler) {}
 
 ValidationObserver::~ValidationObserver() {
@@ -211,9 +213,9 @@ qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
             kernel_what = std::string("kernel '") + op.kernel->impl->name() + "'";
             what = kernel_what.c_str();
             for (uint32_t i = 0; i < op.num_args; ++i) {
-                const uint8_t mode = i < QD_MAX_ARGS
-                                         ? op.kernel->param_access[i].load(std::memory_order_relaxed)
-                                         : uint8_t(QD_PARAM_READ_WRITE);
+                const uint8_t mode =
+                    i < QD_MAX_ARGS ? op.kernel->param_access[i].load(std::memory_order_relaxed)
+                                    : uint8_t(QD_PARAM_READ_WRITE);
                 if (mode == QD_PARAM_IGNORE) continue;
                 const bool parts = mode == QD_PARAM_PARTITIONED;
                 const auto *data = static_cast<const uint8_t *>(op.args[i].data);
@@ -265,11 +267,12 @@ qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
                 r.other_operation = t.block->free_op ? t.block->free_op->what : "free";
                 r.other_stream = t.block->free_op ? t.block->free_op->stream : 0;
                 char buf[160];
-                std::snprintf(buf, sizeof buf, "0x%" PRIx64 " (%" PRIu64 " bytes) at offset %" PRIu64,
-                              r.allocation, r.bytes, r.offset);
+                std::snprintf(buf, sizeof buf,
+                              "0x%" PRIx64 " (%" PRIu64 " bytes) at offset %" PRIu64, r.allocation,
+                              r.bytes, r.offset);
                 r.message = "qd: hazard: use after free: " + r.operation + " on " + info->where +
-                            " uses allocation " + buf + ", freed by " + r.other_operation +
-                            " on " + (t.block->free_op ? t.block->free_op->where : "a stream");
+                            " uses allocation " + buf + ", freed by " + r.other_operation + " on " +
+                            (t.block->free_op ? t.block->free_op->where : "a stream");
                 reports.push_back(std::move(r));
                 continue;
             }
@@ -278,7 +281,9 @@ qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
             check(*t.block, t.lo, t.hi, t.write, a, clock, info,
                   t.partitioned ? kernel_key : nullptr,
                   is_free ? QD_HAZARD_FREE_IN_USE : QD_HAZARD_RACE,
-                  is_free ? "" : t.write ? (t.read ? " (read-write)" : " (write)") : " (read)",
+                  is_free   ? ""
+                  : t.write ? (t.read ? " (read-write)" : " (write)")
+                            : " (read)",
                   &reports);
         }
         if (!reports.empty() && fail_calls_) {

@@ -126,7 +126,7 @@ class ValidationObserver final : public OpObserver {
 
     // All under the domain's mutex.
     uint32_t actor_of(const Stream &stream);
-    void refresh(uint32_t actor);  // merge what the host learned since
+    void refresh(uint32_t actor);   // merge what the host learned since
     uint64_t tick(uint32_t actor);  // refresh, then the next epoch of the actor's own entry
     void host_learned();
     std::shared_ptr<const OpInfo> describe(const Op &op, const char *what, uint32_t actor);
@@ -138,9 +138,9 @@ class ValidationObserver final : public OpObserver {
                std::vector<Report> *out);
     // partitioned_by: the kernel of a QD_PARAM_PARTITIONED access (else null); read: a write
     // that also reads (a read-write kernel parameter), so reports call it "read-write".
-    void commit(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
-                uint64_t epoch, const std::shared_ptr<const OpInfo> &op,
-                const void *partitioned_by, bool read = false);
+    void commit(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor, uint64_t epoch,
+                const std::shared_ptr<const OpInfo> &op, const void *partitioned_by,
+                bool read = false);
     Block *block_at(uint64_t address);
     void add_block(uint64_t address, uint64_t bytes, bool host);
     void quarantine(Held held, std::vector<Held> *release);

@@ -37,8 +37,7 @@ qd_status ValidationObserver::host_freeing(uint64_t address, bool *taken) {
         Op op;
         op.kind = OpKind::MemFree;
         auto info = describe(op, "qd_host_free", 0);
-        check(b, 0, b.bytes, true, 0, d.host_, info, nullptr, QD_HAZARD_FREE_IN_USE, "",
-              &reports);
+        check(b, 0, b.bytes, true, 0, d.host_, info, nullptr, QD_HAZARD_FREE_IN_USE, "", &reports);
         if (reports.empty() || !fail_calls_) {
             b.freed = true;
             b.free_op = info;

@@ -32,7 +32,8 @@ std::shared_ptr<const ValidationObserver::OpInfo> ValidationObserver::describe(c
     char buf[96];
     if (actor == 0) {
         info->where = "the host";
-    } else if (const uint64_t h = op.stream ? op.stream->handle.load(std::memory_order_relaxed) : 0) {
+    } else if (const uint64_t h =
+                   op.stream ? op.stream->handle.load(std::memory_order_relaxed) : 0) {
         info->stream = h;
         std::snprintf(buf, sizeof buf, "stream 0x%016" PRIx64, h);
         info->where = buf;
@@ -41,7 +42,8 @@ std::shared_ptr<const ValidationObserver::OpInfo> ValidationObserver::describe(c
     } else if (op.stream && op.origin == OpOrigin::ParallelLaunch) {
         info->where = "a pooled stream of qd_launch_parallel";
     } else {
-        std::snprintf(buf, sizeof buf, "a pooled stream (slot %u)", op.stream ? op.stream->pool_slot : 0);
+        std::snprintf(buf, sizeof buf, "a pooled stream (slot %u)",
+                      op.stream ? op.stream->pool_slot : 0);
         info->where = buf;
     }
     return info;

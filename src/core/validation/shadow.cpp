@@ -29,16 +29,15 @@ const char *kind_label(uint32_t kind) {
 
 }  // namespace
 
-void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool write,
-                               uint32_t actor, const Clock &clock,
-                               const std::shared_ptr<const OpInfo> &op,
+void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
+                               const Clock &clock, const std::shared_ptr<const OpInfo> &op,
                                const void *partitioned_by, uint32_t kind, const char *mode,
                                std::vector<Report> *out) {
     const Access *conflict = nullptr;
     for (const Access &prev : block.accesses) {
         if (partitioned_by && prev.partitioned_by == partitioned_by) continue;  // its own parts
-        if (prev.hi <= lo || hi <= prev.lo) continue;      // no byte in common
-        if (!write && !prev.write) continue;                // two reads
+        if (prev.hi <= lo || hi <= prev.lo) continue;                           // no byte in common
+        if (!write && !prev.write) continue;                                    // two reads
         if (prev.actor == actor && actor != 0) continue;    // one stream: in order
         if (at(clock, prev.actor) >= prev.epoch) continue;  // ordered before this one
         // Name a write over a read when both conflict: it is the likelier culprit.
@@ -58,25 +57,27 @@ void ValidationObserver::check(Block &block, uint64_t lo, uint64_t hi, bool writ
         conflict->op->what +
         (conflict->write ? (conflict->read ? " (read-write)" : " (write)") : " (read)");
     char where[160];
-    std::snprintf(where, sizeof where, "allocation 0x%" PRIx64 " (%" PRIu64 " bytes) at offset %" PRIu64,
-                  r.allocation, r.bytes, r.offset);
+    std::snprintf(where, sizeof where,
+                  "allocation 0x%" PRIx64 " (%" PRIu64 " bytes) at offset %" PRIu64, r.allocation,
+                  r.bytes, r.offset);
     if (is_free) {
         r.message = std::string("qd: hazard: free in use: ") + r.operation + " on " + op->where +
                     " of " + where + " is not ordered after " + r.other_operation + " on " +
-                    conflict->op->where + " (record an event after it and wait on it before the "
+                    conflict->op->where +
+                    " (record an event after it and wait on it before the "
                     "free)";
     } else {
         r.message = std::string("qd: hazard: ") + kind_label(kind) + ": " + r.operation + " on " +
                     op->where + " and " + r.other_operation + " on " + conflict->op->where +
-                    " touch " + where + " with no ordering between them (record an event after "
+                    " touch " + where +
+                    " with no ordering between them (record an event after "
                     "the first and wait on it before the second)";
     }
     out->push_back(std::move(r));
 }
 
-void ValidationObserver::commit(Block &block, uint64_t lo, uint64_t hi, bool write,
-                                uint32_t actor, uint64_t epoch,
-                                const std::shared_ptr<const OpInfo> &op,
+void ValidationObserver::commit(Block &block, uint64_t lo, uint64_t hi, bool write, uint32_t actor,
+                                uint64_t epoch, const std::shared_ptr<const OpInfo> &op,
                                 const void *partitioned_by, bool read) {
     auto &acc = block.accesses;
     // Superseded: a write supersedes every access within its bytes, a read the same stream's
@@ -115,8 +116,10 @@ void ValidationObserver::add_block(uint64_t address, uint64_t bytes, bool host) 
     if (it != blocks_.begin()) --it;
     while (it != blocks_.end() && it->first < address + bytes) {
         Block &b = *it->second;
-        if (b.start + b.bytes > address) it = blocks_.erase(it);
-        else ++it;
+        if (b.start + b.bytes > address)
+            it = blocks_.erase(it);
+        else
+            ++it;
     }
     auto b = std::make_unique<Block>();
     b->start = address;

@@ -19,9 +19,9 @@ namespace qd::core {
 
 // An operation as a report names it.
 struct ValidationObserver::OpInfo {
-    std::string what;      // "kernel 'consume'", "memcpy", "memset", "alloc", "free", ...
-    uint64_t stream = 0;   // its stream's handle then (0: none, or the host)
-    std::string where;     // "stream 0x...", "a pooled stream (...)", "the host"
+    std::string what;     // "kernel 'consume'", "memcpy", "memset", "alloc", "free", ...
+    uint64_t stream = 0;  // its stream's handle then (0: none, or the host)
+    std::string where;    // "stream 0x...", "a pooled stream (...)", "the host"
 };
 
 struct ValidationObserver::Access {
@@ -59,8 +59,8 @@ struct ValidationObserver::Domain {
     std::unordered_map<const Stream *, uint32_t> actor_index_;
     struct Recorded {
         Clock clock;
-        bool user = false;                    // a user event (else a pooled fork/join event)
-        std::weak_ptr<backend::Event> owner;  // the user event, to forget it once destroyed
+        bool user = false;                       // a user event (else a pooled fork/join event)
+        std::weak_ptr<backend::Event> owner;     // the user event, to forget it once destroyed
         const ValidationObserver *by = nullptr;  // the context whose stream recorded it
     };
     std::unordered_map<const backend::Event *, Recorded> events_;
