@@ -365,10 +365,11 @@ TEST_P(PoolTest, Join_ArgumentErrors_ChangeNothing) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "lease|pool|default|parent",
                   qd_stream_join(owned, with_default, 2));
 
-    // Nothing changed: both children are still leased and valid.
+    // Nothing changed: both children are still leased and valid. (Synchronize, not query: on a
+    // GPU the fork's wait may still be pending, and a query would then say NOT_READY.)
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 2u);
-    EXPECT_QD_OK(qd_stream_query(kids[0]));
-    EXPECT_QD_OK(qd_stream_query(kids[1]));
+    EXPECT_QD_OK(qd_stream_synchronize(kids[0]));
+    EXPECT_QD_OK(qd_stream_synchronize(kids[1]));
     EXPECT_QD_OK(qd_stream_join(parent, kids, 2));
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
     EXPECT_QD_OK(qd_stream_release(foreign));
