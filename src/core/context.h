@@ -144,20 +144,27 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     bool observers_closed_ = false;  // under observers_mutex_: set by tear_down, attach refused
 };
 
-// Resolve a handle of type T (T::kTag) to a borrowed pointer, valid until the current API call
-// returns (see resolve_cache.h). Writes the message on failure.
+// The miss path of resolve() below, out of line: the handle table, then the thread's cache.
 template <class T>
-inline qd_status resolve(uint64_t handle, T **out) {
-    ResolveCache &cache = ResolveCache::local();
-    if (Object *hit = cache.find(handle, T::kTag)) {
-        *out = static_cast<T *>(hit);
-        return QD_SUCCESS;
-    }
+__attribute__((noinline)) qd_status resolve_miss(uint64_t handle, T **out) {
     std::shared_ptr<Object> obj;
     qd_status st = HandleTable::instance().get(handle, T::kTag, &obj);
     if (st != QD_SUCCESS) return st;
-    *out = static_cast<T *>(cache.insert(handle, std::move(obj)));
+    *out = static_cast<T *>(ResolveCache::local().insert(handle, std::move(obj)));
     return QD_SUCCESS;
+}
+
+// Resolve a handle of type T (T::kTag) to a borrowed pointer, valid until the current API call
+// returns (see resolve_cache.h). Writes the message on failure. The hit in the thread's cache
+// is inlined into every caller (api::resolve_same_context's fold included: a launch resolves
+// its stream and kernel with no call), the miss is one call.
+template <class T>
+__attribute__((always_inline)) inline qd_status resolve(uint64_t handle, T **out) {
+    if (Object *hit = ResolveCache::local().find(handle, T::kTag)) {
+        *out = static_cast<T *>(hit);
+        return QD_SUCCESS;
+    }
+    return resolve_miss(handle, out);
 }
 
 // Resolve a handle and check that its context is usable (not lost, not forked).
