@@ -65,16 +65,14 @@ inline void notify_object(const Context &ctx, const ObjectEvent &event) {
 // A child handle registered (Created) or removed (Destroyed).
 inline void notify_child(const Context &ctx, ObjectEvent::Change change, Tag tag, uint64_t handle,
                          const Object &object) {
-    if (__builtin_expect(ctx.observer() != nullptr, 0))
-        notify_object(ctx, {object_kind(tag), change, handle, &object});
+    notify_object(ctx, {object_kind(tag), change, handle, &object});
 }
 
 // A block made (Created) or freed (Destroyed); host: qd_host_alloc's, else a device block.
 inline void notify_block(const Context &ctx, ObjectEvent::Change change, bool host,
                          uint64_t address, uint64_t bytes) {
-    if (__builtin_expect(ctx.observer() != nullptr, 0))
-        notify_object(ctx, {host ? ObjectEvent::Kind::HostBlock : ObjectEvent::Kind::DeviceBlock,
-                            change, 0, nullptr, address, bytes});
+    notify_object(ctx, {host ? ObjectEvent::Kind::HostBlock : ObjectEvent::Kind::DeviceBlock,
+                        change, 0, nullptr, address, bytes});
 }
 
 }  // namespace qd::core
