@@ -12,6 +12,11 @@
  *           is a non-error status (QD_NOT_READY), a negative value is an error. On an error,
  *           qd_last_error_message() holds a thread-local sentence naming the cause; it is only
  *           written on failure. Output parameters are written only on QD_SUCCESS.
+ *           Each function lists the statuses it returns ("- QD_ERROR_...: when"), except two
+ *           that every function returning qd_status may return and no list repeats: QD_SUCCESS
+ *           and QD_ERROR_INTERNAL (a defect of qd, never a caller's mistake; the message names
+ *           it). abi/describe reads these lists, and the fuzzers check every status against
+ *           them.
  *
  * Which error wins. When several arguments are wrong, the status is that of the first class of
  *           check that fails, in this order; within a class, arguments are checked in the
@@ -809,6 +814,8 @@ QD_API qd_status qd_kernel_destroy(qd_kernel kernel);
  *  - QD_ERROR_LAUNCH_FAILED: the backend rejected the configuration for this kernel, or
  *    (CUDA 12.4+) the arguments' count or sizes do not match the kernel's parameters. HIP cannot
  *    describe a kernel's parameters, so there the arguments are passed unchecked.
+ *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, the launch would race or use freed memory
+ *    ("Validation"): nothing is queued.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_config *config,
                            const qd_arg *args, uint32_t num_args);
@@ -884,6 +891,8 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
  *    (unknown, already freed, or from another context).
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs": freeing is not captured).
+ *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, the free is not ordered after a use of
+ *    the block on another stream ("Validation"): the block stays allocated.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
 
@@ -905,6 +914,8 @@ QD_API qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
  *    starts exactly at an allocation's end; or (GPU backends) a range lies in memory of another
  *    device that the stream's context was not given access to ("cuMemcpyAsync failed").
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, the copy would race or use freed memory
+ *    ("Validation"): nothing is queued.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes);
 
@@ -923,7 +934,9 @@ QD_API qd_status qd_host_alloc(qd_context ctx, uint64_t bytes, void **out);
  *  uses it (synchronize first).
  *  - QD_ERROR_INVALID_ARGUMENT: ptr is NULL.
  *  - QD_ERROR_INVALID_ADDRESS: ptr is not a live qd_host_alloc block of this context.
- *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed. */
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, work queued that uses the block is not
+ *    ordered before the free ("Validation"): the block stays allocated. */
 QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1255,6 +1268,8 @@ QD_API qd_status qd_context_enable_peer_access(qd_context ctx, qd_context peer);
  *  - QD_ERROR_INVALID_ADDRESS: dst is not inside a live allocation of dst_ctx, or src of
  *    src_ctx, or a range runs past the end of its allocation.
  *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs").
+ *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, the copy would race or use freed memory
+ *    ("Validation"): nothing is queued.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: of any of the three
  *    contexts. */
 QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context dst_ctx,
