@@ -1,0 +1,7 @@
+"""abi/gen target: go (to be written)."""
+
+from typing import Any, Dict
+
+
+def generate(api: Dict[str, Any]) -> Dict[str, str]:
+    return {}
