@@ -4,10 +4,15 @@
 //! The header is the documentation: each item below names the header declaration it mirrors;
 //! read the statuses and threading rules there. The safe API is the `qd` crate.
 //!
-//! This crate is checked against the header by its tests (`tests/header.rs`): a function,
-//! struct field, enum value or constant that the header gains or changes and this crate does not
-//! mirror fails the test, and every struct's `sizeof`/`offsetof` is compared with what the C
-//! compiler makes of the header.
+//! The declarations are generated: `functions.rs`, `types.rs` and `constants.rs` are written by
+//! `abi/gen` from the API description `abi/qd-api.json` (which `abi/describe` makes from the
+//! header and checks against it with the C compiler), and are never edited by hand. A function
+//! added to the header reaches this crate by running `abi/describe --with-layout --out
+//! abi/qd-api.json` and `abi/gen`; `abi/gen --check` fails while the committed files differ.
+//! Each function's documentation names its release, its version node and the statuses the
+//! header lists for it. The generated test `tests/layout.rs` checks every struct's size,
+//! alignment and field offsets against the description, every function's exact type, and
+//! every `*_INIT` constant against its C macro (compiled with `cc`).
 //!
 //! ```
 //! let mut n = 0u32;

@@ -71,28 +71,9 @@ macro_rules! statuses {
     };
 }
 
-statuses! {
-    NotReady = QD_NOT_READY, "`QD_NOT_READY`: the work or event has not completed yet (from [`crate::Event::elapsed_ms_since`]).";
-    InvalidArgument = QD_ERROR_INVALID_ARGUMENT, "`QD_ERROR_INVALID_ARGUMENT`: an argument is out of its documented range.";
-    InvalidHandle = QD_ERROR_INVALID_HANDLE, "`QD_ERROR_INVALID_HANDLE`: a handle is 0, forged, of the wrong type, or destroyed.";
-    WrongContext = QD_ERROR_WRONG_CONTEXT, "`QD_ERROR_WRONG_CONTEXT`: objects of different contexts were mixed in one call.";
-    InvalidOperation = QD_ERROR_INVALID_OPERATION, "`QD_ERROR_INVALID_OPERATION`: the object does not allow this operation.";
-    OutOfMemory = QD_ERROR_OUT_OF_MEMORY, "`QD_ERROR_OUT_OF_MEMORY`: host or device memory is exhausted.";
-    Overflow = QD_ERROR_OVERFLOW, "`QD_ERROR_OVERFLOW`: a size or count overflows its arithmetic.";
-    InvalidAddress = QD_ERROR_INVALID_ADDRESS, "`QD_ERROR_INVALID_ADDRESS`: an address is not a live allocation of this context.";
-    PoolExhausted = QD_ERROR_POOL_EXHAUSTED, "`QD_ERROR_POOL_EXHAUSTED`: every stream of the context's pool is leased.";
-    NotFound = QD_ERROR_NOT_FOUND, "`QD_ERROR_NOT_FOUND`: a named kernel or file does not exist.";
-    InvalidImage = QD_ERROR_INVALID_IMAGE, "`QD_ERROR_INVALID_IMAGE`: a module image cannot be loaded.";
-    TimingDisabled = QD_ERROR_TIMING_DISABLED, "`QD_ERROR_TIMING_DISABLED`: an event was created without timing.";
-    NotRecorded = QD_ERROR_NOT_RECORDED, "`QD_ERROR_NOT_RECORDED`: an event was never recorded.";
-    NotSupported = QD_ERROR_NOT_SUPPORTED, "`QD_ERROR_NOT_SUPPORTED`: the backend does not support this operation.";
-    BackendUnavailable = QD_ERROR_BACKEND_UNAVAILABLE, "`QD_ERROR_BACKEND_UNAVAILABLE`: the backend or device is not available.";
-    DeviceLost = QD_ERROR_DEVICE_LOST, "`QD_ERROR_DEVICE_LOST`: a device fault made the context unusable.";
-    Forked = QD_ERROR_FORKED, "`QD_ERROR_FORKED`: the context was inherited across fork().";
-    LaunchFailed = QD_ERROR_LAUNCH_FAILED, "`QD_ERROR_LAUNCH_FAILED`: the backend rejected the launch.";
-    Internal = QD_ERROR_INTERNAL, "`QD_ERROR_INTERNAL`: an internal error of qd; please report it.";
-    Hazard = QD_ERROR_HAZARD, "`QD_ERROR_HAZARD`: the validation mode refused a call that would be a hazard (since 0.2).";
-}
+// The table of statuses, one `Variant = QD_STATUS, "doc";` line each, generated from
+// abi/qd-api.json by abi/gen.
+include!("status_gen.rs");
 
 impl Error {
     /// The error for a status a qd call just returned on this thread, with the library's
