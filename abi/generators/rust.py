@@ -32,7 +32,8 @@ How C maps to Rust:
 - A function pointer type is `Option<unsafe extern "C" fn(..)>`, so that NULL is `None`.
 - Parameters named with a Rust keyword (`fn`, `type`) get a trailing underscore.
 - Structs derive Debug, Clone and Copy, and PartialEq and Eq unless a field is a C string
-  (`const char *`: equal pointers say nothing of equal text) or a float.
+  (`const char *`: equal pointers say nothing of equal text), a function pointer (its address
+  is not unique) or a float.
 - Items marked experimental (behind `QD_EXPERIMENTAL`) are left out: qd-sys is the stable ABI.
 
 INIT constants. The description names each struct's INIT macro but not what it sets; the
@@ -103,6 +104,7 @@ class Types:
         self.kinds = common.kinds(api)
         self.enums = {e["name"]: e for e in api["enums"]}
         self.structs = {s["name"]: s for s in api["structs"]}
+        self.aliases = {t["name"]: t["type"] for t in api["handles"] + api["typedefs"]}
 
     def enum_int(self, enum: Dict[str, Any]) -> str:
         values = [v["value"] for v in enum["values"] if not v.get("internal")]
@@ -150,6 +152,15 @@ class Types:
         if out == "c_void":
             raise GenError(f"void is no value type ({ctype!r})")
         return out
+
+    def scalar(self, ctype: str) -> str:
+        """The Rust primitive behind a C type (an alias resolved: qd_status -> i32)."""
+        name = ctype.replace("enum ", "").strip()
+        if name in self.aliases:
+            return self.rust(self.aliases[name])
+        if name in self.enums:
+            return self.enum_int(self.enums[name])
+        return self.rust(ctype)
 
     def field(self, f: Dict[str, Any]) -> str:
         t = self.rust(f["type"])
@@ -272,7 +283,7 @@ def functions_rs(api: Dict[str, Any], types: Types) -> str:
 def derives(types: Types, s: Dict[str, Any]) -> str:
     names = ["Debug", "Clone", "Copy"]
     plain = all("char *" not in f["type"] and types.rust(f["type"]) not in ("f32", "f64")
-                for f in s["fields"])
+                and types.kinds.get(f["type"]) != "function_pointer" for f in s["fields"])
     if plain:
         names += ["PartialEq", "Eq"]
     return f"#[derive({', '.join(names)})]"
@@ -360,7 +371,7 @@ def types_rs(api: Dict[str, Any], types: Types) -> str:
                                   f"pub const {s['init_macro']}: {s['name']} = ")
     text = "\n".join(out)
     top = header("Typedefs, handles, enum types, function pointer types and structs of qd.h, "
-                 "with the struct's INIT macros as constants.")
+                 "with the structs' INIT macros as constants.")
     top.append("")
     top += use_line("core::ffi", uses(text, ["c_char", "c_void"]))
     top += use_line("core::mem", uses(text, ["size_of"]))
@@ -442,7 +453,7 @@ def c_print(path: str, idx: List[str], cexpr: str, rexpr: str, types: Types,
     """(C statement, Rust statement) that list one scalar of an INIT constant as
     `MACRO.field[i] value`: cexpr reads it in C, rexpr in Rust; idx are the loop indices of the
     `[%d]` in path."""
-    t = types.rust(ctype)
+    t = types.scalar(ctype)
     if t.startswith("*"):
         fmt, cval, rval = "%llu", f"(unsigned long long)(uintptr_t){cexpr}", \
             f"{rexpr} as usize"
