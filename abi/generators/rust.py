@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from . import common
 
@@ -68,6 +68,96 @@ INIT_VALUES: Dict[str, Dict[str, int]] = {
 
 #: The width rustfmt gives lines; generated lines and doc paragraphs stay within it.
 WIDTH = 100
+
+#: The start of tests/layout.rs, after its doc: imports and the field helpers.
+LAYOUT_PRELUDE = """\
+use qd_sys::*;
+use std::mem::{align_of, offset_of, size_of, MaybeUninit};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The size of the field a raw pointer points to (no value needed).
+fn size_of_pointee<T>(_: *const T) -> usize {
+    size_of::<T>()
+}
+
+/// A pointer to field $f of a struct of type $s (no value needed, nothing read).
+macro_rules! field {
+    ($s:ty, $f:ident) => {{
+        let u = MaybeUninit::<$s>::uninit();
+        // SAFETY: addr_of! on a field of an uninitialised value reads nothing.
+        unsafe { std::ptr::addr_of!((*u.as_ptr()).$f) }
+    }};
+}
+"""
+
+#: The helper rust_init_values() uses.
+LAYOUT_PUT = """\
+fn put(out: &mut Vec<(String, String)>, path: &str, value: impl std::fmt::Display) {
+    out.push((path.to_string(), value.to_string()));
+}
+"""
+
+#: The end of tests/layout.rs: the INIT program run through cc, the tests that use it and the
+#: status names of the loaded library.
+LAYOUT_TAIL = r"""
+/// What the C compiler makes of the INIT macros; None when there is no cc.
+fn c_init_values() -> Option<Vec<(String, String)>> {
+    let include = match std::env::var_os("QD_INCLUDE_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../include"),
+    };
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if Command::new(&cc).arg("--version").output().is_err() {
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("qd-sys-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (src, exe) = (dir.join("init.c"), dir.join("init"));
+    std::fs::write(&src, INIT_PROGRAM).unwrap();
+    let built = Command::new(&cc)
+        .arg("-std=c11")
+        .arg("-I")
+        .arg(&include)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "cc: {}", String::from_utf8_lossy(&built.stderr));
+    let ran = Command::new(&exe).output().unwrap();
+    assert!(ran.status.success(), "the INIT program failed");
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8(ran.stdout).unwrap();
+    let lines = text.lines().map(|l| l.split_once(' ').unwrap());
+    Some(lines.map(|(k, v)| (k.to_string(), v.to_string())).collect())
+}
+
+#[test]
+fn every_init_constant_is_its_c_macro() {
+    let Some(c) = c_init_values() else {
+        println!("SKIP: no C compiler (cc): the INIT constants are not compared with C");
+        return;
+    };
+    let rust = rust_init_values();
+    for (r, c) in rust.iter().zip(&c) {
+        assert_eq!(r, c, "qd-sys's INIT constant (left) against the C macro (right)");
+    }
+    assert_eq!(rust.len(), c.len(), "scalars of the INIT constants against C");
+}
+
+#[test]
+fn the_loaded_library_names_every_status_as_the_description_does() {
+    for (name, value, _) in QD_STATUS_LIST {
+        // SAFETY: qd_status_name returns a static NUL-terminated string.
+        let got = unsafe { std::ffi::CStr::from_ptr(qd_status_name(*value)) };
+        assert_eq!(got.to_str().unwrap(), *name);
+    }
+    // SAFETY: no arguments.
+    let v = unsafe { qd_version() };
+    assert_eq!(v >> 8, QD_VERSION >> 8, "libqd {v:#x} against qd-sys {QD_VERSION:#x}");
+}"""
+
 
 RUST_KEYWORDS = {
     "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
@@ -510,16 +600,7 @@ def layout_rs(api: Dict[str, Any], types: Types) -> str:
                  "constant against its C macro (compiled with cc; a SKIP line without one), "
                  "and the status names against the loaded library. The description itself "
                  "is checked against qd.h with the C compiler by abi/describe.")
-    out += ["", "use qd_sys::*;", "use std::mem::{align_of, offset_of, size_of, MaybeUninit};",
-            "use std::path::PathBuf;", "use std::process::Command;", "",
-            "/// The size of the field a raw pointer points to (no value needed).",
-            "fn size_of_pointee<T>(_: *const T) -> usize {", "    size_of::<T>()", "}", "",
-            "/// A pointer to field $f of a struct of type $s (no value needed, nothing read).",
-            "macro_rules! field {", "    ($s:ty, $f:ident) => {{",
-            "        let u = MaybeUninit::<$s>::uninit();",
-            "        // SAFETY: addr_of! on a field of an uninitialised value reads nothing.",
-            "        unsafe { std::ptr::addr_of!((*u.as_ptr()).$f) }",
-            "    }};", "}", ""]
+    out += ["", LAYOUT_PRELUDE]
 
     # Layouts.
     out += ["#[test]", "fn every_struct_has_the_layout_of_the_description() {",
@@ -574,72 +655,11 @@ def layout_rs(api: Dict[str, Any], types: Types) -> str:
             "const INIT_PROGRAM: &str = r#\""]
     out += c_lines
     out += ["\"#;", "",
-            "fn put(out: &mut Vec<(String, String)>, path: &str, value: impl std::fmt::Display) {",
-            "    out.push((path.to_string(), value.to_string()));", "}", "",
-            "/// The same scalars of the INIT constants of qd-sys.",
+            LAYOUT_PUT, "/// The same scalars of the INIT constants of qd-sys.",
             "fn rust_init_values() -> Vec<(String, String)> {",
             "    let mut out = Vec::new();"]
     out += r_lines
-    out += ["    out", "}", "",
-            "/// What the C compiler makes of the INIT macros; None when there is no cc.",
-            "fn c_init_values() -> Option<Vec<(String, String)>> {",
-            "    let include = match std::env::var_os(\"QD_INCLUDE_DIR\") {",
-            "        Some(d) => PathBuf::from(d),",
-            "        None => PathBuf::from(env!(\"CARGO_MANIFEST_DIR\")).join(\"../../../include\"),",
-            "    };",
-            "    let cc = std::env::var(\"CC\").unwrap_or_else(|_| \"cc\".into());",
-            "    if Command::new(&cc).arg(\"--version\").output().is_err() {",
-            "        return None;",
-            "    }",
-            "    let dir = std::env::temp_dir().join(format!(\"qd-sys-layout-{}\", "
-            "std::process::id()));",
-            "    std::fs::create_dir_all(&dir).unwrap();",
-            "    let (src, exe) = (dir.join(\"init.c\"), dir.join(\"init\"));",
-            "    std::fs::write(&src, INIT_PROGRAM).unwrap();",
-            "    let built = Command::new(&cc)",
-            "        .arg(\"-std=c11\")",
-            "        .arg(\"-I\")",
-            "        .arg(&include)",
-            "        .arg(&src)",
-            "        .arg(\"-o\")",
-            "        .arg(&exe)",
-            "        .output()",
-            "        .unwrap();",
-            "    assert!(built.status.success(), \"cc: {}\", "
-            "String::from_utf8_lossy(&built.stderr));",
-            "    let ran = Command::new(&exe).output().unwrap();",
-            "    assert!(ran.status.success(), \"the INIT program failed\");",
-            "    let _ = std::fs::remove_dir_all(&dir);",
-            "    let text = String::from_utf8(ran.stdout).unwrap();",
-            "    let lines = text.lines().map(|l| l.split_once(' ').unwrap());",
-            "    Some(lines.map(|(k, v)| (k.to_string(), v.to_string())).collect())",
-            "}", "",
-            "#[test]",
-            "fn every_init_constant_is_its_c_macro() {",
-            "    let Some(c) = c_init_values() else {",
-            "        println!(\"SKIP: no C compiler (cc): the INIT constants are not compared "
-            "with C\");",
-            "        return;",
-            "    };",
-            "    let rust = rust_init_values();",
-            "    for (r, c) in rust.iter().zip(&c) {",
-            "        assert_eq!(r, c, \"qd-sys's INIT constant (left) against the C macro "
-            "(right)\");",
-            "    }",
-            "    assert_eq!(rust.len(), c.len(), \"scalars of the INIT constants against C\");",
-            "}", "",
-            "#[test]",
-            "fn the_loaded_library_names_every_status_as_the_description_does() {",
-            "    for (name, value, _) in QD_STATUS_LIST {",
-            "        // SAFETY: qd_status_name returns a static NUL-terminated string.",
-            "        let got = unsafe { std::ffi::CStr::from_ptr(qd_status_name(*value)) };",
-            "        assert_eq!(got.to_str().unwrap(), *name);",
-            "    }",
-            "    // SAFETY: no arguments.",
-            "    let v = unsafe { qd_version() };",
-            "    assert_eq!(v >> 8, QD_VERSION >> 8, \"libqd {v:#x} against qd-sys "
-            "{QD_VERSION:#x}\");",
-            "}"]
+    out += ["    out", "}", LAYOUT_TAIL]
     return common.lines(out)
 
 
