@@ -280,7 +280,7 @@ def fn_pointer(types: Types, fp: Dict[str, Any], names: bool = True) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def doc(text: str, indent: str = "", mark: str = "///") -> List[str]:
-    """A doc comment, wrapped to WIDTH (code spans are never split)."""
+    """A doc comment, wrapped to WIDTH (words are never split)."""
     width = WIDTH - len(indent) - len(mark) - 1
     return [f"{indent}{mark} {line}" for line in
             textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)]
