@@ -213,7 +213,8 @@ def raw(name: str) -> object:
 
 # ----------------------------------------------------------------------------------------------
 # The foreign function interface the binding calls through: cffi (ABI mode, declared from
-# _api.CDEF) when cffi is importable, else ctypes. QD_PYTHON_FFI=ctypes|cffi forces one (cffi forced but unusable raises ImportError).
+# _api.CDEF) when cffi is importable, else ctypes. QD_PYTHON_FFI=ctypes|cffi forces one (cffi
+# forced but unusable raises ImportError).
 # Both call the same libqd: the cffi library is opened from library_path.
 #
 # What differs is hidden behind a few names every module uses:
