@@ -172,32 +172,23 @@ def _wrap(text: str, indent: str, width: int = 100) -> List[str]:
 
 
 def _docstring(text: str, indent: str) -> List[str]:
-    text = text.replace('"""', '\\"\\"\\"')
-    one = f'{indent}"""{text}"""'
-    if len(one) <= 100:
-        return [one]
-    body = _wrap(text, indent)
-    body[0] = indent + '"""' + body[0][len(indent):]
+    body = _wrap('"""' + text.replace('"""', '\\"""'), indent)
     if len(body[-1]) + 3 <= 100:
         body[-1] += '"""'
     else:
         body.append(indent + '"""')
-    # A first line that grew past the limit by the quotes: wrap again with room for them.
-    if len(body[0]) > 100:
-        body = _wrap('"""' + text, indent)
-        if len(body[-1]) + 3 <= 100:
-            body[-1] += '"""'
-        else:
-            body.append(indent + '"""')
     return body
 
 
-def _call(head: str, items: List[str], indent: str, tail: str = ",") -> List[str]:
-    """``head(item, item)tail`` on one line, or one item per line when it does not fit."""
-    one = f"{indent}{head}{', '.join(items)}){tail}"
+def _call(head: str, items: List[str], indent: str, tail: str = ",",
+          close: str = ")") -> List[str]:
+    """``head(item, item)tail`` on one line, or one item per line when it does not fit (head
+    ends with the opening bracket, close is the closing one)."""
+    one = f"{indent}{head}{', '.join(items)}{close}{tail}"
     if len(one) <= 100:
         return [one]
-    return [f"{indent}{head}"] + [f"{indent}    {it}," for it in items] + [f"{indent}){tail}"]
+    return [f"{indent}{head}"] + [f"{indent}    {it}," for it in items] + \
+        [f"{indent}{close}{tail}"]
 
 
 def _pack(head: str, items: List[str], indent: str, tail: str = ",") -> List[str]:
@@ -310,21 +301,12 @@ def _types(api: Dict[str, Any], types: _Types) -> List[str]:
     out += ["}", "", "#: C struct name -> {field: its C type}, as qd.h writes them.",
             "FIELD_TYPES: Dict[str, Dict[str, str]] = {"]
     for s in api["structs"]:
-        fields = [f'"{f["name"]}": "{f["type"]}' + (f'[{f["array_length"]}]' if f.get("array_length")
-                                                     else "") + '"' for f in s["fields"]]
-        one = f'    "{s["name"]}": {{{", ".join(fields)}}},'
-        if len(one) <= 100:
-            out.append(one)
-        else:
-            out.append(f'    "{s["name"]}": {{')
-            out += [f"        {f}," for f in fields]
-            out.append("    },")
-    out += ["}", "", "#: The handle types of qd.h (each a uint64_t).",
-            f"HANDLES: Tuple[str, ...] = ({''.join(_s(h['name']) + ', ' for h in api['handles'])})"
-            .replace(", )", ",)")]
-    if len(out[-1]) > 100:
-        out[-1:] = ["HANDLES: Tuple[str, ...] = ("] + \
-            [f"    {_s(h['name'])}," for h in api["handles"]] + [")"]
+        fields = [_s(f["name"]) + ": " + _s(f["type"] + (f"[{f['array_length']}]"
+                                                           if f.get("array_length") else ""))
+                  for f in s["fields"]]
+        out += _call(_s(s["name"]) + ": {", fields, "    ", ",", "}")
+    out += ["}", "", "#: The handle types of qd.h (each a uint64_t)."]
+    out += _call("HANDLES: Tuple[str, ...] = (", [_s(h["name"]) for h in api["handles"]], "", "")
     return out
 
 
