@@ -12,9 +12,9 @@ that build libqd anyway; tools/bootstrap installs them). So
 
 work in any virtual environment of any Python >= 3.8, with or without build isolation.
 
-What a wheel holds: the ``qd`` package (``*.py``, ``py.typed``), ``qd/libqd.so.0`` (a release
-build of libqd, configured with ``-Dtests=false -Dbench=false -Dtools=false -Dexamples=false``)
-and ``qd/qd-api.json`` (abi/qd-api.json, from which the cffi path declares the C API); and,
+What a wheel holds: the ``qd`` package (``*.py``, ``py.typed``; ``qd/_api.py``, generated from
+abi/qd-api.json, declares the C API to ctypes and cffi) and ``qd/libqd.so.0`` (a release build
+of libqd, configured with ``-Dtests=false -Dbench=false -Dtools=false -Dexamples=false``); and,
 when the building Python is CPython >= 3.10 with its headers and a C compiler (``cc``, or
 ``$CC``) is there, ``qd/_speedups.abi3.so`` (``qd/_speedups.c``: the four stream bookkeeping
 calls compiled, against the stable ABI). A wheel with it is tagged ``cp310-abi3-<platform>`` and
@@ -173,10 +173,6 @@ def _build_speedups(config: Optional[Mapping[str, Any]], scratch: Path) -> Optio
     return None
 
 
-def _api_description(config: Optional[Mapping[str, Any]]) -> Path:
-    return _source_dir(config) / "abi" / "qd-api.json"
-
-
 def _trace_view_page(config: Optional[Mapping[str, Any]]) -> bytes:
     """The page of ``qd trace view`` (tools/trace_view.cpp), for ``python -m qd trace view``
     (qd/_trace_view.py, loaded by path: importing qd would load libqd)."""
@@ -198,8 +194,8 @@ def _package_files() -> List[Tuple[Path, str]]:
         if not path.is_file() or "__pycache__" in rel.parts:
             continue
         if path.name.startswith("libqd.so") or path.suffix in (".pyc", ".pyo", ".c", ".so") \
-                or path.name in ("qd-api.json", "trace_view.html"):
-            continue  # built files and the API description are added by the build
+                or path.name == "trace_view.html":
+            continue  # built files are added by the build
         out.append((path, rel.as_posix()))
     return out
 
@@ -298,9 +294,6 @@ def build_wheel(wheel_directory: str, config_settings: Optional[Mapping[str, Any
         library = _build_libqd(config_settings, scratch)
         files = [(rel, src.read_bytes(), 0o644) for src, rel in _package_files()]
         files.append((f"{NAME}/libqd.so.0", library.read_bytes(), 0o755))
-        api = _api_description(config_settings)
-        if api.exists():
-            files.append((f"{NAME}/qd-api.json", api.read_bytes(), 0o644))
         files.append((f"{NAME}/trace_view.html", _trace_view_page(config_settings), 0o644))
         speedups = _build_speedups(config_settings, scratch)
         if speedups is not None:

@@ -79,6 +79,10 @@ from ._errors import (
     WrongContextError,
 )
 from ._lib import HostKernelFn, HostKernelInfo, LibraryNotFoundError
+from ._api import EXCEPTIONS as _EXCEPTIONS
+
+for _cls in _EXCEPTIONS:  # the class of a status qd.h adds later is exported with no edit here
+    globals().setdefault(_cls.__name__, _cls)
 
 #: The version of this binding.
 __version__ = "0.3.0"
@@ -132,3 +136,4 @@ __all__ = [
     "launch_host_fn", "launch_parallel", "lib", "library_path", "memcpy", "memcpy_peer", "memset",
     "status_name", "trace", "version",
 ]
+__all__ += sorted(cls.__name__ for cls in _EXCEPTIONS if cls.__name__ not in __all__)

@@ -27,7 +27,7 @@ from typing import (
     Union,
 )
 
-from . import _lib
+from . import _api, _lib
 from ._errors import (
     ArgumentRangeError,
     ArgumentTypeError,
@@ -47,7 +47,7 @@ _U32_MAX = 0xFFFF_FFFF
 _U64_MAX = 0xFFFF_FFFF_FFFF_FFFF
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 #: QD_MAX_ARGS; more arguments are passed on to C, which rejects them.
-MAX_ARGS = 64
+MAX_ARGS = _api.QD_MAX_ARGS
 #: The largest stream pool qd_context_desc allows ("at most 4096").
 _MAX_POOL = 4096
 

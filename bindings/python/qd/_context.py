@@ -26,7 +26,7 @@ from typing import (
     Union,
 )
 
-from . import _lib
+from . import _api, _lib
 from ._lib import C as _C, H as _H, ref as _ref
 from ._errors import (
     ArgumentTypeError,
@@ -131,8 +131,8 @@ class ContextStatistics:
 
 
 #: qd_context_flags (qd.h): Context(validate=True) and validate="raise".
-CONTEXT_VALIDATE = 1
-CONTEXT_VALIDATE_FAIL = 2
+CONTEXT_VALIDATE = _api.QD_CONTEXT_VALIDATE
+CONTEXT_VALIDATE_FAIL = _api.QD_CONTEXT_VALIDATE_FAIL
 
 # The hazard handler: one C trampoline for the process; user_data is the context's handle.
 # A context whose reports are warnings ("warn", or QD_VALIDATE=1) is in _hazard_sinks, with the

@@ -1,10 +1,16 @@
 """Exceptions: one class per qd status, each carrying the status, its name and the message.
 
-Errors the binding detects before calling C (a closed object, ``stream=None``, an int that does
-not fit its C type) raise the class of the status the C API gives for the same mistake, so a
-caller sees one status family whichever side caught it (docs/reliability.md, category 15). Where Python has
-an idiomatic exception for the mistake (``TypeError``, ``ValueError``, ``OverflowError``,
-``MemoryError``, ``LookupError``), the class also derives from it.
+The class of each status, with ``Status`` and the status -> class map, is generated
+(qd/_api.py, from qd.h's status list). Here is what is written by hand: ``QdError``, the base of
+them all (the message, the status name, pickling); the exceptions the binding raises itself,
+which derive from the class of the status C gives for the same mistake, so a caller sees one
+status family whichever side caught it (docs/reliability.md, category 15); and
+:func:`error_for_status`. Where Python has an idiomatic exception for the mistake
+(``TypeError``, ``ValueError``, ``OverflowError``, ``MemoryError``, ``LookupError``), the class
+also derives from it.
+
+Import order: this module defines ``QdError`` before it imports qd._api, whose classes derive
+from it (qd._lib imports this module first).
 """
 
 from __future__ import annotations
@@ -12,65 +18,6 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple, Type
 
 from . import _lib
-
-__all__ = [
-    "ArgumentRangeError",
-    "ArgumentTypeError",
-    "BackendUnavailableError",
-    "CallbackError",
-    "DeviceLostError",
-    "ForkedError",
-    "HandleTypeError",
-    "InternalError",
-    "InvalidAddressError",
-    "InvalidArgumentError",
-    "InvalidHandleError",
-    "InvalidImageError",
-    "InvalidOperationError",
-    "LaunchFailedError",
-    "HazardError",
-    "HazardWarning",
-    "NotFoundError",
-    "NotReadyError",
-    "NotRecordedError",
-    "NotSupportedError",
-    "ObjectClosedError",
-    "OutOfMemoryError",
-    "PoolExhaustedError",
-    "QdError",
-    "QdOverflowError",
-    "TimingDisabledError",
-    "WrongContextError",
-    "Status",
-    "error_for_status",
-]
-
-
-class Status:
-    """The qd_status values of qd.h (QD_STATUS_LIST)."""
-
-    SUCCESS = 0
-    NOT_READY = 1
-    ERROR_INVALID_ARGUMENT = -1
-    ERROR_INVALID_HANDLE = -2
-    ERROR_WRONG_CONTEXT = -3
-    ERROR_INVALID_OPERATION = -4
-    ERROR_OUT_OF_MEMORY = -5
-    ERROR_OVERFLOW = -6
-    ERROR_INVALID_ADDRESS = -7
-    ERROR_POOL_EXHAUSTED = -8
-    ERROR_NOT_FOUND = -9
-    ERROR_INVALID_IMAGE = -10
-    ERROR_TIMING_DISABLED = -11
-    ERROR_NOT_RECORDED = -12
-    ERROR_NOT_SUPPORTED = -13
-    ERROR_BACKEND_UNAVAILABLE = -14
-    ERROR_DEVICE_LOST = -15
-    ERROR_FORKED = -16
-    ERROR_LAUNCH_FAILED = -17
-    ERROR_INTERNAL = -18
-    ERROR_HAZARD = -19  # since 0.2
-
 
 class QdError(Exception):
     """Base of every error qd reports.
@@ -82,8 +29,8 @@ class QdError(Exception):
             binding's own sentence for mistakes it caught before calling C.
     """
 
-    #: The status this class stands for (subclasses set it).
-    default_status: int = Status.ERROR_INTERNAL
+    #: The status this class stands for (subclasses set it; QD_ERROR_INTERNAL here, set below).
+    default_status: int
 
     def __init__(self, message: str = "", status: Optional[int] = None) -> None:
         self.status: int = self.default_status if status is None else status
@@ -102,16 +49,47 @@ def _rebuild(cls: Type["QdError"], message: str, status: int) -> "QdError":
     return cls(message, status)
 
 
-class NotReadyError(QdError):
-    """QD_NOT_READY where a result needs completed work (e.g. Event.elapsed_ms too early)."""
+# The generated classes: one per status (qd/_api.py), after QdError, which they derive from.
+from ._api import (  # noqa: E402
+    BY_STATUS,
+    EXCEPTIONS,
+    BackendUnavailableError,
+    DeviceLostError,
+    ForkedError,
+    HazardError,
+    InternalError,
+    InvalidAddressError,
+    InvalidArgumentError,
+    InvalidHandleError,
+    InvalidImageError,
+    InvalidOperationError,
+    LaunchFailedError,
+    NotFoundError,
+    NotReadyError,
+    NotRecordedError,
+    NotSupportedError,
+    OutOfMemoryError,
+    PoolExhaustedError,
+    QdOverflowError,
+    Status,
+    TimingDisabledError,
+    WrongContextError,
+)
 
-    default_status = Status.NOT_READY
+QdError.default_status = Status.ERROR_INTERNAL
 
-
-class InvalidArgumentError(QdError, ValueError):
-    """QD_ERROR_INVALID_ARGUMENT: an argument is out of its documented range."""
-
-    default_status = Status.ERROR_INVALID_ARGUMENT
+#: The names this module exports: the generated classes and the hand-written ones.
+__all__ = sorted([cls.__name__ for cls in EXCEPTIONS] + [
+    "ArgumentRangeError",
+    "ArgumentTypeError",
+    "CallbackError",
+    "HandleTypeError",
+    "HazardWarning",
+    "ObjectClosedError",
+    "QdError",
+    "Status",
+    "error_for_status",
+])
 
 
 class ArgumentTypeError(InvalidArgumentError, TypeError):
@@ -124,12 +102,6 @@ class ArgumentRangeError(InvalidArgumentError, OverflowError):
     of its parameter (negative for an unsigned one, or too large). It never wraps."""
 
 
-class InvalidHandleError(QdError):
-    """QD_ERROR_INVALID_HANDLE: a handle is 0, forged, of the wrong type, or destroyed."""
-
-    default_status = Status.ERROR_INVALID_HANDLE
-
-
 class ObjectClosedError(InvalidHandleError):
     """QD_ERROR_INVALID_HANDLE, caught by the binding: the object was closed (or released,
     joined, unloaded) before this call, so no C call was made."""
@@ -138,110 +110,6 @@ class ObjectClosedError(InvalidHandleError):
 class HandleTypeError(InvalidHandleError, TypeError):
     """QD_ERROR_INVALID_HANDLE, caught by the binding: ``None`` or an object of the wrong kind
     where a qd object is required (e.g. ``stream=None``, an Event passed as ``stream=``)."""
-
-
-class WrongContextError(QdError, ValueError):
-    """QD_ERROR_WRONG_CONTEXT: objects of different contexts were mixed in one call."""
-
-    default_status = Status.ERROR_WRONG_CONTEXT
-
-
-class InvalidOperationError(QdError):
-    """QD_ERROR_INVALID_OPERATION: the object does not allow this operation."""
-
-    default_status = Status.ERROR_INVALID_OPERATION
-
-
-class OutOfMemoryError(QdError, MemoryError):
-    """QD_ERROR_OUT_OF_MEMORY: host or device memory is exhausted."""
-
-    default_status = Status.ERROR_OUT_OF_MEMORY
-
-
-class QdOverflowError(QdError, OverflowError):
-    """QD_ERROR_OVERFLOW: a size or count overflows its arithmetic."""
-
-    default_status = Status.ERROR_OVERFLOW
-
-
-class InvalidAddressError(QdError, ValueError):
-    """QD_ERROR_INVALID_ADDRESS: an address is not a live allocation, or a range runs past
-    the end of its allocation (or of a Python buffer, which the binding checks itself)."""
-
-    default_status = Status.ERROR_INVALID_ADDRESS
-
-
-class PoolExhaustedError(QdError):
-    """QD_ERROR_POOL_EXHAUSTED: every stream of the context's pool is leased."""
-
-    default_status = Status.ERROR_POOL_EXHAUSTED
-
-
-class NotFoundError(QdError, LookupError):
-    """QD_ERROR_NOT_FOUND: a named kernel or file does not exist."""
-
-    default_status = Status.ERROR_NOT_FOUND
-
-
-class InvalidImageError(QdError):
-    """QD_ERROR_INVALID_IMAGE: a module image cannot be loaded."""
-
-    default_status = Status.ERROR_INVALID_IMAGE
-
-
-class TimingDisabledError(QdError):
-    """QD_ERROR_TIMING_DISABLED: an event was created without timing."""
-
-    default_status = Status.ERROR_TIMING_DISABLED
-
-
-class NotRecordedError(QdError):
-    """QD_ERROR_NOT_RECORDED: an event was never recorded."""
-
-    default_status = Status.ERROR_NOT_RECORDED
-
-
-class NotSupportedError(QdError):
-    """QD_ERROR_NOT_SUPPORTED: the backend does not support this operation."""
-
-    default_status = Status.ERROR_NOT_SUPPORTED
-
-
-class BackendUnavailableError(QdError):
-    """QD_ERROR_BACKEND_UNAVAILABLE: the backend or device is not available."""
-
-    default_status = Status.ERROR_BACKEND_UNAVAILABLE
-
-
-class DeviceLostError(QdError):
-    """QD_ERROR_DEVICE_LOST: a device fault made the context unusable."""
-
-    default_status = Status.ERROR_DEVICE_LOST
-
-
-class ForkedError(QdError):
-    """QD_ERROR_FORKED: the context was inherited across fork()."""
-
-    default_status = Status.ERROR_FORKED
-
-
-class LaunchFailedError(QdError):
-    """QD_ERROR_LAUNCH_FAILED: the backend rejected the launch."""
-
-    default_status = Status.ERROR_LAUNCH_FAILED
-
-
-class InternalError(QdError):
-    """QD_ERROR_INTERNAL: an internal error of qd; please report it."""
-
-    default_status = Status.ERROR_INTERNAL
-
-
-class HazardError(QdError):
-    """QD_ERROR_HAZARD: the validation mode found a hazard in this call and refused it
-    (``Context(validate="raise")``); the message is the report."""
-
-    default_status = Status.ERROR_HAZARD
 
 
 class HazardWarning(UserWarning):
@@ -273,16 +141,8 @@ class CallbackError(QdError, RuntimeError):
         self.exceptions: Tuple[BaseException, ...] = ()
 
 
-_BY_STATUS: Dict[int, Type[QdError]] = {
-    cls.default_status: cls
-    for cls in (
-        NotReadyError, InvalidArgumentError, InvalidHandleError, WrongContextError,
-        InvalidOperationError, OutOfMemoryError, QdOverflowError, InvalidAddressError,
-        PoolExhaustedError, NotFoundError, InvalidImageError, TimingDisabledError,
-        NotRecordedError, NotSupportedError, BackendUnavailableError, DeviceLostError,
-        ForkedError, LaunchFailedError, InternalError, HazardError,
-    )
-}
+#: status -> its exception class (every status of qd.h but QD_SUCCESS; generated).
+_BY_STATUS: Dict[int, Type[QdError]] = BY_STATUS
 
 
 def error_for_status(status: int, message: Optional[str] = None) -> QdError:

@@ -26,7 +26,7 @@ from typing import (
     Union,
 )
 
-from . import _lib
+from . import _api, _lib
 from ._lib import C as _C, H as _H, NULL as _NULL, U32 as _U32, ref as _ref
 from ._errors import (
     ArgumentRangeError,
@@ -123,7 +123,8 @@ def kernel_arg(args: Any, index: int, ctype: Any = c_uint64) -> Any:
 
 
 #: qd_param_access, by the names Kernel.set_param_access takes.
-PARAM_ACCESS = {"read_write": 0, "read": 1, "write": 2, "ignore": 3, "partitioned": 4}
+PARAM_ACCESS = {name[len("QD_PARAM_"):].lower(): value for name, value in vars(_api).items()
+                if name.startswith("QD_PARAM_")}
 
 
 class Kernel(_ContextChild):

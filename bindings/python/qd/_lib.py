@@ -1,10 +1,12 @@
-"""The C boundary: find and load libqd, mirror its structs, declare every function.
+"""The C boundary: find and load libqd, and declare every function of qd.h to it.
 
-Nothing here knows anything but ``include/qd/qd.h``. The rest of the package calls the
-functions declared in :data:`FUNCTIONS` (with ``argtypes`` and ``restype``) through :data:`lib`,
-or, on hot paths, through :func:`raw` copies of the same symbols that have no ``argtypes``:
-those are called only with arguments that are already ctypes instances of the exact C type, which
-skips ctypes' per-argument conversion (about half the cost of a call).
+What qd.h declares (struct mirrors, function pointer types, the function table, cffi's
+declarations) is in :mod:`qd._api`, which abi/gen writes from abi/qd-api.json; it is re-exported
+here. The rest of the package calls the functions declared in :data:`FUNCTIONS` (with
+``argtypes`` and ``restype``) through :data:`lib`, or, on hot paths, through :func:`raw` copies
+of the same symbols that have no ``argtypes``: those are called only with arguments that are
+already ctypes instances of the exact C type, which skips ctypes' per-argument conversion (about
+half the cost of a call).
 """
 
 from __future__ import annotations
@@ -13,26 +15,37 @@ import ctypes
 import ctypes.util
 import glob
 import os
-from ctypes import (
-    CFUNCTYPE,
-    POINTER,
-    Structure,
-    c_char,
-    c_char_p,
-    c_float,
-    c_int32,
-    c_uint8,
-    c_uint32,
-    c_uint64,
-    c_void_p,
-    sizeof,
-)
+from ctypes import c_char_p, c_float, c_uint8, c_uint32, c_uint64, c_void_p
 from typing import Dict, List, Optional, Sequence, Tuple
+
+# _errors first: it defines QdError, then imports _api, whose exception classes derive from it.
+from . import _errors  # noqa: F401
+from ._api import (
+    ABI_MAJOR,
+    ABI_MINOR,
+    CDEF,
+    FUNCTIONS,
+    SIGNATURES,
+    STRUCTS,
+    Arg,
+    ContextDesc,
+    ContextStats,
+    DeviceInfo,
+    Hazard,
+    HazardFn,
+    HostFn,
+    HostKernelFn,
+    HostKernelInfo,
+    LaunchConfig,
+    StreamDesc,
+    Task,
+)
 
 __all__ = [
     "ABI_MAJOR",
     "ABI_MINOR",
     "Arg",
+    "CDEF",
     "ContextDesc",
     "ContextStats",
     "DeviceInfo",
@@ -44,6 +57,7 @@ __all__ = [
     "HostKernelInfo",
     "LaunchConfig",
     "LibraryNotFoundError",
+    "SIGNATURES",
     "STRUCTS",
     "StreamDesc",
     "Task",
@@ -62,269 +76,6 @@ __all__ = [
     "ffi",
     "ref",
 ]
-
-#: The release of the header this binding mirrors (qd.h, QD_VERSION_MAJOR / _MINOR).
-ABI_MAJOR = 0
-ABI_MINOR = 3
-
-# ----------------------------------------------------------------------------------------------
-# Struct mirrors. Field for field as in qd.h; tests/test_api_description.py compares names,
-# types, sizes and offsets with abi/qd-api.json, and tests/test_header.py with this host's C
-# layout.
-# ----------------------------------------------------------------------------------------------
-
-
-class _Described(Structure):
-    """A qd descriptor: ``struct_size`` is set to this struct's size on construction."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
-        if not self.struct_size:
-            self.struct_size = sizeof(self)
-
-
-class ContextDesc(_Described):
-    """``qd_context_desc``: parameters of ``qd_context_create``."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("backend", c_uint32),
-        ("device", c_uint32),
-        ("stream_pool_size", c_uint32),
-        ("event_pool_size", c_uint32),
-        ("cpu_worker_threads", c_uint32),
-        ("flags", c_uint32),
-        ("reserved", c_uint32),
-    ]
-
-
-class StreamDesc(_Described):
-    """``qd_stream_desc``: parameters of ``qd_stream_create``."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("flags", c_uint32),
-        ("priority", c_int32),
-        ("reserved", c_uint32),
-    ]
-
-
-class LaunchConfig(_Described):
-    """``qd_launch_config``: grid, block and shared memory of a launch."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("grid", c_uint32 * 3),
-        ("block", c_uint32 * 3),
-        ("shared_mem_bytes", c_uint32),
-    ]
-
-
-class Arg(Structure):
-    """``qd_arg``: one kernel argument, ``size`` bytes read from ``data``."""
-
-    _fields_ = [("data", c_void_p), ("size", c_uint64)]
-
-
-class Task(_Described):
-    """``qd_task``: one task of ``qd_launch_parallel``."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("group", c_uint32),
-        ("kernel", c_uint64),
-        ("config", LaunchConfig),
-        ("args", POINTER(Arg)),
-        ("num_args", c_uint32),
-        ("reserved", c_uint32),
-    ]
-
-
-class HostKernelInfo(Structure):
-    """``qd_host_kernel_info``: what a CPU host kernel receives for one block."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("block_idx", c_uint32 * 3),
-        ("grid_dim", c_uint32 * 3),
-        ("block_dim", c_uint32 * 3),
-        ("shared_mem_bytes", c_uint32),
-        ("shared_mem", c_void_p),
-    ]
-
-
-class ContextStats(_Described):
-    """``qd_context_stats``: statistics of one context."""
-
-    _fields_ = [("struct_size", c_uint32), ("reserved", c_uint32)] + [
-        (name, c_uint64)
-        for name in (
-            "live_streams",
-            "live_events",
-            "live_modules",
-            "live_kernels",
-            "stream_pool_capacity",
-            "stream_pool_created",
-            "stream_pool_leased",
-            "stream_pool_hits",
-            "stream_pool_misses",
-            "event_pool_created",
-            "event_pool_hits",
-            "event_pool_misses",
-            "live_allocations",
-            "bytes_allocated",
-            "host_bytes_allocated",
-            "live_graphs",
-            "hazards_reported",
-        )
-    ]
-
-
-class DeviceInfo(_Described):
-    """``qd_device_info``: what ``qd_device_get_info`` reports."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("backend", c_uint32),
-        ("device", c_uint32),
-        ("driver_version", c_uint32),
-        ("compute_major", c_uint32),
-        ("compute_minor", c_uint32),
-        ("multiprocessors", c_uint32),
-        ("reserved", c_uint32),
-        ("total_memory", c_uint64),
-        ("name", c_char * 128),
-    ]
-
-
-class Hazard(Structure):
-    """``qd_hazard``: one hazard the validation mode reports (valid during the handler only)."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("kind", c_uint32),
-        ("context", c_uint64),
-        ("stream", c_uint64),
-        ("other_stream", c_uint64),
-        ("allocation", c_uint64),
-        ("allocation_bytes", c_uint64),
-        ("offset", c_uint64),
-        ("operation", c_char_p),
-        ("other_operation", c_char_p),
-        ("message", c_char_p),
-    ]
-
-
-#: C struct name -> its ctypes mirror (every public struct of qd.h).
-STRUCTS: Dict[str, type] = {
-    "qd_context_desc": ContextDesc,
-    "qd_stream_desc": StreamDesc,
-    "qd_launch_config": LaunchConfig,
-    "qd_arg": Arg,
-    "qd_task": Task,
-    "qd_host_kernel_info": HostKernelInfo,
-    "qd_context_stats": ContextStats,
-    "qd_device_info": DeviceInfo,
-    "qd_hazard": Hazard,
-}
-
-#: ``qd_host_kernel_fn``: int32_t (*)(const qd_host_kernel_info *info, void *const *args).
-HostKernelFn = CFUNCTYPE(c_int32, POINTER(HostKernelInfo), POINTER(c_void_p))
-#: ``qd_host_fn``: void (*)(void *user_data).
-HostFn = CFUNCTYPE(None, c_void_p)
-HostKernelFn.__doc__ = (
-    "qd_host_kernel_fn: int32_t (*)(const qd_host_kernel_info *info, void *const *args). "
-    "Wrap a Python function with it (as a decorator) to make a raw ctypes host kernel.")
-HostFn.__doc__ = "qd_host_fn: void (*)(void *user_data), a host callback."
-#: ``qd_hazard_fn``: void (*)(const qd_hazard *hazard, void *user_data).
-HazardFn = CFUNCTYPE(None, POINTER(Hazard), c_void_p)
-HazardFn.__doc__ = "qd_hazard_fn: void (*)(const qd_hazard *hazard, void *user_data)."
-
-# ----------------------------------------------------------------------------------------------
-# Every function of qd.h: name -> (restype, argtypes). Handles are c_uint64, qd_status c_int32.
-# tests/test_api_description.py fails when abi/qd-api.json (the description of qd.h) has a
-# function that is missing here or whose argument count or types differ.
-# ----------------------------------------------------------------------------------------------
-
-_status = c_int32
-_handle = c_uint64
-_out_handle = POINTER(c_uint64)
-_backend = c_int32  # enum qd_backend (int-sized)
-
-FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
-    # status, errors, version
-    "qd_status_name": (c_char_p, [_status]),
-    "qd_last_error_message": (c_char_p, []),
-    "qd_version": (c_uint32, []),
-    # devices
-    "qd_backend_name": (c_char_p, [_backend]),
-    "qd_device_count": (_status, [_backend, POINTER(c_uint32)]),
-    "qd_device_get_info": (_status, [_backend, c_uint32, POINTER(DeviceInfo)]),
-    # contexts
-    "qd_context_create": (_status, [POINTER(ContextDesc), _out_handle]),
-    "qd_context_destroy": (_status, [_handle]),
-    "qd_context_synchronize": (_status, [_handle]),
-    "qd_context_default_stream": (_status, [_handle, _out_handle]),
-    "qd_context_get_stats": (_status, [_handle, POINTER(ContextStats)]),
-    # streams
-    "qd_stream_create": (_status, [_handle, POINTER(StreamDesc), _out_handle]),
-    "qd_stream_destroy": (_status, [_handle]),
-    "qd_stream_synchronize": (_status, [_handle]),
-    "qd_stream_query": (_status, [_handle]),
-    "qd_stream_wait_event": (_status, [_handle, _handle]),
-    "qd_stream_acquire": (_status, [_handle, _out_handle]),
-    "qd_stream_release": (_status, [_handle]),
-    "qd_stream_fork": (_status, [_handle, c_uint32, _out_handle]),
-    "qd_stream_join": (_status, [_handle, _out_handle, c_uint32]),
-    "qd_stream_set_active": (_status, [_handle, _handle, _out_handle]),
-    "qd_stream_get_active": (_status, [_handle, _out_handle]),
-    "qd_stream_get_context": (_status, [_handle, _out_handle]),
-    "qd_stream_get_priority": (_status, [_handle, POINTER(c_int32)]),
-    "qd_stream_priority_range": (_status, [_handle, POINTER(c_int32), POINTER(c_int32)]),
-    "qd_stream_native_handle": (_status, [_handle, POINTER(c_uint64)]),
-    "qd_stream_import": (_status, [_handle, c_uint64, _out_handle]),
-    # events
-    "qd_event_create": (_status, [_handle, c_uint32, _out_handle]),
-    "qd_event_destroy": (_status, [_handle]),
-    "qd_event_record": (_status, [_handle, _handle]),
-    "qd_event_query": (_status, [_handle]),
-    "qd_event_synchronize": (_status, [_handle]),
-    "qd_event_elapsed_ms": (_status, [_handle, _handle, POINTER(c_float)]),
-    # modules and kernels
-    "qd_module_load": (_status, [_handle, c_void_p, c_uint64, _out_handle]),
-    "qd_module_unload": (_status, [_handle]),
-    "qd_kernel_get": (_status, [_handle, c_char_p, _out_handle]),
-    "qd_kernel_from_host_fn": (_status, [_handle, HostKernelFn, c_char_p, _out_handle]),
-    "qd_kernel_destroy": (_status, [_handle]),
-    # launch
-    "qd_launch": (_status, [_handle, _handle, POINTER(LaunchConfig), POINTER(Arg), c_uint32]),
-    "qd_launch_parallel": (_status, [_handle, POINTER(Task), c_uint32]),
-    "qd_launch_host_fn": (_status, [_handle, HostFn, c_void_p]),
-    # memory
-    "qd_mem_alloc_async": (_status, [_handle, c_uint64, POINTER(c_uint64)]),
-    "qd_mem_free_async": (_status, [_handle, c_uint64]),
-    "qd_memcpy_async": (_status, [_handle, c_uint64, c_uint64, c_uint64]),
-    "qd_memset_async": (_status, [_handle, c_uint64, c_uint8, c_uint64]),
-    "qd_host_alloc": (_status, [_handle, c_uint64, POINTER(c_void_p)]),
-    "qd_host_free": (_status, [_handle, c_void_p]),
-    # graphs (since 0.2)
-    "qd_stream_begin_capture": (_status, [_handle]),
-    "qd_stream_end_capture": (_status, [_handle, _out_handle]),
-    "qd_graph_launch": (_status, [_handle, _handle]),
-    "qd_graph_update": (_status, [_handle, _handle]),
-    "qd_graph_destroy": (_status, [_handle]),
-    # timeline trace (since 0.2)
-    "qd_trace_start": (_status, [_handle, c_char_p]),
-    "qd_trace_stop": (_status, [_handle]),
-    "qd_trace_flush": (_status, [_handle]),
-    # several devices (since 0.2)
-    "qd_context_can_access_peer": (_status, [_handle, _handle, POINTER(c_uint32)]),
-    "qd_context_enable_peer_access": (_status, [_handle, _handle]),
-    "qd_memcpy_peer_async": (_status, [_handle, c_uint64, _handle, c_uint64, _handle, c_uint64]),
-    # validation (since 0.2)
-    "qd_context_set_hazard_handler": (_status, [_handle, HazardFn, c_void_p]),
-    "qd_kernel_set_param_access": (_status, [_handle, c_uint32, c_uint32]),
-}
 
 # ----------------------------------------------------------------------------------------------
 # Finding and loading libqd.
@@ -402,6 +153,8 @@ def _declare(cdll: ctypes.CDLL) -> None:
         try:
             fn = getattr(cdll, name)
         except AttributeError:
+            if SIGNATURES[name].experimental:
+                continue  # a library built without it: the binding does not use it
             raise LibraryNotFoundError(
                 f"{library_path} does not export {name}: it is older than the qd.h this "
                 f"binding mirrors ({ABI_MAJOR}.{ABI_MINOR})", [library_path]) from None
@@ -460,8 +213,8 @@ def raw(name: str) -> object:
 
 # ----------------------------------------------------------------------------------------------
 # The foreign function interface the binding calls through: cffi (ABI mode, declared from
-# abi/qd-api.json, which the wheel carries as qd/qd-api.json) when cffi is importable, else
-# ctypes. QD_PYTHON_FFI=ctypes|cffi forces one (cffi forced but unusable raises ImportError).
+# _api.CDEF) when cffi is importable, else ctypes. QD_PYTHON_FFI=ctypes|cffi forces one (cffi
+# forced but unusable raises ImportError).
 # Both call the same libqd: the cffi library is opened from library_path.
 #
 # What differs is hidden behind a few names every module uses:
@@ -470,52 +223,9 @@ def raw(name: str) -> object:
 #   ref(o)  a pointer to a ctypes object (a struct mirror, c_uint64, an array of them): byref(o),
 #           or a cffi pointer into the same memory (ffi.from_buffer, which keeps o alive)
 #   NULL, ptr(addr), fnptr(ctypes_fn, "qd_host_fn"), cbytes(data), cstring(p)
-# Structs are always the ctypes mirrors above; callbacks are always ctypes functions (cffi gets
+# Structs are always the ctypes mirrors of _api; callbacks are always ctypes functions (cffi gets
 # their address), so Python host kernels and callbacks see the same objects in both modes.
 # ----------------------------------------------------------------------------------------------
-
-_C_SCALARS = {"uint64_t", "uint32_t", "uint8_t", "int32_t", "float", "char", "void"}
-
-
-def declarations(api: Dict[str, object]) -> str:
-    """cffi ``cdef`` text of qd.h, generated from its machine-readable description
-    (abi/qd-api.json): handles, typedefs, enums, structs, function pointers and functions."""
-    out: List[str] = []
-    for h in api["handles"]:  # type: ignore[index]
-        out.append(f"typedef {h['type']} {h['name']};")
-    for t in api["typedefs"]:  # type: ignore[index]
-        out.append(f"typedef {t['type']} {t['name']};")
-    for e in api["enums"]:  # type: ignore[index]
-        values = ", ".join(f"{v['name']} = {v['value']}" for v in e["values"])
-        if e["c_name"].startswith("enum "):
-            out.append(f"{e['c_name']} {{ {values} }};")
-        else:
-            out.append(f"typedef enum {{ {values} }} {e['name']};")
-    for st in api["structs"]:  # type: ignore[index]
-        out.append(f"typedef struct {st['name']} {st['name']};")
-    for fp in api["function_pointers"]:  # type: ignore[index]
-        params = ", ".join(f"{p['type']} {p['name']}" for p in fp["params"]) or "void"
-        out.append(f"typedef {fp['return']} (*{fp['name']})({params});")
-    for st in api["structs"]:  # type: ignore[index]
-        fields = []
-        for f in st["fields"]:
-            dim = f"[{f['array_length']}]" if f.get("array_length") else ""
-            fields.append(f"    {f['type']} {f['name']}{dim};")
-        out.append(f"struct {st['name']} {{\n" + "\n".join(fields) + "\n};")
-    for fn in api["functions"]:  # type: ignore[index]
-        params = ", ".join(f"{p['type']} {p['name']}" for p in fn["params"]) or "void"
-        out.append(f"{fn['return']} {fn['name']}({params});")
-    return "\n".join(out) + "\n"
-
-
-def _api_description_path() -> Optional[str]:
-    here = os.path.dirname(os.path.abspath(__file__))
-    for path in (os.path.join(here, "qd-api.json"),  # an installed package (the wheel's copy)
-                 os.path.join(here, "..", "..", "..", "abi", "qd-api.json")):  # a checkout
-        if os.path.isfile(path):
-            return os.path.normpath(path)
-    return None
-
 
 def _open_cffi() -> Tuple[object, object, str]:
     """(ffi, lib, why not): the cffi library, or (None, None, the reason it is not used)."""
@@ -529,16 +239,9 @@ def _open_cffi() -> Tuple[object, object, str]:
     except ImportError as exc:
         why = f"cffi is not importable ({exc})"
     else:
-        path = _api_description_path()
-        if path is None:
-            why = "no qd-api.json next to the package or in the checkout's abi/"
-        else:
-            import json
-            with open(path, encoding="utf-8") as f:
-                api = json.load(f)
-            ffi = cffi.FFI()
-            ffi.cdef(declarations(api))
-            return ffi, ffi.dlopen(library_path), ""
+        ffi = cffi.FFI()
+        ffi.cdef(CDEF)
+        return ffi, ffi.dlopen(library_path), ""
     if mode == "cffi":
         raise ImportError(f"QD_PYTHON_FFI=cffi, but {why}")
     return None, None, why

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import qd
-from conftest import REPO_DIR, subprocess_env
+from conftest import subprocess_env
 
 
 def test_device_count_and_properties_cpu() -> None:
@@ -185,7 +185,6 @@ def test_library_next_to_package(tmp_path) -> None:
     shutil.copytree(os.path.dirname(qd.__file__), pkg / "qd",
                     ignore=shutil.ignore_patterns("libqd.so*", "__pycache__"))
     shutil.copy(qd.library_path, pkg / "qd" / "libqd.so.0")
-    shutil.copy(REPO_DIR / "abi" / "qd-api.json", pkg / "qd")  # as a wheel carries it (cffi)
     env = subprocess_env()
     env.pop("QD_LIBRARY")
     env["PYTHONPATH"] = str(pkg)

@@ -1,21 +1,19 @@
-"""The two ways the binding calls libqd: cffi (ABI mode, declared from abi/qd-api.json) and
-ctypes. The whole suite runs in both (tools/test-all: QD_PYTHON_FFI=ctypes, then =cffi); these
-tests check that the mode asked for is the mode in use, and that cffi's declarations are the
-header's."""
+"""The two ways the binding calls libqd: cffi (ABI mode, declared from qd._api.CDEF, generated
+from abi/qd-api.json) and ctypes. The whole suite runs in both (tools/test-all:
+QD_PYTHON_FFI=ctypes, then =cffi); these tests check that the mode asked for is the mode in use,
+and that cffi's declarations and the ctypes mirrors are the same API."""
 
 from __future__ import annotations
 
-import json
+import ctypes
 import os
 
 import pytest
 
 import qd
-from qd import _base, _lib
+from qd import _api, _base, _lib
 
-from conftest import REPO_DIR, subprocess_env
-
-DESCRIPTION = REPO_DIR / "abi" / "qd-api.json"
+from conftest import subprocess_env
 
 
 def test_mode_is_the_one_asked_for() -> None:
@@ -24,7 +22,7 @@ def test_mode_is_the_one_asked_for() -> None:
         assert qd.FFI == asked
     assert qd.FFI == ("cffi" if _lib.CFFI else "ctypes")
     if not _lib.CFFI:
-        assert _lib.why_not_cffi  # says why (forced, not importable, no declarations)
+        assert _lib.why_not_cffi  # says why (forced, or cffi not importable)
 
 
 def test_hot_functions_go_through_the_mode_in_use() -> None:
@@ -37,21 +35,37 @@ def test_hot_functions_go_through_the_mode_in_use() -> None:
     assert (_lib.C is _lib.lib) == (not _lib.CFFI)
 
 
-def test_declarations_cover_the_whole_api() -> None:
-    api = json.loads(DESCRIPTION.read_text())
-    cdef = _lib.declarations(api)
-    for fn in api["functions"]:
-        assert f" {fn['name']}(" in cdef
+def test_cffi_declarations_and_ctypes_mirrors_are_the_same_api() -> None:
+    """Every function of the table is declared to cffi and found in the library, and cffi lays
+    out every struct as its ctypes mirror (both generated from one description)."""
     cffi = pytest.importorskip("cffi")
     ffi = cffi.FFI()
-    ffi.cdef(cdef)
-    for st in api["structs"]:  # cffi's layout of the declarations is the header's
-        assert ffi.sizeof(st["name"]) == st["size"], st["name"]
-        for field in st["fields"]:
-            assert ffi.offsetof(st["name"], field["name"]) == field["offset"], field["name"]
+    ffi.cdef(_api.CDEF)
     lib = ffi.dlopen(qd.library_path)
-    for fn in api["functions"]:
-        assert getattr(lib, fn["name"]) is not None
+    for name in _api.FUNCTIONS:
+        assert getattr(lib, name) is not None
+    for name, mirror in _api.STRUCTS.items():
+        assert ffi.sizeof(name) == ctypes.sizeof(mirror), name
+        for field, _ in mirror._fields_:
+            assert ffi.offsetof(name, field) == getattr(mirror, field).offset, f"{name}.{field}"
+
+
+def test_package_reads_no_api_description_at_run_time(tmp_path) -> None:
+    """cffi mode works from a copy of the package with no qd-api.json anywhere near it."""
+    import shutil
+    import subprocess
+    import sys
+    pytest.importorskip("cffi")
+    pkg = tmp_path / "pkg"
+    shutil.copytree(os.path.dirname(qd.__file__), pkg / "qd",
+                    ignore=shutil.ignore_patterns("__pycache__", "qd-api.json"))
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(pkg)
+    env["QD_PYTHON_FFI"] = "cffi"
+    done = subprocess.run([sys.executable, "-c", "import qd; print(qd.FFI, qd.__file__)"],
+                          env=env, capture_output=True, text=True, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cffi", str(pkg / "qd" / "__init__.py")]
 
 
 def test_forcing_an_unknown_mode_or_missing_cffi_fails_loudly(tmp_path) -> None:

@@ -1,16 +1,17 @@
 """The binding against include/qd/qd.h, through its description abi/qd-api.json.
 
-test_api_description.py checks the binding's tables (functions, structs, statuses, constants)
-against abi/qd-api.json. Here: that the description is current for this qd.h (abi/describe
---check parses the header completely and confirms the parse with a compiled layout program),
-that the struct mirrors have this host's C layout (the committed description has x86-64's),
-that the exported symbol list is covered, and what the loaded libqd says about statuses and its
-version.
+qd/_api.py (struct mirrors, function table, cffi declarations, statuses and their classes) is
+written from abi/qd-api.json by abi/gen. Here: that the description is current for this qd.h
+(abi/describe --check parses the header completely and confirms the parse with a compiled
+layout program), that qd/_api.py is what abi/gen writes from it, that the struct mirrors have
+this host's C layout (the committed description has x86-64's), that the exported symbol list is
+covered, and what the loaded libqd says about statuses and its version.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import shutil
@@ -48,9 +49,29 @@ def _description() -> Dict[str, Any]:
 
 def test_description_is_current_for_this_header() -> None:
     """abi/qd-api.json describes this qd.h: a change to the header that is not in the description
-    fails here, so the checks of test_api_description.py never run against a stale one."""
+    fails here, so qd/_api.py is never generated from a stale one."""
     r = _describe("--check", str(DESCRIPTION))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_generated_module_is_current() -> None:
+    """qd/_api.py is what abi/gen's python target writes from the committed description (a hand
+    edit, or a description changed without running abi/gen, fails here)."""
+    spec = importlib.util.spec_from_file_location(
+        "generators", REPO_DIR / "abi" / "generators" / "__init__.py",
+        submodule_search_locations=[str(REPO_DIR / "abi" / "generators")])
+    if spec is None or not (REPO_DIR / "abi" / "generators" / "python.py").exists():
+        pytest.skip("no abi/generators in this tree")
+    generators = importlib.util.module_from_spec(spec)
+    sys.modules["generators"] = generators
+    try:
+        spec.loader.exec_module(generators)  # type: ignore[union-attr]
+        files = generators.python.generate(_description())
+    finally:
+        for name in [m for m in sys.modules if m == "generators" or m.startswith("generators.")]:
+            del sys.modules[name]
+    for rel, text in files.items():
+        assert (REPO_DIR / rel).read_text() == text, f"{rel} is stale: run abi/gen"
 
 
 def test_struct_layout_matches_this_hosts_c() -> None:
