@@ -301,7 +301,8 @@ def status_go(api: Dict[str, Any]) -> str:
     lines += [
         ")",
         "",
-        "// Sentinel errors, one per status other than success: errors.Is(err, qd.ErrInvalidHandle)",
+        "// Sentinel errors, one per status other than success: "
+        "errors.Is(err, qd.ErrInvalidHandle)",
         "// holds for every *Error whose Status is StatusInvalidHandle.",
         "var (",
     ]
