@@ -112,7 +112,7 @@ func NewContext(opts ContextOptions) (*Context, error) {
 	}
 	// Fail mode, from the options or from QD_VALIDATE=error (qd.h, "Context creation flags").
 	failMode := opts.Validate && opts.ValidateFail || os.Getenv("QD_VALIDATE") == "error"
-	h, err := u64Result(C.gq_context_create(C.uint32_t(opts.Backend), C.uint32_t(opts.Device),
+	h, err := u64Result(C.gq_context_create_from_fields(C.uint32_t(opts.Backend), C.uint32_t(opts.Device),
 		C.uint32_t(opts.StreamPoolSize), C.uint32_t(opts.EventPoolSize), C.uint32_t(opts.CPUWorkerThreads),
 		C.uint32_t(flags), boolC(failMode)))
 	if err != nil {

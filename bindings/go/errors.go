@@ -1,7 +1,5 @@
 package qd
 
-//go:generate go run ./internal/genstatus -in ../../abi/qd-api.json -out status_gen.go
-
 // #include "qdgo.h"
 import "C"
 
@@ -12,7 +10,8 @@ import (
 )
 
 // Status is a qd_status: 0 is success, a positive value a non-error status (StatusNotReady), a
-// negative value an error. The named values are generated from abi/qd-api.json (status_gen.go).
+// negative value an error. The named values are written by abi/gen from abi/qd-api.json
+// (status_gen.go).
 type Status int32
 
 // Name is the status's C name, e.g. "QD_ERROR_INVALID_HANDLE", or "QD_STATUS_UNKNOWN".

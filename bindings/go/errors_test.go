@@ -53,16 +53,15 @@ var sentinels = map[qd.Status]error{
 	qd.StatusInternal: qd.ErrInternal, qd.StatusHazard: qd.ErrHazard,
 }
 
-func TestGeneratedStatuses_MatchTheAPIDescriptionAndTheLibrary(t *testing.T) {
+// status_gen.go is the description's statuses (abi/gen --check keeps it so); the library under
+// test must name each status as the package does, and every error status has its sentinel.
+func TestStatuses_AreNamedAsLibqdNamesThem_AndEveryErrorHasItsSentinel(t *testing.T) {
 	api := readAPI(t)
 	errorStatuses := 0
 	for _, s := range api.Statuses {
 		st := qd.Status(s.Value)
-		if st.Name() != s.Name || st.Description() != s.Description {
-			t.Errorf("status %d: generated %q %q, qd-api.json %q %q (run go generate)", s.Value, st.Name(), st.Description(), s.Name, s.Description)
-		}
-		if got := qd.StatusName(st); got != s.Name {
-			t.Errorf("status %d: libqd names it %q, qd-api.json %q", s.Value, got, s.Name)
+		if got := qd.StatusName(st); got != st.Name() || got != s.Name {
+			t.Errorf("status %d: libqd names it %q, package qd %q, qd-api.json %q", s.Value, got, st.Name(), s.Name)
 		}
 		if s.Value == 0 {
 			continue
@@ -82,13 +81,16 @@ func TestGeneratedStatuses_MatchTheAPIDescriptionAndTheLibrary(t *testing.T) {
 	}
 }
 
+// qdgo_gen.h wraps every function, so it says nothing about what the package binds: a function
+// is bound when Go code calls its wrapper (C.gq_name) or the function itself, or a hand-written
+// wrapper of qdgo.h does.
 func TestEveryExportedFunction_IsCalledByThePackage(t *testing.T) {
 	api := readAPI(t)
 	var src strings.Builder
 	files, err := filepath.Glob("*.[gh]*")
 	must(t, err)
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
+		if strings.HasSuffix(f, "_test.go") || f == "qdgo_gen.h" {
 			continue
 		}
 		b, err := os.ReadFile(f)
@@ -96,7 +98,8 @@ func TestEveryExportedFunction_IsCalledByThePackage(t *testing.T) {
 		src.Write(b)
 	}
 	for _, fn := range api.Functions {
-		if !regexp.MustCompile(`\b` + fn.Name + `\(`).MatchString(src.String()) {
+		wrapper := "gq_" + strings.TrimPrefix(fn.Name, "qd_")
+		if !regexp.MustCompile(`\b(` + fn.Name + `|` + wrapper + `)\(`).MatchString(src.String()) {
 			t.Errorf("%s (abi/qd-api.json) is not called by package qd", fn.Name)
 		}
 	}

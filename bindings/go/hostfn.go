@@ -47,7 +47,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	call.ctx = s.ctx
 	call.refs.Store(1) // the queued run, or the capture
 	call.gh = s.ctx.newHandle(call)
-	r := C.gq_launch_host_fn(h, C.uintptr_t(call.gh), s.ctx.mayCapture())
+	r := C.gq_launch_go_host_fn(h, C.uintptr_t(call.gh), s.ctx.mayCapture())
 	runtime.KeepAlive(s)
 	if r.status != 0 {
 		call.release() // qd never calls fn when the launch fails

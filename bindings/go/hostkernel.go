@@ -68,7 +68,7 @@ func (c *Context) NewHostKernel(name string, fn HostKernelFunc) (*Kernel, error)
 	gk.ctx = c
 	gk.refs.Store(1) // the Kernel's
 	gk.gh = c.newHandle(gk)
-	kh, err := u64Result(C.gq_kernel_from_host_fn(h, cname))
+	kh, err := u64Result(C.gq_kernel_from_go_trampoline(h, cname))
 	runtime.KeepAlive(c)
 	if err != nil {
 		gk.release()

@@ -64,7 +64,7 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...Arg) error {
 		goHeader = 1
 	}
 	k.launching()
-	err = k.launched(C.gq_launch(h, kh, config, (*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n), goHeader, s.ctx.mayCapture()))
+	err = k.launched(C.gq_launch_blob(h, kh, config, (*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n), goHeader, s.ctx.mayCapture()))
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(k)
 	return err
@@ -132,7 +132,7 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 		return err
 	}
 	if len(tasks) == 0 {
-		err = resultError(C.gq_launch_parallel(h, nil, 0, nil, 0, 0))
+		err = resultError(C.gq_launch_parallel(h, nil, 0))
 		runtime.KeepAlive(s)
 		return err
 	}
@@ -262,7 +262,7 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 	for i := range tasks {
 		tasks[i].Kernel.launching()
 	}
-	r := C.gq_launch_parallel(h, &ctasks[0], C.uint32_t(len(tasks)), headerp, C.uint32_t(goTasks), s.ctx.mayCapture())
+	r := C.gq_launch_parallel_marking_headers(h, &ctasks[0], C.uint32_t(len(tasks)), headerp, C.uint32_t(goTasks), s.ctx.mayCapture())
 	for i := range tasks {
 		if k := tasks[i].Kernel; k.goKernel != nil {
 			_ = k.launched(C.gq_result{status: r.status, captured: r.captured}) // r.msg is read once, below

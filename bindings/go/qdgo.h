@@ -1,9 +1,15 @@
 /* qdgo.h: the C side of the Go binding, included by every cgo file of package qd.
  *
- * Every qd call goes through one static wrapper here that makes the qd call and, if it failed,
+ * Every qd call goes through one static inline wrapper that makes the qd call and, if it failed,
  * copies qd_last_error_message() before returning. The message is thread-local and a goroutine
  * may run on another OS thread at its next cgo call, so it must be read inside the same C call
- * that failed; a second cgo call could read another thread's message. */
+ * that failed; a second cgo call could read another thread's message.
+ *
+ * The plain wrappers, one per qd function that returns qd_status (gq_<name without qd_>), are
+ * generated into qdgo_gen.h by abi/gen (abi/generators/go.py) from abi/qd-api.json, and included
+ * below after the result types they return. This file holds what is not a plain wrapper: the
+ * result types and gq_finish*, the trampolines into Go, the Go kernel header, and the wrappers
+ * that do more than pass their parameters to one qd call. */
 #ifndef QD_GO_QDGO_H
 #define QD_GO_QDGO_H
 
@@ -36,6 +42,43 @@ static inline gq_result gq_finish(qd_status status) {
     return r;
 }
 
+/* The outcome of a qd call with one 64-bit output (a handle, an address, a count): value is
+ * written only on success. Returning it by value keeps Go from allocating an output slot. */
+typedef struct gq_u64 {
+    qd_status status;
+    char *msg;
+    uint64_t value;
+} gq_u64;
+
+static inline gq_u64 gq_finish_u64(qd_status status, uint64_t value) {
+    gq_u64 r;
+    gq_result f = gq_finish(status);
+    r.status = f.status;
+    r.msg = f.msg;
+    r.value = status == QD_SUCCESS ? value : 0;
+    return r;
+}
+
+/* The outcome of a qd call with one pointer output (qd_host_alloc): ptr is written only on
+ * success. */
+typedef struct gq_ptr {
+    qd_status status;
+    char *msg;
+    void *ptr;
+} gq_ptr;
+
+static inline gq_ptr gq_finish_ptr(qd_status status, void *ptr) {
+    gq_ptr r;
+    gq_result f = gq_finish(status);
+    r.status = f.status;
+    r.msg = f.msg;
+    r.ptr = status == QD_SUCCESS ? ptr : NULL;
+    return r;
+}
+
+/* One wrapper per qd function that returns qd_status: gq_stream_query, gq_event_record, ... */
+#include "qdgo_gen.h"
+
 /* Host callbacks and Go host kernels: C trampolines (trampolines.c) that call into Go. */
 void gq_host_fn_trampoline(void *user_data);
 int32_t gq_host_kernel_trampoline(const qd_host_kernel_info *info, void *const *args);
@@ -67,34 +110,7 @@ static inline void gq_set_header_magic(void *header, uint32_t captured) {
     memcpy((char *)header + 8, &magic, sizeof magic);
 }
 
-
-/* The outcome of a qd call with one 64-bit output (a handle, an address, a count): value is
- * written only on success. Returning it by value keeps Go from allocating an output slot. */
-typedef struct gq_u64 {
-    qd_status status;
-    char *msg;
-    uint64_t value;
-} gq_u64;
-
-static inline gq_u64 gq_finish_u64(qd_status status, uint64_t value) {
-    gq_u64 r;
-    gq_result f = gq_finish(status);
-    r.status = f.status;
-    r.msg = f.msg;
-    r.value = status == QD_SUCCESS ? value : 0;
-    return r;
-}
-
-/* ---- one wrapper per qd function: the qd call, then gq_finish ---------------------------- */
-
-static inline gq_u64 gq_device_count(uint32_t backend) {
-    uint32_t n = 0;
-    qd_status st = qd_device_count((qd_backend)backend, &n);
-    return gq_finish_u64(st, n);
-}
-static inline gq_result gq_device_get_info(uint32_t backend, uint32_t device, qd_device_info *out) {
-    return gq_finish(qd_device_get_info((qd_backend)backend, device, out));
-}
+/* ---- wrappers that do more than one plain qd call ----------------------------------------- */
 
 /* The hazard handler of a context in fail mode: the refused call returns QD_ERROR_HAZARD with
  * the report as its message, so the report is not printed as well (one channel). */
@@ -103,9 +119,12 @@ static inline void gq_hazard_returned(const qd_hazard *hazard, void *user_data) 
     (void)user_data;
 }
 
-static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32_t stream_pool,
-                                       uint32_t event_pool, uint32_t workers, uint32_t flags,
-                                       uint32_t fail_mode) {
+/* qd_context_create from the descriptor's fields, then (fail_mode) the handler above; a context
+ * made but not set up is destroyed again. */
+static inline gq_u64 gq_context_create_from_fields(uint32_t backend, uint32_t device,
+                                                   uint32_t stream_pool, uint32_t event_pool,
+                                                   uint32_t workers, uint32_t flags,
+                                                   uint32_t fail_mode) {
     qd_context_desc d = QD_CONTEXT_DESC_INIT;
     qd_context out = 0;
     d.backend = backend;
@@ -124,132 +143,29 @@ static inline gq_u64 gq_context_create(uint32_t backend, uint32_t device, uint32
     }
     return gq_finish_u64(st, out);
 }
-static inline gq_result gq_context_destroy(qd_context c) { return gq_finish(qd_context_destroy(c)); }
-static inline gq_result gq_context_synchronize(qd_context c) { return gq_finish(qd_context_synchronize(c)); }
-static inline gq_u64 gq_context_default_stream(qd_context c) {
-    qd_stream out = 0;
-    qd_status st = qd_context_default_stream(c, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_result gq_context_get_stats(qd_context c, qd_context_stats *out) {
-    return gq_finish(qd_context_get_stats(c, out));
+/* Sets the context's hazard handler again: the default (one line on stderr), or in fail mode
+ * none (the error carries the report); QD_ERROR_INVALID_OPERATION when validation is off. */
+static inline gq_result gq_context_reset_hazard_handler(qd_context c, uint32_t fail_mode) {
+    return gq_context_set_hazard_handler(c, fail_mode ? gq_hazard_returned : NULL, NULL);
 }
 
-static inline gq_u64 gq_stream_create(qd_context c, uint32_t flags, int32_t priority) {
+/* qd_stream_create from the descriptor's fields. */
+static inline gq_u64 gq_stream_create_from_fields(qd_context c, uint32_t flags, int32_t priority) {
     qd_stream_desc d = QD_STREAM_DESC_INIT;
-    qd_stream out = 0;
     d.flags = flags;
     d.priority = priority;
-    qd_status st = qd_stream_create(c, &d, &out);
-    return gq_finish_u64(st, out);
+    return gq_stream_create(c, &d);
 }
-static inline gq_result gq_stream_destroy(qd_stream s) { return gq_finish(qd_stream_destroy(s)); }
-static inline gq_result gq_stream_synchronize(qd_stream s) { return gq_finish(qd_stream_synchronize(s)); }
-static inline gq_result gq_stream_query(qd_stream s) { return gq_finish(qd_stream_query(s)); }
-static inline gq_result gq_stream_wait_event(qd_stream s, qd_event e) { return gq_finish(qd_stream_wait_event(s, e)); }
-static inline gq_u64 gq_stream_acquire(qd_context c) {
-    qd_stream out = 0;
-    qd_status st = qd_stream_acquire(c, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_result gq_stream_release(qd_stream s) { return gq_finish(qd_stream_release(s)); }
-static inline gq_result gq_stream_fork(qd_stream parent, uint32_t n, qd_stream *children) {
-    return gq_finish(qd_stream_fork(parent, n, children));
-}
-static inline gq_result gq_stream_join(qd_stream parent, const qd_stream *children, uint32_t n) {
-    return gq_finish(qd_stream_join(parent, children, n));
-}
-static inline gq_u64 gq_stream_set_active(qd_context c, qd_stream s) {
-    qd_stream previous = 0;
-    qd_status st = qd_stream_set_active(c, s, &previous);
-    return gq_finish_u64(st, previous);
-}
-static inline gq_u64 gq_stream_get_active(qd_context c) {
-    qd_stream out = 0;
-    qd_status st = qd_stream_get_active(c, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_u64 gq_stream_get_context(qd_stream s) {
-    qd_context out = 0;
-    qd_status st = qd_stream_get_context(s, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_u64 gq_stream_get_priority(qd_stream s) {
-    int32_t p = 0;
-    qd_status st = qd_stream_get_priority(s, &p);
-    return gq_finish_u64(st, (uint64_t)(uint32_t)p);
-}
-static inline gq_u64 gq_stream_priority_range(qd_context c) {
+/* qd_stream_priority_range's two outputs packed in one value: least in the high 32 bits. */
+static inline gq_u64 gq_stream_priority_range_packed(qd_context c) {
     int32_t least = 0, greatest = 0;
     qd_status st = qd_stream_priority_range(c, &least, &greatest);
     return gq_finish_u64(st, ((uint64_t)(uint32_t)least << 32) | (uint32_t)greatest);
 }
-static inline gq_u64 gq_stream_native_handle(qd_stream s) {
-    uint64_t out = 0;
-    qd_status st = qd_stream_native_handle(s, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_u64 gq_stream_import(qd_context c, uint64_t native) {
-    qd_stream out = 0;
-    qd_status st = qd_stream_import(c, native, &out);
-    return gq_finish_u64(st, out);
-}
 
-static inline gq_u64 gq_event_create(qd_context c, uint32_t flags) {
-    qd_event out = 0;
-    qd_status st = qd_event_create(c, flags, &out);
-    return gq_finish_u64(st, out);
-}
-/* Graphs (since 0.2). */
-/* Timeline trace (since 0.2). */
-static inline gq_result gq_trace_start(qd_context c, const char *path) { return gq_finish(qd_trace_start(c, path)); }
-static inline gq_result gq_trace_stop(qd_context c) { return gq_finish(qd_trace_stop(c)); }
-static inline gq_result gq_trace_flush(qd_context c) { return gq_finish(qd_trace_flush(c)); }
-static inline gq_result gq_stream_begin_capture(qd_stream s) { return gq_finish(qd_stream_begin_capture(s)); }
-static inline gq_u64 gq_stream_end_capture(qd_stream s) {
-    qd_graph out = 0;
-    qd_status st = qd_stream_end_capture(s, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_result gq_graph_update(qd_graph g, qd_graph from) { return gq_finish(qd_graph_update(g, from)); }
-static inline gq_result gq_graph_destroy(qd_graph g) { return gq_finish(qd_graph_destroy(g)); }
-static inline gq_result gq_event_destroy(qd_event e) { return gq_finish(qd_event_destroy(e)); }
-static inline gq_result gq_event_record(qd_stream s, qd_event e) { return gq_finish(qd_event_record(s, e)); }
-static inline gq_result gq_event_query(qd_event e) { return gq_finish(qd_event_query(e)); }
-static inline gq_result gq_event_synchronize(qd_event e) { return gq_finish(qd_event_synchronize(e)); }
-/* The milliseconds travel as the float's bits. */
-static inline gq_u64 gq_event_elapsed_ms(qd_event start, qd_event end) {
-    float ms = 0.0f;
-    uint32_t bits = 0;
-    qd_status st = qd_event_elapsed_ms(start, end, &ms);
-    memcpy(&bits, &ms, sizeof bits);
-    return gq_finish_u64(st, bits);
-}
-
-static inline gq_u64 gq_module_load(qd_context c, const void *image, uint64_t size) {
-    qd_module out = 0;
-    qd_status st = qd_module_load(c, image, size, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_result gq_module_unload(qd_module m) { return gq_finish(qd_module_unload(m)); }
-static inline gq_u64 gq_kernel_get(qd_module m, const char *name) {
-    qd_kernel out = 0;
-    qd_status st = qd_kernel_get(m, name, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_u64 gq_kernel_from_host_fn(qd_context c, const char *name) {
-    qd_kernel out = 0;
-    qd_status st = qd_kernel_from_host_fn(c, gq_host_kernel_trampoline, name, &out);
-    return gq_finish_u64(st, out);
-}
-static inline gq_result gq_kernel_destroy(qd_kernel k) { return gq_finish(qd_kernel_destroy(k)); }
-static inline gq_result gq_kernel_set_param_access(qd_kernel k, uint32_t index, uint32_t access) {
-    return gq_finish(qd_kernel_set_param_access(k, index, access));
-}
-/* Sets the context's hazard handler again: the default (one line on stderr), or in fail mode
- * none (the error carries the report); QD_ERROR_INVALID_OPERATION when validation is off. */
-static inline gq_result gq_context_reset_hazard_handler(qd_context c, uint32_t fail_mode) {
-    return gq_finish(qd_context_set_hazard_handler(c, fail_mode ? gq_hazard_returned : NULL, NULL));
+/* A kernel whose function is the Go trampoline (a Go host kernel). */
+static inline gq_u64 gq_kernel_from_go_trampoline(qd_context c, const char *name) {
+    return gq_kernel_from_host_fn(c, gq_host_kernel_trampoline, name);
 }
 
 /* A launch whose argument values lie back to back in blob, sizes[i] bytes each: the qd_arg
@@ -261,9 +177,9 @@ static inline gq_result gq_too_many_args(void) {
     r.msg = strdup("more than QD_MAX_ARGS (64) arguments");
     return r;
 }
-static inline gq_result gq_launch(qd_stream s, qd_kernel k, const qd_launch_config *config,
-                                  uint8_t *blob, const uint32_t *sizes, uint32_t n,
-                                  uint32_t go_header, uint32_t may_capture) {
+static inline gq_result gq_launch_blob(qd_stream s, qd_kernel k, const qd_launch_config *config,
+                                       uint8_t *blob, const uint32_t *sizes, uint32_t n,
+                                       uint32_t go_header, uint32_t may_capture) {
     qd_arg args[QD_MAX_ARGS];
     uint64_t offset = 0;
     uint32_t captured = 0;
@@ -303,10 +219,12 @@ static inline gq_result gq_launch_packed(qd_stream s, qd_kernel k, const qd_laun
     }
     return r;
 }
-/* headers: the Go kernel headers among the tasks' arguments (C memory), n_headers of them. */
-static inline gq_result gq_launch_parallel(qd_stream s, const qd_task *tasks, uint32_t n,
-                                           void *const *headers, uint32_t n_headers,
-                                           uint32_t may_capture) {
+/* qd_launch_parallel, marking the Go kernel headers among the tasks' arguments (C memory),
+ * n_headers of them, with whether the stream is capturing. */
+static inline gq_result gq_launch_parallel_marking_headers(qd_stream s, const qd_task *tasks,
+                                                           uint32_t n, void *const *headers,
+                                                           uint32_t n_headers,
+                                                           uint32_t may_capture) {
     uint32_t captured = n_headers ? gq_capturing(s, may_capture) : 0;
     gq_result r;
     for (uint32_t i = 0; i < n_headers; ++i) gq_set_header_magic(headers[i], captured);
@@ -314,7 +232,9 @@ static inline gq_result gq_launch_parallel(qd_stream s, const qd_task *tasks, ui
     r.captured = captured;
     return r;
 }
-static inline gq_result gq_launch_host_fn(qd_stream s, uintptr_t handle, uint32_t may_capture) {
+/* qd_launch_host_fn of a Go function (handle: its runtime/cgo.Handle) through the trampoline,
+ * saying whether the stream was capturing. */
+static inline gq_result gq_launch_go_host_fn(qd_stream s, uintptr_t handle, uint32_t may_capture) {
     uint32_t captured = gq_capturing(s, may_capture);
     gq_result r = gq_finish(qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)handle));
     r.captured = captured;
@@ -327,53 +247,6 @@ static inline gq_result gq_graph_launch_marked(qd_graph g, qd_stream s, uintptr_
     if (r.status == QD_SUCCESS && marker)
         r.captured = qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)marker) == QD_SUCCESS;
     return r;
-}
-
-static inline gq_u64 gq_mem_alloc_async(qd_stream s, uint64_t bytes) {
-    uint64_t address = 0;
-    qd_status st = qd_mem_alloc_async(s, bytes, &address);
-    return gq_finish_u64(st, address);
-}
-static inline gq_result gq_mem_free_async(qd_stream s, uint64_t address) {
-    return gq_finish(qd_mem_free_async(s, address));
-}
-static inline gq_result gq_memcpy_async(qd_stream s, uint64_t dst, uint64_t src, uint64_t bytes) {
-    return gq_finish(qd_memcpy_async(s, dst, src, bytes));
-}
-static inline gq_result gq_memset_async(qd_stream s, uint64_t dst, uint8_t value, uint64_t bytes) {
-    return gq_finish(qd_memset_async(s, dst, value, bytes));
-}
-typedef struct gq_ptr {
-    qd_status status;
-    char *msg;
-    void *ptr;
-} gq_ptr;
-static inline gq_ptr gq_host_alloc(qd_context c, uint64_t bytes) {
-    gq_ptr r;
-    void *out = NULL;
-    gq_result f = gq_finish(qd_host_alloc(c, bytes, &out));
-    r.status = f.status;
-    r.msg = f.msg;
-    r.ptr = f.status == QD_SUCCESS ? out : NULL;
-    return r;
-}
-static inline gq_result gq_host_free(qd_context c, void *ptr) {
-    return gq_finish(qd_host_free(c, ptr));
-}
-
-
-/* Several devices (since 0.2). */
-static inline gq_u64 gq_context_can_access_peer(qd_context c, qd_context peer) {
-    uint32_t can = 0;
-    qd_status st = qd_context_can_access_peer(c, peer, &can);
-    return gq_finish_u64(st, can);
-}
-static inline gq_result gq_context_enable_peer_access(qd_context c, qd_context peer) {
-    return gq_finish(qd_context_enable_peer_access(c, peer));
-}
-static inline gq_result gq_memcpy_peer_async(qd_stream s, uint64_t dst, qd_context dst_ctx,
-                                             uint64_t src, qd_context src_ctx, uint64_t bytes) {
-    return gq_finish(qd_memcpy_peer_async(s, dst, dst_ctx, src, src_ctx, bytes));
 }
 
 #endif /* QD_GO_QDGO_H */

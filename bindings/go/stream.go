@@ -80,7 +80,7 @@ func (c *Context) NewStream(opts StreamOptions) (*Stream, error) {
 	if opts.NonBlocking {
 		flags |= C.QD_STREAM_NON_BLOCKING
 	}
-	sh, err := u64Result(C.gq_stream_create(h, flags, C.int32_t(opts.Priority)))
+	sh, err := u64Result(C.gq_stream_create_from_fields(h, flags, C.int32_t(opts.Priority)))
 	runtime.KeepAlive(c)
 	if err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (c *Context) PriorityRange() (least, greatest int32, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	v, err := u64Result(C.gq_stream_priority_range(h))
+	v, err := u64Result(C.gq_stream_priority_range_packed(h))
 	runtime.KeepAlive(c)
 	return int32(uint32(v >> 32)), int32(uint32(v)), err
 }

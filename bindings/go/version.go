@@ -51,7 +51,7 @@ func (b Backend) String() string {
 // DeviceCount is the number of devices of a backend (qd_device_count). The CPU backend has 1; an
 // absent GPU backend gives ErrBackendUnavailable with the loader's reason.
 func DeviceCount(b Backend) (int, error) {
-	n, err := u64Result(C.gq_device_count(C.uint32_t(b)))
+	n, err := u64Result(C.gq_device_count(C.qd_backend(b)))
 	return int(n), err
 }
 
@@ -75,7 +75,7 @@ func GetDeviceInfo(b Backend, device uint32) (DeviceInfo, error) {
 	}
 	defer C.free(unsafe.Pointer(info))
 	info.struct_size = C.sizeof_qd_device_info
-	if err := resultError(C.gq_device_get_info(C.uint32_t(b), C.uint32_t(device), info)); err != nil {
+	if err := resultError(C.gq_device_get_info(C.qd_backend(b), C.uint32_t(device), info)); err != nil {
 		return DeviceInfo{}, err
 	}
 	return DeviceInfo{
