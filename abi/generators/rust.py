@@ -105,7 +105,8 @@ LAYOUT_TAIL = r"""
 fn c_init_values() -> Option<Vec<(String, String)>> {
     let include = match std::env::var_os("QD_INCLUDE_DIR") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../include"),
+        // bindings/rust/qd-sys -> the repository root
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).ancestors().nth(3)?.join("include"),
     };
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     if Command::new(&cc).arg("--version").output().is_err() {
