@@ -128,9 +128,7 @@ class Gen:
             local = name + "_"
             here = forged is not None and forged[0] == i
             if null == i:
-                args.append("nullptr")
-                if role in ("out_array", "in_array"):
-                    pass  # its count stays 1
+                args.append("nullptr")  # an array's count stays 1: a NULL it needs
                 continue
             if role == "handle":
                 args.append("h" if here or null is not None else f"v.handle({self.kind(p['of'])})")
