@@ -986,10 +986,16 @@ void World::forged_entry(Ctx &c, Input &in) {
     char label[160];
     std::snprintf(label, sizeof label, "%s (%s %s handle in %s)", e.function, what,
                   qd_fuzz::kHandleKindNames[e.kind], e.position);
-    const qd_status st = e.invoke(values_of(c), h);
+    const qd_fuzz::Values v = values_of(c);
+    const qd_status st = e.invoke(v, h);
     if (g_trace) std::fprintf(stderr, "api_sequence_fuzz: %s: %s\n", label, qd_status_name(st));
     if (mode == 2) {
         expect(label, st, {st});  // any status qd.h lists
+    } else if (h == v.handle(e.kind)) {
+        // The value of another position too (0 where c is gone): a join of the parent itself,
+        // a peer query of the context itself are refused first ("Which error wins", class 1).
+        expect(label, st, {S(INVALID_HANDLE), S(INVALID_ARGUMENT)});
+        if (st == QD_SUCCESS) violation(label, st);
     } else {
         expect(label, st, {S(INVALID_HANDLE)});
         if (st == QD_SUCCESS) violation(label, st);
