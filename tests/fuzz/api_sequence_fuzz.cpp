@@ -8,8 +8,11 @@
 // destroy with leases held and work in flight; and qd calls nested in qd calls: a validating
 // context's hazard handler, and a CPU module's constructor and destructor
 // (tests/cpu_module/qd_test_hook_module.cpp), that destroy objects (their own context
-// included), query, or synchronize. After every step it checks:
-//   - the status is one qd.h lists for that function (else it traps: a crash for libFuzzer);
+// included), query, or synchronize; and any handle position of any function of qd.h (the
+// generated entries of api_table_gen.h) with a forged, destroyed or other context's handle.
+// After every step it checks:
+//   - the status is one qd.h lists for that function (qd_fuzz::listed, generated from qd.h by
+//     abi/gen), and one the step allows (else it traps: a crash for libFuzzer);
 //   - each live context's qd_context_get_stats counters equal what the sequence created
 //     (streams, leases, events, kernels, allocations);
 // and, through the sanitizers it is built with (ASan, UBSan, LSan), that nothing crashes,
@@ -31,8 +34,11 @@
 #include <initializer_list>
 #include <iterator>
 #include <map>
+#include <string_view>
 #include <thread>
 #include <vector>
+
+#include "api_table_gen.h"
 
 namespace {
 
@@ -61,14 +67,31 @@ struct Input {
     __builtin_trap();
 }
 
+// The function a call's label names: its first word ("qd_stream_query (inside a kernel)").
+std::string_view function_of(const char *call) {
+    const char *space = std::strchr(call, ' ');
+    return space ? std::string_view(call, size_t(space - call)) : std::string_view(call);
+}
+
+// Checks st against the statuses qd.h lists for the call's function (the generated table,
+// api_table_gen.h), then against those this step allows (a subset: what the sequence's state
+// permits), and that a failure has a message. Traps otherwise.
 qd_status expect(const char *call, qd_status st, std::initializer_list<qd_status> allowed) {
+    if (!qd_fuzz::find_listed(function_of(call))) {
+        std::fprintf(stderr, "api_sequence_fuzz: the label \"%s\" names no qd.h function\n", call);
+        __builtin_trap();
+    }
+    if (!qd_fuzz::listed(function_of(call), st)) violation(call, st);
     if (st == QD_SUCCESS) return st;
     for (qd_status a : allowed)
         if (a == st) {
             if (st < 0 && qd_last_error_message()[0] == '\0') violation(call, st);  // no message
             return st;
         }
-    violation(call, st);
+    std::fprintf(stderr,
+                 "api_sequence_fuzz: %s returned %s (%d), which this step does not allow: %s\n",
+                 call, qd_status_name(st), st, qd_last_error_message());
+    __builtin_trap();
 }
 
 #define S(x) QD_ERROR_##x
@@ -393,7 +416,19 @@ struct World {
 
     void step(Input &in);
     void reset();
+    void forged_entry(Ctx &c, Input &in);
+    bool is_live(uint64_t h) const;
+    uint64_t live_of(const Ctx &c, int kind, Input &in) const;
+    qd_fuzz::Values values_of(const Ctx &c) const;
 };
+
+// forged_entry's operation number (World::step takes it from op 1's values).
+constexpr uint32_t kOpForgedEntry = 32;
+
+// QD_FUZZ_TRACE=1: one line per step on stderr (where it starts in the input, its operation and
+// the bytes it read; forged_entry's call and status), to see what shape an input decodes to
+// (tests/README.md, "Fuzzing").
+bool g_trace = false;
 
 uint32_t pick_dim(Input &in) {
     static const uint32_t dims[] = {1, 1, 2, 3, 0, 0x10000, 0xFFFFFFFFu};
@@ -436,13 +471,29 @@ uint32_t pick_args(Input &in, qd_arg *args, qd_stream *stream_arg) {
 }
 
 void World::step(Input &in) {
+    const size_t start = in.pos;
     Ctx &c = pick_ctx(in);
-    const uint32_t op = in.below(32);
+    // The operation is byte % 32, except op 1's upper values (161, 193, 225): forged_entry. An
+    // operation added later takes values no named input uses, so that each keeps the shape it
+    // was written for (tests/README.md, "Fuzzing").
+    const uint8_t op_byte = in.byte();
+    const uint32_t op = op_byte % 32 == 1 && op_byte >= 160 ? kOpForgedEntry : op_byte % 32;
+    struct Trace {
+        const Input &in;
+        size_t start;
+        uint32_t op;
+        ~Trace() {
+            if (g_trace)
+                std::fprintf(stderr, "api_sequence_fuzz: step at byte %zu: op %u, %zu bytes\n",
+                             start, op, in.pos - start);
+        }
+    } trace{in, start, op};
     switch (op) {
     case 0: create_context(c, in); break;
     case 1:
         if (in.below(4) == 0) destroy_context(c);  // rarer: it ends most state
         break;
+    case kOpForgedEntry: forged_entry(c, in); break;
     case 2: {  // stream create
         const int i = int(in.below(kSlots));
         if (c.stream_live[i]) break;
@@ -854,6 +905,103 @@ void World::step(Input &in) {
     check_counters();
 }
 
+// Whether h names an object the sequence has live (of any type).
+bool World::is_live(uint64_t h) const {
+    for (const Ctx &x : ctx) {
+        if (!x.live) continue;
+        if (h == x.handle || h == x.def) return true;
+        for (int i = 0; i < kSlots; ++i)
+            if ((x.stream_live[i] && h == x.streams[i]) || (x.event_live[i] && h == x.events[i]) ||
+                (x.kernel_live[i] && h == x.kernels[i]))
+                return true;
+    }
+    return false;
+}
+
+// A live handle of c of the given kind (HandleKind), or 0 when c has none (the sequence keeps
+// no modules or graphs).
+uint64_t World::live_of(const Ctx &c, int kind, Input &in) const {
+    if (!c.live) return 0;
+    const int from = int(in.below(kSlots));
+    for (int j = 0; j < kSlots; ++j) {
+        const int i = (from + j) % kSlots;
+        if (kind == qd_fuzz::kStream && c.stream_live[i]) return c.streams[i];
+        if (kind == qd_fuzz::kEvent && c.event_live[i]) return c.events[i];
+        if (kind == qd_fuzz::kKernel && c.kernel_live[i]) return c.kernels[i];
+    }
+    if (kind == qd_fuzz::kContext) return c.handle;
+    if (kind == qd_fuzz::kStream) return c.def;
+    return 0;
+}
+
+// The values of c for a generated entry's other positions (fuzz_values.h): its default stream
+// (every memory operation of the fuzzer goes there), its first live event and kernel, and the
+// fuzzer's own host buffer for addresses and host pointers (no allocation of any context: a
+// call that got that far is refused with QD_ERROR_INVALID_ADDRESS).
+qd_fuzz::Values World::values_of(const Ctx &c) const {
+    qd_fuzz::Values v;
+    if (c.live) {
+        v.handles[qd_fuzz::kContext] = c.handle;
+        v.handles[qd_fuzz::kStream] = c.def;
+        for (int i = kSlots - 1; i >= 0; --i) {
+            if (c.event_live[i]) v.handles[qd_fuzz::kEvent] = c.events[i];
+            if (c.kernel_live[i]) v.handles[qd_fuzz::kKernel] = c.kernels[i];
+        }
+    }
+    static const char kImage[] = "/nonexistent/qd-fuzz-module.so";
+    v.image = kImage;
+    v.image_size = sizeof kImage - 1;
+    v.path = "/nonexistent/qd-fuzz-trace.json";
+    v.host = g_host + 2048;
+    v.dst = uint64_t(uintptr_t(g_host + 2048));
+    v.src = uint64_t(uintptr_t(g_host + 2048 + 64));
+    return v;
+}
+
+// A generated entry (api_table_gen.h: every handle position of every function in qd.h) called
+// with a forged, destroyed or other context's handle in that position and c's values elsewhere.
+// A forged or destroyed handle must give QD_ERROR_INVALID_HANDLE; another context's live handle
+// (only where the function has another handle position, so the call mixes two contexts) may
+// give any status qd.h lists for the function.
+void World::forged_entry(Ctx &c, Input &in) {
+    constexpr uint32_t n = sizeof qd_fuzz::kHandleEntries / sizeof qd_fuzz::kHandleEntries[0];
+    static_assert(n <= 0xffff, "two bytes pick an entry");
+    const qd_fuzz::HandleEntry &e =
+        qd_fuzz::kHandleEntries[((uint32_t(in.byte()) << 8) | in.byte()) % n];
+    uint32_t mode = in.below(3);
+    if (mode == 2 && e.handle_positions < 2) mode = 1;  // alone, another context's handle is valid
+    uint64_t h = 0;
+    const char *what = "forged";
+    if (mode == 0) {
+        h = (uint64_t(in.byte()) << 56) | (uint64_t(in.byte()) << 40) |
+            (uint64_t(in.byte()) << 32) | (uint64_t(in.byte()) << 8) | in.byte();
+    } else if (mode == 1) {
+        what = "destroyed";
+        h = dead.empty() ? ~0ull : dead[in.below(uint32_t(dead.size()))];
+    } else {
+        what = "another context's";
+        h = live_of(other_than(c), e.kind, in);
+    }
+    if (mode != 2 && is_live(h)) return;  // not a bad handle after all
+    char label[160];
+    std::snprintf(label, sizeof label, "%s (%s %s handle in %s)", e.function, what,
+                  qd_fuzz::kHandleKindNames[e.kind], e.position);
+    const qd_fuzz::Values v = values_of(c);
+    const qd_status st = e.invoke(v, h);
+    if (g_trace) std::fprintf(stderr, "api_sequence_fuzz: %s: %s\n", label, qd_status_name(st));
+    if (mode == 2) {
+        expect(label, st, {st});  // any status qd.h lists
+    } else if (h == v.handle(e.kind)) {
+        // The value of another position too (0 where c is gone): a join of the parent itself,
+        // a peer query of the context itself are refused first ("Which error wins", class 1).
+        expect(label, st, {S(INVALID_HANDLE), S(INVALID_ARGUMENT)});
+        if (st == QD_SUCCESS) violation(label, st);
+    } else {
+        expect(label, st, {S(INVALID_HANDLE)});
+        if (st == QD_SUCCESS) violation(label, st);
+    }
+}
+
 // Ends an input: brings every live context back to its baseline (no streams but the default
 // one, no leases, events, kernels or allocations, the default stream active; a lost context is
 // destroyed), checks the counters there, then destroys every context. Each input starts from
@@ -911,6 +1059,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     std::snprintf(value, sizeof value, "%llx", (unsigned long long)(uintptr_t)&World::on_module);
     setenv("QDT_MODULE_HOOK", value, 1);
     g_main_thread = std::this_thread::get_id();
+    const char *trace = std::getenv("QD_FUZZ_TRACE");
+    g_trace = trace && *trace && *trace != '0';
     return 0;
 }
 
