@@ -186,6 +186,15 @@ class CommandLine(unittest.TestCase):
         self.assertIn("bench-guard: REGRESSION: 2 figure(s) more than 10% worse", out)
         self.assertIn("not in this run (1 of the baseline): B10 peer-copy-256MiB", out)
 
+    def test_folder_reads_the_figure_steps_and_no_other(self):
+        figs, env, used = g.collect([SAMPLE])
+        self.assertEqual(sorted(os.path.basename(u) for u in used),
+                         ["06-bench.log", "10-b2.log", "11-b7.log", "12-bindings.log",
+                          "13-multigpu.log"])
+        self.assertEqual(figs["B10 cross-device-wait"]["value"], 1.04)  # multigpu
+        self.assertEqual(figs["B1 launch/0args"]["value"], 1.027)  # not 05-gpu-tests.log's
+        self.assertEqual(env["commit"], "4c2c729")
+
     def test_strict_exits_one_on_a_regression(self):
         self.assertEqual(self.run_tool("--strict", "--baseline-dir", BASELINES, SAMPLE)[0], 1)
 
