@@ -108,6 +108,14 @@ class Parsers(unittest.TestCase):
         self.assertEqual(figs["B2 ctypes+speedups: s.record()"],
                          {"value": 7.3, "unit": "us", "lower_is_better": True})
 
+    def test_b2_log_of_this_tree_on_the_cpu_gives_times_where_no_anchor_ran(self):
+        figs = g.parse_lines(read("b2_cpu.log", HERE))
+        self.assertEqual(figs["B2 cffi: launch 8 args, pre-packed"],
+                         {"value": 1.085, "unit": "us", "lower_is_better": True})
+        self.assertAlmostEqual(figs["B2 cffi: launch 8 mixed args, plain / pre-packed"]["value"],
+                               2.071 / 1.055, places=3)
+        self.assertEqual(len(figs), 14)
+
     def test_b2_floor_anchor_and_skip_lines_are_not_figures(self):
         keys = g.parse_lines(read("10-b2.log")).keys()
         self.assertFalse([k for k in keys if "(floor)" in k or "(anchor)" in k or "SKIP" in k])
