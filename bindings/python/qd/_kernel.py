@@ -112,7 +112,7 @@ def _new_kernel(ctx: Context, handle: int, name: str, module: Optional[Module]) 
     k._module = module
     k._name = name
     k._configs = {}
-    k._fast = _no_fast
+    k._fast = k._prev = _no_fast
     k._recent = []
     return k
 
@@ -147,8 +147,8 @@ class Kernel(_ContextChild):
     ============================================  ==========================================
     """
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "_fast", "_recent",
-                 "__weakref__")
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "_fast", "_prev",
+                 "_recent", "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("get kernels with Module.get_kernel() or Kernel.from_host_fn()")
@@ -282,31 +282,43 @@ class Kernel(_ContextChild):
             status = _f_launch(sc, self._c, cfg, _NULL, _C_U32[0])
         else:
             # The fast path: the launch function made for the argument types of this kernel's
-            # last launch (see _Layout); _MISS when these arguments do not fit it.
-            status = self._fast(sc, self._c, cfg, self._ctx, args)
+            # last launch (see _Layout); _MISS when these arguments do not fit it. Then the one
+            # of the signature before it, tried here too, so that two signatures in turn cost
+            # one failed type check more than one signature, and no further call.
+            fast = self._fast
+            status = fast(sc, self._c, cfg, self._ctx, args)
             if status is _MISS:
-                status = self._launch_other(sc, cfg, args)
+                prev = self._prev
+                status = prev(sc, self._c, cfg, self._ctx, args)
+                if status is _MISS:
+                    status = self._launch_other(sc, cfg, args)
+                else:
+                    self._fast = prev
+                    self._prev = fast
         if status:
             raise _err(status, self._ctx)
 
     def _launch_other(self, sc: c_uint64, cfg: Any, args: Sequence[Any]) -> Any:
-        """The arguments do not fit the last launch's types: try the launch functions of the
-        kernel's other recent signatures (up to _RECENT; a hit becomes the first one tried),
-        then the layout of these types, then the general path."""
+        """The arguments fit neither of the last two launches' types: try the launch functions
+        of the kernel's older recent signatures (a hit becomes the first one tried), then the
+        layout of these types, then the general path. A kernel keeps at most _RECENT + 1 launch
+        functions: ``_fast``, ``_prev`` and ``_recent``, most recent first."""
         recent = self._recent
         for i, fast in enumerate(recent):
             status = fast(sc, self._c, cfg, self._ctx, args)
             if status is not _MISS:
-                recent[i] = self._fast  # swap: alternating signatures each hit at once
+                recent[i] = self._prev  # the other recent ones keep their order
+                self._prev = self._fast
                 self._fast = fast
                 return status
         layout = _Layout.get(tuple(map(type, args)))
         if layout is not None:
             status = layout.launch(sc, self._c, cfg, self._ctx, args)
             if status is not _MISS:
-                if self._fast is not _no_fast:
-                    recent.insert(0, self._fast)
-                    del recent[_RECENT:]
+                if self._prev is not _no_fast:
+                    recent.insert(0, self._prev)
+                    del recent[_RECENT - 1:]
+                self._prev = self._fast
                 self._fast = layout.launch
                 return status
         return self._launch_general(sc, cfg, args)
