@@ -190,3 +190,69 @@ def test_an_event_record_returned_keeps_its_record_while_held(ctx: qd.Context) -
     gate.set()
     c.synchronize()
     assert ran == [1] and held.query() and timing.query()
+
+
+def _spin_write_signatures(words: Any) -> List[Tuple[Any, bytes]]:
+    """spin_write(u64 dst, u32 value, u64 microseconds) with every kind of argument the
+    compiled launch packs: (args, the 4 bytes each must leave at words[i])."""
+    base = ctypes.addressof(words)
+    return [
+        ((base, c_uint32(0xDEADBEEF), 0), struct.pack("<I", 0xDEADBEEF)),
+        ((base + 4, ctypes.c_int32(-2), c_uint64(0)), struct.pack("<i", -2)),
+        ((base + 8, c_float(1.5), ctypes.c_int64(0)), struct.pack("<f", 1.5)),
+        ((base + 12, c_uint32(7), c_double(0.0)), struct.pack("<I", 7)),
+        ((base + 16, ctypes.c_int32(-9), 0.0), struct.pack("<i", -9)),
+        ((c_uint64(base + 20), c_uint32(11), 0), struct.pack("<I", 11)),
+    ]
+
+
+def test_signatures_in_turn_of_every_packed_kind_write_their_own_values(
+        ctx: qd.Context, kernels: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = ctx.create_stream()
+    k = kernels.spin_write
+    words = (c_uint32 * 8)()
+    cases = _spin_write_signatures(words)
+    for args, _ in cases[:2]:  # learned once
+        k.launch(*args, stream=s)
+    s.synchronize()
+    ctypes.memset(words, 0, ctypes.sizeof(words))
+    slow: List[str] = []
+    monkeypatch.setattr(_kernel.Kernel, "_launch_general",
+                        lambda self, *a: slow.append("general"))
+    for rnd in range(3):  # six signatures in turn: more than a kernel keeps
+        for args, expected in cases:
+            k.launch(*args, stream=s)
+    s.synchronize()
+    assert slow == []
+    raw = bytes(words)
+    for i, (_, expected) in enumerate(cases):
+        assert raw[4 * i:4 * i + 4] == expected, f"signature {i}"
+    if _kernel._sp_launch is not None:
+        assert 0 < len(k._specs) <= _kernel._RECENT + 1  # the compiled path learned them
+
+
+def test_learned_signatures_still_refuse_what_the_general_path_refuses(
+        ctx: qd.Context, kernels: Any) -> None:
+    s = ctx.create_stream()
+    k = kernels.spin_write
+    word = c_uint32()
+    addr = ctypes.addressof(word)
+    buf = qd.alloc(8, stream=s)
+    k.launch(addr, c_uint32(1), 0, stream=s)  # (int, c_uint32, int) learned
+    k.launch(buf, c_uint32(2), 0, stream=s)  # (DeviceBuffer, c_uint32, int) learned
+    with pytest.raises(qd.ArgumentRangeError):
+        k.launch(2**64, c_uint32(1), 0, stream=s)
+    with pytest.raises(qd.ArgumentRangeError):
+        k.launch(addr, c_uint32(1), -1, stream=s)
+    with qd.Context("cpu") as other:
+        foreign = qd.alloc(8, stream=other.default_stream)
+        with pytest.raises(qd.WrongContextError):
+            k.launch(foreign, c_uint32(3), 0, stream=s)
+    qd.free(buf, stream=s)
+    with pytest.raises(qd.InvalidAddressError):
+        k.launch(buf, c_uint32(4), 0, stream=s)
+    s.synchronize()
+    assert word.value == 1
+    s.close()
+    with pytest.raises(qd.ObjectClosedError):
+        k.launch(addr, c_uint32(5), 0, stream=s)
