@@ -1,4 +1,5 @@
-/* qd._speedups: the binding's four bookkeeping calls as a compiled module (optional).
+/* qd._speedups: the binding's four bookkeeping calls and Kernel.launch's packing, compiled
+ * (optional).
  *
  * qd_stream_acquire, qd_stream_release, qd_stream_set_active and qd_stream_get_active only touch
  * qd's bookkeeping and never wait, so their cost from Python is the foreign call itself: about
@@ -12,6 +13,12 @@
  * exception as through ctypes. The GIL stays held across these calls, as with ctypes.PyDLL: they never wait, and qd
  * allows them inside its host callbacks, so no qd thread holds what they need while it waits
  * for the GIL.
+ *
+ * launch() is Kernel.launch for the argument signatures the binding hands it (types and one
+ * code per argument, qd._kernel._Layout.spec): it checks and packs the values on its own stack
+ * and calls qd_launch (bound by bind_launch()) with the GIL released, as ctypes and cffi do, so
+ * ordinary arguments cost about what a pre-packed launch does. Anything it does not take comes
+ * back as None, having queued nothing, and the binding's Python path handles it.
  *
  * Built against the stable ABI of Python 3.10 (one .abi3.so for every later CPython) by the
  * package's build backend when a C compiler and Python's headers are there, and by

@@ -1,4 +1,5 @@
-"""qd._speedups (qd/_speedups.c): the four stream bookkeeping calls compiled. The whole suite
+"""qd._speedups (qd/_speedups.c): the four stream bookkeeping calls and Kernel.launch's packing
+compiled. The whole suite
 runs with and without it (bindings/python/test builds it and sets QD_PYTHON_SPEEDUPS to its
 path; tools/test-all runs the suite again with QD_PYTHON_SPEEDUPS=0). These tests check that the
 setting asked for is the one in use, that the compiled calls fail as the foreign calls do, and
