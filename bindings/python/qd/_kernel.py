@@ -286,8 +286,12 @@ class Kernel(_ContextChild):
         elif _sp_launch is not None:
             # qd._speedups: the signatures of this kernel's recent launches that it can pack
             # (_Layout.spec) are checked, packed and launched in C; None: none fits.
-            status = _sp_launch(stream._h, self._h, addr, self._ctx, args, self._specs)
-            if status is None:
+            specs = self._specs
+            if specs:
+                status = _sp_launch(stream._h, self._h, addr, self._ctx, args, specs)
+                if status is None:
+                    status = self._launch_py(sc, cfg, args)
+            else:  # none learned yet, or only signatures it cannot pack: the Python path
                 status = self._launch_py(sc, cfg, args)
         else:
             # The fast path: the launch function made for the argument types of this kernel's
