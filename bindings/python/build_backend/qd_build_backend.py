@@ -17,7 +17,7 @@ abi/qd-api.json, declares the C API to ctypes and cffi) and ``qd/libqd.so.0`` (a
 of libqd, configured with ``-Dtests=false -Dbench=false -Dtools=false -Dexamples=false``); and,
 when the building Python is CPython >= 3.10 with its headers and a C compiler (``cc``, or
 ``$CC``) is there, ``qd/_speedups.abi3.so`` (``qd/_speedups.c``: the four stream bookkeeping
-calls compiled, against the stable ABI). A wheel with it is tagged ``cp310-abi3-<platform>`` and
+calls and Kernel.launch's packing compiled, against the stable ABI). A wheel with it is tagged ``cp310-abi3-<platform>`` and
 installs on any CPython >= 3.10 of the same OS and architecture; without it the package calls
 libqd through ctypes/cffi only and the wheel is tagged ``py3-none-<platform>`` (any Python >= 3.8).
 

@@ -250,8 +250,8 @@ class Context(_NoCopy):
         self._foreign: Dict[int, Stream] = {}
         #: Events Stream.wait(stream) records and waits on (each used by one call at a time).
         self._wait_events: List[Event] = []
-        #: Handles of record events (Stream.record) free for reuse: (plain, timing).
-        self._record_events: Tuple[List[int], List[int]] = ([], [])
+        #: Record events (Stream.record) free for reuse, as (handle, c_uint64): (plain, timing).
+        self._record_events: Tuple[List[Any], List[Any]] = ([], [])
         #: What graphs keep for their replays (captured callbacks, Python buffers of copies).
         self._held = _Held()
         if not _raises_hazards(validate):
@@ -538,7 +538,7 @@ class Context(_NoCopy):
         ev._c = _H(h)
         ev._ctx = self
         ev._timing = bool(timing)
-        ev._pooled = False
+        ev._pooled = None
         return ev
 
     # -- active stream ----------------------------------------------------------------------

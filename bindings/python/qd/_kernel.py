@@ -112,8 +112,9 @@ def _new_kernel(ctx: Context, handle: int, name: str, module: Optional[Module]) 
     k._module = module
     k._name = name
     k._configs = {}
-    k._fast = _no_fast
+    k._fast = k._prev = _no_fast
     k._recent = []
+    k._specs = []
     return k
 
 
@@ -147,8 +148,8 @@ class Kernel(_ContextChild):
     ============================================  ==========================================
     """
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "_fast", "_recent",
-                 "__weakref__")
+    __slots__ = ("_h", "_c", "_key", "_ctx", "_module", "_name", "_configs", "_fast", "_prev",
+                 "_recent", "_specs", "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("get kernels with Module.get_kernel() or Kernel.from_host_fn()")
@@ -242,21 +243,24 @@ class Kernel(_ContextChild):
         if status:
             raise _err(status, self._ctx)
 
-    def _config_ref(self, grid: Any, block: Any, shared_mem: Any) -> Any:
-        """``byref`` of the launch config, cached per (grid, block, shared_mem)."""
+    def _config(self, grid: Any, block: Any, shared_mem: Any) -> Tuple[Any, int]:
+        """(``byref`` of the launch config, its address), cached per (grid, block,
+        shared_mem). The reference keeps the config alive."""
         # Cache only exact ints and tuples of ints: 1.0 == 1 must not hit a cached config.
         if type(grid) is int and type(block) is int and type(shared_mem) is int:
             key: Any = (grid, block, shared_mem)
         elif _cacheable(grid) and _cacheable(block) and type(shared_mem) is int:
             key = (grid, block, shared_mem)
         else:
-            return _ref(_make_config(grid, block, shared_mem))
-        ref = self._configs.get(key)
-        if ref is None:
-            ref = _ref(_make_config(grid, block, shared_mem))
+            cfg = _make_config(grid, block, shared_mem)
+            return _ref(cfg), ctypes.addressof(cfg)
+        pair = self._configs.get(key)
+        if pair is None:
+            cfg = _make_config(grid, block, shared_mem)
+            pair = (_ref(cfg), ctypes.addressof(cfg))
             if len(self._configs) < 64:
-                self._configs[key] = ref
-        return ref
+                self._configs[key] = pair
+        return pair
 
     def launch(self, *args: Any, grid: Union[int, Sequence[int]] = 1,
                block: Union[int, Sequence[int]] = 1, shared_mem: int = 0,
@@ -268,45 +272,87 @@ class Kernel(_ContextChild):
             grid, block: an int or a sequence of 1 to 3 ints (x, y, z); each at least 1.
             shared_mem: bytes of shared memory per block.
         """
-        if type(stream) is Stream and stream._h:
-            sc = stream._c
-        else:
-            sc = _stream_c(stream, self._ctx)
+        if type(stream) is not Stream or not stream._h:
+            stream = _as_stream(stream, self._ctx)
+        sc = stream._c
         if not self._h:
             raise self._closed_error()
         if grid is _ONE and block is _ONE and shared_mem is _ZERO:  # the defaults, as passed
-            cfg = _DEFAULT_CONFIG
+            cfg, addr = _DEFAULT_CONFIG, _DEFAULT_ADDRESS
         else:
-            cfg = self._config_ref(grid, block, shared_mem)
+            cfg, addr = self._config(grid, block, shared_mem)
         if not args:
             status = _f_launch(sc, self._c, cfg, _NULL, _C_U32[0])
+        elif _sp_launch is not None:
+            # qd._speedups: the signatures of this kernel's recent launches that it can pack
+            # (_Layout.spec) are checked, packed and launched in C; None: none fits.
+            specs = self._specs
+            if specs:
+                status = _sp_launch(stream._h, self._h, addr, self._ctx, args, specs)
+                if status is None:
+                    status = self._launch_py(sc, cfg, args)
+            else:  # none learned yet, or only signatures it cannot pack: the Python path
+                status = self._launch_py(sc, cfg, args)
         else:
             # The fast path: the launch function made for the argument types of this kernel's
-            # last launch (see _Layout); _MISS when these arguments do not fit it.
-            status = self._fast(sc, self._c, cfg, self._ctx, args)
+            # last launch (see _Layout); _MISS when these arguments do not fit it. Then the one
+            # of the signature before it, tried here too, so that two signatures in turn cost
+            # one failed type check more than one signature, and no further call.
+            fast = self._fast
+            status = fast(sc, self._c, cfg, self._ctx, args)
             if status is _MISS:
-                status = self._launch_other(sc, cfg, args)
+                prev = self._prev
+                status = prev(sc, self._c, cfg, self._ctx, args)
+                if status is _MISS:
+                    status = self._launch_other(sc, cfg, args)
+                else:
+                    self._fast = prev
+                    self._prev = fast
         if status:
             raise _err(status, self._ctx)
 
+    def _launch_py(self, sc: c_uint64, cfg: Any, args: Sequence[Any]) -> Any:
+        """With qd._speedups, what its launch did not take: the Python launch functions."""
+        fast = self._fast
+        status = fast(sc, self._c, cfg, self._ctx, args)
+        if status is _MISS:
+            prev = self._prev
+            status = prev(sc, self._c, cfg, self._ctx, args)
+            if status is _MISS:
+                return self._launch_other(sc, cfg, args)
+            self._fast = prev
+            self._prev = fast
+        return status
+
     def _launch_other(self, sc: c_uint64, cfg: Any, args: Sequence[Any]) -> Any:
-        """The arguments do not fit the last launch's types: try the launch functions of the
-        kernel's other recent signatures (up to _RECENT; a hit becomes the first one tried),
-        then the layout of these types, then the general path."""
+        """The arguments fit neither of the last two launches' types: try the launch functions
+        of the kernel's older recent signatures (a hit becomes the first one tried), then the
+        layout of these types, then the general path. A kernel keeps at most _RECENT + 1 launch
+        functions: ``_fast``, ``_prev`` and ``_recent``, most recent first."""
         recent = self._recent
         for i, fast in enumerate(recent):
             status = fast(sc, self._c, cfg, self._ctx, args)
             if status is not _MISS:
-                recent[i] = self._fast  # swap: alternating signatures each hit at once
+                recent[i] = self._prev  # the other recent ones keep their order
+                self._prev = self._fast
                 self._fast = fast
                 return status
         layout = _Layout.get(tuple(map(type, args)))
         if layout is not None:
             status = layout.launch(sc, self._c, cfg, self._ctx, args)
+            if status is not _MISS and layout.spec is not None and _sp_launch is not None:
+                # qd._speedups launches this signature from now on: learn it there (at most
+                # _RECENT + 1, newest first) and keep the Python functions for the others.
+                specs = self._specs
+                if layout.spec not in specs:
+                    specs.insert(0, layout.spec)
+                    del specs[_RECENT + 1:]
+                return status
             if status is not _MISS:
-                if self._fast is not _no_fast:
-                    recent.insert(0, self._fast)
-                    del recent[_RECENT:]
+                if self._prev is not _no_fast:
+                    recent.insert(0, self._prev)
+                    del recent[_RECENT - 1:]
+                self._prev = self._fast
                 self._fast = layout.launch
                 return status
         return self._launch_general(sc, cfg, args)
@@ -354,7 +400,15 @@ def _make_config(grid: Any, block: Any, shared_mem: Any) -> _lib.LaunchConfig:
     return cfg
 
 
-_DEFAULT_CONFIG = _ref(_make_config(1, 1, 0))  # grid=1, block=1, shared_mem=0 (kept alive)
+_DEFAULT_STRUCT = _make_config(1, 1, 0)  # grid=1, block=1, shared_mem=0
+_DEFAULT_CONFIG = _ref(_DEFAULT_STRUCT)
+_DEFAULT_ADDRESS = ctypes.addressof(_DEFAULT_STRUCT)
+
+# qd._speedups' launch (qd/_speedups.c), or None. It packs the signatures whose _Layout.spec
+# is set: (argument types, one code per argument: U int, F float, @ DeviceBuffer, # HostBuffer,
+# or the struct code of an exact ctypes simple type among _SP_CODES).
+_sp_launch = getattr(_lib.SPEEDUPS, "launch", None)
+_SP_CODES = frozenset("UF@#bBhHiIqQfd?")
 
 
 _CDATA = ctypes.c_int.__mro__[-2]  # _ctypes._CData: the base of every ctypes instance
@@ -414,7 +468,7 @@ class _Layout:
     argument) and kept for at most 256 type tuples.
     """
 
-    __slots__ = ("launch", "buf", "arr")
+    __slots__ = ("launch", "buf", "arr", "spec")
 
     _by_types: Dict[Tuple[type, ...], Optional["_Layout"]] = {}
 
@@ -439,28 +493,33 @@ class _Layout:
         checks = [f"type(a{i}) is not T{i}" for i in range(n)]
         after: List[str] = []
         slots: List[Tuple[int, int]] = []
+        sp_codes: Optional[List[str]] = []  # the spec's codes; None: one it cannot pack
         offset = 0
         for i, t in enumerate(types):
             if t is int:
-                code, size, align, expr = "Q", 8, 8, f"a{i}"
+                code, size, align, expr, sp = "Q", 8, 8, f"a{i}", "U"
             elif t is float:
-                code, size, align, expr = "d", 8, 8, f"a{i}"
+                code, size, align, expr, sp = "d", 8, 8, f"a{i}", "F"
             elif t is DeviceBuffer:
-                code, size, align, expr = "Q", 8, 8, f"a{i}._address"
+                code, size, align, expr, sp = "Q", 8, 8, f"a{i}._address", "@"
                 after.append(f"a{i}._freed or a{i}._ctx is not ctx")
             elif t is HostBuffer:
-                code, size, align, expr = "Q", 8, 8, f"a{i}._address"
+                code, size, align, expr, sp = "Q", 8, 8, f"a{i}._address", "#"
                 after.append(f"not a{i}._address or not a{i}._ctx._h")
             elif issubclass(t, _CDATA):
                 size, align = sizeof(t), max(1, ctypes.alignment(t))
                 # .value only for the exact ctypes simple types (a subclass may change it).
                 code = _SIMPLE_CODES.get(t._type_) if t.__bases__ == (_SIMPLE,) else None
                 if code is not None and struct.calcsize("<" + code) == size:
-                    expr = f"a{i}.value"
+                    expr, sp = f"a{i}.value", code
                 else:
-                    code, expr = f"{size}s", f"_bytes(a{i})"
+                    code, expr, sp = f"{size}s", f"_bytes(a{i})", ""
             else:
                 return None
+            if sp_codes is not None and sp and sp in _SP_CODES:
+                sp_codes.append(sp)
+            else:
+                sp_codes = None
             step = max(align, 8)
             start = -(-offset // step) * step
             if start > offset:
@@ -470,6 +529,7 @@ class _Layout:
             slots.append((start, size))
             offset = start + size
         layout = _Layout()
+        layout.spec = (types, "".join(sp_codes).encode()) if sp_codes is not None else None
         layout.buf = ctypes.create_string_buffer(max(offset, 8))
         base = ctypes.addressof(layout.buf)
         layout.arr = (_lib.Arg * n)()

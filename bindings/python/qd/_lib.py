@@ -341,6 +341,8 @@ def _load_speedups() -> Tuple[Optional[object], str]:
     mod.bind(*(address(lib[name], c_void_p).value for name in (  # type: ignore[attr-defined]
         "qd_stream_acquire", "qd_stream_release", "qd_stream_set_active",
         "qd_stream_get_active")))
+    if hasattr(mod, "bind_launch"):  # Kernel.launch's packing and qd_launch (qd._kernel)
+        mod.bind_launch(address(lib["qd_launch"], c_void_p).value)  # type: ignore[attr-defined]
     return mod, ""
 
 

@@ -388,22 +388,25 @@ class Stream(_ContextChild):
         The event comes from the context's pool of record events (``qd_event_create`` only
         when it is empty), and goes back to it, instead of being destroyed, when it is closed
         or collected: a wait already queued on it keeps the record it saw (qd.h)."""
-        if not self._h or not self._ctx._h:
-            raise self._closed_error()
         ctx = self._ctx
-        pool = ctx._record_events[1 if timing else 0]
+        if not self._h or not ctx._h:
+            raise self._closed_error()
+        if timing is not False:
+            timing = bool(timing)
+        pool = ctx._record_events[timing]
         try:
-            h = pool.pop()  # atomic under the GIL
+            h, c = pool.pop()  # atomic under the GIL: no two calls take one event
         except IndexError:
             ev = ctx.create_event(timing=timing)
+            c = ev._c
         else:
             ev = _EVENT_NEW(Event)
             ev._h = ev._key = h
-            ev._c = _H(h)
+            ev._c = c
             ev._ctx = ctx
-            ev._timing = bool(timing)
-        ev._pooled = True
-        status = _f_event_record(self._c, ev._c)
+            ev._timing = timing
+        ev._pooled = pool
+        status = _f_event_record(self._c, c)
         if status:
             ev.close()
             raise _err(status, ctx)
@@ -597,6 +600,8 @@ class Event(_ContextChild):
     ``end - start`` (two timing events) is ``start.elapsed_ms(end)``.
     """
 
+    # _pooled: the context's pool of record events this one goes back to (Stream.record), or
+    # None (an event the caller created: close() destroys it).
     __slots__ = ("_h", "_c", "_key", "_ctx", "_timing", "_pooled", "__weakref__")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -604,16 +609,11 @@ class Event(_ContextChild):
 
     def _give_back(self, h: int) -> bool:
         """A record event (Stream.record) goes back to its context's pool rather than being
-        destroyed, while the pool has room; True if it did."""
-        if not self._pooled:
+        destroyed, while the pool has room; True if it did. (``__del__`` does the same inline.)"""
+        pool = self._pooled  # the pool of its kind, or None: an event the caller created
+        if pool is None or not self._ctx._h or len(pool) >= _RECORD_POOL:
             return False
-        ctx = self._ctx
-        if not ctx._h:
-            return False
-        pool = ctx._record_events[1 if self._timing else 0]
-        if len(pool) >= _RECORD_POOL:
-            return False
-        pool.append(h)
+        pool.append((h, self._c))
         return True
 
     def __del__(self) -> None:
@@ -621,8 +621,11 @@ class Event(_ContextChild):
             h = self._h
             if h:
                 self._h = 0
-                if not self._give_back(h):
+                pool = self._pooled
+                if pool is None or not self._ctx._h or len(pool) >= _RECORD_POOL:
                     _f_event_destroy(self._c)
+                else:
+                    pool.append((h, self._c))
         except BaseException:
             pass
 

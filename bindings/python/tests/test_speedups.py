@@ -1,4 +1,5 @@
-"""qd._speedups (qd/_speedups.c): the four stream bookkeeping calls compiled. The whole suite
+"""qd._speedups (qd/_speedups.c): the four stream bookkeeping calls and Kernel.launch's packing
+compiled. The whole suite
 runs with and without it (bindings/python/test builds it and sets QD_PYTHON_SPEEDUPS to its
 path; tools/test-all runs the suite again with QD_PYTHON_SPEEDUPS=0). These tests check that the
 setting asked for is the one in use, that the compiled calls fail as the foreign calls do, and
@@ -122,3 +123,22 @@ def test_a_path_that_cannot_be_loaded_fails_loudly(tmp_path) -> None:
                          text=True, timeout=60)
     assert out.returncode != 0
     assert "missing.abi3.so" in out.stderr
+
+
+@needs_speedups
+def test_compiled_launch_refuses_what_it_cannot_take() -> None:
+    launch = _lib.SPEEDUPS.launch
+    with pytest.raises(TypeError):
+        launch(1, 2, 0)  # too few arguments
+    with pytest.raises(TypeError):
+        launch(1, 2, 0, None, [1], [])  # args not a tuple
+    with pytest.raises(OverflowError):
+        launch(-1, 2, 0, None, (1,), [])
+    # No signature fits, or too many arguments: None, and nothing is called.
+    assert launch(1, 2, 0, None, (1,), []) is None
+    assert launch(1, 2, 0, None, (1,), [((float,), b"F")]) is None
+    assert launch(1, 2, 0, None, (1.0,), [((float,), b"U")]) is None  # a code of another type
+    assert launch(1, 2, 0, None, tuple(range(65)), [(tuple([int] * 65), b"U" * 65)]) is None
+    assert launch(1, 2, 0, None, (2**64,), [((int,), b"U")]) is None  # out of range: a miss
+    # A fit reaches qd_launch, which refuses the forged handles.
+    assert launch(1, 2, 0, None, (1,), [((int,), b"U")]) == qd.Status.ERROR_INVALID_HANDLE
