@@ -38,7 +38,9 @@ bool context_alive(uint64_t ctx) {
 
 // First use of a context on this thread: its active stream starts as the default stream.
 void add_entry(const Context &ctx, Entry **out) {
-    const Entry fresh{ctx.handle(), ctx.default_stream()};
+    // The context is live (api/ resolved it), so its slot exists.
+    const Entry fresh{ctx.handle(), ctx.default_stream(),
+                      HandleTable::instance().live_word(ctx.handle(), Tag::Context)};
     if (t_count == kInline) {
         // Entries of destroyed contexts are inert (context handles are never reissued); drop
         // them to make room.

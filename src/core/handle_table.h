@@ -93,6 +93,16 @@ class HandleTable : public LeaseSlots {
         return slot && slot->live.load(std::memory_order_acquire) == handle;
     }
 
+    // The word that holds a handle's slot's live handle (nullptr for a handle of another tag or
+    // a slot never allocated), for a caller that checks one handle again and again: `*word ==
+    // handle` then says what is_live() says, in one load. Slots are never freed (chunks live
+    // for the process), so the pointer stays valid after the handle dies.
+    const std::atomic<uint64_t> *live_word(uint64_t handle, Tag tag) const {
+        if (tag_of(handle) != uint8_t(tag)) return nullptr;
+        const Slot *slot = slot_at(index_of(handle));
+        return slot ? &slot->live : nullptr;
+    }
+
     // Make a handle dead. The object is handed back in *removed (if given), so its destructor
     // runs outside the slot lock.
     qd_status remove(uint64_t handle, Tag tag, std::shared_ptr<Object> *removed = nullptr);
