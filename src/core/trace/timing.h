@@ -1,0 +1,118 @@
+// The trace's timing events (observer.h, "How times are taken"): the boundaries between a
+// window's operations, shared by consecutive operations of a stream, and the pool of timing
+// events they are recorded with.
+//
+// A traced operation is bracketed by two boundaries, each a timing event recorded on its stream.
+// The end of one operation is the start of the next one on the same stream when nothing else
+// was queued there in between, so a stream's operations share their boundaries: in the steady
+// state an operation costs one event record and no event creation (its end; its begin is the
+// previous operation's end). The begin is recorded afresh when anything may have come between:
+// - another traced operation of the same lane (stream) is between its before() and after()
+//   (several threads submitting to one stream), or began since the previous end was taken;
+// - an operation was queued on the stream without the observers (Stream::unobserved counts
+//   them: the validation mode's held-back frees, the capture router's own calls);
+// - an operation was not recorded (nested too deep) or the previous end was not recorded;
+// - the stream is borrowed: its native stream also runs the work of whoever lent it.
+//
+// Nothing here takes a lock. The observer calls begin(), end(), recorded() and invalidate() under
+// its own mutex, and record() without it: a boundary is handed out under the lock (with an event
+// from the pool when it has one), recorded on the stream outside it (creating the event when the
+// pool had none), and given back under the lock again (recorded()).
+#pragma once
+
+#include <qd/qd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace qd::core {
+
+// Timing events kept for reuse: a window's events come back here when the next window starts,
+// and a start creates a few ahead (fill), so a short window creates none while it runs.
+class TimingEventPool {
+  public:
+    using EventPtr = std::shared_ptr<backend::Event>;
+    static constexpr size_t kMaxKept = 65536;  // events kept beyond this are released
+
+    EventPtr take() {
+        if (free_.empty()) return nullptr;
+        EventPtr e = std::move(free_.back());
+        free_.pop_back();
+        return e;
+    }
+    void give(EventPtr e) {
+        if (e && free_.size() < kMaxKept) free_.push_back(std::move(e));
+    }
+    size_t size() const { return free_.size(); }
+    // Creates events until the pool holds `n` (at most kMaxKept); stops at the first failure.
+    qd_status fill(backend::Context &ctx, size_t n);
+
+  private:
+    std::vector<EventPtr> free_;
+};
+
+class TraceTiming {
+  public:
+    using EventPtr = std::shared_ptr<backend::Event>;
+    static constexpr size_t kNone = SIZE_MAX;
+
+    struct Boundary {
+        EventPtr event;
+        bool recorded = false;  // the event's record on the stream succeeded
+    };
+    // A boundary handed out to be recorded outside the lock: index kNone when there is none.
+    struct Pending {
+        size_t index = kNone;
+        EventPtr event;      // from the pool; null: record() creates one
+        uint32_t lane = 0;   // the stream's lane (the trace's track, from 1)
+        uint64_t epoch = 0;  // the lane's epoch when handed out (an end only)
+        uint64_t unobserved = 0;
+        bool end = false;
+    };
+
+    // The begin of an operation on `lane`: the lane's last end when it may be shared (see
+    // above: `shareable` is false for a borrowed stream; `unobserved` is the stream's count of
+    // unobserved submissions now), else a new boundary to record (*p). Marks the lane busy
+    // until end().
+    size_t begin(uint32_t lane, bool shareable, uint64_t unobserved, TimingEventPool &pool,
+                 Pending *p);
+    // The end of an operation that begin() began on `lane`: always a new boundary to record.
+    // `unobserved` is the stream's count read before the end is recorded.
+    size_t end(uint32_t lane, uint64_t unobserved, TimingEventPool &pool, Pending *p);
+    // Something was queued on the lane's stream that no boundary brackets: its last end is no
+    // begin for the next operation.
+    void invalidate(uint32_t lane);
+    // Outside the lock: creates the event if the pool had none, and records it on the stream.
+    // False when either failed (the boundary stays unrecorded: its slices are not timed).
+    static bool record(backend::Context &ctx, backend::Stream &stream, Pending &p);
+    // Under the lock, after record(): the boundary gets its event; an end becomes its lane's
+    // last end when nothing else began on the lane since end() handed it out.
+    void recorded(Pending &&p, bool ok);
+
+    const Boundary *boundary(size_t index) const {
+        return index < boundaries_.size() ? &boundaries_[index] : nullptr;
+    }
+    size_t size() const { return boundaries_.size(); }
+    // Every event of this window to the pool (the window is over and its file written).
+    void give_back(TimingEventPool &pool);
+
+  private:
+    struct Lane {
+        size_t last_end = kNone;  // the boundary after the lane's last operation, when shareable
+        uint64_t unobserved = 0;  // the stream's count of unobserved submissions at that end
+        uint64_t epoch = 0;       // bumped by every begin() and invalidate()
+        uint32_t in_flight = 0;   // operations between begin() and end()
+    };
+    Lane &lane(uint32_t id);
+    size_t add(TimingEventPool &pool, Pending *p);
+
+    std::deque<Boundary> boundaries_;  // grows without moving what it holds
+    std::vector<Lane> lanes_;          // [lane - 1]
+};
+
+}  // namespace qd::core

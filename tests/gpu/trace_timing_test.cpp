@@ -1,0 +1,188 @@
+// White-box tests of the trace's timing events (src/core/trace/timing.h) over the fake GPU
+// driver (tests/support/fake_gpu_driver.h): the driver calls a traced operation costs, counted,
+// not timed. The observer (src/core/trace/observer.cpp) drives TraceTiming exactly as these
+// tests do: begin() and end() under its lock, record() outside it, recorded() under it again.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "backends/gpu/driver_table.h"
+#include "backends/gpu/gpu_backend.h"
+#include "common/error.h"
+#include "core/trace/timing.h"
+#include "fake_gpu_driver.h"
+
+namespace {
+
+using namespace qdt::fake_gpu;
+using qd::core::TimingEventPool;
+using qd::core::TraceTiming;
+
+const qd::backend::LaunchDims kOneThread = {{1, 1, 1}, {1, 1, 1}, 0};
+
+std::atomic<long> g_creates{0}, g_records{0};
+gpu::DriverTable g_base;  // the fake's own entries, which the counting ones call
+
+Result counting_event_create(gpu::NativeEvent *e, unsigned flags) {
+    ++g_creates;
+    return g_base.event_create(e, flags);
+}
+Result counting_event_record(gpu::NativeEvent e, gpu::NativeStream s) {
+    ++g_records;
+    return g_base.event_record(e, s);
+}
+
+class TraceTimingTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        g_fake.reset();
+        current_context() = nullptr;
+        context_stack().clear();
+        g_base = fake_table();
+        gpu::DriverTable t = g_base;
+        t.event_create = counting_event_create;
+        t.event_record = counting_event_record;
+        t.stream_calls_use_stream_context = true;  // as CUDA's (checked on every GPU run)
+        ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver_), QD_SUCCESS)
+            << qd::last_error_message();
+        qd::backend::ContextParams params;
+        ASSERT_EQ(driver_->create_context(params, &ctx_), QD_SUCCESS) << qd::last_error_message();
+        ASSERT_EQ(ctx_->create_stream(QD_STREAM_NON_BLOCKING, 0, &stream_), QD_SUCCESS);
+        std::shared_ptr<qd::backend::Module> m;
+        const char ptx[] = "// fake ptx";
+        ASSERT_EQ(ctx_->load_module(ptx, sizeof ptx, &m), QD_SUCCESS);
+        ASSERT_EQ(m->get_kernel("k0", &kernel_), QD_SUCCESS);
+    }
+    void TearDown() override {
+        pool_ = TimingEventPool();
+        kernel_.reset();
+        stream_.reset();
+        ctx_->synchronize();
+        ctx_->shutdown();
+        ctx_.reset();
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        EXPECT_TRUE(g_fake.events.empty()) << g_fake.events.size() << " native events leaked";
+    }
+
+    // Records a boundary handed out by begin() or end(), as the observer does.
+    void record(TraceTiming &timing, TraceTiming::Pending &p) {
+        if (p.index == TraceTiming::kNone) return;
+        const bool ok = TraceTiming::record(*ctx_, *stream_, p);
+        timing.recorded(std::move(p), ok);
+    }
+    struct Op {
+        size_t begin, end;
+    };
+    // One traced launch on lane 1 of `timing`: its boundaries.
+    Op traced_launch(TraceTiming &timing, uint64_t unobserved = 0, bool shareable = true) {
+        Op op{};
+        TraceTiming::Pending b, e;
+        op.begin = timing.begin(1, shareable, unobserved, pool_, &b);
+        record(timing, b);
+        EXPECT_EQ(stream_->launch(*kernel_, kOneThread, nullptr, 0), QD_SUCCESS);
+        op.end = timing.end(1, unobserved, pool_, &e);
+        record(timing, e);
+        return op;
+    }
+    struct Calls {
+        long creates, records, counted, ctx_queries;
+    };
+    static Calls calls() {
+        return {g_creates.load(), g_records.load(), g_fake.calls, g_ctx_queries.load()};
+    }
+
+    std::unique_ptr<qd::backend::Driver> driver_;
+    std::unique_ptr<qd::backend::Context> ctx_;
+    std::shared_ptr<qd::backend::Stream> stream_;
+    std::shared_ptr<qd::backend::Kernel> kernel_;
+    TimingEventPool pool_;
+};
+
+// The steady state of a traced stream: each operation's begin is the previous one's end, so an
+// operation costs exactly one driver call of its own, the record of its end (no event created,
+// no context query), on top of the operation itself.
+TEST_F(TraceTimingTest, TracedOpsOnOneStream_CostOneEventRecordEachAndNoCreate) {
+    constexpr int kOps = 10;
+    ASSERT_EQ(pool_.fill(*ctx_, kOps + 1), QD_SUCCESS);
+    TraceTiming timing;
+    const Calls before = calls();
+    Op prev = traced_launch(timing);
+    for (int i = 1; i < kOps; ++i) {
+        const Calls c0 = calls();
+        const Op op = traced_launch(timing);
+        const Calls c1 = calls();
+        EXPECT_EQ(op.begin, prev.end) << "op " << i << " did not share its begin";
+        EXPECT_EQ(c1.records - c0.records, 1) << "event records for op " << i;
+        EXPECT_EQ(c1.creates - c0.creates, 0) << "event creations for op " << i;
+        // Counted calls: the launch and the end's record, nothing else.
+        EXPECT_EQ(c1.counted - c0.counted, 2) << "driver calls for op " << i;
+        EXPECT_EQ(c1.ctx_queries - c0.ctx_queries, 0) << "context queries for op " << i;
+        prev = op;
+    }
+    const Calls after = calls();
+    EXPECT_EQ(after.records - before.records, kOps + 1);  // the first begin, then one end each
+    EXPECT_EQ(after.creates - before.creates, 0);
+    EXPECT_EQ(timing.size(), size_t{kOps + 1});
+    for (size_t i = 0; i < timing.size(); ++i) EXPECT_TRUE(timing.boundary(i)->recorded) << i;
+}
+
+// A window's events go back to the pool when it is over, and the next window records with them:
+// no event is created while it runs.
+TEST_F(TraceTimingTest, NextWindow_ReusesTheLastWindowsEvents) {
+    TraceTiming first;
+    const Calls c0 = calls();
+    for (int i = 0; i < 5; ++i) (void)traced_launch(first);
+    const Calls c1 = calls();
+    EXPECT_EQ(c1.creates - c0.creates, 6) << "an empty pool: each boundary creates its event";
+    first.give_back(pool_);
+    EXPECT_EQ(pool_.size(), 6u);
+    TraceTiming second;
+    for (int i = 0; i < 5; ++i) (void)traced_launch(second);
+    const Calls c2 = calls();
+    EXPECT_EQ(c2.creates - c1.creates, 0);
+    EXPECT_EQ(c2.records - c1.records, 6);
+}
+
+// A boundary is shared only when nothing else can have been queued between the two operations.
+TEST_F(TraceTimingTest, Begin_IsRecordedAfresh_WhenSomethingMayHaveComeBetween) {
+    ASSERT_EQ(pool_.fill(*ctx_, 64), QD_SUCCESS);
+    TraceTiming timing;
+    Op a = traced_launch(timing, 0);
+    // An operation queued past the observers (the stream's unobserved count moved).
+    Op b = traced_launch(timing, 1);
+    EXPECT_NE(b.begin, a.end) << "an unobserved submission came between";
+    // A borrowed stream: its owner may queue work on it at any time.
+    Op c = traced_launch(timing, 1, false);
+    EXPECT_NE(c.begin, b.end) << "a borrowed stream's boundary was shared";
+    // An untraced operation on the lane (nested too deep, or begun before the window).
+    timing.invalidate(1);
+    Op d = traced_launch(timing, 1);
+    EXPECT_NE(d.begin, c.end) << "an untraced operation came between";
+    // Two operations of one stream in flight together (two submitting threads): neither the
+    // second's begin nor the next operation's begin may be an end taken while both ran.
+    TraceTiming::Pending pb1, pb2, pe1, pe2;
+    const size_t b1 = timing.begin(1, true, 1, pool_, &pb1);
+    EXPECT_EQ(b1, d.end) << "nothing came between d and this one";
+    const size_t b2 = timing.begin(1, true, 1, pool_, &pb2);
+    EXPECT_NE(b2, d.end) << "shared a begin with an operation still in flight";
+    record(timing, pb2);
+    const size_t e1 = timing.end(1, 1, pool_, &pe1);
+    record(timing, pe1);
+    const size_t e2 = timing.end(1, 1, pool_, &pe2);
+    // The second's end handed out, then a third begins before it is recorded: not shared.
+    TraceTiming::Pending p3;
+    const size_t b3 = timing.begin(1, true, 1, pool_, &p3);
+    record(timing, pe2);
+    record(timing, p3);
+    EXPECT_NE(b3, e1);
+    EXPECT_NE(b3, e2) << "shared an end recorded after the next operation began";
+    TraceTiming::Pending p3e;
+    const size_t e3 = timing.end(1, 1, pool_, &p3e);
+    record(timing, p3e);
+    Op f = traced_launch(timing, 1);
+    EXPECT_EQ(f.begin, e3) << "back to sharing once the lane is quiet";
+}
+
+}  // namespace
