@@ -22,7 +22,7 @@ using qd::core::TraceTiming;
 
 const qd::backend::LaunchDims kOneThread = {{1, 1, 1}, {1, 1, 1}, 0};
 
-std::atomic<long> g_creates{0}, g_records{0};
+std::atomic<long> g_creates{0}, g_records{0}, g_elapsed{0};
 gpu::DriverTable g_base;  // the fake's own entries, which the counting ones call
 
 Result counting_event_create(gpu::NativeEvent *e, unsigned flags) {
@@ -32,6 +32,10 @@ Result counting_event_create(gpu::NativeEvent *e, unsigned flags) {
 Result counting_event_record(gpu::NativeEvent e, gpu::NativeStream s) {
     ++g_records;
     return g_base.event_record(e, s);
+}
+Result counting_event_elapsed(float *ms, gpu::NativeEvent a, gpu::NativeEvent b) {
+    ++g_elapsed;
+    return g_base.event_elapsed_time(ms, a, b);
 }
 
 class TraceTimingTest : public ::testing::Test {
@@ -44,6 +48,7 @@ class TraceTimingTest : public ::testing::Test {
         gpu::DriverTable t = g_base;
         t.event_create = counting_event_create;
         t.event_record = counting_event_record;
+        t.event_elapsed_time = counting_event_elapsed;
         t.stream_calls_use_stream_context = true;  // as CUDA's (checked on every GPU run)
         ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver_), QD_SUCCESS)
             << qd::last_error_message();
@@ -57,6 +62,7 @@ class TraceTimingTest : public ::testing::Test {
     }
     void TearDown() override {
         pool_ = TimingEventPool();
+        reference_.reset();
         kernel_.reset();
         stream_.reset();
         ctx_->synchronize();
@@ -66,9 +72,17 @@ class TraceTimingTest : public ::testing::Test {
         EXPECT_TRUE(g_fake.events.empty()) << g_fake.events.size() << " native events leaked";
     }
 
-    // Records a boundary handed out by begin() or end(), as the observer does.
+    // Records a boundary handed out by begin() or end(), as the observer does: with no event
+    // from the pool, the done boundaries are read and their events reused first (when the test
+    // gave a reference event).
     void record(TraceTiming &timing, TraceTiming::Pending &p) {
         if (p.index == TraceTiming::kNone) return;
+        TraceTiming::Scan scan;
+        if (!p.event && reference_ && timing.take_scan(&scan)) {
+            TraceTiming::read_scan(*ctx_, *reference_, scan);
+            timing.scanned(std::move(scan), true, pool_);
+            p.event = pool_.take();
+        }
         const bool ok = TraceTiming::record(*ctx_, *stream_, p);
         timing.recorded(std::move(p), ok);
     }
@@ -87,10 +101,16 @@ class TraceTimingTest : public ::testing::Test {
         return op;
     }
     struct Calls {
-        long creates, records, counted, ctx_queries;
+        long creates, records, counted, ctx_queries, elapsed;
     };
     static Calls calls() {
-        return {g_creates.load(), g_records.load(), g_fake.calls, g_ctx_queries.load()};
+        return {g_creates.load(), g_records.load(), g_fake.calls, g_ctx_queries.load(),
+                g_elapsed.load()};
+    }
+    // The window's reference event, recorded on the stream before its operations.
+    void start_reference() {
+        ASSERT_EQ(ctx_->create_event(true, &reference_), QD_SUCCESS);
+        ASSERT_EQ(stream_->record(*reference_), QD_SUCCESS);
     }
 
     std::unique_ptr<qd::backend::Driver> driver_;
@@ -98,6 +118,7 @@ class TraceTimingTest : public ::testing::Test {
     std::shared_ptr<qd::backend::Stream> stream_;
     std::shared_ptr<qd::backend::Kernel> kernel_;
     TimingEventPool pool_;
+    std::shared_ptr<qd::backend::Event> reference_;
 };
 
 // The steady state of a traced stream: each operation's begin is the previous one's end, so an
@@ -183,6 +204,50 @@ TEST_F(TraceTimingTest, Begin_IsRecordedAfresh_WhenSomethingMayHaveComeBetween) 
     record(timing, p3e);
     Op f = traced_launch(timing, 1);
     EXPECT_EQ(f.begin, e3) << "back to sharing once the lane is quiet";
+}
+
+// A long window reuses the events of boundaries already done instead of creating one per
+// operation: each is read once (one elapsed-time call) and its event recycled, and the times
+// read are the ones the file will show.
+TEST_F(TraceTimingTest, LongWindow_ReusesDoneBoundariesEvents_CreatingAWorkingSetOnly) {
+    start_reference();
+    constexpr int kOps = 1000;
+    TraceTiming timing;
+    const Calls c0 = calls();
+    for (int i = 0; i < kOps; ++i) (void)traced_launch(timing);
+    const Calls c1 = calls();
+    EXPECT_EQ(c1.records - c0.records, kOps + 1);
+    EXPECT_LE(c1.creates - c0.creates, long{TraceTiming::kScan} + 2)
+        << "created an event per operation";
+    EXPECT_LE(c1.elapsed - c0.elapsed, kOps + 1) << "read a boundary twice";
+    size_t read = 0;
+    for (size_t i = 0; i < timing.size(); ++i) {
+        const TraceTiming::Boundary *b = timing.boundary(i);
+        EXPECT_TRUE(b->recorded) << i;
+        if (!b->read) continue;
+        ++read;
+        EXPECT_TRUE(b->timed) << i;
+        EXPECT_FLOAT_EQ(b->ms, 1.5f) << i;  // the fake's elapsed time
+        EXPECT_EQ(b->event, nullptr) << i << ": read, but its event was not recycled";
+    }
+    EXPECT_GE(read, size_t{kOps - 2 * TraceTiming::kScan});
+}
+
+// Work not done yet: the scan stops at the oldest boundary not done, and later scans back off
+// (creating events meanwhile) rather than asking the driver again on every operation.
+TEST_F(TraceTimingTest, BoundariesNotDone_AreNotRecycled_AndScansBackOff) {
+    start_reference();
+    g_fake.work_per_launch = 1;  // every launch leaves the stream busy until synchronized
+    TraceTiming timing;
+    const Calls c0 = calls();
+    for (int i = 0; i < 200; ++i) (void)traced_launch(timing);
+    const Calls c1 = calls();
+    // Only the first begin, recorded before any launch, was done: the others were all created.
+    EXPECT_EQ(c1.creates - c0.creates, 200) << "recycled an event whose work is not done";
+    EXPECT_LE(c1.elapsed - c0.elapsed, 201 / long{TraceTiming::kScan} + 2)
+        << "asked the driver on every operation";
+    for (size_t i = 1; i < timing.size(); ++i) EXPECT_FALSE(timing.boundary(i)->read) << i;
+    complete_all_work();
 }
 
 }  // namespace

@@ -199,13 +199,26 @@ qd_status TraceObserver::write_snapshot(bool destroyed) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         copy = *window_;
+        reading_ = true;  // no event of the copy is recycled until its times are read
     }
-    for (Slot &s : copy.slots) {
-        const TraceTiming::Boundary *end = copy.timing.boundary(s.end);
-        if (s.completed && end && end->recorded)
-            (void)end->event->synchronize();  // a lost context: not timed
+    struct Done {
+        TraceObserver &self;
+        ~Done() {
+            std::lock_guard<std::mutex> lock(self.mutex_);
+            self.reading_ = false;
+        }
+    };
+    TraceSnapshot snap;
+    {
+        Done done{*this};
+        for (Slot &s : copy.slots) {
+            const TraceTiming::Boundary *end = copy.timing.boundary(s.end);
+            if (s.completed && end && end->recorded && end->event)
+                (void)end->event->synchronize();  // a lost context: not timed
+        }
+        snap = snapshot_of(copy);
     }
-    TracePart part = render_trace(snapshot_of(copy));
+    TracePart part = render_trace(std::move(snap));
     return TraceFiles::instance().write(copy.path, id_, std::move(part), destroyed);
 }
 
@@ -267,6 +280,7 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
 
 void TraceObserver::record_boundary(backend::Stream &stream, uint64_t window,
                                     TraceTiming::Pending &&p) {
+    if (!p.event) reuse_done_events(window, &p.event);
     const bool ok = TraceTiming::record(ctx_.impl(), stream, p);
     std::lock_guard<std::mutex> lock(mutex_);
     if (window_ && window_->id == window)
@@ -331,6 +345,23 @@ void TraceObserver::after(const Op &op, qd_status status) {
     record_boundary(*op.stream->impl, mine.window, std::move(end));
 }
 
+// The pool ran dry: read the oldest boundaries whose work is done (timing.h) and recycle their
+// events; *out gets one of them, or stays null (record() then creates one).
+void TraceObserver::reuse_done_events(uint64_t window, std::shared_ptr<backend::Event> *out) {
+    TraceTiming::Scan scan;
+    std::shared_ptr<backend::Event> reference;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!window_ || window_->id != window || !window_->timing.take_scan(&scan)) return;
+        reference = window_->reference;
+    }
+    TraceTiming::read_scan(ctx_.impl(), *reference, scan);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (window_ && window_->id == window)
+        window_->timing.scanned(std::move(scan), !reading_, pool_);
+    *out = pool_.take();
+}
+
 // A context destroyed while traced: its stop (the streams are drained; nobody can see a status,
 // so a file that cannot be written is said on stderr).
 void TraceObserver::context_drained(Context &ctx) {
@@ -361,11 +392,11 @@ TraceSnapshot TraceObserver::snapshot_of(const Window &w) {
     std::vector<double> boundary_us(w.timing.size(), std::nan(""));
     auto device_us = [&](size_t index, double *t) {
         const TraceTiming::Boundary *b = w.timing.boundary(index);
-        if (!b || !b->recorded || !b->event) return false;
+        if (!b || !b->recorded || (b->read ? !b->timed : !b->event)) return false;
         double &cached = boundary_us[index];
         if (std::isnan(cached)) {
-            float ms = 0;
-            if (ctx.impl().elapsed_ms(*w.reference, *b->event, &ms) != QD_SUCCESS)
+            float ms = b->ms;  // read by a scan (timing.h), or read now
+            if (!b->read && ctx.impl().elapsed_ms(*w.reference, *b->event, &ms) != QD_SUCCESS)
                 cached = INFINITY;
             else
                 cached =

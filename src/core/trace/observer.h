@@ -23,7 +23,8 @@
 // written (stop, flush, destroy), never on the launch path; a reference event recorded and
 // synchronized when the window starts puts every stream on the host's steady clock. Cost when
 // on: in the steady state one event record per operation (on the CPU backend one queued
-// marker, on a GPU one event record) and no event creation while the pool lasts; the mutex
+// marker, on a GPU one event record) and no event creation (the pool, refilled from the
+// boundaries already done, one time read each: timing.h); the mutex
 // (never held across a backend call) taken three times, and the host clock read twice
 // (bench/RESULTS.md measures it); an event record or wait also takes the process-wide mutex of
 // the table of records (below). Stopped, a record takes it too (its event's entry goes).
@@ -150,6 +151,7 @@ class TraceObserver final : public OpObserver {
     // Outside mutex_: records a boundary handed out by Window::timing, then gives it back to
     // the window it came from (or its event to the pool, when that window is gone).
     void record_boundary(backend::Stream &stream, uint64_t window, TraceTiming::Pending &&p);
+    void reuse_done_events(uint64_t window, std::shared_ptr<backend::Event> *out);
     // The window as the renderer (render.h) takes it: device times read, names resolved.
     TraceSnapshot snapshot_of(const Window &w);
     // "already being traced" (written); the context's trace observer, or null.
@@ -163,6 +165,7 @@ class TraceObserver final : public OpObserver {
     std::mutex mutex_;    // window_ (submits take it while on)
     std::unique_ptr<Window> window_;  // the current window, or after a stop the last one
     TimingEventPool pool_;            // under mutex_; filled by a start (outside mutex_)
+    bool reading_ = false;            // under mutex_: a file is being written from a copy
 };
 
 // fork() (core/fork_handlers.h): the table of trace files and the table of records are locked

@@ -69,6 +69,7 @@ bool TraceTiming::record(backend::Context &ctx, backend::Stream &stream, Pending
 void TraceTiming::recorded(Pending &&p, bool ok) {
     Boundary &b = boundaries_[p.index];
     b.event = std::move(p.event);
+    b.done = true;
     b.recorded = ok;
     if (!p.end) return;
     Lane &l = lane(p.lane);
@@ -78,10 +79,53 @@ void TraceTiming::recorded(Pending &&p, bool ok) {
     }
 }
 
+bool TraceTiming::take_scan(Scan *scan) {
+    if (backoff_ > 0) {
+        --backoff_;
+        return false;
+    }
+    scan->first = scan_;
+    scan->n = 0;
+    scan->read = 0;
+    for (size_t i = scan_; i < boundaries_.size() && scan->n < kScan; ++i) {
+        const Boundary &b = boundaries_[i];
+        if (!b.done) break;  // still being recorded: the scan goes no further
+        scan->events[scan->n++] = b.recorded ? b.event : nullptr;
+    }
+    return scan->n > 0;
+}
+
+void TraceTiming::read_scan(backend::Context &ctx, backend::Event &reference, Scan &scan) {
+    for (size_t i = 0; i < scan.n; ++i) {
+        scan.timed[i] = false;
+        if (scan.events[i]) {
+            const qd_status st = ctx.elapsed_ms(reference, *scan.events[i], &scan.ms[i]);
+            if (st == QD_NOT_READY) break;  // not done: neither is what follows on its stream
+            scan.timed[i] = st == QD_SUCCESS;
+        }
+        scan.read = i + 1;
+    }
+}
+
+void TraceTiming::scanned(Scan &&scan, bool recycle, TimingEventPool &pool) {
+    if (scan.first != scan_) return;  // another scan read them meanwhile
+    for (size_t i = 0; i < scan.read; ++i) {
+        Boundary &b = boundaries_[scan.first + i];
+        b.read = true;
+        b.timed = b.recorded && scan.timed[i];
+        b.ms = scan.ms[i];
+        if (recycle) pool.give(std::move(b.event));
+    }
+    scan_ = scan.first + scan.read;
+    if (scan.read < scan.n) backoff_ = kScan;  // the oldest is not done: create for a while
+}
+
 void TraceTiming::give_back(TimingEventPool &pool) {
     for (Boundary &b : boundaries_) pool.give(std::move(b.event));
     boundaries_.clear();
     lanes_.clear();
+    scan_ = 0;
+    backoff_ = 0;
 }
 
 }  // namespace qd::core

@@ -14,6 +14,14 @@
 // - an operation was not recorded (nested too deep) or the previous end was not recorded;
 // - the stream is borrowed: its native stream also runs the work of whoever lent it.
 //
+// Events are also reused within a window: when the pool runs dry, the oldest boundaries whose
+// work is done are read (their time against the window's reference, as the file's writer would
+// read them: TraceTiming::Scan) and their events go back to the pool, so a long window records
+// with a working set of events instead of creating one per operation. A boundary not done yet
+// stops the scan (and scans back off for a while); it keeps its event, read when the file is
+// written. Nothing is recycled while a file is being written from a copy of the window (the
+// copy may still read those events).
+//
 // Nothing here takes a lock. The observer calls begin(), end(), recorded() and invalidate() under
 // its own mutex, and record() without it: a boundary is handed out under the lock (with an event
 // from the pool when it has one), recorded on the stream outside it (creating the event when the
@@ -62,8 +70,21 @@ class TraceTiming {
     static constexpr size_t kNone = SIZE_MAX;
 
     struct Boundary {
-        EventPtr event;
+        EventPtr event;         // null once read (or when no event could be created)
+        bool done = false;      // recorded() ran: no longer being recorded
         bool recorded = false;  // the event's record on the stream succeeded
+        bool read = false;      // its time was read (ms) by a scan and its event recycled
+        bool timed = false;     // read: the time could be read
+        float ms = 0;           // read and timed: milliseconds after the window's reference
+    };
+    // The oldest boundaries not read yet, read outside the lock (read_scan).
+    static constexpr size_t kScan = 64;
+    struct Scan {
+        size_t first = 0, n = 0;  // boundaries [first, first + n)
+        EventPtr events[kScan];   // null: nothing to read (not recorded)
+        float ms[kScan] = {};
+        bool timed[kScan] = {};
+        size_t read = 0;  // how many of them read_scan read (up to the first not done)
     };
     // A boundary handed out to be recorded outside the lock: index kNone when there is none.
     struct Pending {
@@ -94,6 +115,15 @@ class TraceTiming {
     // last end when nothing else began on the lane since end() handed it out.
     void recorded(Pending &&p, bool ok);
 
+    // Under the lock, when the pool is empty: the next boundaries to read. False when there is
+    // none, or scans back off (the oldest was not done at the last scan).
+    bool take_scan(Scan *scan);
+    // Outside the lock: reads their times against `reference`, until the first not done.
+    static void read_scan(backend::Context &ctx, backend::Event &reference, Scan &scan);
+    // Under the lock: stores the times read; their events go to the pool when `recycle` (no
+    // copy of the window is being read), else stay.
+    void scanned(Scan &&scan, bool recycle, TimingEventPool &pool);
+
     const Boundary *boundary(size_t index) const {
         return index < boundaries_.size() ? &boundaries_[index] : nullptr;
     }
@@ -113,6 +143,8 @@ class TraceTiming {
 
     std::deque<Boundary> boundaries_;  // grows without moving what it holds
     std::vector<Lane> lanes_;          // [lane - 1]
+    size_t scan_ = 0;                  // the oldest boundary no scan has read
+    size_t backoff_ = 0;               // scans to skip (the last found the oldest not done)
 };
 
 }  // namespace qd::core
