@@ -274,19 +274,22 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
         t_in_flight[t_depth++] = {&op, w.id, w.slots.size() - 1};
     }
     if (begin.index != TraceTiming::kNone)
-        record_boundary(*op.stream->impl, window, std::move(begin));
+        record_boundary(*op.stream->impl, window, std::move(begin), TraceTiming::kNone);
     return QD_SUCCESS;
 }
 
 void TraceObserver::record_boundary(backend::Stream &stream, uint64_t window,
-                                    TraceTiming::Pending &&p) {
+                                    TraceTiming::Pending &&p, size_t completes) {
     if (!p.event) reuse_done_events(window, &p.event);
     const bool ok = TraceTiming::record(ctx_.impl(), stream, p);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (window_ && window_->id == window)
-        window_->timing.recorded(std::move(p), ok);
-    else
+    if (!window_ || window_->id != window) {
         pool_.give(std::move(p.event));  // a new window started meanwhile
+        return;
+    }
+    window_->timing.recorded(std::move(p), ok);
+    // Completed once its end is in the window: a flush never sees it without its end.
+    if (completes != TraceTiming::kNone) window_->slots[completes].completed = true;
 }
 
 uint32_t TraceObserver::thread_of(Window &w) {
@@ -331,7 +334,6 @@ void TraceObserver::after(const Op &op, qd_status status) {
         }
         Slot &s = w.slots[mine.slot];
         s.status = status;
-        s.completed = true;
         s.host_end = Clock::now();
         s.end = w.timing.end(s.track, op.stream->unobserved.load(std::memory_order_relaxed), pool_,
                              &end);
@@ -342,7 +344,7 @@ void TraceObserver::after(const Op &op, qd_status status) {
                 s.serial = Records::instance().latest(op.event);
         }
     }
-    record_boundary(*op.stream->impl, mine.window, std::move(end));
+    record_boundary(*op.stream->impl, mine.window, std::move(end), mine.slot);
 }
 
 // The pool ran dry: read the oldest boundaries whose work is done (timing.h) and recycle their

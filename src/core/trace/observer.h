@@ -101,7 +101,7 @@ class TraceObserver final : public OpObserver {
         Clock::time_point host_begin, host_end;
         uint32_t thread = 0;
         qd_status status = QD_SUCCESS;
-        bool completed = false;  // after() ran: false for an operation still in flight
+        bool completed = false;  // after() ran and its end is recorded: false while in flight
         // Record: its serial (process-wide); Wait: the serial of the record it consumed, 0 for
         // none traced (the event was never recorded, or its record is not traced)
         uint64_t serial = 0;
@@ -149,8 +149,10 @@ class TraceObserver final : public OpObserver {
     static uint32_t track_of(Window &w, const Stream &stream);
     static uint32_t thread_of(Window &w);  // this host thread's number in the window
     // Outside mutex_: records a boundary handed out by Window::timing, then gives it back to
-    // the window it came from (or its event to the pool, when that window is gone).
-    void record_boundary(backend::Stream &stream, uint64_t window, TraceTiming::Pending &&p);
+    // the window it came from (or its event to the pool, when that window is gone); an end
+    // completes its slot (`completes`; TraceTiming::kNone for a begin).
+    void record_boundary(backend::Stream &stream, uint64_t window, TraceTiming::Pending &&p,
+                         size_t completes);
     void reuse_done_events(uint64_t window, std::shared_ptr<backend::Event> *out);
     // The window as the renderer (render.h) takes it: device times read, names resolved.
     TraceSnapshot snapshot_of(const Window &w);
