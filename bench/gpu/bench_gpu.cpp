@@ -164,6 +164,10 @@ void bench_traced_launch(const qdbench::Options &opt, qdbench::Report &report, S
     const bool any =
         opt.selected("B1 traced/launch-0args") || opt.selected("B1 traced/launch-8args");
     if (!any) return;
+    if (const char *t = std::getenv("QD_TRACE"); t && *t) {
+        std::printf("# SKIP B1 traced: QD_TRACE is set, so the untraced side is traced too\n");
+        return;
+    }
     const int batch = 200;
     qdbench::Options many = opt;
     many.repeats = opt.repeats * 100;
@@ -181,6 +185,7 @@ void bench_traced_launch(const qdbench::Options &opt, qdbench::Report &report, S
     qd_module tm = 0;
     QD(qd_module_load(traced, cubin.data(), cubin.size(), &tm));
     QD(qd_trace_start(traced, path.c_str()));
+    unsetenv("QD_TRACE_CAPACITY");
     uint64_t u64 = 1;
     uint32_t u32 = 2;
     uint16_t u16 = 3;
