@@ -52,7 +52,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -62,6 +61,7 @@
 #include <vector>
 
 #include "core/submit.h"
+#include "core/trace/chunked.h"
 #include "core/trace/snapshot.h"
 #include "core/trace/timing.h"
 
@@ -112,8 +112,8 @@ class TraceObserver final : public OpObserver {
     struct Window {
         std::string path;
         size_t capacity = 0;
-        std::deque<Slot> slots;  // grows without moving what it holds (a vector's regrowth
-                                 // copied every slot: most of the cost of tracing on)
+        Chunked<Slot> slots;  // grows without moving what it holds (a vector's regrowth
+                              // copied every slot: most of the cost of tracing on)
         uint64_t dropped = 0;
         uint64_t id = 0;  // process-wide, never reused: pairs a submit's after() with its window
         std::unordered_map<std::thread::id, uint32_t> threads;

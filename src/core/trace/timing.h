@@ -32,11 +32,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/trace/chunked.h"
 
 namespace qd::core {
 
@@ -141,10 +141,10 @@ class TraceTiming {
     Lane &lane(uint32_t id);
     size_t add(TimingEventPool &pool, Pending *p);
 
-    std::deque<Boundary> boundaries_;  // grows without moving what it holds
-    std::vector<Lane> lanes_;          // [lane - 1]
-    size_t scan_ = 0;                  // the oldest boundary no scan has read
-    size_t backoff_ = 0;               // scans to skip (the last found the oldest not done)
+    Chunked<Boundary> boundaries_;  // grows without moving what it holds
+    std::vector<Lane> lanes_;       // [lane - 1]
+    size_t scan_ = 0;               // the oldest boundary no scan has read
+    size_t backoff_ = 0;            // scans to skip (the last found the oldest not done)
 };
 
 }  // namespace qd::core
