@@ -22,7 +22,7 @@ using qd::core::TraceTiming;
 
 const qd::backend::LaunchDims kOneThread = {{1, 1, 1}, {1, 1, 1}, 0};
 
-std::atomic<long> g_creates{0}, g_records{0}, g_elapsed{0};
+std::atomic<long> g_creates{0}, g_records{0}, g_elapsed{0}, g_queries{0};
 gpu::DriverTable g_base;  // the fake's own entries, which the counting ones call
 
 Result counting_event_create(gpu::NativeEvent *e, unsigned flags) {
@@ -32,6 +32,10 @@ Result counting_event_create(gpu::NativeEvent *e, unsigned flags) {
 Result counting_event_record(gpu::NativeEvent e, gpu::NativeStream s) {
     ++g_records;
     return g_base.event_record(e, s);
+}
+Result counting_event_query(gpu::NativeEvent e) {
+    ++g_queries;
+    return g_base.event_query(e);
 }
 Result counting_event_elapsed(float *ms, gpu::NativeEvent a, gpu::NativeEvent b) {
     ++g_elapsed;
@@ -49,6 +53,7 @@ class TraceTimingTest : public ::testing::Test {
         t.event_create = counting_event_create;
         t.event_record = counting_event_record;
         t.event_elapsed_time = counting_event_elapsed;
+        t.event_query = counting_event_query;
         t.stream_calls_use_stream_context = true;  // as CUDA's (checked on every GPU run)
         ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &driver_), QD_SUCCESS)
             << qd::last_error_message();
@@ -89,11 +94,18 @@ class TraceTimingTest : public ::testing::Test {
     struct Op {
         size_t begin, end;
     };
-    // One traced launch on lane 1 of `timing`: its boundaries.
+    // One traced launch on lane 1 of `timing`: its boundaries. A shared begin is kept only
+    // while the previous end is not done (the stream busy), as the observer does.
     Op traced_launch(TraceTiming &timing, uint64_t unobserved = 0, bool shareable = true) {
         Op op{};
         TraceTiming::Pending b, e;
-        op.begin = timing.begin(1, shareable, unobserved, pool_, &b);
+        TraceTiming::EventPtr shared;
+        op.begin = timing.begin(1, shareable, unobserved, pool_, &b, &shared);
+        if (b.index == TraceTiming::kNone) {
+            const bool busy = shared && shared->query() == QD_NOT_READY;
+            if (!busy || !timing.still_shared(op.begin, shared.get()))
+                op.begin = timing.fresh(1, pool_, &b);
+        }
         record(timing, b);
         EXPECT_EQ(stream_->launch(*kernel_, kOneThread, nullptr, 0), QD_SUCCESS);
         op.end = timing.end(1, unobserved, pool_, &e);
@@ -101,11 +113,11 @@ class TraceTimingTest : public ::testing::Test {
         return op;
     }
     struct Calls {
-        long creates, records, counted, ctx_queries, elapsed;
+        long creates, records, counted, ctx_queries, elapsed, queries;
     };
     static Calls calls() {
-        return {g_creates.load(), g_records.load(), g_fake.calls, g_ctx_queries.load(),
-                g_elapsed.load()};
+        return {g_creates.load(),     g_records.load(), g_fake.calls,
+                g_ctx_queries.load(), g_elapsed.load(), g_queries.load()};
     }
     // The window's reference event, recorded on the stream before its operations.
     void start_reference() {
@@ -121,11 +133,13 @@ class TraceTimingTest : public ::testing::Test {
     std::shared_ptr<qd::backend::Event> reference_;
 };
 
-// The steady state of a traced stream: each operation's begin is the previous one's end, so an
-// operation costs exactly one driver call of its own, the record of its end (no event created,
-// no context query), on top of the operation itself.
-TEST_F(TraceTimingTest, TracedOpsOnOneStream_CostOneEventRecordEachAndNoCreate) {
+// The steady state of a busy traced stream: each operation's begin is the previous one's end
+// (not done yet, so the operation starts exactly when it completes), so an operation costs two
+// driver calls of its own, the record of its end and the query of the previous end (with its
+// context check), and creates no event, on top of the operation itself.
+TEST_F(TraceTimingTest, TracedOpsOnABusyStream_CostOneEventRecordAndOneQueryEach_NoCreate) {
     constexpr int kOps = 10;
+    g_fake.work_per_launch = 1;  // every launch leaves the stream busy until synchronized
     ASSERT_EQ(pool_.fill(*ctx_, kOps + 1), QD_SUCCESS);
     TraceTiming timing;
     const Calls before = calls();
@@ -136,10 +150,11 @@ TEST_F(TraceTimingTest, TracedOpsOnOneStream_CostOneEventRecordEachAndNoCreate) 
         const Calls c1 = calls();
         EXPECT_EQ(op.begin, prev.end) << "op " << i << " did not share its begin";
         EXPECT_EQ(c1.records - c0.records, 1) << "event records for op " << i;
+        EXPECT_EQ(c1.queries - c0.queries, 1) << "event queries for op " << i;
         EXPECT_EQ(c1.creates - c0.creates, 0) << "event creations for op " << i;
-        // Counted calls: the launch and the end's record, nothing else.
-        EXPECT_EQ(c1.counted - c0.counted, 2) << "driver calls for op " << i;
-        EXPECT_EQ(c1.ctx_queries - c0.ctx_queries, 0) << "context queries for op " << i;
+        // Counted calls: the launch, the end's record and the previous end's query.
+        EXPECT_EQ(c1.counted - c0.counted, 3) << "driver calls for op " << i;
+        EXPECT_EQ(c1.ctx_queries - c0.ctx_queries, 1) << "context queries for op " << i;
         prev = op;
     }
     const Calls after = calls();
@@ -147,6 +162,26 @@ TEST_F(TraceTimingTest, TracedOpsOnOneStream_CostOneEventRecordEachAndNoCreate) 
     EXPECT_EQ(after.creates - before.creates, 0);
     EXPECT_EQ(timing.size(), size_t{kOps + 1});
     for (size_t i = 0; i < timing.size(); ++i) EXPECT_TRUE(timing.boundary(i)->recorded) << i;
+    complete_all_work();
+}
+
+// An idle stream: the previous end is done, so sharing it would count the idle time between
+// the two operations as the second one's. Each begin is recorded afresh, just before its
+// operation: two records per operation, still no event created.
+TEST_F(TraceTimingTest, TracedOpsOnAnIdleStream_BeginRecordedAfresh_NoIdleTimeInTheSlice) {
+    constexpr int kOps = 10;
+    ASSERT_EQ(pool_.fill(*ctx_, 2 * kOps), QD_SUCCESS);
+    TraceTiming timing;
+    Op prev = traced_launch(timing);
+    for (int i = 1; i < kOps; ++i) {
+        const Calls c0 = calls();
+        const Op op = traced_launch(timing);
+        const Calls c1 = calls();
+        EXPECT_NE(op.begin, prev.end) << "op " << i << " shared an end already done";
+        EXPECT_EQ(c1.records - c0.records, 2) << "event records for op " << i;
+        EXPECT_EQ(c1.creates - c0.creates, 0) << "event creations for op " << i;
+        prev = op;
+    }
 }
 
 // A window's events go back to the pool when it is over, and the next window records with them:
@@ -154,20 +189,21 @@ TEST_F(TraceTimingTest, TracedOpsOnOneStream_CostOneEventRecordEachAndNoCreate) 
 TEST_F(TraceTimingTest, NextWindow_ReusesTheLastWindowsEvents) {
     TraceTiming first;
     const Calls c0 = calls();
-    for (int i = 0; i < 5; ++i) (void)traced_launch(first);
+    for (int i = 0; i < 5; ++i) (void)traced_launch(first);  // an idle stream: two each
     const Calls c1 = calls();
-    EXPECT_EQ(c1.creates - c0.creates, 6) << "an empty pool: each boundary creates its event";
+    EXPECT_EQ(c1.creates - c0.creates, 10) << "an empty pool: each boundary creates its event";
     first.give_back(pool_);
-    EXPECT_EQ(pool_.size(), 6u);
+    EXPECT_EQ(pool_.size(), 10u);
     TraceTiming second;
     for (int i = 0; i < 5; ++i) (void)traced_launch(second);
     const Calls c2 = calls();
     EXPECT_EQ(c2.creates - c1.creates, 0);
-    EXPECT_EQ(c2.records - c1.records, 6);
+    EXPECT_EQ(c2.records - c1.records, 10);
 }
 
 // A boundary is shared only when nothing else can have been queued between the two operations.
 TEST_F(TraceTimingTest, Begin_IsRecordedAfresh_WhenSomethingMayHaveComeBetween) {
+    g_fake.work_per_launch = 1;  // a busy stream, where boundaries are shared
     ASSERT_EQ(pool_.fill(*ctx_, 64), QD_SUCCESS);
     TraceTiming timing;
     Op a = traced_launch(timing, 0);
@@ -184,9 +220,10 @@ TEST_F(TraceTimingTest, Begin_IsRecordedAfresh_WhenSomethingMayHaveComeBetween) 
     // Two operations of one stream in flight together (two submitting threads): neither the
     // second's begin nor the next operation's begin may be an end taken while both ran.
     TraceTiming::Pending pb1, pb2, pe1, pe2;
-    const size_t b1 = timing.begin(1, true, 1, pool_, &pb1);
+    TraceTiming::EventPtr shared;
+    const size_t b1 = timing.begin(1, true, 1, pool_, &pb1, &shared);
     EXPECT_EQ(b1, d.end) << "nothing came between d and this one";
-    const size_t b2 = timing.begin(1, true, 1, pool_, &pb2);
+    const size_t b2 = timing.begin(1, true, 1, pool_, &pb2, &shared);
     EXPECT_NE(b2, d.end) << "shared a begin with an operation still in flight";
     record(timing, pb2);
     const size_t e1 = timing.end(1, 1, pool_, &pe1);
@@ -194,7 +231,7 @@ TEST_F(TraceTimingTest, Begin_IsRecordedAfresh_WhenSomethingMayHaveComeBetween) 
     const size_t e2 = timing.end(1, 1, pool_, &pe2);
     // The second's end handed out, then a third begins before it is recorded: not shared.
     TraceTiming::Pending p3;
-    const size_t b3 = timing.begin(1, true, 1, pool_, &p3);
+    const size_t b3 = timing.begin(1, true, 1, pool_, &p3, &shared);
     record(timing, pe2);
     record(timing, p3);
     EXPECT_NE(b3, e1);
@@ -204,6 +241,7 @@ TEST_F(TraceTimingTest, Begin_IsRecordedAfresh_WhenSomethingMayHaveComeBetween) 
     record(timing, p3e);
     Op f = traced_launch(timing, 1);
     EXPECT_EQ(f.begin, e3) << "back to sharing once the lane is quiet";
+    complete_all_work();
 }
 
 // A long window reuses the events of boundaries already done instead of creating one per
@@ -214,12 +252,12 @@ TEST_F(TraceTimingTest, LongWindow_ReusesDoneBoundariesEvents_CreatingAWorkingSe
     constexpr int kOps = 1000;
     TraceTiming timing;
     const Calls c0 = calls();
-    for (int i = 0; i < kOps; ++i) (void)traced_launch(timing);
+    for (int i = 0; i < kOps; ++i) (void)traced_launch(timing);  // an idle stream: two each
     const Calls c1 = calls();
-    EXPECT_EQ(c1.records - c0.records, kOps + 1);
+    EXPECT_EQ(c1.records - c0.records, 2 * kOps);
     EXPECT_LE(c1.creates - c0.creates, long{TraceTiming::kScan} + 2)
         << "created an event per operation";
-    EXPECT_LE(c1.elapsed - c0.elapsed, kOps + 1) << "read a boundary twice";
+    EXPECT_LE(c1.elapsed - c0.elapsed, 2 * kOps) << "read a boundary twice";
     size_t read = 0;
     for (size_t i = 0; i < timing.size(); ++i) {
         const TraceTiming::Boundary *b = timing.boundary(i);
@@ -230,7 +268,7 @@ TEST_F(TraceTimingTest, LongWindow_ReusesDoneBoundariesEvents_CreatingAWorkingSe
         EXPECT_FLOAT_EQ(b->ms, 1.5f) << i;  // the fake's elapsed time
         EXPECT_EQ(b->event, nullptr) << i << ": read, but its event was not recycled";
     }
-    EXPECT_GE(read, size_t{kOps - 2 * TraceTiming::kScan});
+    EXPECT_GE(read, size_t{2 * kOps - 2 * TraceTiming::kScan});
 }
 
 // Work not done yet: the scan stops at the oldest boundary not done, and later scans back off

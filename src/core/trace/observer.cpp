@@ -245,7 +245,9 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     if (op.captured) return QD_SUCCESS;  // recorded into a graph: its replay is traced
     if (!on_.load(std::memory_order_acquire)) return QD_SUCCESS;
     TraceTiming::Pending begin;
+    std::shared_ptr<backend::Event> shared;  // the previous end, when begin() shares it
     uint64_t window = 0;
+    size_t slot = 0;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (!on_.load(std::memory_order_relaxed)) return QD_SUCCESS;
@@ -267,11 +269,25 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
         s.bytes = op.bytes;
         s.thread = thread_of(w);
         s.host_begin = Clock::now();
-        s.begin =
-            w.timing.begin(s.track, op.stream->kind != StreamKind::Borrowed,
-                           op.stream->unobserved.load(std::memory_order_relaxed), pool_, &begin);
+        s.begin = w.timing.begin(s.track, op.stream->kind != StreamKind::Borrowed,
+                                 op.stream->unobserved.load(std::memory_order_relaxed), pool_,
+                                 &begin, &shared);
         window = w.id;
-        t_in_flight[t_depth++] = {&op, w.id, w.slots.size() - 1};
+        slot = w.slots.size() - 1;
+        t_in_flight[t_depth++] = {&op, w.id, slot};
+    }
+    // A shared begin is exact only while the stream is busy: the operation then starts when the
+    // previous one's end completes. An end already done (an idle stream) would count the idle
+    // time as this operation's: its begin is recorded afresh.
+    if (begin.index == TraceTiming::kNone) {
+        const bool busy = shared && shared->query() == QD_NOT_READY;
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (window_ && window_->id == window) {
+            Window &w = *window_;
+            Slot &s = w.slots[slot];
+            if (!busy || !w.timing.still_shared(s.begin, shared.get()))
+                s.begin = w.timing.fresh(s.track, pool_, &begin);
+        }
     }
     if (begin.index != TraceTiming::kNone)
         record_boundary(*op.stream->impl, window, std::move(begin), TraceTiming::kNone);

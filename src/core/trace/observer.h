@@ -17,13 +17,15 @@
 // How times are taken: two boundaries, timing events of the context's own backend, bracket
 // every traced operation on its stream (recorded just before and just after it), so a slice is
 // the time the operation ran on the CPU backend's worker or on the device, not the time it was
-// queued. The end of one operation is the begin of the next on the same stream when nothing
-// else was queued there in between, and the events come from a pool (timing.h says when a
-// boundary is shared and when it is recorded afresh). The events are read when the file is
+// queued. The end of one operation is the begin of the next on the same stream when the stream
+// is still busy (that end not done: one event query) and nothing else was queued there in
+// between, and the events come from a pool (timing.h says when a boundary is shared and when it
+// is recorded afresh). The events are read when the file is
 // written (stop, flush, destroy), never on the launch path; a reference event recorded and
 // synchronized when the window starts puts every stream on the host's steady clock. Cost when
-// on: in the steady state one event record per operation (on the CPU backend one queued
-// marker, on a GPU one event record) and no event creation (the pool, refilled from the
+// on: on a busy stream one event record and one event query per operation (on the CPU backend
+// one queued marker, on a GPU one event record), on an idle one two records, and no event
+// creation (the pool, refilled from the
 // boundaries already done, one time read each: timing.h); the mutex
 // (never held across a backend call) taken three times, and the host clock read twice
 // (bench/RESULTS.md measures it); an event record or wait also takes the process-wide mutex of

@@ -29,11 +29,12 @@ size_t TraceTiming::add(TimingEventPool &pool, Pending *p) {
 }
 
 size_t TraceTiming::begin(uint32_t id, bool shareable, uint64_t unobserved, TimingEventPool &pool,
-                          Pending *p) {
+                          Pending *p, EventPtr *shared) {
     Lane &l = lane(id);
     size_t index;
     if (shareable && l.last_end != kNone && l.in_flight == 0 && l.unobserved == unobserved) {
         index = l.last_end;
+        *shared = boundaries_[index].event;
     } else {
         index = add(pool, p);
         p->lane = id;
@@ -41,6 +42,12 @@ size_t TraceTiming::begin(uint32_t id, bool shareable, uint64_t unobserved, Timi
     l.last_end = kNone;
     ++l.epoch;
     ++l.in_flight;
+    return index;
+}
+
+size_t TraceTiming::fresh(uint32_t id, TimingEventPool &pool, Pending *p) {
+    const size_t index = add(pool, p);
+    p->lane = id;
     return index;
 }
 

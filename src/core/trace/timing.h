@@ -4,9 +4,12 @@
 //
 // A traced operation is bracketed by two boundaries, each a timing event recorded on its stream.
 // The end of one operation is the start of the next one on the same stream when nothing else
-// was queued there in between, so a stream's operations share their boundaries: in the steady
-// state an operation costs one event record and no event creation (its end; its begin is the
-// previous operation's end). The begin is recorded afresh when anything may have come between:
+// was queued there in between and the stream was still busy (the end not done yet: the next
+// operation then starts on the device exactly when it completes), so a busy stream's
+// operations share their boundaries: in the steady state an operation costs one event record
+// and one event query, and no event creation (its end; its begin is the previous operation's
+// end). The begin is recorded afresh when the stream was idle (a shared begin would count the
+// idle time as the operation's) or when anything may have come between:
 // - another traced operation of the same lane (stream) is between its before() and after()
 //   (several threads submitting to one stream), or began since the previous end was taken;
 // - an operation was queued on the stream without the observers (Stream::unobserved counts
@@ -100,8 +103,18 @@ class TraceTiming {
     // above: `shareable` is false for a borrowed stream; `unobserved` is the stream's count of
     // unobserved submissions now), else a new boundary to record (*p). Marks the lane busy
     // until end().
+    // *shared (when sharing) is the shared boundary's event: the caller queries it outside the
+    // lock, and begins afresh (fresh()) unless it was not done and is still that boundary's
+    // (still_shared()).
     size_t begin(uint32_t lane, bool shareable, uint64_t unobserved, TimingEventPool &pool,
-                 Pending *p);
+                 Pending *p, EventPtr *shared);
+    // A begin recorded afresh for an operation that begin() made share: a new boundary to record.
+    size_t fresh(uint32_t lane, TimingEventPool &pool, Pending *p);
+    // The boundary still holds `event` (no scan read it and recycled the event meanwhile).
+    bool still_shared(size_t index, const backend::Event *event) const {
+        return index < boundaries_.size() && !boundaries_[index].read &&
+               boundaries_[index].event.get() == event;
+    }
     // The end of an operation that begin() began on `lane`: always a new boundary to record.
     // `unobserved` is the stream's count read before the end is recorded.
     size_t end(uint32_t lane, uint64_t unobserved, TimingEventPool &pool, Pending *p);
