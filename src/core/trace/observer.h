@@ -20,16 +20,16 @@
 // queued. The end of one operation is the begin of the next on the same stream when the stream
 // is still busy (that end not done: one event query) and nothing else was queued there in
 // between, and the events come from a pool (timing.h says when a boundary is shared and when it
-// is recorded afresh). The events are read when the file is
-// written (stop, flush, destroy), never on the launch path; a reference event recorded and
-// synchronized when the window starts puts every stream on the host's steady clock. Cost when
-// on: on a busy stream one event record and one event query per operation (on the CPU backend
-// one queued marker, on a GPU one event record), on an idle one two records, and no event
-// creation (the pool, refilled from the
-// boundaries already done, one time read each: timing.h); the mutex
-// (never held across a backend call) taken three times, and the host clock read twice
-// (bench/RESULTS.md measures it); an event record or wait also takes the process-wide mutex of
-// the table of records (below). Stopped, a record takes it too (its event's entry goes).
+// is recorded afresh). The events are read when the file is written (stop, flush, destroy) or,
+// to recycle them, once done; never on the launch path of an operation that has a pooled event.
+// A reference event recorded and synchronized when the window starts puts every stream on the
+// host's steady clock. Cost when on: on a busy stream one event record and one event query per
+// operation (on the CPU backend one queued marker, on a GPU one event record), on an idle one
+// two records, and no event creation (the pool, refilled from the boundaries already done, each
+// read once: timing.h); the mutex (never held across a backend call) taken four times, and the
+// host clock read twice (bench/RESULTS.md measures it); an event record or wait also takes the
+// process-wide mutex of the table of records (below). Stopped, a record takes it too (its
+// event's entry goes).
 //
 // Memory is bounded: a window keeps at most QD_TRACE_CAPACITY operations (default 65536); the
 // ring drops the newest (operations past the capacity are not recorded), and the file says how
