@@ -12,3 +12,5 @@ qd_status qdt_device_count_raw(uint32_t backend, uint32_t *count) {
 qd_status qdt_device_get_info_raw(uint32_t backend, uint32_t device, qd_device_info *out) {
     return qd_device_get_info((qd_backend)backend, device, out);
 }
+
+const char *qdt_backend_name_raw(uint32_t backend) { return qd_backend_name((qd_backend)backend); }

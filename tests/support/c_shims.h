@@ -10,6 +10,7 @@ extern "C" {
 
 qd_status qdt_device_count_raw(uint32_t backend, uint32_t *count);
 qd_status qdt_device_get_info_raw(uint32_t backend, uint32_t device, qd_device_info *out);
+const char *qdt_backend_name_raw(uint32_t backend);
 
 #ifdef __cplusplus
 }
