@@ -648,7 +648,7 @@ def layout_rs(api: Dict[str, Any], types: Types) -> str:
         body_c: List[str] = []
         body_r: List[str] = []
         init_checks(types, s, m, "v", m, [], body_c, body_r)
-        c_lines += [f"    {{", f"        {s['name']} v = {m};"]
+        c_lines += ["    {", f"        {s['name']} v = {m};"]
         c_lines += ["        " + x for x in body_c] + ["    }"]
         r_lines += ["    " + x for x in body_r]
     c_lines += ["    return 0;", "}"]
