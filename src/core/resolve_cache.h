@@ -1,8 +1,9 @@
 // A per-thread cache of resolved handles, so the launch path does no atomic read-modify-write
 // to find its stream and kernel.
 //
-// A hit costs one lock-free HandleTable::check() (three loads): if the handle is still live,
-// the cached object is the object of that handle, because a handle value is never reissued.
+// A hit costs one load: each entry keeps a pointer to its handle's slot's live word
+// (HandleTable::live_word; slots are never freed), and if that word still holds the handle, the
+// cached object is the object of that handle, because a handle value is never reissued.
 // The cache holds a strong reference, so the raw pointer it returns stays valid. Entries pushed
 // out by a miss go to a graveyard that is emptied when the next outermost API call on this
 // thread begins, never in the middle of one, so every pointer a call obtained stays valid until
@@ -28,6 +29,7 @@
 // exit.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -38,7 +40,7 @@ namespace qd::core {
 
 class ResolveCache {
   public:
-    static constexpr unsigned kWays = 8;
+    static constexpr unsigned kWays = 8;  // words_'s initializer names each way
 
     static ResolveCache &local() {
         ResolveCache *c = t_cache_;
@@ -56,10 +58,12 @@ class ResolveCache {
                 if (c && !c->graveyard_.empty()) c->bury();
             }
         }
-        ~CallScope() {
+        // Inline in every entry point: the common end is a decrement and two loads; the
+        // release is out of line.
+        __attribute__((always_inline)) ~CallScope() {
             if (--t_depth_ == 0) {
                 ResolveCache *c = t_cache_;
-                if (c && c->release_pending_) c->release_dead_now();
+                if (__builtin_expect(c && c->release_pending_, 0)) c->release_dead_now();
             }
         }
         CallScope(const CallScope &) = delete;
@@ -73,7 +77,9 @@ class ResolveCache {
     Object *find(uint64_t handle, Tag tag) {
         for (unsigned i = 0; i < kWays; ++i) {
             if (handles_[i] != handle) continue;
-            if (HandleTable::instance().is_live(handle, tag)) return objects_[i].get();
+            // A live handle of another type: the miss path writes the message.
+            if (HandleTable::tag_of(handle) != uint8_t(tag)) return nullptr;
+            if (words_[i]->load(std::memory_order_acquire) == handle) return objects_[i].get();
             evict(i);  // the handle died: let its object go at the next call
             return nullptr;
         }
@@ -92,11 +98,9 @@ class ResolveCache {
     // hold) are released before it returns, not at a later call; nested in another qd call on
     // this thread, the release waits for that outermost call to return (CallScope). Only for
     // the end of an API call: it frees objects whose pointers the call may have used.
-    void release_dead_now() {
+    __attribute__((noinline)) void release_dead_now() {
         for (unsigned i = 0; i < kWays; ++i)
-            if (handles_[i] && !HandleTable::instance().is_live(
-                                   handles_[i], Tag(HandleTable::tag_of(handles_[i]))))
-                evict(i);
+            if (handles_[i] && words_[i]->load(std::memory_order_acquire) != handles_[i]) evict(i);
         if (t_depth_ > 1) {
             release_pending_ = true;
             return;
@@ -108,7 +112,14 @@ class ResolveCache {
     Object *insert(uint64_t handle, std::shared_ptr<Object> obj) {
         const unsigned i = next_++ % kWays;
         evict(i);
+        const std::atomic<uint64_t> *word =
+            HandleTable::instance().live_word(handle, Tag(HandleTable::tag_of(handle)));
+        if (!word) {  // cannot happen for a handle just resolved; keep it to the call's end
+            graveyard_.push_back(std::move(obj));
+            return graveyard_.back().get();
+        }
         handles_[i] = handle;
+        words_[i] = word;
         objects_[i] = std::move(obj);
         return objects_[i].get();
     }
@@ -142,10 +153,17 @@ class ResolveCache {
 
     void evict(unsigned i) {
         handles_[i] = 0;
+        words_[i] = &kNoWord;
         if (objects_[i]) graveyard_.push_back(std::move(objects_[i]));
     }
 
+    // What an empty entry's word points at: UINT64_MAX, which is no handle (no tag is 0xff),
+    // so an empty entry that a handle of 0 finds is never a hit.
+    static inline const std::atomic<uint64_t> kNoWord{UINT64_MAX};
+
     uint64_t handles_[kWays] = {};
+    const std::atomic<uint64_t> *words_[kWays] = {&kNoWord, &kNoWord, &kNoWord, &kNoWord,
+                                                  &kNoWord, &kNoWord, &kNoWord, &kNoWord};
     std::shared_ptr<Object> objects_[kWays];
     unsigned next_ = 0;
     bool release_pending_ = false;  // a nested release_dead_now, for the outermost call's end
