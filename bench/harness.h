@@ -64,12 +64,16 @@ inline double max_of(const std::vector<double> &v) {
 //   --workers N   (CPU benchmarks) cpu_worker_threads of the contexts; 0 = the library default.
 //                 Use it with taskset on a machine with more cores, e.g.
 //                 `taskset -c 0,1 bench_cpu --workers 2` to reproduce a 2-core machine.
+//   --side S      qd or anchor: time only that side of each alternated figure, so that a
+//                 profiler (`perf record`) sees one side's calls alone; the other side's figure,
+//                 the ratio and the verdict then read nan/MISS. For profiles, never for figures.
 struct Options {
     int repeats = 7;
     int warmup = 1;
     std::string filter;
     bool quiet = false;
     int workers = 0;
+    std::string side;  // "", "qd" or "anchor"
 
     // Returns false (after printing usage) on a bad command line.
     bool parse(int argc, char **argv) {
@@ -98,6 +102,10 @@ struct Options {
                 const char *v = next(a);
                 if (!v) return usage(argv[0]);
                 workers = std::max(0, std::atoi(v));
+            } else if (!std::strcmp(a, "--side")) {
+                const char *v = next(a);
+                if (!v || (std::strcmp(v, "qd") && std::strcmp(v, "anchor"))) return usage(argv[0]);
+                side = v;
             } else if (!std::strcmp(a, "--quiet")) {
                 quiet = true;
             } else {
@@ -114,7 +122,7 @@ struct Options {
     static bool usage(const char *prog) {
         std::fprintf(stderr,
                      "usage: %s [--repeats N>=5] [--warmup N>=1] [--filter SUBSTRING] [--quiet] "
-                     "[--workers N]\n",
+                     "[--workers N] [--side qd|anchor]\n",
                      prog);
         return false;
     }
@@ -132,6 +140,14 @@ struct Samples {
 template <class QdFn, class AnchorFn>
 Samples alternate(const Options &opt, QdFn &&qd_fn, AnchorFn &&anchor_fn) {
     Samples s;
+    const bool qd_side = opt.side != "anchor", anchor_side = opt.side != "qd";
+    if (!qd_side || !anchor_side) {  // --side: one side alone, for a profiler
+        for (int r = 0; r < opt.warmup + opt.repeats; ++r) {
+            const double v = qd_side ? qd_fn() : anchor_fn();
+            if (r >= opt.warmup) (qd_side ? s.qd : s.anchor).push_back(v);
+        }
+        return s;
+    }
     for (int w = 0; w < opt.warmup; ++w) {
         (void)qd_fn();
         (void)anchor_fn();
