@@ -113,19 +113,21 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     void counted(Tag tag, int64_t delta);
 
   private:
-    // Live-object counters for qd_context_get_stats.
-    std::atomic<int64_t> live_streams_{0}, live_events_{0}, live_modules_{0}, live_kernels_{0},
-        live_graphs_{0};
-
     Context() = default;
     qd_status unusable() const;  // the error half of usable()
     void tear_down();            // everything destroy() does after the handle is gone
     void sweep();  // frees what the registry still holds: the last step of tear_down()
 
+    // What every submit reads (usable(), observer()), first and together.
     uint64_t handle_ = 0;
     qd_backend kind_ = QD_BACKEND_CPU;
     uint64_t fork_generation_ = 0;
     std::shared_ptr<backend::Context> impl_;
+    std::atomic<OpObserver *> observer_{nullptr};
+
+    // Live-object counters for qd_context_get_stats.
+    std::atomic<int64_t> live_streams_{0}, live_events_{0}, live_modules_{0}, live_kernels_{0},
+        live_graphs_{0};
     std::unique_ptr<StreamPool> stream_pool_;
     std::unique_ptr<EventPool> event_pool_;
     AllocRegistry allocs_;
@@ -136,7 +138,6 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     // Set by tear_down() once its streams are drained and shut down, just before its sweep:
     // from then on the registry refuses blocks (register_allocation).
     std::atomic<bool> allocs_closed_{false};
-    std::atomic<OpObserver *> observer_{nullptr};
     std::mutex observers_mutex_;
     std::unique_ptr<ObserverSet> observers_;        // created by the first attach_observer
     std::unique_ptr<CaptureRouter> capture_owner_;  // under observers_mutex_

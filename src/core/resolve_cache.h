@@ -40,7 +40,7 @@ namespace qd::core {
 
 class ResolveCache {
   public:
-    static constexpr unsigned kWays = 8;  // words_'s initializer names each way
+    static constexpr unsigned kWays = 8;  // hits_'s initializer names each way
 
     static ResolveCache &local() {
         ResolveCache *c = t_cache_;
@@ -52,18 +52,17 @@ class ResolveCache {
     // nested call asked for (release_dead_now) happens as the outermost call returns.
     class CallScope {
       public:
-        CallScope() noexcept {
-            if (t_depth_++ == 0) {
-                ResolveCache *c = t_cache_;
-                if (c && !c->graveyard_.empty()) c->bury();
+        // Inline in every entry point, as the end: with nothing pending, each reads and writes
+        // the thread's depth and reads its pending bits (thread-local, one cache line), and
+        // touches the cache itself not at all; the work is out of line.
+        __attribute__((always_inline)) CallScope() noexcept {
+            if (t_depth_++ == 0 && __builtin_expect(t_pending_ & kBury, 0)) {
+                if (ResolveCache *c = t_cache_) c->bury();
             }
         }
-        // Inline in every entry point: the common end is a decrement and two loads; the
-        // release is out of line.
         __attribute__((always_inline)) ~CallScope() {
-            if (--t_depth_ == 0) {
-                ResolveCache *c = t_cache_;
-                if (__builtin_expect(c && c->release_pending_, 0)) c->release_dead_now();
+            if (--t_depth_ == 0 && __builtin_expect(t_pending_ & kRelease, 0)) {
+                if (ResolveCache *c = t_cache_) c->release_dead_now();
             }
         }
         CallScope(const CallScope &) = delete;
@@ -79,7 +78,7 @@ class ResolveCache {
             if (handles_[i] != handle) continue;
             // A live handle of another type: the miss path writes the message.
             if (HandleTable::tag_of(handle) != uint8_t(tag)) return nullptr;
-            if (words_[i]->load(std::memory_order_acquire) == handle) return objects_[i].get();
+            if (hits_[i].word->load(std::memory_order_acquire) == handle) return hits_[i].object;
             evict(i);  // the handle died: let its object go at the next call
             return nullptr;
         }
@@ -100,12 +99,13 @@ class ResolveCache {
     // the end of an API call: it frees objects whose pointers the call may have used.
     __attribute__((noinline)) void release_dead_now() {
         for (unsigned i = 0; i < kWays; ++i)
-            if (handles_[i] && words_[i]->load(std::memory_order_acquire) != handles_[i]) evict(i);
+            if (handles_[i] && hits_[i].word->load(std::memory_order_acquire) != handles_[i])
+                evict(i);
         if (t_depth_ > 1) {
-            release_pending_ = true;
+            t_pending_ |= kRelease;
             return;
         }
-        release_pending_ = false;
+        t_pending_ &= uint8_t(~kRelease);
         bury();
     }
 
@@ -116,12 +116,13 @@ class ResolveCache {
             HandleTable::instance().live_word(handle, Tag(HandleTable::tag_of(handle)));
         if (!word) {  // cannot happen for a handle just resolved; keep it to the call's end
             graveyard_.push_back(std::move(obj));
+            t_pending_ |= kBury;
             return graveyard_.back().get();
         }
         handles_[i] = handle;
-        words_[i] = word;
-        objects_[i] = std::move(obj);
-        return objects_[i].get();
+        hits_[i] = Hit{word, obj.get()};
+        owners_[i] = std::move(obj);
+        return hits_[i].object;
     }
 
     // In the child of a fork (core/fork_handlers.h): the calling thread's cache holds references
@@ -136,6 +137,12 @@ class ResolveCache {
         nullptr;
     // How many qd calls the thread is inside (CallScope).
     static inline thread_local unsigned t_depth_ __attribute__((tls_model("initial-exec"))) = 0;
+    // Work for the outermost call's scope: kBury (the graveyard holds objects: free them as the
+    // next outermost call begins), kRelease (a nested release_dead_now: release as the outermost
+    // call returns). Thread-local beside t_depth_, so a call with nothing pending reads no line
+    // of the cache.
+    static constexpr uint8_t kBury = 1, kRelease = 2;
+    static inline thread_local uint8_t t_pending_ __attribute__((tls_model("initial-exec"))) = 0;
     friend struct ResolveCacheReaper;
 
     // Out of line, so the clearing loop stays out of every entry point's prologue. Releasing an
@@ -144,6 +151,7 @@ class ResolveCache {
     // outermost call, so the vector being cleared is never touched meanwhile.
     __attribute__((noinline)) void bury() {
         ++t_depth_;
+        t_pending_ &= uint8_t(~kBury);  // what the releases below push out sets it again
         std::vector<std::shared_ptr<Object>> dead;
         dead.swap(graveyard_);
         dead.clear();
@@ -153,20 +161,30 @@ class ResolveCache {
 
     void evict(unsigned i) {
         handles_[i] = 0;
-        words_[i] = &kNoWord;
-        if (objects_[i]) graveyard_.push_back(std::move(objects_[i]));
+        hits_[i] = Hit{&kNoWord, nullptr};
+        if (owners_[i]) {
+            graveyard_.push_back(std::move(owners_[i]));
+            t_pending_ |= kBury;
+        }
     }
 
     // What an empty entry's word points at: UINT64_MAX, which is no handle (no tag is 0xff),
     // so an empty entry that a handle of 0 finds is never a hit.
     static inline const std::atomic<uint64_t> kNoWord{UINT64_MAX};
 
-    uint64_t handles_[kWays] = {};
-    const std::atomic<uint64_t> *words_[kWays] = {&kNoWord, &kNoWord, &kNoWord, &kNoWord,
-                                                  &kNoWord, &kNoWord, &kNoWord, &kNoWord};
-    std::shared_ptr<Object> objects_[kWays];
+    // What a hit reads: the handles scanned (one cache line), then the way's word and object
+    // (16 bytes, four ways to a line). The owning references are apart, touched only by
+    // insert and evict.
+    struct Hit {
+        const std::atomic<uint64_t> *word;
+        Object *object;
+    };
+    alignas(64) uint64_t handles_[kWays] = {};
+    Hit hits_[kWays] = {{&kNoWord, nullptr}, {&kNoWord, nullptr}, {&kNoWord, nullptr},
+                        {&kNoWord, nullptr}, {&kNoWord, nullptr}, {&kNoWord, nullptr},
+                        {&kNoWord, nullptr}, {&kNoWord, nullptr}};
+    std::shared_ptr<Object> owners_[kWays];
     unsigned next_ = 0;
-    bool release_pending_ = false;  // a nested release_dead_now, for the outermost call's end
     std::vector<std::shared_ptr<Object>> graveyard_;
 };
 

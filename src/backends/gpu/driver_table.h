@@ -170,6 +170,18 @@ enum class CurrentModel : uint8_t {
 };
 
 struct DriverTable {
+    // --- read by every enqueue: first, on one cache line with nothing else ---
+    Result success = 0;
+
+    // True when every call that takes a stream handle (launch, event record, stream wait,
+    // async copies, memset, stream-ordered alloc/free, host functions, stream synchronize and
+    // query) runs in that stream's context whatever context is current on the calling thread.
+    // The backend then skips its current-context check on those calls. False: it makes its
+    // context current around each of them (and restores the caller's).
+    bool stream_calls_use_stream_context = false;
+
+    CurrentModel current_model = CurrentModel::context_stack;
+
     // --- functions (filled by the vendor loader) ---
 #define QD_GPU_FN_MEMBER_(name, required, params) Result(*name) params = nullptr;
     QD_GPU_DRIVER_TABLE(QD_GPU_FN_MEMBER_)
@@ -184,7 +196,6 @@ struct DriverTable {
     const char *api_name = "";  // "CUDA", "HIP": the prefix of messages
 
     // --- result codes ---
-    Result success = 0;
     Result not_ready = 0;
     Result invalid_value = 0;  // what func_get_param_info returns past the last parameter
     Result peer_access_already_enabled = 0;  // ctx_enable_peer_access, granted before
@@ -206,15 +217,6 @@ struct DriverTable {
     int capture_status_none = 0;         // stream_is_capturing: the stream is not capturing
     int mem_location_device = 0;         // MemAccessDesc::location_type of a device
     int mem_access_read_write = 0;       // MemAccessDesc::flags: read and write
-
-    // True when every call that takes a stream handle (launch, event record, stream wait,
-    // async copies, memset, stream-ordered alloc/free, host functions, stream synchronize and
-    // query) runs in that stream's context whatever context is current on the calling thread.
-    // The backend then skips its current-context check on those calls. False: it makes its
-    // context current around each of them (and restores the caller's).
-    bool stream_calls_use_stream_context = false;
-
-    CurrentModel current_model = CurrentModel::context_stack;
 
     // False when launch_host_func is a stream-callback fallback (a HIP runtime without
     // hipLaunchHostFunc): a stream callback cannot be captured, so a host function inside a
