@@ -45,7 +45,7 @@ class HipNativeGraph : public ::testing::Test {
     void SetUp() override {
         uint32_t devices = 0;
         if (qd_device_count(QD_BACKEND_HIP, &devices) != QD_SUCCESS || devices == 0)
-            GTEST_SKIP() << "no HIP device: " << qd_last_error_message();
+            GTEST_SKIP() << "HIP unavailable: " << qd_last_error_message();
         qd::backend::Driver *driver = nullptr;
         ASSERT_EQ(qd::backend::get_driver(QD_BACKEND_HIP, &driver), QD_SUCCESS);
         counters_ = gpu::native_counters(driver);

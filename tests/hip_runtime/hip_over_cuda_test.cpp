@@ -663,14 +663,14 @@ TEST(HipOverCuda, MemcpyAsync_BetweenTwoDevices_WorksWhicheverDeviceIsCurrent) {
     if (cuda().count < 2) GTEST_SKIP() << "needs 2 CUDA devices, have " << cuda().count;
     const Hip &h = hip();
     const Cuda &c = cuda();
-    std::thread([&] {
-        constexpr size_t kBytes = 1 << 16;
+    for (int d = 0; d < 2; ++d) {
         int pools = 0;
-        for (int d = 0; d < 2; ++d) {
-            ASSERT_EQ(h.hipDeviceGetAttribute(&pools, hipDeviceAttributeMemoryPoolsSupported, d),
-                      hipSuccess);
-            if (!pools) GTEST_SKIP() << "device " << d << " has no memory pools";
-        }
+        ASSERT_EQ(h.hipDeviceGetAttribute(&pools, hipDeviceAttributeMemoryPoolsSupported, d),
+                  hipSuccess);
+        if (!pools) GTEST_SKIP() << "device " << d << " has no memory pools";
+    }
+    std::thread([&] {  // a fresh thread: its current device is its own
+        constexpr size_t kBytes = 1 << 16;
         hipStream_t s0 = nullptr, s1 = nullptr;
         void *a = nullptr, *b = nullptr, *host = nullptr;
         ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
@@ -733,7 +733,8 @@ TEST(HipOverCuda, MemcpyAsync_BetweenTwoDevices_WorksWhicheverDeviceIsCurrent) {
         EXPECT_EQ(h.hipHostFree(host), hipSuccess);
         EXPECT_EQ(h.hipStreamDestroy(s0), hipSuccess);
         EXPECT_EQ(h.hipStreamDestroy(s1), hipSuccess);
-    }).join();
+    })
+        .join();
 }
 
 // --- Graphs --------------------------------------------------------------------------------------
