@@ -867,7 +867,6 @@ TEST(HipOverCuda, GraphExecUpdate_TakesTheNewValues_OrSaysWhyNot) {
     hipGraphExecUpdateResult result = hipGraphExecUpdateError;
     ASSERT_EQ(h.hipGraphExecUpdate(exec, same_shape, &node, &result), hipSuccess);
     EXPECT_EQ(result, hipGraphExecUpdateSuccess);
-    EXPECT_EQ(node, nullptr);
     ASSERT_EQ(h.hipGraphLaunch(exec, g.stream), hipSuccess);
     ASSERT_EQ(h.hipStreamSynchronize(g.stream), hipSuccess);
     EXPECT_EQ(g.host_not(0x02), 0u) << "the update's value";
