@@ -98,10 +98,16 @@ class HipNativeGraph : public ::testing::Test {
     void *host_ = nullptr;
 };
 
+// QD_VALIDATE attaches the validation mode to every context, which takes the re-issue path.
+#define SKIP_IF_VALIDATE_ENV()                                                                     \
+    do {                                                                                           \
+        const char *validate_ = std::getenv("QD_VALIDATE");                                        \
+        if (validate_ && *validate_ && std::strcmp(validate_, "0") != 0)                           \
+            GTEST_SKIP() << "QD_VALIDATE attaches the validation mode to every context";           \
+    } while (0)
+
 TEST_F(HipNativeGraph, WithNoObserver_AReplayIsOneNativeGraph) {
-    const char *validate = std::getenv("QD_VALIDATE");
-    if (validate && *validate && std::strcmp(validate, "0") != 0)
-        GTEST_SKIP() << "QD_VALIDATE attaches the validation mode to every context";
+    SKIP_IF_VALIDATE_ENV();
     make_context(0);
     std::memset(host_, 0, kBytes);
     const uint64_t before = instantiated();
@@ -146,6 +152,7 @@ TEST_F(HipNativeGraph, WithValidationAttached_AReplayReissuesItsOperations) {
 void count_call(void *user) { static_cast<std::atomic<int> *>(user)->fetch_add(1); }
 
 TEST_F(HipNativeGraph, HostFunctionInANativeCapture_AsTheRuntimeAllows) {
+    SKIP_IF_VALIDATE_ENV();
     make_context(0);
     void *runtime = loaded_hip_runtime();
     ASSERT_NE(runtime, nullptr) << "qd has a HIP device but no libamdhip64 is loaded";
