@@ -12,7 +12,9 @@
 // machine without CUDA, where every call reports hipErrorNoDevice.
 //
 // Like Debian's libamdhip64.so.5, it does not export hipLaunchHostFunc: qd's host functions then
-// go through hipStreamAddCallback (qd's adapter), which is what this runtime proves.
+// go through hipStreamAddCallback (qd's adapter), which is what this runtime proves. Built a second
+// time with QD_HIP_OVER_CUDA_HOST_FUNC=1 (host-func/libamdhip64.so.5), it does export it, as
+// HIP's later runtimes do: qd then captures host functions into native graphs.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
@@ -178,7 +180,10 @@ struct Cuda {
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)    \
     X(cuEventElapsedTime) X(cuModuleLoadDataEx) X(cuModuleGetFunction) X(cuModuleUnload)         \
     X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemFree)      \
-    X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuMemHostAlloc) X(cuMemFreeHost)
+    X(cuMemcpyAsync) X(cuMemcpyPeerAsync) X(cuPointerGetAttribute) X(cuMemsetD8Async)            \
+    X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamBeginCapture) X(cuStreamEndCapture)             \
+    X(cuStreamIsCapturing) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecUpdate)  \
+    X(cuGraphExecDestroy) X(cuGraphDestroy)
     // clang-format on
     QD_CU_FUNCTIONS(QD_CU_FN)
 #undef QD_CU_FN
@@ -366,6 +371,112 @@ void run_callback(void *raw) {
     Callback call = *static_cast<Callback *>(raw);
     delete static_cast<Callback *>(raw);
     call.callback(call.stream, hipSuccess, call.user_data);
+}
+
+// --- Copies between devices --------------------------------------------------------------------
+// HIP (hip_runtime_api.h, hipMemcpy and hipMemcpyAsync): the copy is performed by the device of
+// the stream, any two addresses may be given, and where that device cannot reach the source or
+// the destination (no peer access) the copy still works, staged through host memory. CUDA's
+// cuMemcpyAsync runs in the stream's context too, but checks both addresses in the thread's
+// current context: memory of another device's stream-ordered pool, which that context was not
+// granted, is CUDA_ERROR_INVALID_VALUE there. So each copy is issued where CUDA accepts it:
+// between two devices' memory, cuMemcpyPeerAsync with both primary contexts (CUDA stages it
+// where the devices are not peers); with one device's memory on either side, cuMemcpyAsync with
+// that device's primary context current (the caller's restored after); host to host, as it is.
+
+// The ordinal of the device whose memory p addresses; -1 for host memory (pinned, or pageable,
+// which CUDA does not know).
+int device_of(const Cuda *cu, const void *p) {
+    unsigned type = 0;
+    if (cu->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, cu_ptr(p)) !=
+            CUDA_SUCCESS ||
+        type != CU_MEMORYTYPE_DEVICE)
+        return -1;
+    int ordinal = -1;
+    if (cu->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, cu_ptr(p)) !=
+        CUDA_SUCCESS)
+        return -1;
+    return ordinal;
+}
+
+hipError_t copy_async(const Cuda *cu, void *dst, const void *src, size_t bytes, CUstream stream) {
+    const int from = device_of(cu, src), to = device_of(cu, dst);
+    hipError_t r = hipSuccess;
+    if (from >= 0 && to >= 0 && from != to) {
+        CUcontext src_ctx = nullptr, dst_ctx = nullptr;
+        if ((r = primary_context(cu, from, &src_ctx)) != hipSuccess) return r;
+        if ((r = primary_context(cu, to, &dst_ctx)) != hipSuccess) return r;
+        return to_hip(
+            cu->cuMemcpyPeerAsync(cu_ptr(dst), dst_ctx, cu_ptr(src), src_ctx, bytes, stream));
+    }
+    const int owner = from >= 0 ? from : to;
+    CUcontext owner_ctx = nullptr, previous = nullptr;
+    if (owner >= 0 && (r = primary_context(cu, owner, &owner_ctx)) != hipSuccess) return r;
+    if ((r = to_hip(cu->cuCtxGetCurrent(&previous))) != hipSuccess) return r;
+    if (owner < 0 || previous == owner_ctx)
+        return to_hip(cu->cuMemcpyAsync(cu_ptr(dst), cu_ptr(src), bytes, stream));
+    if ((r = to_hip(cu->cuCtxSetCurrent(owner_ctx))) != hipSuccess) return r;
+    r = to_hip(cu->cuMemcpyAsync(cu_ptr(dst), cu_ptr(src), bytes, stream));
+    const hipError_t restored = to_hip(cu->cuCtxSetCurrent(previous));
+    return r != hipSuccess ? r : restored;
+}
+
+// --- Graphs ---------------------------------------------------------------------------------------
+// HIP's graph handles are CUDA's (hipGraph_t is a CUgraph, hipGraphExec_t a CUgraphExec, a
+// hipGraphNode_t a CUgraphNode); the enums are mapped by name.
+
+CUgraph cu_graph(hipGraph_t g) { return reinterpret_cast<CUgraph>(g); }
+CUgraphExec cu_exec(hipGraphExec_t e) { return reinterpret_cast<CUgraphExec>(e); }
+
+struct CaptureModePair {
+    hipStreamCaptureMode hip;
+    CUstreamCaptureMode cuda;
+};
+constexpr CaptureModePair kCaptureModes[] = {
+    {hipStreamCaptureModeGlobal, CU_STREAM_CAPTURE_MODE_GLOBAL},
+    {hipStreamCaptureModeThreadLocal, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL},
+    {hipStreamCaptureModeRelaxed, CU_STREAM_CAPTURE_MODE_RELAXED},
+};
+
+struct CaptureStatusPair {
+    CUstreamCaptureStatus cuda;
+    hipStreamCaptureStatus hip;
+};
+constexpr CaptureStatusPair kCaptureStatuses[] = {
+    {CU_STREAM_CAPTURE_STATUS_NONE, hipStreamCaptureStatusNone},
+    {CU_STREAM_CAPTURE_STATUS_ACTIVE, hipStreamCaptureStatusActive},
+    {CU_STREAM_CAPTURE_STATUS_INVALIDATED, hipStreamCaptureStatusInvalidated},
+};
+
+// CUgraphExecUpdateResult -> hipGraphExecUpdateResult; CUDA's later reasons (attributes
+// changed) have no HIP name and are hipGraphExecUpdateError.
+struct UpdateResultPair {
+    CUgraphExecUpdateResult cuda;
+    hipGraphExecUpdateResult hip;
+};
+constexpr UpdateResultPair kUpdateResults[] = {
+    {CU_GRAPH_EXEC_UPDATE_SUCCESS, hipGraphExecUpdateSuccess},
+    {CU_GRAPH_EXEC_UPDATE_ERROR, hipGraphExecUpdateError},
+    {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, hipGraphExecUpdateErrorTopologyChanged},
+    {CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, hipGraphExecUpdateErrorNodeTypeChanged},
+    {CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED, hipGraphExecUpdateErrorFunctionChanged},
+    {CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, hipGraphExecUpdateErrorParametersChanged},
+    {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, hipGraphExecUpdateErrorNotSupported},
+    {CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE,
+     hipGraphExecUpdateErrorUnsupportedFunctionChange},
+};
+
+hipGraphExecUpdateResult to_hip_update_result(CUgraphExecUpdateResult result) {
+    for (const UpdateResultPair &p : kUpdateResults)
+        if (p.cuda == result) return p.hip;
+    return hipGraphExecUpdateError;
+}
+
+hipError_t instantiate(const Cuda *cu, hipGraphExec_t *exec, hipGraph_t graph,
+                       unsigned long long cu_flags) {
+    if (!exec || !graph) return hipErrorInvalidValue;
+    return to_hip(cu->cuGraphInstantiateWithFlags(reinterpret_cast<CUgraphExec *>(exec),
+                                                  cu_graph(graph), cu_flags));
 }
 
 }  // namespace
@@ -646,8 +757,8 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t sizeBytes, hipMemcp
                           hipStream_t stream) {
     QD_CUDA(cu);
     QD_CONTEXT(cu);
-    // Under CUDA's unified addressing every direction is the same copy: the driver infers it
-    // from the addresses, as hipMemcpyDefault asks.
+    // Under CUDA's unified addressing every direction is the same copy: the devices are found
+    // from the addresses (copy_async), as hipMemcpyDefault asks.
     switch (kind) {
     case hipMemcpyHostToHost:
     case hipMemcpyHostToDevice:
@@ -656,7 +767,7 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t sizeBytes, hipMemcp
     case hipMemcpyDefault: break;
     default: return hipErrorInvalidMemcpyDirection;
     }
-    return to_hip(cu->cuMemcpyAsync(cu_ptr(dst), cu_ptr(src), sizeBytes, cu_stream(stream)));
+    return copy_async(cu, dst, src, sizeBytes, cu_stream(stream));  // any two devices' memory
 }
 
 hipError_t hipMemsetD8Async(hipDeviceptr_t dest, unsigned char value, size_t count,
@@ -692,5 +803,103 @@ hipError_t hipHostFree(void *ptr) {
     QD_CONTEXT(cu);
     return to_hip(cu->cuMemFreeHost(ptr));
 }
+
+// --- Graphs (beta in HIP 5.2, as the header says) ---------------------------------------------
+// Capture, instantiate, launch, update and destroy over the CUDA driver's, so that qd's native
+// HIP graph path runs (src/backends/gpu/graph.cpp).
+
+hipError_t hipStreamBeginCapture(hipStream_t stream, hipStreamCaptureMode mode) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    for (const CaptureModePair &m : kCaptureModes)
+        if (m.hip == mode) return to_hip(cu->cuStreamBeginCapture(cu_stream(stream), m.cuda));
+    return hipErrorInvalidValue;
+}
+
+hipError_t hipStreamEndCapture(hipStream_t stream, hipGraph_t *pGraph) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (!pGraph) return hipErrorInvalidValue;
+    return to_hip(cu->cuStreamEndCapture(cu_stream(stream), reinterpret_cast<CUgraph *>(pGraph)));
+}
+
+hipError_t hipStreamIsCapturing(hipStream_t stream, hipStreamCaptureStatus *pCaptureStatus) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (!pCaptureStatus) return hipErrorInvalidValue;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    hipError_t r = to_hip(cu->cuStreamIsCapturing(cu_stream(stream), &status));
+    if (r != hipSuccess) return r;
+    for (const CaptureStatusPair &p : kCaptureStatuses)
+        if (p.cuda == status) {
+            *pCaptureStatus = p.hip;
+            return hipSuccess;
+        }
+    return hipErrorUnknown;  // a status CUDA added later
+}
+
+// The older form: no flags; the error node and log that CUDA 12 no longer reports are empty.
+hipError_t hipGraphInstantiate(hipGraphExec_t *pGraphExec, hipGraph_t graph,
+                               hipGraphNode_t *pErrorNode, char *pLogBuffer, size_t bufferSize) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (pErrorNode) *pErrorNode = nullptr;
+    if (pLogBuffer && bufferSize > 0) pLogBuffer[0] = '\0';
+    return instantiate(cu, pGraphExec, graph, 0);
+}
+
+hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *pGraphExec, hipGraph_t graph,
+                                        unsigned long long flags) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    // HIP 5.2 names one flag, CUDA's of the same meaning.
+    if (flags & ~static_cast<unsigned long long>(hipGraphInstantiateFlagAutoFreeOnLaunch))
+        return hipErrorInvalidValue;
+    return instantiate(cu, pGraphExec, graph,
+                       flags ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
+}
+
+hipError_t hipGraphLaunch(hipGraphExec_t graphExec, hipStream_t stream) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    return to_hip(cu->cuGraphLaunch(cu_exec(graphExec), cu_stream(stream)));
+}
+
+// HIP keeps CUDA 11's shape (the failing node and the result written separately).
+hipError_t hipGraphExecUpdate(hipGraphExec_t hGraphExec, hipGraph_t hGraph,
+                              hipGraphNode_t *hErrorNode_out,
+                              hipGraphExecUpdateResult *updateResult_out) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (!hErrorNode_out || !updateResult_out) return hipErrorInvalidValue;
+    CUgraphExecUpdateResultInfo info{};
+    hipError_t r = to_hip(cu->cuGraphExecUpdate(cu_exec(hGraphExec), cu_graph(hGraph), &info));
+    *hErrorNode_out = reinterpret_cast<hipGraphNode_t>(info.errorNode);
+    *updateResult_out = to_hip_update_result(info.result);
+    return r;
+}
+
+hipError_t hipGraphExecDestroy(hipGraphExec_t graphExec) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    return to_hip(cu->cuGraphExecDestroy(cu_exec(graphExec)));
+}
+
+hipError_t hipGraphDestroy(hipGraph_t graph) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    return to_hip(cu->cuGraphDestroy(cu_graph(graph)));
+}
+
+#if QD_HIP_OVER_CUDA_HOST_FUNC
+// Only in the host-func/ build of this runtime (README.md): a runtime that exports
+// hipLaunchHostFunc, as HIP's later ones do. A capture records it, as it does CUDA's.
+hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void *userData) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (!fn) return hipErrorInvalidValue;
+    return to_hip(cu->cuLaunchHostFunc(cu_stream(stream), fn, userData));
+}
+#endif
 
 }  // extern "C"

@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -43,7 +44,9 @@ namespace {
     X(hipEventRecord) X(hipEventQuery) X(hipEventSynchronize) X(hipEventElapsedTime)             \
     X(hipModuleLoadDataEx) X(hipModuleGetFunction) X(hipModuleUnload) X(hipModuleLaunchKernel)   \
     X(hipStreamAddCallback) X(hipFreeAsync) X(hipFree) X(hipMemcpyAsync) X(hipMemsetD8Async)     \
-    X(hipHostFree)
+    X(hipHostFree) X(hipStreamBeginCapture) X(hipStreamEndCapture) X(hipStreamIsCapturing)       \
+    X(hipGraphInstantiate) X(hipGraphInstantiateWithFlags) X(hipGraphLaunch)                     \
+    X(hipGraphExecUpdate) X(hipGraphExecDestroy) X(hipGraphDestroy)
 // clang-format on
 
 // hipMallocAsync and hipHostMalloc also have C++ template overloads in the header: their C
@@ -62,28 +65,40 @@ struct Hip {
 #undef QD_HIP_MEMBER
     MallocAsyncFn hipMallocAsync = nullptr;
     HostMallocFn hipHostMalloc = nullptr;
+    // Only the host-func build exports it (host-func/README.md).
+    decltype(&::hipLaunchHostFunc) hipLaunchHostFunc = nullptr;
 };
 
-const Hip &hip() {
-    static const Hip loaded = [] {
-        Hip h;
-        // $QD_HIP_RUNTIME names the test runtime when the binary runs away from its build
-        // tree (tools/gpu-check carries both to the GPU machine).
-        const char *path = std::getenv("QD_HIP_RUNTIME");
-        h.lib = dlopen(path && *path ? path : QD_HIP_OVER_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
-        if (!h.lib) {
-            h.error = dlerror();
-            return h;
-        }
+// `variable` names the library when the binary runs away from its build tree (tools/gpu-check
+// carries the runtime, its host-func build and this test to the GPU machine).
+Hip load_hip(const char *variable, const char *built) {
+    Hip h;
+    const char *path = std::getenv(variable);
+    h.lib = dlopen(path && *path ? path : built, RTLD_NOW | RTLD_LOCAL);
+    if (!h.lib) {
+        h.error = dlerror();
+        return h;
+    }
 #define QD_HIP_BIND(name)                                                                          \
     h.name = reinterpret_cast<decltype(h.name)>(dlsym(h.lib, #name));                              \
     if (!h.name) h.error += " no " #name;
-        QD_HIP_FUNCTIONS(QD_HIP_BIND)
-        QD_HIP_BIND(hipMallocAsync)
-        QD_HIP_BIND(hipHostMalloc)
+    QD_HIP_FUNCTIONS(QD_HIP_BIND)
+    QD_HIP_BIND(hipMallocAsync)
+    QD_HIP_BIND(hipHostMalloc)
 #undef QD_HIP_BIND
-        return h;
-    }();
+    h.hipLaunchHostFunc =
+        reinterpret_cast<decltype(h.hipLaunchHostFunc)>(dlsym(h.lib, "hipLaunchHostFunc"));
+    return h;
+}
+
+const Hip &hip() {
+    static const Hip loaded = load_hip("QD_HIP_RUNTIME", QD_HIP_OVER_CUDA_PATH);
+    return loaded;
+}
+
+// The host-func build (a second library of the same soname, loaded by its own path).
+const Hip &hip_host_func() {
+    static const Hip loaded = load_hip("QD_HIP_RUNTIME_HOST_FUNC", QD_HIP_OVER_CUDA_HOST_FUNC_PATH);
     return loaded;
 }
 
@@ -195,6 +210,16 @@ TEST(HipOverCuda, ExportsWhatQdResolvesButNotHipLaunchHostFunc) {
     Dl_info info{};
     ASSERT_NE(dladdr(reinterpret_cast<void *>(hip().hipInit), &info), 0);
     EXPECT_NE(std::strstr(info.dli_fname, "libamdhip64.so.5"), nullptr) << info.dli_fname;
+}
+
+TEST(HipOverCuda, HostFuncBuild_ExportsHipLaunchHostFuncToo) {
+    const Hip &h = hip_host_func();
+    ASSERT_TRUE(h.error.empty()) << "loading " QD_HIP_OVER_CUDA_HOST_FUNC_PATH ":" << h.error;
+    EXPECT_NE(h.hipLaunchHostFunc, nullptr);
+    EXPECT_NE(h.lib, hip().lib) << "the two builds are two libraries";
+    Dl_info info{};
+    ASSERT_NE(dladdr(reinterpret_cast<void *>(h.hipInit), &info), 0);
+    EXPECT_NE(std::strstr(info.dli_fname, "host-func/libamdhip64.so.5"), nullptr) << info.dli_fname;
 }
 
 TEST(HipOverCuda, ErrorNamesAndStrings) {
@@ -625,6 +650,272 @@ TEST(HipOverCuda, ModuleLoadAndLaunch) {
         << log;
     hipJitOption unknown[] = {static_cast<hipJitOption>(999)};
     EXPECT_EQ(h.hipModuleLoadDataEx(&none, kFillPtx, 1, unknown, values), hipErrorInvalidValue);
+}
+
+// --- Copies between two devices ----------------------------------------------------------------
+// HIP: the copy is performed by the stream's device, whatever device is current, and works
+// between any two devices' memory (staged through the host where they are not peers). Each
+// device's memory here comes from its stream-ordered pool, which the other device was never
+// granted: CUDA's cuMemcpyAsync alone refuses such a copy in the other device's context.
+
+TEST(HipOverCuda, MemcpyAsync_BetweenTwoDevices_WorksWhicheverDeviceIsCurrent) {
+    REQUIRE_CUDA_DEVICE();
+    if (cuda().count < 2) GTEST_SKIP() << "needs 2 CUDA devices, have " << cuda().count;
+    const Hip &h = hip();
+    const Cuda &c = cuda();
+    for (int d = 0; d < 2; ++d) {
+        int pools = 0;
+        ASSERT_EQ(h.hipDeviceGetAttribute(&pools, hipDeviceAttributeMemoryPoolsSupported, d),
+                  hipSuccess);
+        if (!pools) GTEST_SKIP() << "device " << d << " has no memory pools";
+    }
+    std::thread([&] {  // a fresh thread: its current device is its own
+        constexpr size_t kBytes = 1 << 16;
+        hipStream_t s0 = nullptr, s1 = nullptr;
+        void *a = nullptr, *b = nullptr, *host = nullptr;
+        ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+        ASSERT_EQ(h.hipStreamCreateWithPriority(&s0, hipStreamNonBlocking, 0), hipSuccess);
+        ASSERT_EQ(h.hipMallocAsync(&a, kBytes, s0), hipSuccess);
+        ASSERT_EQ(h.hipMemsetD8Async(a, 0x11, kBytes, s0), hipSuccess);
+        ASSERT_EQ(h.hipStreamSynchronize(s0), hipSuccess);
+        ASSERT_EQ(h.hipHostMalloc(&host, kBytes, hipHostMallocPortable), hipSuccess);
+        ASSERT_EQ(h.hipSetDevice(1), hipSuccess);
+        ASSERT_EQ(h.hipStreamCreateWithPriority(&s1, hipStreamNonBlocking, 0), hipSuccess);
+        ASSERT_EQ(h.hipMallocAsync(&b, kBytes, s1), hipSuccess);
+        ASSERT_EQ(h.hipMemsetD8Async(b, 0x22, kBytes, s1), hipSuccess);
+        ASSERT_EQ(h.hipStreamSynchronize(s1), hipSuccess);
+        auto *bytes = static_cast<unsigned char *>(host);
+        auto count_not = [&](size_t from, size_t to, unsigned char v) {
+            size_t n = 0;
+            for (size_t i = from; i < to; ++i) n += bytes[i] != v;
+            return n;
+        };
+        CUcontext before = nullptr, after = nullptr;
+        ASSERT_EQ(c.cuCtxGetCurrent(&before), CUDA_SUCCESS);
+
+        // Device 1 current, device 1's stream: device 0's memory into pinned host memory.
+        std::memset(host, 0, kBytes);
+        ASSERT_EQ(h.hipMemcpyAsync(host, a, kBytes, hipMemcpyDefault, s1), hipSuccess);
+        ASSERT_EQ(h.hipStreamSynchronize(s1), hipSuccess);
+        EXPECT_EQ(count_not(0, kBytes, 0x11), 0u) << "device 0 -> host on device 1's stream";
+        ASSERT_EQ(c.cuCtxGetCurrent(&after), CUDA_SUCCESS);
+        EXPECT_EQ(after, before) << "the copy left another context current";
+
+        // Device 0's memory into device 1's, on device 1's stream (half of it).
+        ASSERT_EQ(h.hipMemcpyAsync(b, a, kBytes / 2, hipMemcpyDefault, s1), hipSuccess);
+        ASSERT_EQ(h.hipMemcpyAsync(host, b, kBytes, hipMemcpyDeviceToHost, s1), hipSuccess);
+        ASSERT_EQ(h.hipStreamSynchronize(s1), hipSuccess);
+        EXPECT_EQ(count_not(0, kBytes / 2, 0x11), 0u) << "device 0 -> device 1";
+        EXPECT_EQ(count_not(kBytes / 2, kBytes, 0x22), 0u) << "past the copied half";
+
+        // Device 0 current, device 1's stream: device 1's memory into device 0's, and pinned
+        // host memory into device 0's.
+        ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+        ASSERT_EQ(h.hipMemcpyAsync(a, static_cast<char *>(b) + kBytes / 2, kBytes / 4,
+                                   hipMemcpyDeviceToDevice, s1),
+                  hipSuccess);
+        std::memset(host, 0x33, kBytes);
+        ASSERT_EQ(h.hipMemcpyAsync(static_cast<char *>(a) + kBytes / 2, host, kBytes / 4,
+                                   hipMemcpyHostToDevice, s1),
+                  hipSuccess);
+        ASSERT_EQ(h.hipStreamSynchronize(s1), hipSuccess);
+        std::memset(host, 0, kBytes);
+        ASSERT_EQ(h.hipMemcpyAsync(host, a, kBytes, hipMemcpyDefault, s0), hipSuccess);
+        ASSERT_EQ(h.hipStreamSynchronize(s0), hipSuccess);
+        EXPECT_EQ(count_not(0, kBytes / 4, 0x22), 0u) << "device 1 -> device 0";
+        EXPECT_EQ(count_not(kBytes / 4, kBytes / 2, 0x11), 0u) << "untouched";
+        EXPECT_EQ(count_not(kBytes / 2, 3 * kBytes / 4, 0x33), 0u) << "host -> device 0";
+
+        EXPECT_EQ(h.hipFreeAsync(a, s0), hipSuccess);
+        EXPECT_EQ(h.hipFreeAsync(b, s1), hipSuccess);
+        EXPECT_EQ(h.hipStreamSynchronize(s0), hipSuccess);
+        EXPECT_EQ(h.hipStreamSynchronize(s1), hipSuccess);
+        EXPECT_EQ(h.hipHostFree(host), hipSuccess);
+        EXPECT_EQ(h.hipStreamDestroy(s0), hipSuccess);
+        EXPECT_EQ(h.hipStreamDestroy(s1), hipSuccess);
+    })
+        .join();
+}
+
+// --- Graphs --------------------------------------------------------------------------------------
+
+// A stream, a device buffer and pinned host memory of kGraphBytes on device 0.
+constexpr size_t kGraphBytes = 4096;
+struct GraphBench {
+    const Hip &h;
+    hipStream_t stream = nullptr;
+    void *device = nullptr;
+    void *host = nullptr;
+
+    explicit GraphBench(const Hip &hip_runtime) : h(hip_runtime) {
+        EXPECT_EQ(h.hipSetDevice(0), hipSuccess);
+        EXPECT_EQ(h.hipStreamCreateWithPriority(&stream, hipStreamNonBlocking, 0), hipSuccess);
+        EXPECT_EQ(h.hipMallocAsync(&device, kGraphBytes, stream), hipSuccess);
+        EXPECT_EQ(h.hipHostMalloc(&host, kGraphBytes, hipHostMallocPortable), hipSuccess);
+        EXPECT_EQ(h.hipStreamSynchronize(stream), hipSuccess);
+        if (host) std::memset(host, 0, kGraphBytes);
+    }
+    ~GraphBench() {
+        EXPECT_EQ(h.hipFreeAsync(device, stream), hipSuccess);
+        EXPECT_EQ(h.hipStreamSynchronize(stream), hipSuccess);
+        EXPECT_EQ(h.hipHostFree(host), hipSuccess);
+        EXPECT_EQ(h.hipStreamDestroy(stream), hipSuccess);
+    }
+    // Captures `sets` memsets of the device buffer (the last one to `value`) and its copy into
+    // the host memory.
+    hipGraph_t capture(unsigned char value, int sets = 1) {
+        hipGraph_t graph = nullptr;
+        EXPECT_EQ(h.hipStreamBeginCapture(stream, hipStreamCaptureModeRelaxed), hipSuccess);
+        for (int i = sets; i > 0; --i)
+            EXPECT_EQ(h.hipMemsetD8Async(device, static_cast<unsigned char>(value - i + 1),
+                                         kGraphBytes, stream),
+                      hipSuccess);
+        EXPECT_EQ(h.hipMemcpyAsync(host, device, kGraphBytes, hipMemcpyDefault, stream),
+                  hipSuccess);
+        EXPECT_EQ(h.hipStreamEndCapture(stream, &graph), hipSuccess);
+        return graph;
+    }
+    size_t host_not(unsigned char value) const {
+        size_t n = 0;
+        for (size_t i = 0; i < kGraphBytes; ++i)
+            n += static_cast<unsigned char *>(host)[i] != value;
+        return n;
+    }
+};
+
+TEST(HipOverCuda, StreamCapture_RecordsInsteadOfRunning_AndSaysSo) {
+    REQUIRE_CUDA_DEVICE();
+    const Hip &h = hip();
+    ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+    REQUIRE_MEMORY_POOLS();
+    GraphBench g(h);
+    hipStreamCaptureStatus status = hipStreamCaptureStatusActive;
+    ASSERT_EQ(h.hipStreamIsCapturing(g.stream, &status), hipSuccess);
+    EXPECT_EQ(status, hipStreamCaptureStatusNone);
+    EXPECT_EQ(h.hipStreamIsCapturing(g.stream, nullptr), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipStreamBeginCapture(g.stream, static_cast<hipStreamCaptureMode>(7)),
+              hipErrorInvalidValue);
+    ASSERT_EQ(h.hipStreamBeginCapture(g.stream, hipStreamCaptureModeRelaxed), hipSuccess);
+    ASSERT_EQ(h.hipStreamIsCapturing(g.stream, &status), hipSuccess);
+    EXPECT_EQ(status, hipStreamCaptureStatusActive);
+    ASSERT_EQ(h.hipMemsetD8Async(g.device, 0x42, kGraphBytes, g.stream), hipSuccess);
+    ASSERT_EQ(h.hipMemcpyAsync(g.host, g.device, kGraphBytes, hipMemcpyDefault, g.stream),
+              hipSuccess);
+    EXPECT_EQ(h.hipStreamEndCapture(g.stream, nullptr), hipErrorInvalidValue);
+    hipGraph_t graph = nullptr;
+    ASSERT_EQ(h.hipStreamEndCapture(g.stream, &graph), hipSuccess);
+    ASSERT_NE(graph, nullptr);
+    ASSERT_EQ(h.hipStreamIsCapturing(g.stream, &status), hipSuccess);
+    EXPECT_EQ(status, hipStreamCaptureStatusNone);
+    ASSERT_EQ(h.hipStreamSynchronize(g.stream), hipSuccess);
+    EXPECT_EQ(g.host_not(0), 0u) << "captured work ran";
+    // Ending a capture that was never begun is CUDA's illegal state, mapped as HIP's.
+    hipGraph_t none = nullptr;
+    EXPECT_NE(h.hipStreamEndCapture(g.stream, &none), hipSuccess);
+    EXPECT_EQ(h.hipGraphDestroy(graph), hipSuccess);
+}
+
+TEST(HipOverCuda, GraphInstantiateAndLaunch_RunTheCapturedWork) {
+    REQUIRE_CUDA_DEVICE();
+    const Hip &h = hip();
+    ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+    REQUIRE_MEMORY_POOLS();
+    GraphBench g(h);
+    hipGraph_t graph = g.capture(0x42);
+    ASSERT_NE(graph, nullptr);
+    hipGraphExec_t exec = nullptr, exec2 = nullptr, bad = nullptr, autofree = nullptr;
+    hipGraphNode_t node = reinterpret_cast<hipGraphNode_t>(1);
+    char log[64] = "not written";
+    ASSERT_EQ(h.hipGraphInstantiate(&exec, graph, &node, log, sizeof log), hipSuccess);
+    EXPECT_EQ(node, nullptr);
+    EXPECT_STREQ(log, "");
+    ASSERT_EQ(h.hipGraphInstantiateWithFlags(&exec2, graph, 0), hipSuccess);
+    EXPECT_EQ(h.hipGraphInstantiateWithFlags(&bad, graph, 0x100), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipGraphInstantiateWithFlags(nullptr, graph, 0), hipErrorInvalidValue);
+    ASSERT_EQ(
+        h.hipGraphInstantiateWithFlags(&autofree, graph, hipGraphInstantiateFlagAutoFreeOnLaunch),
+        hipSuccess);
+    EXPECT_EQ(h.hipGraphExecDestroy(autofree), hipSuccess);
+
+    ASSERT_EQ(h.hipGraphLaunch(exec, g.stream), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(g.stream), hipSuccess);
+    EXPECT_EQ(g.host_not(0x42), 0u);
+    // Again, from the other executable, on another stream.
+    std::memset(g.host, 0, kGraphBytes);
+    hipStream_t other = nullptr;
+    ASSERT_EQ(h.hipStreamCreateWithPriority(&other, hipStreamNonBlocking, 0), hipSuccess);
+    ASSERT_EQ(h.hipGraphLaunch(exec2, other), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(other), hipSuccess);
+    EXPECT_EQ(g.host_not(0x42), 0u);
+    EXPECT_EQ(h.hipStreamDestroy(other), hipSuccess);
+    EXPECT_EQ(h.hipGraphExecDestroy(exec), hipSuccess);
+    EXPECT_EQ(h.hipGraphExecDestroy(exec2), hipSuccess);
+    EXPECT_EQ(h.hipGraphDestroy(graph), hipSuccess);
+}
+
+TEST(HipOverCuda, GraphExecUpdate_TakesTheNewValues_OrSaysWhyNot) {
+    REQUIRE_CUDA_DEVICE();
+    const Hip &h = hip();
+    ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+    REQUIRE_MEMORY_POOLS();
+    GraphBench g(h);
+    hipGraph_t first = g.capture(0x01), same_shape = g.capture(0x02), other_shape = g.capture(3, 2);
+    hipGraphExec_t exec = nullptr;
+    ASSERT_EQ(h.hipGraphInstantiateWithFlags(&exec, first, 0), hipSuccess);
+
+    hipGraphNode_t node = reinterpret_cast<hipGraphNode_t>(1);
+    hipGraphExecUpdateResult result = hipGraphExecUpdateError;
+    ASSERT_EQ(h.hipGraphExecUpdate(exec, same_shape, &node, &result), hipSuccess);
+    EXPECT_EQ(result, hipGraphExecUpdateSuccess);
+    ASSERT_EQ(h.hipGraphLaunch(exec, g.stream), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(g.stream), hipSuccess);
+    EXPECT_EQ(g.host_not(0x02), 0u) << "the update's value";
+
+    // Another topology: refused with a reason; the executable keeps its values.
+    result = hipGraphExecUpdateSuccess;
+    EXPECT_EQ(h.hipGraphExecUpdate(exec, other_shape, &node, &result),
+              hipErrorGraphExecUpdateFailure);
+    EXPECT_NE(result, hipGraphExecUpdateSuccess);
+    EXPECT_EQ(h.hipGraphExecUpdate(exec, same_shape, nullptr, &result), hipErrorInvalidValue);
+    std::memset(g.host, 0, kGraphBytes);
+    ASSERT_EQ(h.hipGraphLaunch(exec, g.stream), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(g.stream), hipSuccess);
+    EXPECT_EQ(g.host_not(0x02), 0u) << "a refused update changed the executable";
+
+    EXPECT_EQ(h.hipGraphExecDestroy(exec), hipSuccess);
+    for (hipGraph_t graph : {first, same_shape, other_shape})
+        EXPECT_EQ(h.hipGraphDestroy(graph), hipSuccess);
+}
+
+void count_host_call(void *user) { static_cast<std::atomic<int> *>(user)->fetch_add(1); }
+
+TEST(HipOverCuda, HostFuncBuild_LaunchHostFunc_RunsInOrder_AndACaptureRecordsIt) {
+    REQUIRE_CUDA_DEVICE();
+    const Hip &h = hip_host_func();
+    ASSERT_TRUE(h.error.empty()) << h.error;
+    ASSERT_NE(h.hipLaunchHostFunc, nullptr);
+    ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+    REQUIRE_MEMORY_POOLS();
+    GraphBench g(h);
+    std::atomic<int> calls{0};
+    EXPECT_EQ(h.hipLaunchHostFunc(g.stream, nullptr, &calls), hipErrorInvalidValue);
+    ASSERT_EQ(h.hipLaunchHostFunc(g.stream, count_host_call, &calls), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(g.stream), hipSuccess);
+    EXPECT_EQ(calls.load(), 1);
+
+    ASSERT_EQ(h.hipStreamBeginCapture(g.stream, hipStreamCaptureModeRelaxed), hipSuccess);
+    ASSERT_EQ(h.hipLaunchHostFunc(g.stream, count_host_call, &calls), hipSuccess);
+    hipGraph_t graph = nullptr;
+    ASSERT_EQ(h.hipStreamEndCapture(g.stream, &graph), hipSuccess);
+    EXPECT_EQ(calls.load(), 1) << "a captured host function ran during the capture";
+    hipGraphExec_t exec = nullptr;
+    ASSERT_EQ(h.hipGraphInstantiateWithFlags(&exec, graph, 0), hipSuccess);
+    ASSERT_EQ(h.hipGraphLaunch(exec, g.stream), hipSuccess);
+    ASSERT_EQ(h.hipGraphLaunch(exec, g.stream), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(g.stream), hipSuccess);
+    EXPECT_EQ(calls.load(), 3) << "once per launch";
+    EXPECT_EQ(h.hipGraphExecDestroy(exec), hipSuccess);
+    EXPECT_EQ(h.hipGraphDestroy(graph), hipSuccess);
 }
 
 }  // namespace

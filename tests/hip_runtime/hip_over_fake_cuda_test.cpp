@@ -1,0 +1,334 @@
+// The test runtime (hip_over_cuda.cpp) over a fake libcuda.so.1 (fake_cuda/): how it issues
+// copies and graph calls, checked call by call on any machine, GPU or not. meson puts the fake
+// first on LD_LIBRARY_PATH; where the real driver is found instead, every test skips and says so.
+//
+// - Copies follow HIP's rule (src/backends/hip/README.md, "Copies across devices"): a copy of
+//   another device's memory is issued in that device's context (the caller's context restored
+//   after), a copy between two devices' memory is one cuMemcpyPeerAsync with both primary
+//   contexts, and a copy of the current device's memory or of host memory switches nothing.
+//   The fake refuses, as CUDA does, a cuMemcpyAsync whose addresses are another device's
+//   memory than the current context's.
+// - Graph calls map HIP's capture modes, capture statuses, instantiate flags and update results
+//   to CUDA's by name, and leave the older hipGraphInstantiate's error node and log empty.
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <hip/hip_runtime_api.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_cuda/fake_cuda.h"
+
+namespace {
+
+using fake_cuda::Call;
+
+// --- The runtime under test, by path; each function may be missing (a runtime without it) ------
+
+// clang-format off
+#define QD_HIP_FUNCTIONS(X)                                                                     \
+    X(hipSetDevice) X(hipGetDevice) X(hipMemcpyAsync) X(hipStreamBeginCapture)                    \
+    X(hipStreamEndCapture) X(hipStreamIsCapturing) X(hipGraphInstantiate)                         \
+    X(hipGraphInstantiateWithFlags) X(hipGraphLaunch) X(hipGraphExecUpdate)
+// clang-format on
+
+struct Hip {
+    std::string error;
+#define QD_HIP_MEMBER(name) decltype(&::name) name = nullptr;
+    QD_HIP_FUNCTIONS(QD_HIP_MEMBER)
+#undef QD_HIP_MEMBER
+};
+
+const Hip &hip() {
+    static const Hip loaded = [] {
+        Hip h;
+        const char *path = std::getenv("QD_HIP_RUNTIME");
+        void *lib = dlopen(path && *path ? path : QD_HIP_OVER_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            h.error = dlerror();
+            return h;
+        }
+#define QD_HIP_BIND(name) h.name = reinterpret_cast<decltype(h.name)>(dlsym(lib, #name));
+        QD_HIP_FUNCTIONS(QD_HIP_BIND)
+#undef QD_HIP_BIND
+        return h;
+    }();
+    return loaded;
+}
+
+// --- The fake driver -------------------------------------------------------------------------
+
+struct Fake {
+    std::string why_not;  // empty when the fake is the libcuda.so.1 the loader finds
+    size_t (*count)() = nullptr;
+    Call (*call)(size_t) = nullptr;
+    void (*reset)() = nullptr;
+    void (*set_capture_status)(int) = nullptr;
+    void (*set_update_outcome)(int, int, void *) = nullptr;
+};
+
+const Fake &fake() {
+    static const Fake loaded = [] {
+        Fake f;
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            f.why_not = std::string("no libcuda.so.1 on the loader's path: ") + dlerror();
+            return f;
+        }
+        f.count = reinterpret_cast<decltype(f.count)>(dlsym(lib, "fake_cuda_call_count"));
+        f.call = reinterpret_cast<decltype(f.call)>(dlsym(lib, "fake_cuda_call"));
+        f.reset = reinterpret_cast<decltype(f.reset)>(dlsym(lib, "fake_cuda_reset"));
+        f.set_capture_status = reinterpret_cast<decltype(f.set_capture_status)>(
+            dlsym(lib, "fake_cuda_set_capture_status"));
+        f.set_update_outcome = reinterpret_cast<decltype(f.set_update_outcome)>(
+            dlsym(lib, "fake_cuda_set_update_outcome"));
+        if (!f.count || !f.call || !f.reset || !f.set_capture_status || !f.set_update_outcome)
+            f.why_not =
+                "the libcuda.so.1 the loader finds is not the fake (fake_cuda/ is not first "
+                "on LD_LIBRARY_PATH)";
+        return f;
+    }();
+    return loaded;
+}
+
+std::vector<Call> calls_named(const char *fn) {
+    std::vector<Call> out;
+    for (size_t i = 0; i < fake().count(); ++i) {
+        Call c = fake().call(i);
+        if (std::strcmp(c.fn, fn) == 0) out.push_back(c);
+    }
+    return out;
+}
+
+template <class... F>
+bool all_bound(F... fns) {
+    return ((fns != nullptr) && ...);
+}
+
+#define REQUIRE_FAKE(...)                                                                          \
+    if (!fake().why_not.empty()) GTEST_SKIP() << fake().why_not;                                   \
+    ASSERT_TRUE(hip().error.empty()) << hip().error;                                               \
+    ASSERT_TRUE(all_bound(__VA_ARGS__)) << "the runtime lacks a function this test calls"
+
+void *address(uint64_t a) { return reinterpret_cast<void *>(static_cast<uintptr_t>(a)); }
+uint64_t number(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+
+const uint64_t kDevice0 = fake_cuda::device_base(0) + 0x100;
+const uint64_t kDevice1 = fake_cuda::device_base(1) + 0x200;
+const uint64_t kPinned = fake_cuda::kPinnedBase + 0x300;
+const hipStream_t kStream = reinterpret_cast<hipStream_t>(uintptr_t{0x51});
+
+// Runs f on a fresh thread (no context current, HIP's device 0), as a new HIP thread starts.
+template <class F>
+void on_fresh_thread(F f) {
+    std::thread(f).join();
+}
+
+// --- Copies ----------------------------------------------------------------------------------------
+
+TEST(HipOverFakeCuda, MemcpyAsync_OfAnotherDevicesMemory_IsIssuedInThatDevicesContext) {
+    REQUIRE_FAKE(hip().hipSetDevice, hip().hipGetDevice, hip().hipMemcpyAsync);
+    on_fresh_thread([] {
+        const Hip &h = hip();
+        ASSERT_EQ(h.hipSetDevice(1), hipSuccess);
+        fake().reset();
+        std::vector<char> pageable(64);
+        // Device 0's memory into pinned, then pageable host memory, on device 1's stream; then
+        // host memory into device 0's.
+        EXPECT_EQ(
+            h.hipMemcpyAsync(address(kPinned), address(kDevice0), 64, hipMemcpyDefault, kStream),
+            hipSuccess);
+        EXPECT_EQ(h.hipMemcpyAsync(pageable.data(), address(kDevice0), 64, hipMemcpyDeviceToHost,
+                                   kStream),
+                  hipSuccess);
+        EXPECT_EQ(h.hipMemcpyAsync(address(kDevice0), address(kPinned), 32, hipMemcpyHostToDevice,
+                                   kStream),
+                  hipSuccess);
+        const std::vector<Call> copies = calls_named("cuMemcpyAsync");
+        ASSERT_EQ(copies.size(), 3u);
+        for (const Call &c : copies) {
+            EXPECT_EQ(c.current_device, 0) << "not issued in the memory's device's context";
+            EXPECT_EQ(c.stream, kStream) << "not on the caller's stream";
+        }
+        EXPECT_EQ(copies[0].dst, kPinned);
+        EXPECT_EQ(copies[0].src, kDevice0);
+        EXPECT_EQ(copies[0].bytes, 64u);
+        EXPECT_EQ(copies[1].dst, number(pageable.data()));
+        EXPECT_EQ(copies[2].dst, kDevice0);
+        EXPECT_EQ(copies[2].bytes, 32u);
+        EXPECT_TRUE(calls_named("cuMemcpyPeerAsync").empty());
+        // The caller's context is back after each copy.
+        const std::vector<Call> switches = calls_named("cuCtxSetCurrent");
+        ASSERT_EQ(switches.size(), 6u);
+        EXPECT_EQ(switches.back().value, 2u) << "device 1's context was not restored";
+        int device = -1;
+        ASSERT_EQ(h.hipGetDevice(&device), hipSuccess);
+        EXPECT_EQ(device, 1);
+    });
+}
+
+TEST(HipOverFakeCuda, MemcpyAsync_BetweenTwoDevices_IsOnePeerCopyWithBothPrimaryContexts) {
+    REQUIRE_FAKE(hip().hipSetDevice, hip().hipMemcpyAsync);
+    on_fresh_thread([] {
+        const Hip &h = hip();
+        ASSERT_EQ(h.hipSetDevice(1), hipSuccess);
+        fake().reset();
+        EXPECT_EQ(
+            h.hipMemcpyAsync(address(kDevice1), address(kDevice0), 128, hipMemcpyDefault, kStream),
+            hipSuccess);
+        ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+        EXPECT_EQ(h.hipMemcpyAsync(address(kDevice0), address(kDevice1), 16,
+                                   hipMemcpyDeviceToDevice, kStream),
+                  hipSuccess);
+        const std::vector<Call> peers = calls_named("cuMemcpyPeerAsync");
+        ASSERT_EQ(peers.size(), 2u);
+        EXPECT_EQ(peers[0].dst_device, 1);
+        EXPECT_EQ(peers[0].src_device, 0);
+        EXPECT_EQ(peers[0].dst, kDevice1);
+        EXPECT_EQ(peers[0].src, kDevice0);
+        EXPECT_EQ(peers[0].bytes, 128u);
+        EXPECT_EQ(peers[0].stream, kStream);
+        EXPECT_EQ(peers[1].dst_device, 0);
+        EXPECT_EQ(peers[1].src_device, 1);
+        EXPECT_TRUE(calls_named("cuMemcpyAsync").empty());
+        EXPECT_EQ(calls_named("cuCtxSetCurrent").size(), 1u) << "only hipSetDevice(0) switches";
+    });
+}
+
+TEST(HipOverFakeCuda, MemcpyAsync_OfTheCurrentDevicesOrHostMemory_SwitchesNothing) {
+    REQUIRE_FAKE(hip().hipSetDevice, hip().hipMemcpyAsync);
+    on_fresh_thread([] {
+        const Hip &h = hip();
+        ASSERT_EQ(h.hipSetDevice(1), hipSuccess);
+        fake().reset();
+        std::vector<char> pageable(64);
+        EXPECT_EQ(h.hipMemcpyAsync(address(kDevice1 + 64), address(kDevice1), 64, hipMemcpyDefault,
+                                   kStream),
+                  hipSuccess);
+        EXPECT_EQ(
+            h.hipMemcpyAsync(address(kPinned), address(kDevice1), 64, hipMemcpyDefault, kStream),
+            hipSuccess);
+        EXPECT_EQ(
+            h.hipMemcpyAsync(pageable.data(), address(kPinned), 64, hipMemcpyHostToHost, kStream),
+            hipSuccess);
+        const std::vector<Call> copies = calls_named("cuMemcpyAsync");
+        ASSERT_EQ(copies.size(), 3u);
+        for (const Call &c : copies) EXPECT_EQ(c.current_device, 1);
+        EXPECT_TRUE(calls_named("cuCtxSetCurrent").empty());
+        EXPECT_TRUE(calls_named("cuMemcpyPeerAsync").empty());
+    });
+}
+
+// --- Graphs ----------------------------------------------------------------------------------------
+
+TEST(HipOverFakeCuda, StreamCapture_ModesAndStatusesMapByName) {
+    REQUIRE_FAKE(hip().hipStreamBeginCapture, hip().hipStreamEndCapture,
+                 hip().hipStreamIsCapturing);
+    const Hip &h = hip();
+    fake().reset();
+    EXPECT_EQ(h.hipStreamBeginCapture(kStream, hipStreamCaptureModeRelaxed), hipSuccess);
+    EXPECT_EQ(h.hipStreamBeginCapture(kStream, hipStreamCaptureModeThreadLocal), hipSuccess);
+    EXPECT_EQ(h.hipStreamBeginCapture(kStream, hipStreamCaptureModeGlobal), hipSuccess);
+    EXPECT_EQ(h.hipStreamBeginCapture(kStream, static_cast<hipStreamCaptureMode>(7)),
+              hipErrorInvalidValue);
+    const std::vector<Call> begins = calls_named("cuStreamBeginCapture");
+    ASSERT_EQ(begins.size(), 3u) << "a refused mode reached the driver";
+    EXPECT_EQ(begins[0].value, unsigned(CU_STREAM_CAPTURE_MODE_RELAXED));
+    EXPECT_EQ(begins[1].value, unsigned(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    EXPECT_EQ(begins[2].value, unsigned(CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_EQ(begins[0].stream, kStream);
+
+    struct {
+        CUstreamCaptureStatus cuda;
+        hipStreamCaptureStatus hip;
+    } const statuses[] = {
+        {CU_STREAM_CAPTURE_STATUS_ACTIVE, hipStreamCaptureStatusActive},
+        {CU_STREAM_CAPTURE_STATUS_INVALIDATED, hipStreamCaptureStatusInvalidated},
+        {CU_STREAM_CAPTURE_STATUS_NONE, hipStreamCaptureStatusNone},
+    };
+    for (const auto &s : statuses) {
+        fake().set_capture_status(s.cuda);
+        hipStreamCaptureStatus got = static_cast<hipStreamCaptureStatus>(-1);
+        ASSERT_EQ(h.hipStreamIsCapturing(kStream, &got), hipSuccess);
+        EXPECT_EQ(got, s.hip) << "CUDA status " << s.cuda;
+    }
+    EXPECT_EQ(h.hipStreamIsCapturing(kStream, nullptr), hipErrorInvalidValue);
+    hipGraph_t graph = nullptr;
+    ASSERT_EQ(h.hipStreamEndCapture(kStream, &graph), hipSuccess);
+    EXPECT_EQ(number(graph), 0x6au) << "the graph is CUDA's handle";
+    EXPECT_EQ(h.hipStreamEndCapture(kStream, nullptr), hipErrorInvalidValue);
+}
+
+TEST(HipOverFakeCuda, GraphInstantiate_FlagsMapAndTheOlderFormLeavesItsLogEmpty) {
+    REQUIRE_FAKE(hip().hipGraphInstantiate, hip().hipGraphInstantiateWithFlags,
+                 hip().hipGraphLaunch);
+    const Hip &h = hip();
+    fake().reset();
+    const hipGraph_t graph = reinterpret_cast<hipGraph_t>(uintptr_t{0x6a});
+    hipGraphExec_t exec = nullptr;
+    EXPECT_EQ(h.hipGraphInstantiateWithFlags(&exec, graph, hipGraphInstantiateFlagAutoFreeOnLaunch),
+              hipSuccess);
+    EXPECT_EQ(h.hipGraphInstantiateWithFlags(&exec, graph, 0), hipSuccess);
+    EXPECT_EQ(h.hipGraphInstantiateWithFlags(&exec, graph, 0x2), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipGraphInstantiateWithFlags(nullptr, graph, 0), hipErrorInvalidValue);
+    hipGraphNode_t node = reinterpret_cast<hipGraphNode_t>(uintptr_t{1});
+    char log[8] = "unset";
+    exec = nullptr;
+    ASSERT_EQ(h.hipGraphInstantiate(&exec, graph, &node, log, sizeof log), hipSuccess);
+    EXPECT_EQ(node, nullptr);
+    EXPECT_STREQ(log, "");
+    EXPECT_EQ(number(exec), 0xe8u) << "the executable is CUDA's handle";
+    const std::vector<Call> made = calls_named("cuGraphInstantiateWithFlags");
+    ASSERT_EQ(made.size(), 3u) << "a refused flag reached the driver";
+    EXPECT_EQ(made[0].value, unsigned(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+    EXPECT_EQ(made[1].value, 0u);
+    EXPECT_EQ(made[2].value, 0u);
+    EXPECT_EQ(made[0].dst, number(graph));
+
+    ASSERT_EQ(h.hipGraphLaunch(exec, kStream), hipSuccess);
+    const std::vector<Call> launches = calls_named("cuGraphLaunch");
+    ASSERT_EQ(launches.size(), 1u);
+    EXPECT_EQ(launches[0].dst, 0xe8u);
+    EXPECT_EQ(launches[0].stream, kStream);
+}
+
+TEST(HipOverFakeCuda, GraphExecUpdate_ResultsMapByName) {
+    REQUIRE_FAKE(hip().hipGraphExecUpdate);
+    const Hip &h = hip();
+    fake().reset();
+    const hipGraphExec_t exec = reinterpret_cast<hipGraphExec_t>(uintptr_t{0xe8});
+    const hipGraph_t graph = reinterpret_cast<hipGraph_t>(uintptr_t{0x6a});
+    hipGraphNode_t node = reinterpret_cast<hipGraphNode_t>(uintptr_t{1});
+    hipGraphExecUpdateResult result = hipGraphExecUpdateError;
+    ASSERT_EQ(h.hipGraphExecUpdate(exec, graph, &node, &result), hipSuccess);
+    EXPECT_EQ(result, hipGraphExecUpdateSuccess);
+    EXPECT_EQ(node, nullptr);
+
+    void *const failing = reinterpret_cast<void *>(uintptr_t{0x77});
+    struct {
+        CUgraphExecUpdateResult cuda;
+        hipGraphExecUpdateResult hip;
+    } const refusals[] = {
+        {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, hipGraphExecUpdateErrorTopologyChanged},
+        {CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, hipGraphExecUpdateErrorNodeTypeChanged},
+        {CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, hipGraphExecUpdateErrorParametersChanged},
+        {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, hipGraphExecUpdateErrorNotSupported},
+        {CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED, hipGraphExecUpdateError},  // no HIP name
+    };
+    for (const auto &r : refusals) {
+        fake().set_update_outcome(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, r.cuda, failing);
+        EXPECT_EQ(h.hipGraphExecUpdate(exec, graph, &node, &result),
+                  hipErrorGraphExecUpdateFailure);
+        EXPECT_EQ(result, r.hip) << "CUDA result " << r.cuda;
+        EXPECT_EQ(node, failing);
+    }
+    EXPECT_EQ(h.hipGraphExecUpdate(exec, graph, nullptr, &result), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipGraphExecUpdate(exec, graph, &node, nullptr), hipErrorInvalidValue);
+}
+
+}  // namespace
