@@ -12,7 +12,10 @@ Three figures, each against the anchor it must stay close to, measured in one pr
   against one signature. Bar: at most 1.2x.
 - ``s.record()`` (an Event each call, dropped at once as most code does), against a bare
   ``qd_event_record`` of one event through ctypes (no argument conversion: the floor of any
-  binding's record). Bar: s.record() at most 1.0 us; the ratio is information.
+  ctypes record). Bar: s.record() at most 1.0 us; the ratio is information. With qd._speedups,
+  the same rounds also run ``s.record()`` without it (the Python path, the FFI in use; same bar)
+  and two floors: ``qd_event_record`` called from the compiled module once per Python call, and
+  in a C loop (the C call alone), printed as ``B2 (floor) ...`` lines.
 
 Each figure runs ``--rounds`` short rounds of ``--calls`` calls per side; the two sides of a
 round run back to back, in an order that flips every round, and the verdict is on the median of
@@ -42,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from b2_launch import qd_setup  # noqa: E402  (also puts the in-tree package on sys.path)
 
 import qd  # noqa: E402
-from qd import _base, _lib  # noqa: E402  (the bare FFI functions, for the anchors)
+from qd import _base, _lib, _stream  # noqa: E402  (the bare FFI functions, anchors)
 
 Batch = Callable[[int], None]
 
@@ -50,20 +53,27 @@ Batch = Callable[[int], None]
 def rounds(qd_run: Batch, anchor_run: Batch, sync: Callable[[], None], calls: int,
            n_rounds: int) -> Tuple[List[float], List[float]]:
     """Seconds per call of each side, one sample per round; the order flips every round."""
-    for run in (qd_run, anchor_run):  # warm-up
+    ours, theirs = rounds_of([qd_run, anchor_run], sync, calls, n_rounds)
+    return ours, theirs
+
+
+def rounds_of(runs: List[Batch], sync: Callable[[], None], calls: int,
+              n_rounds: int) -> List[List[float]]:
+    """Seconds per call of each of ``runs``, one sample per round: every round runs them all
+    back to back, in an order that reverses every round."""
+    for run in runs:  # warm-up
         run(max(1, calls // 4))
         sync()
-    ours: List[float] = []
-    theirs: List[float] = []
+    out: List[List[float]] = [[] for _ in runs]
+    order = list(zip(runs, out))
     for r in range(n_rounds):
-        order = ((qd_run, ours), (anchor_run, theirs))
-        for run, out in (order if r % 2 == 0 else order[::-1]):
+        for run, samples in (order if r % 2 == 0 else order[::-1]):
             t0 = time.perf_counter()
             run(calls)
             t1 = time.perf_counter()  # enqueue cost only: stop before the sync
             sync()
-            out.append((t1 - t0) / calls)
-    return ours, theirs
+            samples.append((t1 - t0) / calls)
+    return out
 
 
 SUMMARY: List[Tuple[str, str, str]] = []
@@ -133,11 +143,24 @@ def bench_signatures(args: argparse.Namespace, k3: qd.Kernel, s: qd.Stream,
 
 
 def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> None:
+    """``s.record()`` as users get it (through qd._speedups when it is in use), the Python path
+    (the FFI in use, no qd._speedups), and the floors: the bare ``qd_event_record`` through
+    ctypes, and, with qd._speedups, the same call from the compiled module (one per Python call,
+    and in a C loop: the C call alone). All sides in the same paired rounds."""
     record = s.record
+    sp = _lib.SPEEDUPS if _stream._sp_record is not None else None
 
     def qd_record(m: int) -> None:
         for _ in range(m):
             record()
+
+    def python_record(m: int) -> None:
+        saved, _stream._sp_record = _stream._sp_record, None  # Stream.record reads it per call
+        try:
+            for _ in range(m):
+                record()
+        finally:
+            _stream._sp_record = saved
 
     ev = ctx.create_event()
     f = _lib._raw_ctypes("qd_event_record")  # ctypes in both FFI modes: the anchor is fixed
@@ -147,8 +170,18 @@ def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> Non
         for _ in range(m):
             f(sc, ec)
 
-    ours, theirs = rounds(qd_record, bare, s.synchronize, args.calls, args.rounds)
-    report("s.record()", ours, theirs, "bare qd_event_record (ctypes)", "absolute", 1.0)
+    runs: List[Batch] = [qd_record, bare]
+    if sp is not None:
+        sh, eh, c_record = s.handle, ev.handle, sp.event_record
+
+        def compiled_call(m: int) -> None:
+            for _ in range(m):
+                c_record(sh, eh)
+
+        def c_loop(m: int) -> None:
+            c_record(sh, eh, m)
+
+        runs += [python_record, compiled_call, c_loop]
     if qd.FFI != "ctypes":  # the same floor through the FFI in use, for information
         g, sc2, ec2 = _base._f_event_record, s._c, ev._c
 
@@ -156,8 +189,22 @@ def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> Non
             for _ in range(m):
                 g(sc2, ec2)
 
-        ours, theirs = rounds(qd_record, bare_ffi, s.synchronize, args.calls, args.rounds)
-        q, a = statistics.median(ours), statistics.median(theirs)
+        runs.append(bare_ffi)
+    samples = rounds_of(runs, s.synchronize, args.calls, args.rounds)
+    ours, anchor = samples[0], samples[1]
+    path = "qd._speedups" if sp is not None else f"{qd.FFI}, no qd._speedups"
+    report("s.record()", ours, anchor, "bare qd_event_record (ctypes)", "absolute", 1.0)
+    print(f"# s.record() above ran through {path}", flush=True)
+    if sp is not None:
+        report(f"s.record() without qd._speedups ({qd.FFI})", samples[2], anchor,
+               "bare qd_event_record (ctypes)", "absolute", 1.0)
+        for name, side in (("from qd._speedups, one Python call each", samples[3]),
+                           ("from qd._speedups, in a C loop", samples[4])):
+            print(f"B2 (floor) qd_event_record {name}: {statistics.median(side) * 1e6:.3f} us "
+                  f"| min {min(side) * 1e6:.3f} max {max(side) * 1e6:.3f} us over "
+                  f"{len(side)} rounds", flush=True)
+    if qd.FFI != "ctypes":
+        q, a = statistics.median(ours), statistics.median(samples[-1])
         print(f"B2 s.record() vs the FFI in use: qd {q * 1e6:.3f} us | bare qd_event_record "
               f"({qd.FFI}) {a * 1e6:.3f} us | ratio {q / a:.3f}x | bar - | INFO", flush=True)
     ev.close()

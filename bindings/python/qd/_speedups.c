@@ -29,8 +29,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <structmember.h>
+
 #include <qd/qd.h>
 
+#include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 typedef qd_status (*acquire_fn)(qd_context, qd_stream *);
@@ -374,6 +378,341 @@ static PyObject *sp_launch(PyObject *self, PyObject *const *a, Py_ssize_t n) {
     Py_RETURN_NONE;
 }
 
+/* Stream.record and the qd.Event it makes.
+ *
+ * EventBase is qd.Event's base class when this module is there (qd._stream): it keeps the
+ * fields that qd.Event keeps in __slots__ without it (_h, _key, _c, _ctx, _timing, _pooled) in
+ * its own struct, so that record() fills them with no attribute lookup, and its finalizer does
+ * what Event.__del__ does without it (a record event goes back to its context's pool, any other
+ * is destroyed), in C: a dropped Event runs no Python code. */
+typedef qd_status (*record_fn)(qd_stream, qd_event);
+typedef qd_status (*event_destroy_fn)(qd_event);
+static record_fn f_record;
+static event_destroy_fn f_event_destroy;
+static PyTypeObject *event_base, *event_type; /* EventBase; qd.Event, once bound */
+static allocfunc event_alloc;
+static PyObject *o_record_slow, *o_record_failed, *o_zero;
+static Py_ssize_t record_pool_max;
+static PyObject *s_record_events;
+
+typedef struct {
+    PyObject_HEAD PyObject *h, *c, *key, *ctx, *timing, *pooled;
+} EventObject;
+
+/* A handle's value from a Python int (unsigned long is the fast conversion where it has 64
+ * bits): 1, or 0 when it is not one (no error set). */
+static int u64_of(PyObject *o, uint64_t *out) {
+#if ULONG_MAX == UINT64_MAX
+    unsigned long v = PyLong_AsUnsignedLong(o);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) {
+#else
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+#endif
+        PyErr_Clear();
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* An int attribute of o as a handle: 1 (in *out, maybe 0), or 0 (absent or not one). */
+static int attr_handle(PyObject *o, PyObject *name, uint64_t *out) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (!v) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = PyLong_Check(v) && u64_of(v, out);
+    Py_DECREF(v);
+    return ok;
+}
+
+static int event_traverse(PyObject *self, visitproc visit, void *arg) {
+    EventObject *e = (EventObject *)self;
+    Py_VISIT(e->h);
+    Py_VISIT(e->c);
+    Py_VISIT(e->key);
+    Py_VISIT(e->ctx);
+    Py_VISIT(e->timing);
+    Py_VISIT(e->pooled);
+    Py_VISIT((PyObject *)Py_TYPE(self)); /* a heap type's instance refers to its type */
+    return 0;
+}
+
+static int event_clear(PyObject *self) {
+    EventObject *e = (EventObject *)self;
+    Py_CLEAR(e->h);
+    Py_CLEAR(e->c);
+    Py_CLEAR(e->key);
+    Py_CLEAR(e->ctx);
+    Py_CLEAR(e->timing);
+    Py_CLEAR(e->pooled);
+    return 0;
+}
+
+static void event_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    event_clear(self);
+    freefunc free_fn = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    free_fn(self);
+    Py_DECREF(tp);
+}
+
+static void event_destroy(PyObject *h) {
+    uint64_t e;
+    if (!f_event_destroy || !u64_of(h, &e)) return;
+    Py_BEGIN_ALLOW_THREADS(void) f_event_destroy(e);
+    Py_END_ALLOW_THREADS
+}
+
+/* Event.__del__: a live record event goes back to its context's pool while the context is open
+ * and the pool has room; any other live event is destroyed. Never raises (as __del__, which
+ * ignores every error: a field missing stops it where the Python one would stop). */
+static void event_finalize(PyObject *self) {
+    EventObject *e = (EventObject *)self;
+    if (!e->h) return;
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *h = e->h;
+    if (PyObject_IsTrue(h) == 1 && o_zero) {
+        Py_INCREF(o_zero);
+        e->h = o_zero; /* h: now this function's reference */
+        PyObject *pool = e->pooled;
+        if (pool == Py_None) {
+            event_destroy(h);
+        } else if (pool && e->ctx) {
+            uint64_t open = 0;
+            if (!attr_handle(e->ctx, s_h, &open) || !open || !PyList_Check(pool) ||
+                PyList_Size(pool) >= record_pool_max) {
+                event_destroy(h);
+            } else if (e->c) {
+                PyObject *pair = PyTuple_New(2);
+                if (pair) {
+                    Py_INCREF(h);
+                    Py_INCREF(e->c);
+                    PyTuple_SetItem(pair, 0, h);
+                    PyTuple_SetItem(pair, 1, e->c);
+                    (void)PyList_Append(pool, pair);
+                    Py_DECREF(pair);
+                }
+            }
+        }
+        Py_DECREF(h);
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+}
+
+static PyMemberDef event_members[] = {
+    {"_h", T_OBJECT_EX, offsetof(EventObject, h), 0, NULL},
+    {"_c", T_OBJECT_EX, offsetof(EventObject, c), 0, NULL},
+    {"_key", T_OBJECT_EX, offsetof(EventObject, key), 0, NULL},
+    {"_ctx", T_OBJECT_EX, offsetof(EventObject, ctx), 0, NULL},
+    {"_timing", T_OBJECT_EX, offsetof(EventObject, timing), 0, NULL},
+    {"_pooled", T_OBJECT_EX, offsetof(EventObject, pooled), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot event_slots[] = {
+    {Py_tp_doc, "qd.Event's fields and finalizer, compiled (qd/_speedups.c)."},
+    {Py_tp_members, event_members},
+    {Py_tp_traverse, event_traverse},
+    {Py_tp_clear, event_clear},
+    {Py_tp_dealloc, event_dealloc},
+    {Py_tp_finalize, event_finalize},
+    {0, NULL},
+};
+
+static PyType_Spec event_spec = {
+    "qd._speedups.EventBase",
+    sizeof(EventObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    event_slots,
+};
+
+/* bind_record(qd_event_record, qd_event_destroy, Event, slow, failed, pool_max): the two
+ * functions' addresses; qd.Event (a subclass of EventBase); the Python path (slow(stream,
+ * timing) -> Event: every call record() does not take); failed(event, status), which gives the
+ * event back and raises the status's exception; how many events a pool keeps. */
+static PyObject *sp_bind_record(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    (void)self;
+    if (n != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind_record() takes 6 arguments (qd_event_record, "
+                        "qd_event_destroy, Event, slow, failed, pool_max)");
+        return NULL;
+    }
+    void *fns[2];
+    for (int i = 0; i < 2; ++i) {
+        fns[i] = PyLong_AsVoidPtr(args[i]);
+        if (fns[i] == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "bind_record(): a function address is 0");
+            return NULL;
+        }
+    }
+    if (!PyType_Check(args[2]) || !PyType_IsSubtype((PyTypeObject *)args[2], event_base) ||
+        !PyCallable_Check(args[3]) || !PyCallable_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind_record(): Event must be a subclass of "
+                        "EventBase, slow and failed callables");
+        return NULL;
+    }
+    Py_ssize_t pool_max = PyLong_AsSsize_t(args[5]);
+    if (pool_max == -1 && PyErr_Occurred()) return NULL;
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)args[2], Py_tp_alloc);
+    if (!alloc) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "bind_record(): no allocator");
+        return NULL;
+    }
+    PyObject *old[3] = {(PyObject *)event_type, o_record_slow, o_record_failed};
+    Py_INCREF(args[2]);
+    Py_INCREF(args[3]);
+    Py_INCREF(args[4]);
+    event_type = (PyTypeObject *)args[2];
+    o_record_slow = args[3];
+    o_record_failed = args[4];
+    for (int i = 0; i < 3; ++i) Py_XDECREF(old[i]);
+    event_alloc = alloc;
+    record_pool_max = pool_max;
+    f_record = (record_fn)fns[0];
+    f_event_destroy = (event_destroy_fn)fns[1];
+    Py_RETURN_NONE;
+}
+
+/* The pooled (handle, c) pair of the context's pool `pool`, taken from its end (pool.pop(): the
+ * GIL is held, so no two calls take one event), or NULL when it is empty or not a list. */
+static PyObject *pool_pop(PyObject *pool) {
+    if (!PyList_Check(pool)) return NULL;
+    Py_ssize_t size = PyList_Size(pool);
+    if (size < 1) return NULL;
+    PyObject *item = PyList_GetItem(pool, size - 1);
+    if (!item) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_INCREF(item);
+    if (PyList_SetSlice(pool, size - 1, size, NULL) != 0) {
+        PyErr_Clear();
+        Py_DECREF(item);
+        return NULL;
+    }
+    return item;
+}
+
+/* record(stream, timing) -> qd.Event: Stream.record(timing=timing). The hot case (an open
+ * stream of an open context, timing a bool, an event in the pool of that kind) is done here;
+ * everything else is handed to the Python path as it is, before anything was taken or queued,
+ * so each error is the Python path's own. A failing qd_event_record goes to failed(). */
+static PyObject *sp_record(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    (void)self;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "record() takes 2 arguments (stream, timing)");
+        return NULL;
+    }
+    if (!f_record) {
+        PyErr_SetString(PyExc_RuntimeError, "qd._speedups: bind_record() was not called");
+        return NULL;
+    }
+    PyObject *stream = a[0], *timing = a[1];
+    if (timing != Py_False && timing != Py_True) goto slow;
+    uint64_t s = 0, c = 0, e = 0;
+    if (!attr_handle(stream, s_h, &s) || !s) goto slow;
+    PyObject *ctx = PyObject_GetAttr(stream, s_ctx);
+    if (!ctx) {
+        PyErr_Clear();
+        goto slow;
+    }
+    PyObject *pools = NULL, *item = NULL;
+    if (!attr_handle(ctx, s_h, &c) || !c) goto slow_ctx;
+    pools = PyObject_GetAttr(ctx, s_record_events);
+    if (!pools) {
+        PyErr_Clear();
+        goto slow_ctx;
+    }
+    PyObject *pool = PyTuple_Check(pools) && PyTuple_Size(pools) == 2
+                         ? PyTuple_GetItem(pools, timing == Py_True)
+                         : NULL;
+    if (!pool || !(item = pool_pop(pool))) goto slow_ctx;
+    PyObject *eh = PyTuple_Check(item) && PyTuple_Size(item) == 2 ? PyTuple_GetItem(item, 0) : NULL;
+    PyObject *ec = eh ? PyTuple_GetItem(item, 1) : NULL;
+    if (!ec || !PyLong_Check(eh) || !u64_of(eh, &e)) {
+        PyErr_Clear();
+        if (PyList_Append(pool, item) != 0) PyErr_Clear(); /* not ours to judge: give it back */
+        goto slow_ctx;
+    }
+    EventObject *ev = (EventObject *)event_alloc(event_type, 0);
+    if (!ev) {                           /* (a MemoryError): the event goes back to the pool */
+        (void)PyList_Append(pool, item); /* which can only fail with another MemoryError */
+        Py_DECREF(item);
+        Py_DECREF(pools);
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    Py_INCREF(eh);
+    ev->key = eh;
+    Py_INCREF(ec);
+    ev->c = ec;
+    ev->ctx = ctx; /* the reference GetAttr gave */
+    Py_INCREF(timing);
+    ev->timing = timing;
+    Py_INCREF(pool);
+    ev->pooled = pool;
+    Py_INCREF(eh);
+    ev->h = eh;
+    Py_DECREF(item);
+    Py_DECREF(pools);
+    qd_status status;
+    Py_BEGIN_ALLOW_THREADS status = f_record(s, e);
+    Py_END_ALLOW_THREADS if (status == QD_SUCCESS) return (PyObject *)ev;
+    PyObject *st = PyLong_FromLong((long)status);
+    PyObject *r = st ? PyObject_CallFunctionObjArgs(o_record_failed, ev, st, NULL) : NULL;
+    Py_XDECREF(st);
+    Py_DECREF(ev);
+    return r;
+slow_ctx:
+    Py_XDECREF(pools);
+    Py_DECREF(ctx);
+slow:
+    return PyObject_CallFunctionObjArgs(o_record_slow, stream, timing, NULL);
+}
+
+/* event_record(stream, event, n=1) -> 0, or the status of the first of n qd_event_record calls
+ * that failed; the GIL is released once around them all. The bare call's cost as the compiled
+ * module sees it (a benchmark's floor: one call from Python, or n in a C loop); not used by
+ * the binding. */
+static PyObject *sp_event_record(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    (void)self;
+    if (n != 2 && n != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "event_record() takes 2 or 3 arguments (stream, "
+                        "event, n=1)");
+        return NULL;
+    }
+    if (!f_record) {
+        PyErr_SetString(PyExc_RuntimeError, "qd._speedups: bind_record() was not called");
+        return NULL;
+    }
+    uint64_t s, e;
+    if (!handle(a[0], &s) || !handle(a[1], &e)) return NULL;
+    long count = n == 3 ? PyLong_AsLong(a[2]) : 1;
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    qd_status status = QD_SUCCESS;
+    Py_BEGIN_ALLOW_THREADS for (long i = 0; i < count && status == QD_SUCCESS; ++i) status =
+        f_record(s, e);
+    Py_END_ALLOW_THREADS return PyLong_FromLong((long)status);
+}
+
 /* acquire(ctx) -> the leased stream's handle, or the (negative) status. */
 static PyObject *sp_acquire(PyObject *self, PyObject *ctx) {
     (void)self;
@@ -427,6 +766,12 @@ static PyMethodDef methods[] = {
     {"bind_launch", sp_bind_launch, METH_O, "bind_launch(qd_launch): the function's address."},
     {"launch", (PyCFunction)(void (*)(void))sp_launch, METH_FASTCALL,
      "launch(stream, kernel, config, ctx, args, signatures) -> status, or None: no fit."},
+    {"bind_record", (PyCFunction)(void (*)(void))sp_bind_record, METH_FASTCALL,
+     "bind_record(qd_event_record, qd_event_destroy, Event, slow, failed, pool_max)."},
+    {"record", (PyCFunction)(void (*)(void))sp_record, METH_FASTCALL,
+     "record(stream, timing) -> qd.Event: Stream.record(timing=timing)."},
+    {"event_record", (PyCFunction)(void (*)(void))sp_event_record, METH_FASTCALL,
+     "event_record(stream, event, n=1) -> status: n bare qd_event_record calls."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -442,4 +787,23 @@ static struct PyModuleDef module = {
     NULL,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (!s_h) s_h = PyUnicode_InternFromString("_h");
+    if (!s_ctx) s_ctx = PyUnicode_InternFromString("_ctx");
+    if (!s_record_events) s_record_events = PyUnicode_InternFromString("_record_events");
+    if (!o_zero) o_zero = PyLong_FromLong(0);
+    if (!event_base) event_base = (PyTypeObject *)PyType_FromSpec(&event_spec);
+    if (!s_h || !s_ctx || !s_record_events || !o_zero || !event_base) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(event_base);
+    if (PyModule_AddObject(m, "EventBase", (PyObject *)event_base) != 0) {
+        Py_DECREF(event_base);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -41,9 +41,11 @@ from ._callbacks import _check_callback_errors
 if TYPE_CHECKING:
     from ._context import Context
 
-# qd._speedups (see _lib.SPEEDUPS): a lease's release without a foreign call.
+# qd._speedups (see _lib.SPEEDUPS): a lease's release without a foreign call; Stream.record, and
+# the fields and finalizer of the Event it makes (EventBase), in C.
 _SP = _lib.SPEEDUPS
 _sp_release = _SP.release if _SP is not None else None  # type: ignore[attr-defined]
+_EventBase: Any = getattr(_SP, "EventBase", None)
 
 
 def _stream_c(stream: Any, ctx: Optional["Context"] = None) -> c_uint64:
@@ -388,29 +390,9 @@ class Stream(_ContextChild):
         The event comes from the context's pool of record events (``qd_event_create`` only
         when it is empty), and goes back to it, instead of being destroyed, when it is closed
         or collected: a wait already queued on it keeps the record it saw (qd.h)."""
-        ctx = self._ctx
-        if not self._h or not ctx._h:
-            raise self._closed_error()
-        if timing is not False:
-            timing = bool(timing)
-        pool = ctx._record_events[timing]
-        try:
-            h, c = pool.pop()  # atomic under the GIL: no two calls take one event
-        except IndexError:
-            ev = ctx.create_event(timing=timing)
-            c = ev._c
-        else:
-            ev = _EVENT_NEW(Event)
-            ev._h = ev._key = h
-            ev._c = c
-            ev._ctx = ctx
-            ev._timing = timing
-        ev._pooled = pool
-        status = _f_event_record(self._c, c)
-        if status:
-            ev.close()
-            raise _err(status, ctx)
-        return ev
+        if _sp_record is not None:  # qd._speedups: the same, in C (_record for what it leaves)
+            return _sp_record(self, timing)
+        return _record(self, timing)
 
     def capture(self) -> Any:
         """Capture the work queued on this stream (and on the streams forked from it) into a
@@ -589,12 +571,54 @@ def _new_stream(ctx: Context, handle: int, kind: StreamKind, owner: Any = None) 
     return s
 
 
+def _record(stream: Stream, timing: Any) -> "Event":
+    """Stream.record: a pooled event of the stream's context recorded on it. qd._speedups'
+    record does the same for an open stream, a bool ``timing`` and a pool that is not empty,
+    and hands everything else here."""
+    ctx = stream._ctx
+    if not stream._h or not ctx._h:
+        raise stream._closed_error()
+    if timing is not False:
+        timing = bool(timing)
+    pool = ctx._record_events[timing]
+    try:
+        h, c = pool.pop()  # atomic under the GIL: no two calls take one event
+    except IndexError:
+        ev = ctx.create_event(timing=timing)
+        c = ev._c
+    else:
+        ev = _EVENT_NEW(Event)
+        ev._h = ev._key = h
+        ev._c = c
+        ev._ctx = ctx
+        ev._timing = timing
+    ev._pooled = pool
+    status = _f_event_record(stream._c, c)
+    if status:
+        _record_failed(ev, status)
+    return ev
+
+
+def _record_failed(ev: "Event", status: int) -> None:
+    """A record (of either path) failed: the event goes back to its pool, and the status's
+    exception is raised (its message read first)."""
+    exc = _err(status, ev._ctx)
+    ev.close()
+    raise exc
+
+
 # ----------------------------------------------------------------------------------------------
 # Events
 # ----------------------------------------------------------------------------------------------
 
 
-class Event(_ContextChild):
+# With qd._speedups, Event's fields live in its compiled base, EventBase, whose finalizer is
+# Event.__del__ below in C; without it, in __slots__. The behaviour is the same.
+_EVENT_BASES: Tuple[type, ...] = (
+    (_EventBase, _ContextChild) if _EventBase is not None else (_ContextChild,))
+
+
+class Event(*_EVENT_BASES):  # type: ignore[misc]
     """A qd event: a completion marker recorded on a stream (``Context.create_event``).
 
     ``end - start`` (two timing events) is ``start.elapsed_ms(end)``.
@@ -602,7 +626,8 @@ class Event(_ContextChild):
 
     # _pooled: the context's pool of record events this one goes back to (Stream.record), or
     # None (an event the caller created: close() destroys it).
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_timing", "_pooled", "__weakref__")
+    __slots__ = (("__weakref__",) if _EventBase is not None else
+                 ("_h", "_c", "_key", "_ctx", "_timing", "_pooled", "__weakref__"))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("make events with Context.create_event()")
@@ -616,18 +641,20 @@ class Event(_ContextChild):
         pool.append((h, self._c))
         return True
 
-    def __del__(self) -> None:
-        try:
-            h = self._h
-            if h:
-                self._h = 0
-                pool = self._pooled
-                if pool is None or not self._ctx._h or len(pool) >= _RECORD_POOL:
-                    _f_event_destroy(self._c)
-                else:
-                    pool.append((h, self._c))
-        except BaseException:
-            pass
+    if _EventBase is None:  # with qd._speedups: EventBase's finalizer, the same in C
+
+        def __del__(self) -> None:
+            try:
+                h = self._h
+                if h:
+                    self._h = 0
+                    pool = self._pooled
+                    if pool is None or not self._ctx._h or len(pool) >= _RECORD_POOL:
+                        _f_event_destroy(self._c)
+                    else:
+                        pool.append((h, self._c))
+            except BaseException:
+                pass
 
     @property
     def timing(self) -> bool:
@@ -714,3 +741,19 @@ class Event(_ContextChild):
         if not isinstance(start, Event):
             return NotImplemented
         return start.elapsed_ms(self)
+
+
+# qd._speedups' Stream.record (see Stream.record), or None.
+_sp_record = getattr(_SP, "record", None) if _EventBase is not None else None
+
+
+def _bind_record(slow: Any = _record, failed: Any = _record_failed) -> None:
+    """Hand qd._speedups' record what it calls: libqd's functions, Event, and the Python path
+    for what it does not take (``slow``) and for a failed record (``failed``)."""
+    _SP.bind_record(  # type: ignore[union-attr]
+        _lib.address("qd_event_record"), _lib.address("qd_event_destroy"), Event, slow, failed,
+        _RECORD_POOL)
+
+
+if _sp_record is not None:
+    _bind_record()
