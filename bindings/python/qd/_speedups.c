@@ -390,8 +390,10 @@ typedef qd_status (*event_destroy_fn)(qd_event);
 static record_fn f_record;
 static event_destroy_fn f_event_destroy;
 static PyTypeObject *event_base, *event_type; /* EventBase; qd.Event, once bound */
+static PyTypeObject *stream_base;             /* StreamBase */
 static allocfunc event_alloc;
-static PyObject *o_record_slow, *o_record_failed, *o_zero;
+static PyObject *o_record_method, *o_record_slow, *o_record_failed, *o_zero;
+static PyObject *s_timing;
 static Py_ssize_t record_pool_max;
 static PyObject *s_record_events;
 
@@ -540,16 +542,19 @@ static PyType_Spec event_spec = {
     event_slots,
 };
 
-/* bind_record(qd_event_record, qd_event_destroy, Event, slow, failed, pool_max): the two
- * functions' addresses; qd.Event (a subclass of EventBase); the Python path (slow(stream,
- * timing) -> Event: every call record() does not take); failed(event, status), which gives the
- * event back and raises the status's exception; how many events a pool keeps. */
+/* bind_record(qd_event_record, qd_event_destroy, Event, method, slow, failed, pool_max): the two
+ * functions' addresses; qd.Event (a subclass of EventBase); the Python Stream.record (method:
+ * called as it was for a call of another shape, so that its errors are Python's own); the
+ * Python path (slow(stream, timing) -> Event: every case record() does not take); failed(event,
+ * status), which gives the event back and raises the status's exception; how many events a
+ * pool keeps. */
 static PyObject *sp_bind_record(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     (void)self;
-    if (n != 6) {
+    if (n != 7) {
         PyErr_SetString(PyExc_TypeError,
-                        "bind_record() takes 6 arguments (qd_event_record, "
-                        "qd_event_destroy, Event, slow, failed, pool_max)");
+                        "bind_record() takes 7 arguments (qd_event_record, "
+                        "qd_event_destroy, Event, method, slow, failed, "
+                        "pool_max)");
         return NULL;
     }
     void *fns[2];
@@ -562,27 +567,26 @@ static PyObject *sp_bind_record(PyObject *self, PyObject *const *args, Py_ssize_
         }
     }
     if (!PyType_Check(args[2]) || !PyType_IsSubtype((PyTypeObject *)args[2], event_base) ||
-        !PyCallable_Check(args[3]) || !PyCallable_Check(args[4])) {
+        !PyCallable_Check(args[3]) || !PyCallable_Check(args[4]) || !PyCallable_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
                         "bind_record(): Event must be a subclass of "
-                        "EventBase, slow and failed callables");
+                        "EventBase; method, slow and failed callables");
         return NULL;
     }
-    Py_ssize_t pool_max = PyLong_AsSsize_t(args[5]);
+    Py_ssize_t pool_max = PyLong_AsSsize_t(args[6]);
     if (pool_max == -1 && PyErr_Occurred()) return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)args[2], Py_tp_alloc);
     if (!alloc) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "bind_record(): no allocator");
         return NULL;
     }
-    PyObject *old[3] = {(PyObject *)event_type, o_record_slow, o_record_failed};
-    Py_INCREF(args[2]);
-    Py_INCREF(args[3]);
-    Py_INCREF(args[4]);
+    PyObject *old[4] = {(PyObject *)event_type, o_record_method, o_record_slow, o_record_failed};
+    for (int i = 2; i < 6; ++i) Py_INCREF(args[i]);
     event_type = (PyTypeObject *)args[2];
-    o_record_slow = args[3];
-    o_record_failed = args[4];
-    for (int i = 0; i < 3; ++i) Py_XDECREF(old[i]);
+    o_record_method = args[3];
+    o_record_slow = args[4];
+    o_record_failed = args[5];
+    for (int i = 0; i < 4; ++i) Py_XDECREF(old[i]);
     event_alloc = alloc;
     record_pool_max = pool_max;
     f_record = (record_fn)fns[0];
@@ -610,21 +614,11 @@ static PyObject *pool_pop(PyObject *pool) {
     return item;
 }
 
-/* record(stream, timing) -> qd.Event: Stream.record(timing=timing). The hot case (an open
- * stream of an open context, timing a bool, an event in the pool of that kind) is done here;
- * everything else is handed to the Python path as it is, before anything was taken or queued,
- * so each error is the Python path's own. A failing qd_event_record goes to failed(). */
-static PyObject *sp_record(PyObject *self, PyObject *const *a, Py_ssize_t n) {
-    (void)self;
-    if (n != 2) {
-        PyErr_SetString(PyExc_TypeError, "record() takes 2 arguments (stream, timing)");
-        return NULL;
-    }
-    if (!f_record) {
-        PyErr_SetString(PyExc_RuntimeError, "qd._speedups: bind_record() was not called");
-        return NULL;
-    }
-    PyObject *stream = a[0], *timing = a[1];
+/* Stream.record(timing=timing) of `stream`. The hot case (an open stream of an open context,
+ * timing a bool, an event in the pool of that kind) is done here; everything else is handed to
+ * the Python path as it is, before anything was taken or queued, so each error is the Python
+ * path's own. A failing qd_event_record goes to failed(). */
+static PyObject *record(PyObject *stream, PyObject *timing) {
     if (timing != Py_False && timing != Py_True) goto slow;
     uint64_t s = 0, c = 0, e = 0;
     if (!attr_handle(stream, s_h, &s) || !s) goto slow;
@@ -686,6 +680,64 @@ slow_ctx:
 slow:
     return PyObject_CallFunctionObjArgs(o_record_slow, stream, timing, NULL);
 }
+
+/* StreamBase.record, which qd._stream makes qd.Stream.record: record(self, *, timing=False).
+ * A call of another shape goes to the Python method as it came, which says what is wrong. */
+static PyObject *stream_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    if (!f_record) {
+        PyErr_SetString(PyExc_RuntimeError, "qd._speedups: bind_record() was not called");
+        return NULL;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    if (nargs == 0 && nkw == 0) return record(self, Py_False);
+    if (nargs == 0 && nkw == 1) {
+        PyObject *k = PyTuple_GetItem(kwnames, 0);
+        if (k == s_timing || (k && PyUnicode_Check(k) && PyUnicode_Compare(k, s_timing) == 0))
+            return record(self, args[0]);
+        PyErr_Clear();
+    }
+    PyObject *pos = PyTuple_New(nargs + 1), *kw = nkw ? PyDict_New() : NULL;
+    if (!pos || (nkw && !kw)) goto done;
+    Py_INCREF(self);
+    PyTuple_SetItem(pos, 0, self);
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+        Py_INCREF(args[i]);
+        PyTuple_SetItem(pos, i + 1, args[i]);
+    }
+    for (Py_ssize_t i = 0; i < nkw; ++i)
+        if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, i), args[nargs + i]) != 0) goto done;
+    PyObject *r = PyObject_Call(o_record_method, pos, kw);
+    Py_DECREF(pos);
+    Py_XDECREF(kw);
+    return r;
+done:
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    return NULL;
+}
+
+static PyMethodDef stream_methods[] = {
+    {"record", (PyCFunction)(void (*)(void))stream_record, METH_FASTCALL | METH_KEYWORDS,
+     "record($self, /, *, timing=False)\n--\n\n"
+     "A new Event recorded on this stream (``qd_event_record``): it completes when all\n"
+     "work queued here so far has completed (cuda.core's and CuPy's ``record``).\n"
+     "``timing=True`` makes it usable with ``Event.elapsed_ms``.\n\n"
+     "The event comes from the context's pool of record events (``qd_event_create`` only\n"
+     "when it is empty), and goes back to it, instead of being destroyed, when it is closed\n"
+     "or collected: a wait already queued on it keeps the record it saw (qd.h)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot stream_slots[] = {
+    {Py_tp_doc, "qd.Stream's record method, compiled (qd/_speedups.c)."},
+    {Py_tp_methods, stream_methods},
+    {0, NULL},
+};
+
+static PyType_Spec stream_spec = {
+    "qd._speedups.StreamBase", 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, stream_slots,
+};
 
 /* event_record(stream, event, n=1) -> 0, or the status of the first of n qd_event_record calls
  * that failed; the GIL is released once around them all. The bare call's cost as the compiled
@@ -767,9 +819,7 @@ static PyMethodDef methods[] = {
     {"launch", (PyCFunction)(void (*)(void))sp_launch, METH_FASTCALL,
      "launch(stream, kernel, config, ctx, args, signatures) -> status, or None: no fit."},
     {"bind_record", (PyCFunction)(void (*)(void))sp_bind_record, METH_FASTCALL,
-     "bind_record(qd_event_record, qd_event_destroy, Event, slow, failed, pool_max)."},
-    {"record", (PyCFunction)(void (*)(void))sp_record, METH_FASTCALL,
-     "record(stream, timing) -> qd.Event: Stream.record(timing=timing)."},
+     "bind_record(qd_event_record, qd_event_destroy, Event, method, slow, failed, pool_max)."},
     {"event_record", (PyCFunction)(void (*)(void))sp_event_record, METH_FASTCALL,
      "event_record(stream, event, n=1) -> status: n bare qd_event_record calls."},
     {NULL, NULL, 0, NULL},
@@ -793,17 +843,23 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (!s_h) s_h = PyUnicode_InternFromString("_h");
     if (!s_ctx) s_ctx = PyUnicode_InternFromString("_ctx");
     if (!s_record_events) s_record_events = PyUnicode_InternFromString("_record_events");
+    if (!s_timing) s_timing = PyUnicode_InternFromString("timing");
     if (!o_zero) o_zero = PyLong_FromLong(0);
     if (!event_base) event_base = (PyTypeObject *)PyType_FromSpec(&event_spec);
-    if (!s_h || !s_ctx || !s_record_events || !o_zero || !event_base) {
+    if (!stream_base) stream_base = (PyTypeObject *)PyType_FromSpec(&stream_spec);
+    if (!s_h || !s_ctx || !s_record_events || !s_timing || !o_zero || !event_base || !stream_base) {
         Py_DECREF(m);
         return NULL;
     }
-    Py_INCREF(event_base);
-    if (PyModule_AddObject(m, "EventBase", (PyObject *)event_base) != 0) {
-        Py_DECREF(event_base);
-        Py_DECREF(m);
-        return NULL;
+    PyTypeObject *types[2] = {event_base, stream_base};
+    const char *names[2] = {"EventBase", "StreamBase"};
+    for (int i = 0; i < 2; ++i) {
+        Py_INCREF(types[i]);
+        if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) != 0) {
+            Py_DECREF(types[i]);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 _SP = _lib.SPEEDUPS
 _sp_release = _SP.release if _SP is not None else None  # type: ignore[attr-defined]
 _EventBase: Any = getattr(_SP, "EventBase", None)
+_StreamBase: Any = getattr(_SP, "StreamBase", None) if _EventBase is not None else None
 
 
 def _stream_c(stream: Any, ctx: Optional["Context"] = None) -> c_uint64:
@@ -188,7 +189,12 @@ class StreamKind(enum.Enum):
 _OWNED, _LEASED, _BORROWED = StreamKind.OWNED, StreamKind.LEASED, StreamKind.BORROWED
 
 
-class Stream(_ContextChild):
+# With qd._speedups, Stream's base StreamBase carries the compiled record (see the module's end).
+_STREAM_BASES: Tuple[type, ...] = (
+    (_StreamBase, _ContextChild) if _StreamBase is not None else (_ContextChild,))
+
+
+class Stream(*_STREAM_BASES):  # type: ignore[misc]
     """A qd stream: an in-order queue of work; different streams run concurrently.
 
     Make one with ``Context.create_stream`` (owned), ``Context.acquire_stream`` (a pool lease),
@@ -389,9 +395,10 @@ class Stream(_ContextChild):
 
         The event comes from the context's pool of record events (``qd_event_create`` only
         when it is empty), and goes back to it, instead of being destroyed, when it is closed
-        or collected: a wait already queued on it keeps the record it saw (qd.h)."""
-        if _sp_record is not None:  # qd._speedups: the same, in C (_record for what it leaves)
-            return _sp_record(self, timing)
+        or collected: a wait already queued on it keeps the record it saw (qd.h).
+
+        (With qd._speedups, ``Stream.record`` is its compiled twin, which does the same and
+        hands what it does not take to this one or to ``_record``.)"""
         return _record(self, timing)
 
     def capture(self) -> Any:
@@ -743,17 +750,19 @@ class Event(*_EVENT_BASES):  # type: ignore[misc]
         return start.elapsed_ms(self)
 
 
-# qd._speedups' Stream.record (see Stream.record), or None.
-_sp_record = getattr(_SP, "record", None) if _EventBase is not None else None
+# qd._speedups' Stream.record: StreamBase.record becomes Stream.record once bound; _py_record
+# is the Python one, which the compiled one calls for a call of another shape.
+_py_record = Stream.record
 
 
 def _bind_record(slow: Any = _record, failed: Any = _record_failed) -> None:
-    """Hand qd._speedups' record what it calls: libqd's functions, Event, and the Python path
-    for what it does not take (``slow``) and for a failed record (``failed``)."""
+    """Hand qd._speedups' record what it calls: libqd's functions, Event, the Python method,
+    the Python path for what it does not take (``slow``) and for a failed record (``failed``)."""
     _SP.bind_record(  # type: ignore[union-attr]
-        _lib.address("qd_event_record"), _lib.address("qd_event_destroy"), Event, slow, failed,
-        _RECORD_POOL)
+        _lib.address("qd_event_record"), _lib.address("qd_event_destroy"), Event, _py_record,
+        slow, failed, _RECORD_POOL)
 
 
-if _sp_record is not None:
+if _StreamBase is not None:
     _bind_record()
+    Stream.record = _StreamBase.record  # type: ignore[assignment,method-assign]

@@ -19,10 +19,10 @@ from qd import _lib, _stream
 def record_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Which Stream.record runs: qd._speedups' (skipped where it is not in use) or Python's."""
     if request.param == "compiled":
-        if _stream._sp_record is None:
-            pytest.skip(f"qd._speedups not in use: {_lib.why_not_speedups or 'no record()'}")
+        if qd.Stream.record is _stream._py_record:
+            pytest.skip(f"qd._speedups not in use: {_lib.why_not_speedups or 'no StreamBase'}")
     else:
-        monkeypatch.setattr(_stream, "_sp_record", None)
+        monkeypatch.setattr(qd.Stream, "record", _stream._py_record)
     return request.param
 
 
@@ -282,3 +282,19 @@ def test_record_works_on_every_kind_of_stream(ctx: qd.Context) -> None:
         ev.synchronize()
         assert ev.query(), s
         s.close()
+
+
+def test_a_call_of_another_shape_is_refused_as_python_refuses_it(ctx: qd.Context,
+                                                                 stream: qd.Stream,
+                                                                 pools: Any) -> None:
+    stream.record().close()
+    live = ctx.stats().live_events
+    calls = [((True,), {}, "takes 1 positional argument but 2 were given"),
+             ((), {"timin": True}, "got an unexpected keyword argument 'timin'"),
+             ((), {"timing": True, "other": 1}, "got an unexpected keyword argument 'other'")]
+    for args, kwargs, words in calls:
+        with pytest.raises(TypeError) as info:
+            stream.record(*args, **kwargs)
+        assert str(info.value) == f"Stream.record() {words}"
+    assert len(pools[0]) == 1 and pools[1] == [] and ctx.stats().live_events == live
+    assert stream.record(**{"timing": True}).timing is True
