@@ -13,9 +13,10 @@ Three figures, each against the anchor it must stay close to, measured in one pr
 - ``s.record()`` (an Event each call, dropped at once as most code does), against a bare
   ``qd_event_record`` of one event through ctypes (no argument conversion: the floor of any
   ctypes record). Bar: s.record() at most 1.0 us; the ratio is information. With qd._speedups,
-  the same rounds also run ``s.record()`` without it (the Python path, the FFI in use; same bar)
-  and two floors: ``qd_event_record`` called from the compiled module once per Python call, and
-  in a C loop (the C call alone), printed as ``B2 (floor) ...`` lines.
+  the same rounds also run ``s.record()`` without it (a child process with QD_PYTHON_SPEEDUPS=0
+  that times its own calls; same bar) and two floors: ``qd_event_record`` called from the
+  compiled module once per Python call, and in a C loop (the C call alone), printed as
+  ``B2 (floor) ...`` lines.
 
 Each figure runs ``--rounds`` short rounds of ``--calls`` calls per side; the two sides of a
 round run back to back, in an order that flips every round, and the verdict is on the median of
@@ -36,10 +37,11 @@ import argparse
 import ctypes
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from b2_launch import qd_setup  # noqa: E402  (also puts the in-tree package on sys.path)
@@ -57,10 +59,11 @@ def rounds(qd_run: Batch, anchor_run: Batch, sync: Callable[[], None], calls: in
     return ours, theirs
 
 
-def rounds_of(runs: List[Batch], sync: Callable[[], None], calls: int,
+def rounds_of(runs: List[Callable[[int], Optional[float]]], sync: Callable[[], None], calls: int,
               n_rounds: int) -> List[List[float]]:
     """Seconds per call of each of ``runs``, one sample per round: every round runs them all
-    back to back, in an order that reverses every round."""
+    back to back, in an order that reverses every round. A run that returns a number timed
+    itself (another process: the time of its calls, without the pipe's)."""
     for run in runs:  # warm-up
         run(max(1, calls // 4))
         sync()
@@ -69,10 +72,10 @@ def rounds_of(runs: List[Batch], sync: Callable[[], None], calls: int,
     for r in range(n_rounds):
         for run, samples in (order if r % 2 == 0 else order[::-1]):
             t0 = time.perf_counter()
-            run(calls)
+            own = run(calls)
             t1 = time.perf_counter()  # enqueue cost only: stop before the sync
             sync()
-            samples.append((t1 - t0) / calls)
+            samples.append((own if own is not None else t1 - t0) / calls)
     return out
 
 
@@ -142,25 +145,66 @@ def bench_signatures(args: argparse.Namespace, k3: qd.Kernel, s: qd.Stream,
     report("launch 3 args, two signatures in turn", ours, theirs, "one signature", "ratio", 1.2)
 
 
-def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> None:
-    """``s.record()`` as users get it (through qd._speedups when it is in use), the Python path
-    (the FFI in use, no qd._speedups), and the floors: the bare ``qd_event_record`` through
-    ctypes, and, with qd._speedups, the same call from the compiled module (one per Python call,
-    and in a C loop: the C call alone). All sides in the same paired rounds."""
+class RecordServer:
+    """``s.record()`` in a child process without qd._speedups (``QD_PYTHON_SPEEDUPS=0``, the FFI
+    of this run unless QD_PYTHON_FFI says otherwise): a side of this run's paired rounds that
+    times its own calls (``--serve-record``)."""
+
+    def __init__(self, backend: str) -> None:
+        env = dict(os.environ, QD_PYTHON_SPEEDUPS="0")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--serve-record", "--backend", backend],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
+        self.ffi = self._read()  # its first line: the FFI it uses
+
+    def _read(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("b2_cliffs: the --serve-record child ended")
+        return line.strip()
+
+    def __call__(self, m: int) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{m}\n")
+        return float(self._read())
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def serve_record(backend: str) -> None:
+    """The child of RecordServer: per line m read, m ``s.record()`` calls (each Event dropped
+    at once), then the seconds they took, the stream synchronized after the clock stopped."""
+    ctx = qd.Context(backend)
+    s = ctx.create_stream(non_blocking=True)
     record = s.record
-    sp = _lib.SPEEDUPS if _stream._sp_record is not None else None
+    print(qd.FFI, flush=True)
+    for line in sys.stdin:
+        m = int(line)
+        t0 = time.perf_counter()
+        for _ in range(m):
+            record()
+        t1 = time.perf_counter()
+        s.synchronize()
+        print(repr(t1 - t0), flush=True)
+    s.close()
+    ctx.close()
+
+
+def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> None:
+    """``s.record()`` as users get it (through qd._speedups when it is in use), the bare
+    ``qd_event_record`` through ctypes, and with qd._speedups: ``s.record()`` without it (a child
+    process, QD_PYTHON_SPEEDUPS=0), and the bare call from the compiled module (one per Python
+    call, and in a C loop: the C call alone). All sides in the same paired rounds."""
+    record = s.record
+    sp = _lib.SPEEDUPS if qd.Stream.record is not _stream._py_record else None
 
     def qd_record(m: int) -> None:
         for _ in range(m):
             record()
-
-    def python_record(m: int) -> None:
-        saved, _stream._sp_record = _stream._sp_record, None  # Stream.record reads it per call
-        try:
-            for _ in range(m):
-                record()
-        finally:
-            _stream._sp_record = saved
 
     ev = ctx.create_event()
     f = _lib._raw_ctypes("qd_event_record")  # ctypes in both FFI modes: the anchor is fixed
@@ -170,7 +214,8 @@ def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> Non
         for _ in range(m):
             f(sc, ec)
 
-    runs: List[Batch] = [qd_record, bare]
+    runs: List[Any] = [qd_record, bare]
+    server = None
     if sp is not None:
         sh, eh, c_record = s.handle, ev.handle, sp.event_record
 
@@ -181,7 +226,8 @@ def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> Non
         def c_loop(m: int) -> None:
             c_record(sh, eh, m)
 
-        runs += [python_record, compiled_call, c_loop]
+        server = RecordServer(args.backend)
+        runs += [server, compiled_call, c_loop]
     if qd.FFI != "ctypes":  # the same floor through the FFI in use, for information
         g, sc2, ec2 = _base._f_event_record, s._c, ev._c
 
@@ -190,14 +236,18 @@ def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> Non
                 g(sc2, ec2)
 
         runs.append(bare_ffi)
-    samples = rounds_of(runs, s.synchronize, args.calls, args.rounds)
+    try:
+        samples = rounds_of(runs, s.synchronize, args.calls, args.rounds)
+    finally:
+        if server is not None:
+            server.close()
     ours, anchor = samples[0], samples[1]
     path = "qd._speedups" if sp is not None else f"{qd.FFI}, no qd._speedups"
     report("s.record()", ours, anchor, "bare qd_event_record (ctypes)", "absolute", 1.0)
     print(f"# s.record() above ran through {path}", flush=True)
-    if sp is not None:
-        report(f"s.record() without qd._speedups ({qd.FFI})", samples[2], anchor,
-               "bare qd_event_record (ctypes)", "absolute", 1.0)
+    if server is not None:
+        report(f"s.record() without qd._speedups ({server.ffi}, another process)", samples[2],
+               anchor, "bare qd_event_record (ctypes)", "absolute", 1.0)
         for name, side in (("from qd._speedups, one Python call each", samples[3]),
                            ("from qd._speedups, in a C loop", samples[4])):
             print(f"B2 (floor) qd_event_record {name}: {statistics.median(side) * 1e6:.3f} us "
@@ -216,7 +266,11 @@ def main() -> None:
                         help="default: cuda if a CUDA device is usable, else cpu")
     parser.add_argument("--rounds", type=int, default=41, help="paired rounds (>= 5)")
     parser.add_argument("--calls", type=int, default=1000, help="calls per side per round")
+    parser.add_argument("--serve-record", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_record:  # the child of RecordServer
+        serve_record(args.backend or "cpu")
+        return
     args.rounds = max(5, args.rounds)
     if args.backend is None:
         try:

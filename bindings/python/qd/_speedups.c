@@ -1,5 +1,5 @@
-/* qd._speedups: the binding's four bookkeeping calls and Kernel.launch's packing, compiled
- * (optional).
+/* qd._speedups: the binding's four bookkeeping calls, Kernel.launch's packing and
+ * Stream.record, compiled (optional).
  *
  * qd_stream_acquire, qd_stream_release, qd_stream_set_active and qd_stream_get_active only touch
  * qd's bookkeeping and never wait, so their cost from Python is the foreign call itself: about
@@ -19,6 +19,14 @@
  * and calls qd_launch (bound by bind_launch()) with the GIL released, as ctypes and cffi do, so
  * ordinary arguments cost about what a pre-packed launch does. Anything it does not take comes
  * back as None, having queued nothing, and the binding's Python path handles it.
+ *
+ * StreamBase and EventBase are the bases of qd.Stream and qd.Event when the module is there:
+ * they keep the fields those classes keep in __slots__ without it, StreamBase.record is
+ * Stream.record (a pooled event popped, qd_event_record called with the GIL released, the Event
+ * filled in C; bound by bind_record()), and EventBase's finalizer is Event.__del__ (a dropped
+ * record event goes back to its pool). So s.record() runs no Python code; whatever it does not
+ * take goes to the Python functions the binding uses without the module, before anything was
+ * taken or queued.
  *
  * Built against the stable ABI of Python 3.10 (one .abi3.so for every later CPython) by the
  * package's build backend when a C compiler and Python's headers are there, and by
@@ -397,9 +405,15 @@ static PyObject *s_timing;
 static Py_ssize_t record_pool_max;
 static PyObject *s_record_events;
 
+/* What EventBase and StreamBase keep: the fields qd.Event and qd.Stream keep in __slots__
+ * without this module. _h, _c, _key, _ctx are both's; F_A and F_B each kind's own (an Event's
+ * _timing and _pooled, a Stream's _kind and _owner); F_PAIR (an Event's, no attribute) is the
+ * (handle, c) tuple record() took it from the pool as, which its finalizer gives back as it is. */
+enum { F_H, F_C, F_KEY, F_CTX, F_A, F_B, F_PAIR, F_N };
 typedef struct {
-    PyObject_HEAD PyObject *h, *c, *key, *ctx, *timing, *pooled;
-} EventObject;
+    PyObject_HEAD PyObject *f[F_N];
+} FieldsObject;
+#define FIELD(i) ((Py_ssize_t)(offsetof(FieldsObject, f) + (i) * sizeof(PyObject *)))
 
 /* A handle's value from a Python int (unsigned long is the fast conversion where it has 64
  * bits): 1, or 0 when it is not one (no error set). */
@@ -418,45 +432,36 @@ static int u64_of(PyObject *o, uint64_t *out) {
     return 1;
 }
 
-/* An int attribute of o as a handle: 1 (in *out, maybe 0), or 0 (absent or not one). */
-static int attr_handle(PyObject *o, PyObject *name, uint64_t *out) {
+/* Whether o's int attribute `name` (a handle) is set and not 0, as Python's ``if o.name:``
+ * (absent or not an int: 0). */
+static int attr_open(PyObject *o, PyObject *name) {
     PyObject *v = PyObject_GetAttr(o, name);
     if (!v) {
         PyErr_Clear();
         return 0;
     }
-    int ok = PyLong_Check(v) && u64_of(v, out);
+    int open = PyLong_Check(v) && PyObject_IsTrue(v) == 1;
     Py_DECREF(v);
-    return ok;
+    return open;
 }
 
-static int event_traverse(PyObject *self, visitproc visit, void *arg) {
-    EventObject *e = (EventObject *)self;
-    Py_VISIT(e->h);
-    Py_VISIT(e->c);
-    Py_VISIT(e->key);
-    Py_VISIT(e->ctx);
-    Py_VISIT(e->timing);
-    Py_VISIT(e->pooled);
+static int fields_traverse(PyObject *self, visitproc visit, void *arg) {
+    FieldsObject *o = (FieldsObject *)self;
+    for (int i = 0; i < F_N; ++i) Py_VISIT(o->f[i]);
     Py_VISIT((PyObject *)Py_TYPE(self)); /* a heap type's instance refers to its type */
     return 0;
 }
 
-static int event_clear(PyObject *self) {
-    EventObject *e = (EventObject *)self;
-    Py_CLEAR(e->h);
-    Py_CLEAR(e->c);
-    Py_CLEAR(e->key);
-    Py_CLEAR(e->ctx);
-    Py_CLEAR(e->timing);
-    Py_CLEAR(e->pooled);
+static int fields_clear(PyObject *self) {
+    FieldsObject *o = (FieldsObject *)self;
+    for (int i = 0; i < F_N; ++i) Py_CLEAR(o->f[i]);
     return 0;
 }
 
-static void event_dealloc(PyObject *self) {
+static void fields_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
-    event_clear(self);
+    fields_clear(self);
     freefunc free_fn = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     free_fn(self);
     Py_DECREF(tp);
@@ -473,36 +478,43 @@ static void event_destroy(PyObject *h) {
  * and the pool has room; any other live event is destroyed. Never raises (as __del__, which
  * ignores every error: a field missing stops it where the Python one would stop). */
 static void event_finalize(PyObject *self) {
-    EventObject *e = (EventObject *)self;
-    if (!e->h) return;
+    FieldsObject *e = (FieldsObject *)self;
+    PyObject *h = e->f[F_H];
+    if (!h) return;
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #endif
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *h = e->h;
     if (PyObject_IsTrue(h) == 1 && o_zero) {
         Py_INCREF(o_zero);
-        e->h = o_zero; /* h: now this function's reference */
-        PyObject *pool = e->pooled;
+        e->f[F_H] = o_zero; /* h: now this function's reference */
+        PyObject *pool = e->f[F_B], *ctx = e->f[F_CTX], *c = e->f[F_C];
         if (pool == Py_None) {
             event_destroy(h);
-        } else if (pool && e->ctx) {
-            uint64_t open = 0;
-            if (!attr_handle(e->ctx, s_h, &open) || !open || !PyList_Check(pool) ||
-                PyList_Size(pool) >= record_pool_max) {
-                event_destroy(h);
-            } else if (e->c) {
-                PyObject *pair = PyTuple_New(2);
+        } else if (!pool || !ctx) {
+            /* a field missing: the Python one stops here too */
+        } else if (!attr_open(ctx, s_h) || !PyList_Check(pool) ||
+                   PyList_Size(pool) >= record_pool_max) {
+            event_destroy(h);
+        } else if (c) {
+            PyObject *pair = e->f[F_PAIR]; /* as record() took it, if it still says h and c */
+            if (pair && PyTuple_GetItem(pair, 0) == h && PyTuple_GetItem(pair, 1) == c) {
+                e->f[F_PAIR] = NULL;
+            } else {
+                PyErr_Clear();
+                pair = PyTuple_New(2);
                 if (pair) {
                     Py_INCREF(h);
-                    Py_INCREF(e->c);
+                    Py_INCREF(c);
                     PyTuple_SetItem(pair, 0, h);
-                    PyTuple_SetItem(pair, 1, e->c);
-                    (void)PyList_Append(pool, pair);
-                    Py_DECREF(pair);
+                    PyTuple_SetItem(pair, 1, c);
                 }
+            }
+            if (pair) {
+                (void)PyList_Append(pool, pair);
+                Py_DECREF(pair);
             }
         }
         Py_DECREF(h);
@@ -515,28 +527,28 @@ static void event_finalize(PyObject *self) {
 }
 
 static PyMemberDef event_members[] = {
-    {"_h", T_OBJECT_EX, offsetof(EventObject, h), 0, NULL},
-    {"_c", T_OBJECT_EX, offsetof(EventObject, c), 0, NULL},
-    {"_key", T_OBJECT_EX, offsetof(EventObject, key), 0, NULL},
-    {"_ctx", T_OBJECT_EX, offsetof(EventObject, ctx), 0, NULL},
-    {"_timing", T_OBJECT_EX, offsetof(EventObject, timing), 0, NULL},
-    {"_pooled", T_OBJECT_EX, offsetof(EventObject, pooled), 0, NULL},
+    {"_h", T_OBJECT_EX, FIELD(F_H), 0, NULL},
+    {"_c", T_OBJECT_EX, FIELD(F_C), 0, NULL},
+    {"_key", T_OBJECT_EX, FIELD(F_KEY), 0, NULL},
+    {"_ctx", T_OBJECT_EX, FIELD(F_CTX), 0, NULL},
+    {"_timing", T_OBJECT_EX, FIELD(F_A), 0, NULL},
+    {"_pooled", T_OBJECT_EX, FIELD(F_B), 0, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyType_Slot event_slots[] = {
     {Py_tp_doc, "qd.Event's fields and finalizer, compiled (qd/_speedups.c)."},
     {Py_tp_members, event_members},
-    {Py_tp_traverse, event_traverse},
-    {Py_tp_clear, event_clear},
-    {Py_tp_dealloc, event_dealloc},
+    {Py_tp_traverse, fields_traverse},
+    {Py_tp_clear, fields_clear},
+    {Py_tp_dealloc, fields_dealloc},
     {Py_tp_finalize, event_finalize},
     {0, NULL},
 };
 
 static PyType_Spec event_spec = {
     "qd._speedups.EventBase",
-    sizeof(EventObject),
+    sizeof(FieldsObject),
     0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     event_slots,
@@ -620,15 +632,13 @@ static PyObject *pool_pop(PyObject *pool) {
  * path's own. A failing qd_event_record goes to failed(). */
 static PyObject *record(PyObject *stream, PyObject *timing) {
     if (timing != Py_False && timing != Py_True) goto slow;
-    uint64_t s = 0, c = 0, e = 0;
-    if (!attr_handle(stream, s_h, &s) || !s) goto slow;
-    PyObject *ctx = PyObject_GetAttr(stream, s_ctx);
-    if (!ctx) {
-        PyErr_Clear();
-        goto slow;
-    }
+    uint64_t s = 0, e = 0;
+    FieldsObject *so = (FieldsObject *)stream; /* a StreamBase: stream_record's self */
+    PyObject *sh = so->f[F_H], *ctx = so->f[F_CTX];
+    if (!sh || !ctx || !PyLong_Check(sh) || !u64_of(sh, &s) || !s) goto slow;
+    Py_INCREF(ctx);
     PyObject *pools = NULL, *item = NULL;
-    if (!attr_handle(ctx, s_h, &c) || !c) goto slow_ctx;
+    if (!attr_open(ctx, s_h)) goto slow_ctx;
     pools = PyObject_GetAttr(ctx, s_record_events);
     if (!pools) {
         PyErr_Clear();
@@ -645,7 +655,7 @@ static PyObject *record(PyObject *stream, PyObject *timing) {
         if (PyList_Append(pool, item) != 0) PyErr_Clear(); /* not ours to judge: give it back */
         goto slow_ctx;
     }
-    EventObject *ev = (EventObject *)event_alloc(event_type, 0);
+    FieldsObject *ev = (FieldsObject *)event_alloc(event_type, 0);
     if (!ev) {                           /* (a MemoryError): the event goes back to the pool */
         (void)PyList_Append(pool, item); /* which can only fail with another MemoryError */
         Py_DECREF(item);
@@ -654,17 +664,17 @@ static PyObject *record(PyObject *stream, PyObject *timing) {
         return NULL;
     }
     Py_INCREF(eh);
-    ev->key = eh;
+    ev->f[F_KEY] = eh;
     Py_INCREF(ec);
-    ev->c = ec;
-    ev->ctx = ctx; /* the reference GetAttr gave */
+    ev->f[F_C] = ec;
+    ev->f[F_CTX] = ctx; /* the reference taken above */
     Py_INCREF(timing);
-    ev->timing = timing;
+    ev->f[F_A] = timing;
     Py_INCREF(pool);
-    ev->pooled = pool;
+    ev->f[F_B] = pool;
+    ev->f[F_PAIR] = item; /* the pool's reference: given back as it is */
     Py_INCREF(eh);
-    ev->h = eh;
-    Py_DECREF(item);
+    ev->f[F_H] = eh;
     Py_DECREF(pools);
     qd_status status;
     Py_BEGIN_ALLOW_THREADS status = f_record(s, e);
@@ -729,14 +739,32 @@ static PyMethodDef stream_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef stream_members[] = {
+    {"_h", T_OBJECT_EX, FIELD(F_H), 0, NULL},
+    {"_c", T_OBJECT_EX, FIELD(F_C), 0, NULL},
+    {"_key", T_OBJECT_EX, FIELD(F_KEY), 0, NULL},
+    {"_ctx", T_OBJECT_EX, FIELD(F_CTX), 0, NULL},
+    {"_kind", T_OBJECT_EX, FIELD(F_A), 0, NULL},
+    {"_owner", T_OBJECT_EX, FIELD(F_B), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot stream_slots[] = {
-    {Py_tp_doc, "qd.Stream's record method, compiled (qd/_speedups.c)."},
+    {Py_tp_doc, "qd.Stream's fields and record method, compiled (qd/_speedups.c)."},
     {Py_tp_methods, stream_methods},
+    {Py_tp_members, stream_members},
+    {Py_tp_traverse, fields_traverse},
+    {Py_tp_clear, fields_clear},
+    {Py_tp_dealloc, fields_dealloc},
     {0, NULL},
 };
 
 static PyType_Spec stream_spec = {
-    "qd._speedups.StreamBase", 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, stream_slots,
+    "qd._speedups.StreamBase",
+    sizeof(FieldsObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    stream_slots,
 };
 
 /* event_record(stream, event, n=1) -> 0, or the status of the first of n qd_event_record calls

@@ -189,7 +189,8 @@ class StreamKind(enum.Enum):
 _OWNED, _LEASED, _BORROWED = StreamKind.OWNED, StreamKind.LEASED, StreamKind.BORROWED
 
 
-# With qd._speedups, Stream's base StreamBase carries the compiled record (see the module's end).
+# With qd._speedups, Stream's fields live in its compiled base StreamBase, which also carries the
+# compiled record (see the module's end); without it, in __slots__.
 _STREAM_BASES: Tuple[type, ...] = (
     (_StreamBase, _ContextChild) if _StreamBase is not None else (_ContextChild,))
 
@@ -207,7 +208,8 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
     still completes).
     """
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_kind", "_owner", "__weakref__")
+    __slots__ = (("__weakref__",) if _StreamBase is not None else  # (StreamBase has the rest)
+                 ("_h", "_c", "_key", "_ctx", "_kind", "_owner", "__weakref__"))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("make streams with Context.create_stream(), Context.acquire_stream(), "
