@@ -407,9 +407,11 @@ static PyObject *s_record_events;
 
 /* What EventBase and StreamBase keep: the fields qd.Event and qd.Stream keep in __slots__
  * without this module. _h, _c, _key, _ctx are both's; F_A and F_B each kind's own (an Event's
- * _timing and _pooled, a Stream's _kind and _owner); F_PAIR (an Event's, no attribute) is the
- * (handle, c) tuple record() took it from the pool as, which its finalizer gives back as it is. */
-enum { F_H, F_C, F_KEY, F_CTX, F_A, F_B, F_PAIR, F_N };
+ * _timing and _pooled, a Stream's _kind and _owner). Two more have no attribute: an Event's
+ * F_PAIR is the (handle, c) tuple record() took it from the pool as, which its finalizer gives
+ * back as it is; a Stream's F_POOLS_OF and F_POOLS are the context whose _record_events record()
+ * read last and that tuple of pools (a context's pools are the same lists for its life). */
+enum { F_H, F_C, F_KEY, F_CTX, F_A, F_B, F_PAIR, F_POOLS = F_PAIR, F_POOLS_OF, F_N };
 typedef struct {
     PyObject_HEAD PyObject *f[F_N];
 } FieldsObject;
@@ -637,12 +639,26 @@ static PyObject *record(PyObject *stream, PyObject *timing) {
     PyObject *sh = so->f[F_H], *ctx = so->f[F_CTX];
     if (!sh || !ctx || !PyLong_Check(sh) || !u64_of(sh, &s) || !s) goto slow;
     Py_INCREF(ctx);
+    /* The context's open check is its pools': Context.close empties them in the same step
+     * (no other thread runs between) as it sets _h to 0, and no event goes back to a closed
+     * context's pool, so a pool that is not empty is an open context's. */
     PyObject *pools = NULL, *item = NULL;
-    if (!attr_open(ctx, s_h)) goto slow_ctx;
-    pools = PyObject_GetAttr(ctx, s_record_events);
-    if (!pools) {
-        PyErr_Clear();
-        goto slow_ctx;
+    if (so->f[F_POOLS_OF] == ctx && so->f[F_POOLS]) {
+        pools = so->f[F_POOLS];
+        Py_INCREF(pools);
+    } else {
+        pools = PyObject_GetAttr(ctx, s_record_events);
+        if (!pools) {
+            PyErr_Clear();
+            goto slow_ctx;
+        }
+        PyObject *old_of = so->f[F_POOLS_OF], *old = so->f[F_POOLS];
+        Py_INCREF(ctx);
+        Py_INCREF(pools);
+        so->f[F_POOLS_OF] = ctx;
+        so->f[F_POOLS] = pools;
+        Py_XDECREF(old_of);
+        Py_XDECREF(old);
     }
     PyObject *pool = PyTuple_Check(pools) && PyTuple_Size(pools) == 2
                          ? PyTuple_GetItem(pools, timing == Py_True)

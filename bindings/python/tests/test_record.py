@@ -1,7 +1,9 @@
 """``Stream.record()``: a pooled event recorded on the stream (README, "Performance notes"). Every
 test runs twice, through qd._speedups' compiled record and through the Python path, which must
 behave alike: the same Event, the same pool, the same exception with the same message. (Without
-qd._speedups the compiled runs skip.) Asserted on what the binding does, never on time."""
+qd._speedups the compiled runs skip; with it, both runs' Events have its compiled finalizer: the
+Python one is Event.__del__ in the suite's run with QD_PYTHON_SPEEDUPS=0.) Asserted on what the
+binding does, never on time."""
 
 from __future__ import annotations
 
@@ -172,6 +174,22 @@ def test_record_on_a_stream_of_a_closed_context_names_the_context() -> None:
         assert info.value.message == (
             f"this qd.Stream (handle {key:#x}) was closed with its qd.Context")
     assert ctx._record_events == ([], [])
+
+
+def test_an_event_dropped_after_its_context_closed_is_not_given_back() -> None:
+    ctx = qd.Context("cpu")
+    s = ctx.create_stream()
+    s.record().close()
+    held, timing = s.record(), s.record(timing=True)
+    ctx.close()
+    assert ctx._record_events == ([], []), "close() empties the pools"
+    held.close()
+    del timing
+    gc.collect()
+    assert ctx._record_events == ([], []), "an event of a closed context went back"
+    assert held.closed and held.handle == 0
+    with pytest.raises(qd.ObjectClosedError):
+        s.record()
 
 
 def test_a_failing_record_raises_its_status_and_gives_the_event_back(
