@@ -36,6 +36,22 @@ needs_speedups = pytest.mark.skipif(_lib.SPEEDUPS is None,
 
 
 @needs_speedups
+def test_the_module_in_use_carries_every_compiled_path() -> None:
+    # A module built from an older source still loads (each path is looked up by name) and the
+    # binding falls back for what it lacks: here, where it was built from this tree, all is there.
+    from qd import _kernel, _stream
+
+    sp = _lib.SPEEDUPS
+    for name in ("acquire", "release", "set_active", "get_active", "launch", "bind_record",
+                 "event_record", "StreamBase", "EventBase"):
+        assert hasattr(sp, name), f"qd._speedups ({sp.__file__}) has no {name}: rebuild it"
+    assert _kernel._sp_launch is not None
+    assert qd.Stream.record is sp.StreamBase.__dict__["record"]
+    assert qd.Stream.record is not _stream._py_record
+    assert issubclass(qd.Event, sp.EventBase) and issubclass(qd.Stream, sp.StreamBase)
+
+
+@needs_speedups
 def test_lease_round_trip_through_the_compiled_calls() -> None:
     with qd.Context("cpu", stream_pool_size=2) as ctx:
         a = ctx.acquire_stream()
