@@ -45,8 +45,11 @@ if TYPE_CHECKING:
 # the fields and finalizer of the Event it makes (EventBase), in C.
 _SP = _lib.SPEEDUPS
 _sp_release = _SP.release if _SP is not None else None  # type: ignore[attr-defined]
-_EventBase: Any = getattr(_SP, "EventBase", None)
-_StreamBase: Any = getattr(_SP, "StreamBase", None) if _EventBase is not None else None
+# All three or none: EventBase's finalizer needs what bind_record hands the module.
+_EventBase: Any = None
+_StreamBase: Any = None
+if _SP is not None and all(hasattr(_SP, n) for n in ("EventBase", "StreamBase", "bind_record")):
+    _EventBase, _StreamBase = _SP.EventBase, _SP.StreamBase  # type: ignore[attr-defined]
 
 
 def _stream_c(stream: Any, ctx: Optional["Context"] = None) -> c_uint64:
