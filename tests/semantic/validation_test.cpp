@@ -396,6 +396,58 @@ TEST_P(ValidationTest, GraphReplay_OrdersLikeTheCapturedCalls_NoReport) {
     EXPECT_QD_OK(qd_graph_destroy(g));
 }
 
+// Memory inside a graph: a replay's alloc and free bound the block's life; in between, the
+// ordinary checks.
+TEST_P(ValidationTest, GraphMemory_AKernelReadingTheBlockAfterTheCapturedFree_IsAUseAfterFree) {
+    const uint64_t out = block();
+    qd_stream s = stream();
+    uint64_t b = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &b));
+    ASSERT_QD_OK(qd_memset_async(s, b, 0, 64));
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), out, b, 1));  // reads b: freed
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    EXPECT_TRUE(seen().empty()) << "captured work touches nothing";
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    const auto r = seen();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].kind, (uint32_t)QD_HAZARD_USE_AFTER_FREE);
+    EXPECT_EQ(r[0].allocation, b);
+    EXPECT_TRUE(contains(r[0].operation, "qd_test_add_value")) << r[0].operation;
+    EXPECT_EQ(r[0].other_operation, "free");
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(ValidationTest, GraphMemory_ReplaysOnTwoStreams_AreOrdered_AUseBetweenThemIsAfterFree) {
+    const uint64_t out = block();
+    qd_stream s = stream(), t = stream();
+    uint64_t b = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &b));
+    ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), b, 5));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), out, b, 1));
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    // Each replay runs after the one before, whatever its stream: no race on b or out.
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_graph_launch(g, t));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(read_u32(s, out), 6u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    // Between replays the block is freed: a use of it then is a use after free.
+    ASSERT_QD_OK(qd_memset_async(s, b, 0, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    const auto r = seen();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].kind, (uint32_t)QD_HAZARD_USE_AFTER_FREE);
+    EXPECT_EQ(r[0].allocation, b);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
 TEST_P(ValidationTest, ContextDestroy_WithWorkInFlight_IsNoHazard) {
     const uint64_t x = block(), y = block();
     qd_stream a = stream(), b = stream();
