@@ -881,7 +881,9 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
  *  - QD_ERROR_OVERFLOW: bytes exceeds what the backend can address (e.g. near UINT64_MAX).
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_NOT_SUPPORTED: (HIP) the runtime has no stream-ordered allocation
- *    (hipMallocAsync, a beta feature of HIP 5) or the device has no memory pools.
+ *    (hipMallocAsync, a beta feature of HIP 5) or the device has no memory pools; ("Graphs")
+ *    stream is capturing natively and the driver has no graph memory nodes (CUDA before 11.4,
+ *    HIP before 5.7; the message names the minimum): nothing is allocated, the capture goes on.
  *  - QD_ERROR_INVALID_OPERATION: ("Graphs") the capture of stream ended, or began, during the
  *    call: nothing is allocated. (Before 0.3: stream is capturing.)
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
@@ -1026,12 +1028,12 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * replay's alloc and free only order the work on it, and the block is released when the graph
  * is destroyed (or, given to another by qd_graph_update, that one too) and every replay queued
  * by then is done: qd_graph_destroy still returns at once.
- * CUDA native graphs (a driver with graph memory nodes, CUDA 11.4 or later): the alloc and
- * free become the graph's memory nodes (cuMemAllocAsync and cuMemFreeAsync captured); the block
+ * CUDA and HIP native graphs: the alloc and free become the graph's memory nodes
+ * (cuMemAllocAsync and cuMemFreeAsync captured; a driver without them, before CUDA 11.4 or HIP
+ * 5.7, refuses the alloc with QD_ERROR_NOT_SUPPORTED and the capture goes on); the block
  * exists only inside the graph's launches, so such a graph is always launched as the driver
  * graph (an observer attached later sees each replay as one launch) and cannot take part in
- * qd_graph_update. A driver that cannot capture the allocation fails the capture as any driver
- * error does (qd_stream_end_capture then returns QD_ERROR_INVALID_OPERATION with its reason).
+ * qd_graph_update. A driver error inside the capture ends it as any other does.
  * ------------------------------------------------------------------------------------------- */
 
 /** A captured graph. Destroy with qd_graph_destroy. */

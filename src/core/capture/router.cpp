@@ -154,6 +154,8 @@ qd_status CaptureRouter::record_block(Capture &c, uint32_t lane, const Op &op) {
         uint64_t a = 0;
         if (c.native) {
             // The driver capture makes it a graph memory node and returns its address.
+            st = c.native->can_allocate();
+            if (st != QD_SUCCESS) return st;
             Op driver = op;
             driver.graph_block = false;
             driver.address = &a;
