@@ -1084,7 +1084,8 @@ QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
  *  the replay there, and stream still waits for every branch queued so far.
  *  - QD_ERROR_INVALID_HANDLE: graph or stream is 0, of the wrong type, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context than graph.
- *  - QD_ERROR_INVALID_OPERATION: stream is capturing.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing; graph allocates ("Memory inside a
+ *    graph") and the call is nested in a replay of it (from a hazard handler).
  *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, an operation of the graph would race or
  *    use freed memory ("Validation"): no operation of the replay is queued.
  *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */

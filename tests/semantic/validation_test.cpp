@@ -448,6 +448,45 @@ TEST_P(ValidationTest, GraphMemory_ReplaysOnTwoStreams_AreOrdered_AUseBetweenThe
     EXPECT_QD_OK(qd_graph_destroy(g));
 }
 
+// A hazard handler that launches the graph whose replay it reports, once.
+struct LaunchAgain {
+    qd_graph graph = 0;
+    qd_stream stream = 0;
+    int calls = 0;
+    qd_status status = QD_SUCCESS;
+    std::string message;
+    static void handler(const qd_hazard *, void *user) {
+        auto *self = static_cast<LaunchAgain *>(user);
+        if (self->calls++ > 0) return;
+        self->status = qd_graph_launch(self->graph, self->stream);
+        if (self->status != QD_SUCCESS) self->message = qd_last_error_message();
+    }
+};
+
+// Replays of a graph that allocates run one after the other; one nested in another (from the
+// hazard handler of its replay) is refused, not a deadlock.
+TEST_P(ValidationTest, GraphMemory_ALaunchNestedInAReplayOfTheSameGraph_IsRefusedNotADeadlock) {
+    const uint64_t out = block();
+    qd_stream s = stream();
+    uint64_t b = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &b));
+    ASSERT_QD_OK(qd_memset_async(s, b, 0, 64));
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), out, b, 1));  // a use after free
+    LaunchAgain again;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &again.graph));
+    again.stream = s;
+    ASSERT_QD_OK(qd_context_set_hazard_handler(ctx_, &LaunchAgain::handler, &again));
+    ASSERT_QD_OK(qd_graph_launch(again.graph, s));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(again.calls, 1);
+    EXPECT_EQ(again.status, QD_ERROR_INVALID_OPERATION);
+    EXPECT_TRUE(contains(again.message, "nested")) << again.message;
+    ASSERT_QD_OK(install(ctx_));
+    EXPECT_QD_OK(qd_graph_destroy(again.graph));
+}
+
 TEST_P(ValidationTest, ContextDestroy_WithWorkInFlight_IsNoHazard) {
     const uint64_t x = block(), y = block();
     qd_stream a = stream(), b = stream();

@@ -1,5 +1,6 @@
 // A graph's replay and update (core/capture/graph.h).
 #include <string>
+#include <thread>
 
 #include "common/error.h"
 #include "core/capture/capture.h"
@@ -22,7 +23,21 @@ qd_status Graph::launch(Stream &stream) {
     // Recorded blocks: every replay uses the same memory, so replays run one after the other
     // (core/capture/graph_blocks.h); the lock orders their submissions.
     std::unique_lock<std::mutex> serial;
-    if (blocks) serial = std::unique_lock<std::mutex>(blocks->replay_mutex());
+    struct Noted {  // clears GraphBlocks::replaying before the lock is let go
+        GraphBlocks *blocks = nullptr;
+        ~Noted() {
+            if (blocks) blocks->replaying.store(std::thread::id(), std::memory_order_relaxed);
+        }
+    } noted;
+    if (blocks) {
+        if (blocks->replaying.load(std::memory_order_relaxed) == std::this_thread::get_id())
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_graph_launch of a graph that allocates, nested in a replay of the "
+                        "same graph (a hazard handler): its replays run one after the other");
+        serial = std::unique_lock<std::mutex>(blocks->replay_mutex());
+        blocks->replaying.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        noted.blocks = blocks;
+    }
     std::vector<std::shared_ptr<Stream>> leases;
     if (data->lanes > 1) {
         qd_status st = c.stream_pool().acquire_internal(data->lanes - 1, &leases);

@@ -25,9 +25,11 @@
 
 #include <qd/qd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/context.h"
@@ -65,6 +67,9 @@ class GraphBlocks {
 
     // Replays (recorded blocks): held while a replay builds and submits its operations.
     std::mutex &replay_mutex() { return replay_mutex_; }
+    // The thread that holds replay_mutex(), noted by the replay: a qd_graph_launch of the same
+    // graph nested in that replay (from a hazard handler) is refused instead of deadlocking.
+    std::atomic<std::thread::id> replaying{};
     // With replay_mutex(): the events the next replay waits for on its launch stream first.
     const std::vector<std::shared_ptr<backend::Event>> &waits() const { return waits_; }
     // With replay_mutex(): a replay whose last operation records `done` on `stream` was queued;
