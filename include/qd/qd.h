@@ -1032,8 +1032,8 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * (cuMemAllocAsync and cuMemFreeAsync captured; a driver without them, before CUDA 11.4 or HIP
  * 5.7, refuses the alloc with QD_ERROR_NOT_SUPPORTED and the capture goes on); the block
  * exists only inside the graph's launches, so such a graph is always launched as the driver
- * graph (an observer attached later sees each replay as one launch) and cannot take part in
- * qd_graph_update. A driver error inside the capture ends it as any other does.
+ * graph (the trace or validation attached later does not see its operations) and cannot take
+ * part in qd_graph_update. A driver error inside the capture ends it as any other does.
  * ------------------------------------------------------------------------------------------- */
 
 /** A captured graph. Destroy with qd_graph_destroy. */
