@@ -159,6 +159,11 @@ class Capture {
     // QD_ERROR_NOT_SUPPORTED when the driver's host-function entry cannot be captured (a
     // stream-callback fallback); nothing is queued and the capture stays usable.
     virtual qd_status host_fn(Stream &lane, qd_host_fn fn, void *user_data) = 0;
+    // Before a stream-ordered allocation is queued on a stream of this capture (qd.h, "Memory
+    // inside a graph"): QD_SUCCESS when the driver captures it as a graph memory node, else
+    // QD_ERROR_NOT_SUPPORTED naming the minimum driver version (the core then queues nothing
+    // and the capture stays usable).
+    virtual qd_status can_allocate() { return QD_SUCCESS; }
     // End the capture on its origin (the graph is instantiated at its first launch, so one made
     // only to update another never is). Every stream that joined must
     // have joined back (the core checks that first). On failure the capture is over all the

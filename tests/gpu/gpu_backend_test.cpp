@@ -746,6 +746,56 @@ TEST_F(GpuBackend, NativeGraphs_AnEntryAbsent_BeginCaptureNotSupported) {
     c->shutdown();
 }
 
+// A driver reporting a chosen version (g_reported_version), for can_allocate.
+int g_reported_version = 0;
+gpu::Result reported_version(int *v) {
+    *v = g_reported_version;
+    return 0;
+}
+
+// qd_mem_alloc_async inside a native capture needs graph memory nodes: CUDA 11.4, HIP 5.7. An
+// older driver is refused before anything is queued, naming the minimum; the capture goes on.
+TEST_F(GpuBackend, NativeCapture_CanAllocate_FromCuda11_4AndHip5_7_ElseNotSupportedNamingIt) {
+    struct Case {
+        qd_backend kind;
+        int version;
+        qd_status want;
+        const char *minimum;
+    };
+    const Case cases[] = {{QD_BACKEND_CUDA, 11030, QD_ERROR_NOT_SUPPORTED, "CUDA 11.4"},
+                          {QD_BACKEND_CUDA, 11040, QD_SUCCESS, ""},
+                          {QD_BACKEND_HIP, 50231111, QD_ERROR_NOT_SUPPORTED, "HIP 5.7"},
+                          {QD_BACKEND_HIP, 60000000, QD_SUCCESS, ""}};
+    for (const Case &k : cases) {
+        gpu::DriverTable t = fake_table();
+        t.kind = k.kind;
+        t.driver_get_version = reported_version;
+        g_reported_version = k.version;
+        std::unique_ptr<Driver> d;
+        ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+        std::unique_ptr<Context> c;
+        ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+        {
+            std::shared_ptr<Stream> s;
+            ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+            std::unique_ptr<Capture> cap;
+            ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS) << qd::last_error_message();
+            const size_t blocks = g_fake.device_blocks.size();
+            EXPECT_EQ(cap->can_allocate(), k.want) << k.version;
+            if (k.want != QD_SUCCESS) {
+                const std::string why = qd::last_error_message();
+                EXPECT_NE(why.find(k.minimum), std::string::npos) << why;
+            }
+            EXPECT_EQ(g_fake.device_blocks.size(), blocks) << "the check allocated";
+            std::shared_ptr<Graph> g;
+            EXPECT_EQ(cap->end(&g), QD_SUCCESS)
+                << "the capture went on: " << qd::last_error_message();
+        }
+        c->synchronize();
+        c->shutdown();
+    }
+}
+
 TEST_F(GpuBackend, NativeCapture_ContextSynchronizeSkipsCapturingStreams_AbandonEndsIt) {
     auto s = stream(), other = stream();
     auto k = kernel("k0");

@@ -187,6 +187,24 @@ class GpuCapture final : public Capture {
         return QD_SUCCESS;
     }
 
+    // Graph memory nodes from a captured cuMemAllocAsync: CUDA 11.4; HIP's capture of
+    // hipMallocAsync is taken from 5.7 on (earlier runtimes crashed on memory free nodes).
+    qd_status can_allocate() override {
+        const DriverTable &t = dc_->t;
+        const bool hip = t.kind == QD_BACKEND_HIP;
+        const int minimum = hip ? 50700000 : 11040;
+        if (driver_version_ < 0) {
+            int v = 0;
+            driver_version_ = t.driver_get_version(&v) == t.success ? v : 0;
+        }
+        if (driver_version_ >= minimum) return QD_SUCCESS;
+        return qd::fail(QD_ERROR_NOT_SUPPORTED,
+                        "an allocation inside a %s graph capture needs graph memory nodes, from "
+                        "%s on (this driver reports version %d); nothing was allocated and the "
+                        "capture goes on",
+                        t.api_name, hip ? "HIP 5.7" : "CUDA 11.4", driver_version_);
+    }
+
     qd_status end(std::shared_ptr<Graph> *out) override {
         DriverEntry entry(*dc_, true, origin_->last_kernel());
         if (!entry.ok()) return entry.status();  // abandoned by the destructor if it can be
@@ -229,6 +247,7 @@ class GpuCapture final : public Capture {
     }
 
     std::shared_ptr<GpuStream> origin_;
+    int driver_version_ = -1;  // the driver's version, read at the first can_allocate()
     std::shared_ptr<DeviceContext> dc_;
     bool started_ = false;
     bool ended_ = false;

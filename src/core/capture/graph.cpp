@@ -1,8 +1,10 @@
 // A graph's replay and update (core/capture/graph.h).
 #include <string>
+#include <thread>
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/graph_blocks.h"
 #include "core/fork_join.h"
 
 namespace qd::core {
@@ -12,8 +14,30 @@ qd_status Graph::launch(Stream &stream) {
     const auto &nodes = data->nodes;
     if (nodes.empty()) return QD_SUCCESS;
     Context &c = *stream.ctx;
+    // Blocks a driver capture made exist only inside the driver graph's launches: such a graph
+    // is always launched whole.
+    GraphBlocks *blocks = data->blocks.get();
     if (std::shared_ptr<backend::Graph> native = this->native())
-        if (native_graphs(c)) return submit_graph_launch(stream, *native);
+        if (native_graphs(c) || (blocks && blocks->native()))
+            return submit_graph_launch(stream, *native);
+    // Recorded blocks: every replay uses the same memory, so replays run one after the other
+    // (core/capture/graph_blocks.h); the lock orders their submissions.
+    std::unique_lock<std::mutex> serial;
+    struct Noted {  // clears GraphBlocks::replaying before the lock is let go
+        GraphBlocks *blocks = nullptr;
+        ~Noted() {
+            if (blocks) blocks->replaying.store(std::thread::id(), std::memory_order_relaxed);
+        }
+    } noted;
+    if (blocks) {
+        if (blocks->replaying.load(std::memory_order_relaxed) == std::this_thread::get_id())
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_graph_launch of a graph that allocates, nested in a replay of the "
+                        "same graph (a hazard handler): its replays run one after the other");
+        serial = std::unique_lock<std::mutex>(blocks->replay_mutex());
+        blocks->replaying.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        noted.blocks = blocks;
+    }
     std::vector<std::shared_ptr<Stream>> leases;
     if (data->lanes > 1) {
         qd_status st = c.stream_pool().acquire_internal(data->lanes - 1, &leases);
@@ -34,7 +58,11 @@ qd_status Graph::launch(Stream &stream) {
     qd_status st = QD_SUCCESS;
     for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i)
         if (needed[i]) st = pool.get(&events[i]);
-    OpBatch ops(nodes.size());
+    std::shared_ptr<backend::Event> done;  // recorded after the whole replay (blocks)
+    if (blocks && st == QD_SUCCESS) st = pool.get(&done);
+    OpBatch ops(nodes.size() + (blocks ? blocks->waits().size() + 1 : 0));
+    if (blocks && st == QD_SUCCESS)
+        for (const auto &e : blocks->waits()) ops.wait(stream, *e, OpOrigin::GraphLaunch);
     for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i) {
         const GraphNode &n = nodes[i];
         backend::Event *event = nullptr;
@@ -47,6 +75,7 @@ qd_status Graph::launch(Stream &stream) {
         }
         op_of(n, &ops.add(n.kind, *on[n.lane], OpOrigin::GraphLaunch), event);
     }
+    if (blocks && st == QD_SUCCESS) ops.record(stream, *done, OpOrigin::GraphLaunch);
     size_t queued = 0;
     if (st == QD_SUCCESS) st = ops.submit(c, SIZE_MAX, &queued);
     if (st != QD_SUCCESS && queued > 0) {
@@ -57,8 +86,15 @@ qd_status Graph::launch(Stream &stream) {
             Stream *target = &stream;
             link_streams(c, *l, &target, 1, OpOrigin::GraphLaunch);
         }
+        // What touches the blocks is ordered before the next replay and the release.
+        if (blocks && queued < ops.size() &&
+            submit_record(stream, *done, nullptr, OpOrigin::GraphLaunch) == QD_SUCCESS)
+            queued = ops.size();
         fail(st, "%s", reason.c_str());
     }
+    if (blocks && queued == ops.size())
+        blocks->replayed(stream.shared_from_this(), std::move(done));
+    if (done) pool.put(std::move(done));
     for (auto &e : events)
         if (e) pool.put(std::move(e));
     if (!leases.empty()) c.stream_pool().release_internal(leases);
@@ -82,7 +118,20 @@ qd_status Graph::update_from(const Graph &from) {
                         "the graphs differ in shape at operation %zu (its kind, stream or "
                         "dependency)",
                         i);
+        if (a.kind == OpKind::MemAlloc && a.bytes != b.bytes)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "the graphs differ in shape at operation %zu: an allocation of %llu "
+                        "bytes here, of %llu bytes in the other graph",
+                        i, (unsigned long long)a.bytes, (unsigned long long)b.bytes);
     }
+    // A driver graph's blocks live only in its own launches: its operations cannot move to
+    // another graph, nor another graph's into it.
+    for (const GraphData *d : {mine.get(), theirs.get()})
+        if (d->blocks && d->blocks->native())
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "%s allocates inside a native driver graph (graph memory nodes), whose "
+                        "blocks cannot be given to another graph: capture it again instead",
+                        d == mine.get() ? "the graph" : "the other graph");
     const std::shared_ptr<backend::Graph> native = this->native(), from_native = from.native();
     if (native && from_native) {
         qd_status st = native->update(*from_native);

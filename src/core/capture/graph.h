@@ -22,14 +22,15 @@ namespace qd::core {
 struct GraphNode {
     OpKind kind = OpKind::Launch;
     uint32_t lane = 0;
-    // Wait: the index of the Record node it depends on.
+    // Wait: the index of the Record node it depends on; MemFree: of the MemAlloc node of its
+    // block.
     int32_t dep = -1;
     // Launch.
     std::shared_ptr<Kernel> kernel;
     backend::LaunchDims dims{};
     std::vector<uint8_t> arg_bytes;
     std::vector<qd_arg> args;  // points into arg_bytes (fixed once the node is complete)
-    // Memcpy, Memset.
+    // Memcpy, Memset; MemAlloc and MemFree: dst is the graph's block, bytes its size (alloc).
     uint64_t dst = 0, src = 0, bytes = 0;
     uint8_t value = 0;
     // HostFn.
@@ -37,10 +38,14 @@ struct GraphNode {
     void *user_data = nullptr;
 };
 
+class GraphBlocks;  // core/capture/graph_blocks.h
+
 // What a capture recorded; immutable once the capture ended (shared by graphs and replays).
 struct GraphData {
     uint32_t lanes = 1;
     std::vector<GraphNode> nodes;
+    // The blocks its MemAlloc nodes make (null when none), held while the data is.
+    std::shared_ptr<GraphBlocks> blocks;
 };
 
 // The node of `op` (its kind and fields; a launch's argument bytes copied), on `lane`, with

@@ -51,6 +51,8 @@ void op_of(const GraphNode &n, Op *op, backend::Event *event) {
     op->value = n.value;
     op->fn = n.fn;
     op->user_data = n.user_data;
+    // A graph's alloc and free: ordering points on its block (core/capture/graph_blocks.h).
+    op->graph_block = n.kind == OpKind::MemAlloc || n.kind == OpKind::MemFree;
 }
 
 }  // namespace qd::core

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/graph_blocks.h"
 #include "core/capture/open_capture.h"
 #include "core/observers.h"
 
@@ -101,6 +102,12 @@ qd_status CaptureRouter::end(Stream &stream, std::shared_ptr<const GraphData> *o
                         "a stream joined the capture (its lane %zu) and has not joined back to "
                         "its origin 0x%016llx",
                         l, (unsigned long long)c.origin_handle);
+        }
+        // Every block allocated inside is freed inside (core/capture/graph_blocks.h); if not,
+        // the capture stays open, as for a lane not joined back.
+        if (c.data->blocks) {
+            st = c.data->blocks->check_all_freed();
+            if (st != QD_SUCCESS) return st;
         }
         // The driver's end: on failure the capture is over all the same (the driver ended it),
         // so it is cleaned up below like a successful one and nothing is returned.

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/graph_blocks.h"
 #include "core/capture/open_capture.h"
 
 namespace qd::core {
@@ -72,16 +73,6 @@ uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stre
     return lane;
 }
 
-namespace {
-const char *op_name(OpKind kind) {
-    switch (kind) {
-    case OpKind::MemAlloc: return "qd_mem_alloc_async";
-    case OpKind::MemFree: return "qd_mem_free_async";
-    default: return "the operation";
-    }
-}
-}  // namespace
-
 qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
     std::shared_ptr<Kernel> kernel;
     if (op.kind == OpKind::Launch) {
@@ -144,6 +135,67 @@ qd_status CaptureRouter::submit_native(Capture &c, uint32_t lane, const Op &op) 
     return st;
 }
 
+qd_status CaptureRouter::record_block(Capture &c, uint32_t lane, const Op &op) {
+    if (!op.graph_block) {
+        if (op.kind == OpKind::MemAlloc)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_mem_alloc_async: the stream began capturing during the call; "
+                        "nothing was allocated");
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "qd_mem_free_async on a capturing stream of a block allocated outside the "
+                    "capture: a graph frees only the blocks it allocates (free it before the "
+                    "capture begins or after it ends)");
+    }
+    std::shared_ptr<GraphBlocks> &blocks = c.data->blocks;
+    const uint64_t handle = c.lane_handles[lane];
+    qd_status st = QD_SUCCESS;
+    if (op.kind == OpKind::MemAlloc) {
+        if (!blocks) blocks = std::make_shared<GraphBlocks>(ctx_.shared_from_this(), !!c.native);
+        uint64_t a = 0;
+        if (c.native) {
+            // The driver capture makes it a graph memory node and returns its address.
+            st = c.native->can_allocate();
+            if (st != QD_SUCCESS) return st;
+            Op driver = op;
+            driver.graph_block = false;
+            driver.address = &a;
+            st = submit_unobserved(driver);
+            if (st == QD_SUCCESS) st = blocks->adopt_driver_block(handle, a, op.bytes);
+        } else {
+            st = blocks->allocate(*op.stream, handle, op.bytes, &a);
+        }
+        if (st != QD_SUCCESS) return st;
+        const int32_t index = int32_t(c.data->nodes.size());
+        st = record_node(c, lane, op);
+        if (st != QD_SUCCESS) return st;
+        c.data->nodes[index].dst = a;
+        blocks->find(a)->node = index;
+        *op.address = a;
+        return QD_SUCCESS;
+    }
+    GraphBlocks::Block *b = blocks ? blocks->find(op.dst) : nullptr;
+    if (!b)
+        return fail(QD_ERROR_INVALID_ADDRESS,
+                    "0x%llx is a block another graph or capture owns: only a qd_mem_free_async "
+                    "inside the capture that allocated it frees it",
+                    (unsigned long long)op.dst);
+    if (b->freed)
+        return fail(QD_ERROR_INVALID_ADDRESS, "0x%llx was already freed inside this capture",
+                    (unsigned long long)op.dst);
+    if (c.native) {
+        Op driver = op;
+        driver.graph_block = false;
+        st = submit_unobserved(driver);
+        if (st != QD_SUCCESS) return st;
+    }
+    const int32_t index = int32_t(c.data->nodes.size());
+    st = record_node(c, lane, op);
+    if (st != QD_SUCCESS) return st;
+    c.data->nodes[index].dep = b->node;  // a free names its block by the node that made it
+    b->freed = true;
+    return QD_SUCCESS;
+}
+
 qd_status CaptureRouter::record(const Op &op) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto lane = lanes_.find(op.stream);
@@ -176,11 +228,7 @@ qd_status CaptureRouter::record(const Op &op) {
                         "contexts are not captured (use qd_memcpy_async inside a capture)");
         break;
     case OpKind::MemAlloc:
-    case OpKind::MemFree:
-        return fail(QD_ERROR_INVALID_OPERATION,
-                    "%s on a capturing stream: stream-ordered allocation is not captured "
-                    "(allocate before the capture begins and free after it ends)",
-                    op_name(op.kind));
+    case OpKind::MemFree: return record_block(c, lane->second.lane, op);
     case OpKind::Wait: {
         auto rec = records_.find(op.event);
         if (rec == records_.end()) {
