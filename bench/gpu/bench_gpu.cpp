@@ -1,5 +1,5 @@
-// GPU benchmarks B1, B3, B4, B5, B5g, B6, B9, B10 and B11 of docs/benchmarks.md: qd against the raw CUDA driver,
-// side by side in one process, alternated repeat by repeat (bench/harness.h).
+// GPU benchmarks B1, B3, B4, B5, B5g, B6, B9, B10 and B11 of docs/benchmarks.md: qd against the
+// raw CUDA driver, side by side in one process, alternated repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
 // and uses the same cubin, the same kernels, and the same native streams as qd (it launches on

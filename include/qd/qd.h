@@ -1070,21 +1070,22 @@ QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from);
  * and each task of a qd_launch_parallel in task order. After qd_graph_update(graph, from) they
  * are from's (the same number: the shapes match). */
 
-/** The number of kernel nodes of graph (0 for a graph that launched no kernel).
+/** The number of kernel nodes of graph (since 0.3; 0 for a graph that launched no kernel).
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: count is NULL.
  *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or destroyed.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_graph_kernel_node_count(qd_graph graph, uint32_t *count);
 
-/** Rebind kernel node `node` of graph: every later replay runs that launch with these argument
- *  values, copied before this returns (as qd_launch copies them); its kernel, launch
- *  dimensions and every other node stay as they were. Replays already queued keep the values
- *  they were queued with. The count and the size of every argument must equal the node's
- *  captured launch's. The validation mode checks the new values at the next replay as it
- *  checks any launch's. A later qd_graph_update(graph, from) replaces them with from's values
- *  (from's own rebound ones included). On CUDA this is one cuGraphExecKernelNodeSetParams on
- *  the instantiated graph (which it instantiates first if it was never launched).
+/** Rebind kernel node `node` of graph (since 0.3): every later replay runs that launch with
+ *  these argument values, copied before this returns (as qd_launch copies them); its kernel,
+ *  launch dimensions and every other node stay as they were. Replays already queued keep the
+ *  values they were queued with. The count and the size of every argument must equal the
+ *  node's captured launch's. The validation mode checks the new values at the next replay as
+ *  it checks any launch's. A later qd_graph_update(graph, from) replaces them with from's
+ *  values (from's own rebound ones included). On CUDA this is one
+ *  cuGraphExecKernelNodeSetParams on the instantiated graph (which it instantiates first if it
+ *  was never launched).
  *  On an error nothing changes.
  *  Threads: any; concurrent with replays and with qd_graph_update as qd_graph_update is (each
  *  replay uses the values current when it is queued).
