@@ -1,8 +1,5 @@
 // Rebinding one kernel node of a graph (qd.h, qd_graph_set_kernel_args): new argument values
 // for every later replay, without a new capture (core/capture/graph.h).
-#include <atomic>
-#include <cstring>
-
 #include "common/error.h"
 #include "core/capture/capture.h"
 
@@ -31,30 +28,22 @@ qd_status Graph::set_kernel_args(uint32_t node, const qd_arg *args, uint32_t num
                         "captured with size %llu there; nothing changed",
                         i, (unsigned long long)args[i].size, node, n.kernel->impl->name(),
                         (unsigned long long)n.args[i].size);
-    // The driver graph first, from the caller's values (the driver copies them): if it
-    // refuses, nothing changed.
+    // Everything that may fail (allocate) first, then the driver graph (from the caller's
+    // values: the driver copies them), then what cannot fail: a refusal changes nothing.
+    std::shared_ptr<const ArgValues> values;
+    {
+        auto copy = std::make_shared<ArgValues>();
+        copy_args(args, num_args, &copy->bytes, &copy->args);
+        values = std::move(copy);
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (rebound_.size() < count) rebound_.resize(count);
+    }
     if (std::shared_ptr<backend::Graph> native = this->native()) {
         qd_status st = native->set_kernel_args(node, *n.kernel->impl, n.dims, args, num_args);
         if (st != QD_SUCCESS) return st;
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    if (rebound_.size() < count) rebound_.resize(count);
-    std::shared_ptr<const ArgValues> &slot = rebound_[node];
-    // Held by nobody else (no replay or other graph took it; they copy it under mutex_): its
-    // bytes are overwritten in place, the sizes being the same, with no allocation. The fence
-    // orders this after the reads of whoever dropped the last other reference (a replay
-    // drops its copy, with a release decrement, once the backend copied the values).
-    // Otherwise a new copy.
-    if (slot && slot.use_count() == 1) {
-        std::atomic_thread_fence(std::memory_order_acquire);
-        auto &mine = const_cast<ArgValues &>(*slot);
-        for (uint32_t i = 0; i < num_args; ++i)
-            std::memcpy(const_cast<void *>(mine.args[i].data), args[i].data, args[i].size);
-        return QD_SUCCESS;
-    }
-    auto values = std::make_shared<ArgValues>();
-    copy_args(args, num_args, &values->bytes, &values->args);
-    slot = std::move(values);
+    rebound_[node].swap(values);  // a replay holding the old copy keeps it; freed after unlock
     return QD_SUCCESS;
 }
 
