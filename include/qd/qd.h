@@ -1051,9 +1051,9 @@ QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
 QD_API qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
 
 /** Give graph the values of from, a graph captured from the same calls with other arguments:
- *  every later replay of graph runs from's kernels, launch dimensions, argument values, copy
- *  and set ranges and host callbacks. Replays already queued keep their values. from stays
- *  valid and unchanged.
+ *  every later replay of graph runs from's kernels, launch dimensions, argument values (those
+ *  rebound on from with qd_graph_set_kernel_args included), copy and set ranges and host
+ *  callbacks. Replays already queued keep their values. from stays valid and unchanged.
  *  The shape must match: the same number of streams, and the same operations in the same
  *  order on the same streams, with the same dependencies between them.
  *  Threads: any.
