@@ -1006,7 +1006,9 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  *
  * New arguments without a new capture: capture the same calls again with other values and
  * call qd_graph_update(graph, new_graph), as cuGraphExecUpdate does: the shape must be the
- * same, and every later replay of graph uses the new values.
+ * same, and every later replay of graph uses the new values. To change one launch's arguments
+ * only, rebind its kernel node (since 0.3): qd_graph_set_kernel_args, as
+ * cuGraphExecKernelNodeSetParams does, without a capture.
  *
  * Memory inside a graph (since 0.3). qd_mem_alloc_async on a capturing stream allocates a
  * block the graph owns, and qd_mem_free_async of it on a stream of the same capture frees it in
@@ -1092,9 +1094,9 @@ QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
 QD_API qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
 
 /** Give graph the values of from, a graph captured from the same calls with other arguments:
- *  every later replay of graph runs from's kernels, launch dimensions, argument values, copy
- *  and set ranges and host callbacks. Replays already queued keep their values. from stays
- *  valid and unchanged.
+ *  every later replay of graph runs from's kernels, launch dimensions, argument values (those
+ *  rebound on from with qd_graph_set_kernel_args included), copy and set ranges and host
+ *  callbacks. Replays already queued keep their values. from stays valid and unchanged.
  *  The shape must match: the same number of streams, and the same operations in the same
  *  order on the same streams, with the same dependencies between them, and (from 0.3 on) the same
  *  sizes for the blocks allocated inside (a free frees the same one). graph then replays from's
@@ -1108,6 +1110,45 @@ QD_API qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
  *    reason); the graph keeps its values.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from);
+
+/* Kernel nodes (since 0.3). A graph's kernel nodes are the kernel launches its capture
+ * recorded, numbered from 0 in the order they were queued during the capture: each qd_launch,
+ * and each task of a qd_launch_parallel in task order. After qd_graph_update(graph, from) they
+ * are from's (the same number: the shapes match). */
+
+/** The number of kernel nodes of graph (since 0.3; 0 for a graph that launched no kernel).
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: count is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_kernel_node_count(qd_graph graph, uint32_t *count);
+
+/** Rebind kernel node `node` of graph (since 0.3): every later replay runs that launch with
+ *  these argument values, copied before this returns (as qd_launch copies them); its kernel,
+ *  launch dimensions and every other node stay as they were. Replays already queued keep the
+ *  values they were queued with. The count and the size of every argument must equal the
+ *  node's captured launch's. The validation mode checks the new values at the next replay as
+ *  it checks any launch's. A later qd_graph_update(graph, from) replaces them with from's
+ *  values (from's own rebound ones included). On CUDA this is one
+ *  cuGraphExecKernelNodeSetParams on the instantiated graph (which it instantiates first if it
+ *  was never launched).
+ *  On an error nothing changes.
+ *  Threads: any; concurrent with replays and with qd_graph_update as qd_graph_update is (each
+ *  replay uses the values current when it is queued).
+ *  - QD_ERROR_INVALID_ARGUMENT: args is NULL with num_args > 0; an argument has size 0 or NULL
+ *    data; num_args > QD_MAX_ARGS; node is not less than qd_graph_kernel_node_count; num_args
+ *    or an argument's size differs from the captured launch's (the message names the first
+ *    difference).
+ *  - QD_ERROR_OVERFLOW: the total argument size exceeds QD_MAX_ARG_BYTES.
+ *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: (CUDA, HIP) the graph is a driver graph and the driver cannot
+ *    rebind a node of it (the message names the entry point and the minimum driver version:
+ *    CUDA 11.3; the HIP backend does not rebind driver graphs yet).
+ *  - QD_ERROR_INVALID_OPERATION: (CUDA, HIP) the driver refused the new values (the message
+ *    names its reason).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_set_kernel_args(qd_graph graph, uint32_t node, const qd_arg *args,
+                                          uint32_t num_args);
 
 /** Destroy a graph. Returns at once: replays already queued still run to completion, and the
  *  blocks the graph owns ("Memory inside a graph") are released after them. The handle is

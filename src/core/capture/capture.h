@@ -153,5 +153,8 @@ qd_status end_capture(Stream &s, uint64_t stream, uint64_t *graph);
 qd_status graph_launch(Graph &g, Stream &s, uint64_t stream);
 qd_status graph_update(Graph &g, const Graph &from);
 qd_status graph_destroy(uint64_t graph);
+// graph_rebind.cpp: args already checked as qd_launch checks them.
+qd_status graph_kernel_node_count(const Graph &g, uint32_t *count);
+qd_status graph_set_kernel_args(Graph &g, uint32_t node, const qd_arg *args, uint32_t num_args);
 
 }  // namespace qd::core

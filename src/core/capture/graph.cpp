@@ -10,7 +10,10 @@
 namespace qd::core {
 
 qd_status Graph::launch(Stream &stream) {
-    const std::shared_ptr<const GraphData> data = this->data();
+    // The values current now: a rebind or update after this point changes later replays only.
+    std::shared_ptr<const GraphData> data;
+    Rebound rebound;
+    values(&data, &rebound);
     const auto &nodes = data->nodes;
     if (nodes.empty()) return QD_SUCCESS;
     Context &c = *stream.ctx;
@@ -63,9 +66,20 @@ qd_status Graph::launch(Stream &stream) {
     OpBatch ops(nodes.size() + (blocks ? blocks->waits().size() + 1 : 0));
     if (blocks && st == QD_SUCCESS)
         for (const auto &e : blocks->waits()) ops.wait(stream, *e, OpOrigin::GraphLaunch);
+    size_t launch = 0;  // the kernel node index of the next Launch
     for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i) {
         const GraphNode &n = nodes[i];
         backend::Event *event = nullptr;
+        if (n.kind == OpKind::Launch) {
+            Op &op = ops.add(n.kind, *on[n.lane], OpOrigin::GraphLaunch);
+            op_of(n, &op, nullptr);
+            if (launch < rebound.size() && rebound[launch]) {
+                op.args = rebound[launch]->args.data();  // kept alive by `rebound`
+                op.num_args = uint32_t(rebound[launch]->args.size());
+            }
+            ++launch;
+            continue;
+        }
         if (n.kind == OpKind::Record) {
             if (!needed[i]) continue;
             event = events[i].get();
@@ -132,13 +146,28 @@ qd_status Graph::update_from(const Graph &from) {
                         "%s allocates inside a native driver graph (graph memory nodes), whose "
                         "blocks cannot be given to another graph: capture it again instead",
                         d == mine.get() ? "the graph" : "the other graph");
+    // from's values as they are now, its rebound arguments included.
+    std::shared_ptr<const GraphData> from_data;
+    Rebound from_rebound;
+    from.values(&from_data, &from_rebound);
+    std::lock_guard<std::mutex> write(write_mutex_);
     const std::shared_ptr<backend::Graph> native = this->native(), from_native = from.native();
     if (native && from_native) {
         qd_status st = native->update(*from_native);
         if (st != QD_SUCCESS) return st;
+        // The driver took from's captured values; its rebound ones go on top.
+        for (size_t k = 0; k < from_rebound.size(); ++k) {
+            if (!from_rebound[k]) continue;
+            const GraphNode &n = from_data->nodes[from_data->launches[k]];
+            st = native->set_kernel_args(uint32_t(k), *n.kernel->impl, n.dims,
+                                         from_rebound[k]->args.data(),
+                                         uint32_t(from_rebound[k]->args.size()));
+            if (st != QD_SUCCESS) return st;
+        }
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    data_ = theirs;
+    data_ = std::move(from_data);
+    rebound_ = std::move(from_rebound);
     // Values from a recording-only graph: later replays re-issue them.
     if (!from_native) native_.reset();
     return QD_SUCCESS;

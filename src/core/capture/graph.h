@@ -18,6 +18,15 @@
 
 namespace qd::core {
 
+// The argument values of one launch: the bytes, and the qd_arg list pointing into them.
+struct ArgValues {
+    std::vector<uint8_t> bytes;
+    std::vector<qd_arg> args;  // points into bytes (fixed once made)
+};
+// A copy of `args` (qd_launch's copy at capture, qd_graph_set_kernel_args' at a rebind).
+void copy_args(const qd_arg *args, uint32_t num_args, std::vector<uint8_t> *bytes,
+               std::vector<qd_arg> *out);
+
 // One recorded operation.
 struct GraphNode {
     OpKind kind = OpKind::Launch;
@@ -46,6 +55,9 @@ struct GraphData {
     std::vector<GraphNode> nodes;
     // The blocks its MemAlloc nodes make (null when none), held while the data is.
     std::shared_ptr<GraphBlocks> blocks;
+    // The kernel nodes (qd_graph_kernel_node_count): the index in `nodes` of each Launch, in the
+    // order the launches were queued during the capture.
+    std::vector<uint32_t> launches;
 };
 
 // The node of `op` (its kind and fields; a launch's argument bytes copied), on `lane`, with
@@ -67,11 +79,26 @@ class Graph : public Object {
     // qd_graph_launch: `stream` is of this graph's context, usable and not capturing.
     qd_status launch(Stream &stream);
     // qd_graph_update: the shapes must match (QD_ERROR_INVALID_OPERATION names the difference).
+    // The graph takes from's values as they are now, its rebound arguments included.
     qd_status update_from(const Graph &from);
+    // qd_graph_kernel_node_count.
+    uint32_t kernel_node_count() const;
+    // qd_graph_set_kernel_args (graph_rebind.cpp): `args` already checked as qd_launch checks
+    // them; the count and every size must equal the node's (QD_ERROR_INVALID_ARGUMENT names
+    // the first difference, nothing changes).
+    qd_status set_kernel_args(uint32_t node, const qd_arg *args, uint32_t num_args);
 
     std::shared_ptr<const GraphData> data() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return data_;
+    }
+    // The values a replay queued now uses: the nodes, and per kernel node its rebound argument
+    // values (empty, or null for a node never rebound: the captured ones).
+    using Rebound = std::vector<std::shared_ptr<const ArgValues>>;
+    void values(std::shared_ptr<const GraphData> *data, Rebound *rebound) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        *data = data_;
+        *rebound = rebound_;
     }
     // The instantiated driver graph, or null (recorded only).
     std::shared_ptr<backend::Graph> native() const {
@@ -82,8 +109,12 @@ class Graph : public Object {
     std::shared_ptr<Context> ctx;
 
   private:
+    // Serialises the calls that change the values (update, rebind), so the driver graph and
+    // the recorded values change together; replays only take mutex_.
+    std::mutex write_mutex_;
     mutable std::mutex mutex_;
     std::shared_ptr<const GraphData> data_;
+    Rebound rebound_;
     std::shared_ptr<backend::Graph> native_;
 };
 

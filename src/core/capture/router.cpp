@@ -89,6 +89,7 @@ qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
     const int32_t dep = op.kind == OpKind::Wait ? records_.find(op.event)->second.node : -1;
     const int32_t index = int32_t(c.data->nodes.size());
     c.data->nodes.push_back(node_of(op, lane, std::move(kernel), dep));
+    if (op.kind == OpKind::Launch) c.data->launches.push_back(uint32_t(index));
     c.prev.push_back(c.tails[lane]);
     c.tails[lane] = index;
     if (op.kind == OpKind::Record) {
@@ -125,6 +126,8 @@ qd_status CaptureRouter::submit_native(Capture &c, uint32_t lane, const Op &op) 
         }
         if (st == QD_SUCCESS) st = submit_unobserved(driver);
         if (st == QD_SUCCESS && proxy) c.proxies.push_back(proxy);
+        // The driver's node of this launch, for qd_graph_set_kernel_args.
+        if (st == QD_SUCCESS && op.kind == OpKind::Launch) c.native->launched(*op.stream->impl);
     }
     if (st != QD_SUCCESS) {
         if (proxy) ctx_.event_pool().put(std::move(proxy));
