@@ -134,6 +134,25 @@ TEST_P(ValidationTest, TwoWritersOnTwoStreams_ReportedOnce) {
     EXPECT_EQ(s[0].offset, 16u);  // the kernel's access runs from its pointer to the block's end
 }
 
+// A hazard report names the block's size as it was asked for, never with qd's end guard (the
+// byte kept past each block): in its allocation_bytes and in its message. An odd size, so that
+// n and n + 1 cannot be confused; the kernel's access runs from its pointer to the block's end.
+TEST_P(ValidationTest, HazardReport_NamesTheSizeAskedFor_NotTheEndGuard) {
+    constexpr uint64_t kBytes = 1001;
+    const uint64_t x = block(kBytes);
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), x, 1));
+    ran(a);
+    ASSERT_QD_OK(qd_memset_async(b, x + kBytes - 1, 0xff, 1));  // the last byte: the block's
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].allocation, x);
+    EXPECT_EQ(s[0].bytes, kBytes);
+    EXPECT_EQ(s[0].offset, kBytes - 1);
+    EXPECT_TRUE(contains(s[0].message, "(1001 bytes)")) << s[0].message;
+    EXPECT_FALSE(contains(s[0].message, "1002")) << s[0].message;
+}
+
 TEST_P(ValidationTest, FreeOnA_WhileConsumerOnB_Unordered_ReportsFreeInUse) {
     const uint64_t in = block(), out = block();
     qd_stream a = stream(), b = stream();
