@@ -192,7 +192,7 @@ TEST_F(TraceTimingTest, NextWindow_ReusesTheLastWindowsEvents) {
     for (int i = 0; i < 5; ++i) (void)traced_launch(first);  // an idle stream: two each
     const Calls c1 = calls();
     EXPECT_EQ(c1.creates - c0.creates, 10) << "an empty pool: each boundary creates its event";
-    first.give_back(pool_);
+    std::move(first).give_back(pool_);
     EXPECT_EQ(pool_.size(), 10u);
     TraceTiming second;
     for (int i = 0; i < 5; ++i) (void)traced_launch(second);

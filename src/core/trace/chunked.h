@@ -4,6 +4,7 @@
 // third slot). Copyable (a flush copies its window).
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -30,8 +31,17 @@ class Chunked {
         if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<T[]>(kChunk));
         return (*this)[size_++];
     }
-    T &operator[](size_t i) { return chunks_[i / kChunk][i % kChunk]; }
-    const T &operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+    // An index at or past the end is a caller's bug (one kept across a clear(): observer.h says
+    // why none is); checked where asserts are on (every build but release), so that tests fail
+    // on it at once rather than write into a freed chunk.
+    T &operator[](size_t i) {
+        assert(i < size_);
+        return chunks_[i / kChunk][i % kChunk];
+    }
+    const T &operator[](size_t i) const {
+        assert(i < size_);
+        return chunks_[i / kChunk][i % kChunk];
+    }
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
     void clear() {

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/backend_table.h"
@@ -90,6 +91,8 @@ double us_since_epoch(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+void (*g_trace_start_hook)() = nullptr;
+
 qd_status TraceObserver::already_on(const std::string &path) {
     return fail(QD_ERROR_INVALID_OPERATION,
                 "the context is already being traced (into '%s'); qd_trace_stop it first",
@@ -158,20 +161,27 @@ qd_status TraceObserver::begin_window(std::string path, size_t capacity) {
         return fail(st, "the trace's reference event failed: %s", last_error_message());
     (void)epoch();
     w->reference_time = Clock::now();
-    // The last window's events back to the pool (its file is written: stop and flush hold
-    // control_), then the pool topped up outside mutex_.
+    // The new window takes the last one's place in one step under mutex_ (off until the pool
+    // is topped up). A submit reaches a window only there, by its id, so from then on nothing
+    // touches the last window: a submit still between its before() and after(), or recording a
+    // boundary outside mutex_, finds it gone. Only then are its events given back and its
+    // storage freed (its file is written: stop and flush hold control_); giving them back
+    // while it was still in place let such a submit index boundaries that were gone.
+    std::unique_ptr<Window> last;
     size_t have = 0;
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (window_) window_->timing.give_back(pool_);
+        last = std::exchange(window_, std::move(w));
+        if (last) std::move(last->timing).give_back(pool_);
         have = pool_.size();
     }
+    last.reset();
+    if (g_trace_start_hook) g_trace_start_hook();
     TimingEventPool ahead;
     const size_t want = std::min(capacity + 1, kEventsAhead);
     if (have < want) (void)ahead.fill(ctx_.impl(), want - have);  // short: created as needed
     std::lock_guard<std::mutex> lock(mutex_);
     while (auto e = ahead.take()) pool_.give(std::move(e));
-    window_ = std::move(w);
     on_.store(true, std::memory_order_release);
     return QD_SUCCESS;
 }

@@ -167,10 +167,20 @@ class TraceObserver final : public OpObserver {
     std::atomic<bool> on_{false};
     std::mutex control_;  // one start, stop or flush at a time (they block outside mutex_)
     std::mutex mutex_;    // window_ (submits take it while on)
-    std::unique_ptr<Window> window_;  // the current window, or after a stop the last one
-    TimingEventPool pool_;            // under mutex_; filled by a start (outside mutex_)
-    bool reading_ = false;            // under mutex_: a file is being written from a copy
+    // The current window, or after a stop the last one. A submit finds its window here only
+    // (under mutex_, by Window::id), so a window replaced by a start is out of every submit's
+    // reach: only then are its events given back and its slots and boundaries freed.
+    std::unique_ptr<Window> window_;
+    TimingEventPool pool_;  // under mutex_; filled by a start (outside mutex_)
+    bool reading_ = false;  // under mutex_: a file is being written from a copy
 };
+
+// A test seam: when set, a start calls it once its new window has taken the last one's place,
+// while it tops up the pool of timing events outside mutex_ (submits on other threads run then,
+// and those still in the last window find it gone). Only code linked with qd_internal can set
+// it (the symbol is hidden, as gpu::g_table_hook's is): tests/whitebox/trace_window_test.cpp
+// holds a start there. A start pays one load for it; a submit nothing.
+extern void (*g_trace_start_hook)();
 
 // fork() (core/fork_handlers.h): the table of trace files and the table of records are locked
 // in the prepare handler and unlocked in the parent and the child, so a child never inherits

@@ -127,7 +127,7 @@ void TraceTiming::scanned(Scan &&scan, bool recycle, TimingEventPool &pool) {
     if (scan.read < scan.n) backoff_ = kScan;  // the oldest is not done: create for a while
 }
 
-void TraceTiming::give_back(TimingEventPool &pool) {
+void TraceTiming::give_back(TimingEventPool &pool) && {
     for (Boundary &b : boundaries_) pool.give(std::move(b.event));
     boundaries_.clear();
     lanes_.clear();

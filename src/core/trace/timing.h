@@ -141,8 +141,11 @@ class TraceTiming {
         return index < boundaries_.size() ? &boundaries_[index] : nullptr;
     }
     size_t size() const { return boundaries_.size(); }
-    // Every event of this window to the pool (the window is over and its file written).
-    void give_back(TimingEventPool &pool);
+    // Every event of this window to the pool, and its boundaries and lanes cleared: only for a
+    // window that is over (its file written) and that no submit can reach any more, since the
+    // indices handed out (Pending, Scan) name boundaries that are then gone (the observer
+    // replaces the window first: observer.cpp, begin_window).
+    void give_back(TimingEventPool &pool) &&;
 
   private:
     struct Lane {
