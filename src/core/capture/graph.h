@@ -18,6 +18,8 @@
 
 namespace qd::core {
 
+struct Conditional;
+
 // One recorded operation.
 struct GraphNode {
     OpKind kind = OpKind::Launch;
@@ -35,12 +37,16 @@ struct GraphNode {
     // HostFn.
     qd_host_fn fn = nullptr;
     void *user_data = nullptr;
+    // A conditional (kind HostFn, fn null): its bodies (core/capture/conditional.h). A replay
+    // that re-queues operations queues it as one host task that decides and runs a body inline.
+    std::shared_ptr<const Conditional> cond;
 };
 
 // What a capture recorded; immutable once the capture ended (shared by graphs and replays).
 struct GraphData {
     uint32_t lanes = 1;
     std::vector<GraphNode> nodes;
+    bool has_conditionals = false;  // a node (here or in a body) is a conditional
 };
 
 // The node of `op` (its kind and fields; a launch's argument bytes copied), on `lane`, with

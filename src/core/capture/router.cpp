@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/conditional.h"
 #include "core/capture/open_capture.h"
 
 namespace qd::core {
@@ -60,12 +61,11 @@ void CaptureRouter::drop_record(
     records_.erase(it);
 }
 
-uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stream,
-                                 uint64_t handle) {
+uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stream, uint64_t handle,
+                                 CaptureFrame *frame) {
     c.lanes.push_back(stream);
     c.lane_handles.push_back(handle);
-    c.tails.push_back(-1);
-    c.data->lanes = uint32_t(c.lanes.size());
+    c.lane_frame.push_back(frame ? frame : &c.root());
     const uint32_t lane = uint32_t(c.lanes.size() - 1);
     lanes_[stream.get()] = LaneRef{&c, lane};
     stream->capture_lane.store(true, std::memory_order_release);
@@ -96,12 +96,13 @@ qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
         kernel = k;
     }
     const int32_t dep = op.kind == OpKind::Wait ? records_.find(op.event)->second.node : -1;
-    const int32_t index = int32_t(c.data->nodes.size());
-    c.data->nodes.push_back(node_of(op, lane, std::move(kernel), dep));
-    c.prev.push_back(c.tails[lane]);
-    c.tails[lane] = index;
+    CaptureFrame &f = *c.lane_frame[lane];
+    const int32_t index = int32_t(f.data->nodes.size());
+    f.data->nodes.push_back(node_of(op, lane, std::move(kernel), dep));
+    f.prev.push_back(f.tail(lane));
+    f.set_tail(lane, index);
     if (op.kind == OpKind::Record) {
-        RecordRef ref{&c, index, nullptr, nullptr};
+        RecordRef ref{&c, &f, index, nullptr, nullptr};
         if (op.user_event) {
             ref.keep = op.user_event->impl;
             ref.user = op.user_event->shared_from_this();
@@ -164,7 +165,7 @@ qd_status CaptureRouter::record(const Op &op) {
             qd_status st = submit_unobserved(driver);
             if (st != QD_SUCCESS) return st;
         }
-        const uint32_t l = add_lane(c, op.stream->shared_from_this(), 0);
+        const uint32_t l = add_lane(c, op.stream->shared_from_this(), 0, rec->second.frame);
         return record_node(c, l, op);
     }
     Capture &c = *lane->second.capture;
@@ -195,6 +196,17 @@ qd_status CaptureRouter::record(const Op &op) {
             return fail(QD_ERROR_INVALID_OPERATION,
                         "the event was recorded in another capture (of stream 0x%016llx)",
                         (unsigned long long)rec->second.capture->origin_handle);
+        if (rec->second.frame != c.lane_frame[lane->second.lane])
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "%s; a body depends only on work inside it (the conditional itself "
+                        "follows the work before it)",
+                        !c.lane_frame[lane->second.lane]->cond
+                            ? "the event was recorded inside a conditional's body and the "
+                              "stream is outside it"
+                        : rec->second.frame->cond
+                            ? "the event was recorded inside another conditional's body"
+                            : "the event was recorded outside the conditional's body the "
+                              "stream is in");
         break;
     }
     default: break;
