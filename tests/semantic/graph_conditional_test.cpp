@@ -340,7 +340,7 @@ TEST_P(GraphConditionalTest, Misuse_IsRefusedAndLeavesTheCaptureAsItWas) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "no conditional", qd_stream_next_branch(s));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "no conditional", qd_conditional_handle(s, &h));
     qd_event outside = new_event();
-    ASSERT_QD_OK(qd_event_record(outside, s));
+    ASSERT_QD_OK(qd_event_record(s, outside));
     ASSERT_QD_OK(begin(s, QD_CONDITIONAL_IF_ELSE, buf));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "outside the conditional",
                   qd_stream_wait_event(s, outside));

@@ -104,8 +104,9 @@ qd_status CaptureRouter::begin_conditional(Stream &stream, uint64_t handle,
     const uint32_t lane = it->second.lane;
     if (c.native)
         return fail(QD_ERROR_NOT_SUPPORTED,
-                    "qd_stream_begin_conditional: conditionals in a driver graph of this "
-                    "backend are not supported by this libqd");
+                    "qd_stream_begin_conditional: this libqd does not put conditionals into a "
+                    "driver graph yet (CUDA's conditional nodes need driver 12.3, and 12.8 for "
+                    "IF_ELSE and SWITCH; HIP 5.2 has none); the CPU backend runs them");
     if (!ctx_.impl().runs_inline())
         return fail(QD_ERROR_NOT_SUPPORTED,
                     "qd_stream_begin_conditional: this capture records without a driver graph "
