@@ -351,7 +351,7 @@ static inline gq_result gq_graph_destroy(qd_graph graph) {
 }
 
 /* qd_stream_begin_conditional (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE,
- * INVALID_OPERATION, OUT_OF_MEMORY, INVALID_ADDRESS, NOT_SUPPORTED, DEVICE_LOST, FORKED,
+ * INVALID_OPERATION, OUT_OF_MEMORY, OVERFLOW, INVALID_ADDRESS, NOT_SUPPORTED, DEVICE_LOST, FORKED,
  * INTERNAL. */
 static inline gq_result gq_stream_begin_conditional(qd_stream stream,
                                                     const qd_conditional_desc *desc) {

@@ -1094,23 +1094,21 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  * the address of a uint32_t in memory of the context (qd_mem_alloc_async; CPU: host memory
  * of the context) that the graph's kernels write; its value at the decision point (before the
  * node, and for WHILE after each iteration, with every operation of the body done) is the
- * value. The word is read as the graph runs, never at capture. CUDA: a kernel of qd's own,
- * queued before the node and at the end of the loop body, reads it and sets the node's value.
- * Without a word (condition 0) the graph's own kernels set the value with
- * cudaGraphSetConditional on the handle qd_conditional_handle returns (CUDA only); its value
- * at each replay's start is 0.
+ * value. The word is read as the graph runs, never at capture. Without a word (condition 0)
+ * the graph's own kernels would set the value with cudaGraphSetConditional on the handle
+ * qd_conditional_handle returns, which needs a CUDA driver graph (see below).
  *
  * CPU: a replay queues one host task per conditional node on the node's stream, which reads
  * the word and runs the chosen body's operations inline on that worker, in their captured
  * order (a topological order of the body), a nested conditional the same way. It waits on no
  * other stream or worker, so it cannot deadlock; a body's branches run one after another
  * there. The trace and the validation mode see the host task, not the operations inside it.
- * CUDA: a conditional node of the driver graph (driver 12.3 for IF and WHILE, 12.8 for
- * IF_ELSE and SWITCH); a GPU context with the trace or validation attached records without a
- * driver capture, and its device work cannot run inline on the host, so it refuses
- * qd_stream_begin_conditional (QD_ERROR_NOT_SUPPORTED), and a graph with conditionals
- * replays as one driver launch even when such an observer is attached later.
- * HIP: QD_ERROR_NOT_SUPPORTED (HIP 5.2 has no conditional nodes).
+ * CUDA and HIP: not yet. qd_stream_begin_conditional on a capture of a GPU context returns
+ * QD_ERROR_NOT_SUPPORTED: this libqd does not put conditional nodes into driver graphs yet
+ * (CUDA's need driver 12.3, and 12.8 for IF_ELSE and SWITCH; HIP 5.2 has none, so there it
+ * stays unsupported), and a GPU context that records without a driver graph (the trace or
+ * validation attached) cannot run device work inline on the host. So in this release no
+ * capture has a native conditional handle.
  * qd_graph_update needs the same conditionals, with bodies of the same shape.
  */
 /** The kind of a conditional (since 0.3). */
@@ -1138,23 +1136,22 @@ typedef struct qd_conditional_desc {
 #define QD_CONDITIONAL_DESC_INIT { (uint32_t)sizeof(qd_conditional_desc), QD_CONDITIONAL_IF, 0u, 0u }
 // clang-format on
 
-/** (since 0.3) Open a conditional on stream, which must be capturing: the work queued on it from now on is
- *  the conditional's first body (IF: the body; IF_ELSE: the then body; WHILE: the loop body;
+/** (since 0.3) Open a conditional on stream, which must be capturing: the work queued on it
+ *  from now on is the conditional's first body (IF: the body; IF_ELSE: the then body; WHILE: the loop body;
  *  SWITCH: case 0). Refused, nothing changes.
  *  Threads: any, but the calls on one capture's conditionals are made in the order the
  *  bodies are meant (as the operations queued into them).
  *  - QD_ERROR_INVALID_ARGUMENT: desc is NULL; desc->struct_size too small; kind is not a
  *    qd_conditional_kind; num_cases is 0 or above QD_MAX_CONDITIONAL_CASES for SWITCH, or not 0
- *    for another kind.
+ *    for another kind; condition is not a multiple of 4.
+ *  - QD_ERROR_OVERFLOW: condition + 4 wraps.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
- *  - QD_ERROR_INVALID_ADDRESS: condition is not the start of a live allocation of stream's
- *    context with at least 4 bytes.
+ *  - QD_ERROR_INVALID_ADDRESS: the word's 4 bytes run past the end of the allocation they
+ *    start in, or start exactly at a block's end (as qd_memset_async's range).
  *  - QD_ERROR_INVALID_OPERATION: stream is not capturing.
- *  - QD_ERROR_NOT_SUPPORTED: condition is 0 and the capture is not a CUDA native one (only a
- *    CUDA kernel can set the value); the context cannot run conditionals (HIP; CUDA with a
- *    driver older than 12.3, or 12.8 for IF_ELSE and SWITCH; a GPU context with the trace or
- *    validation attached; a libqd built without nvcc, for a condition word on CUDA): the
- *    message names the reason and the minimum version.
+ *  - QD_ERROR_NOT_SUPPORTED: stream's context is a GPU one (CUDA, HIP: see above; the message
+ *    names the driver versions conditional nodes need); condition is 0 (only a CUDA driver
+ *    graph lets kernels set the value).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc);
 
@@ -1182,8 +1179,8 @@ QD_API qd_status qd_stream_end_conditional(qd_stream stream);
  *  - QD_ERROR_INVALID_ARGUMENT: handle is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: no conditional is open on stream.
- *  - QD_ERROR_NOT_SUPPORTED: the capture is not a CUDA native one (CPU, HIP, a context with
- *    the trace or validation attached).
+ *  - QD_ERROR_NOT_SUPPORTED: the capture is not a CUDA driver graph (none is in this release:
+ *    see above).
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_conditional_handle(qd_stream stream, uint64_t *handle);
 

@@ -459,6 +459,7 @@ inline constexpr qd_status kListed_qd_stream_begin_conditional[] = {
     QD_ERROR_INVALID_HANDLE,
     QD_ERROR_INVALID_OPERATION,
     QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_OVERFLOW,
     QD_ERROR_INVALID_ADDRESS,
     QD_ERROR_NOT_SUPPORTED,
     QD_ERROR_DEVICE_LOST,
