@@ -334,6 +334,10 @@ TEST_P(GraphConditionalTest, Misuse_IsRefusedAndLeavesTheCaptureAsItWas) {
     ASSERT_QD_OK(qd_stream_fork(s, 1, &kid));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "opened on stream", qd_stream_end_conditional(kid));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "opened on stream", qd_stream_next_branch(kid));
+    // A conditional opened inside the body, on the stream that joined it, closes first.
+    ASSERT_QD_OK(begin(kid, QD_CONDITIONAL_IF, buf));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "still open", qd_stream_end_conditional(s));
+    ASSERT_QD_OK(qd_stream_end_conditional(kid));
     ASSERT_QD_OK(qd_stream_join(s, &kid, 1));
     ASSERT_QD_OK(qd_stream_end_conditional(s));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "no conditional", qd_stream_end_conditional(s));
@@ -347,6 +351,13 @@ TEST_P(GraphConditionalTest, Misuse_IsRefusedAndLeavesTheCaptureAsItWas) {
     ASSERT_QD_OK(qd_stream_next_branch(s));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "last body", qd_stream_next_branch(s));
     ASSERT_QD_OK(qd_stream_end_conditional(s));
+    // A stream forked outside the body cannot join into it, and joins after it.
+    qd_stream outer = 0;
+    ASSERT_QD_OK(qd_stream_fork(s, 1, &outer));
+    ASSERT_QD_OK(begin(s, QD_CONDITIONAL_WHILE, buf + 2 * kWord));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "different bodies", qd_stream_join(s, &outer, 1));
+    ASSERT_QD_OK(qd_stream_end_conditional(s));
+    ASSERT_QD_OK(qd_stream_join(s, &outer, 1));
     ASSERT_QD_OK(begin(s, QD_CONDITIONAL_SWITCH, buf, 2));
     ASSERT_QD_OK(qd_stream_next_branch(s));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "last body", qd_stream_next_branch(s));

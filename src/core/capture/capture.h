@@ -36,6 +36,11 @@
 // graph, and a replay is one driver launch while no attached observer needs replay. Otherwise
 // (the CPU backend, a driver without graphs, such an observer attached) the nodes alone serve:
 // a replay re-issues the recorded operations.
+//
+// Conditionals (core/capture/conditional.h): each lane records into a frame, the capture's
+// graph or the body of a conditional open on it; a replay that re-issues operations queues
+// each conditional node as one host task that decides and runs a body inline (the CPU
+// backend). Native captures refuse conditionals for now.
 #pragma once
 
 #include <qd/qd.h>

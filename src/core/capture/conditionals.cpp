@@ -60,6 +60,13 @@ qd_status CaptureRouter::owned_body(Capture &c, uint32_t lane, uint64_t handle, 
 }
 
 qd_status CaptureRouter::check_body_joined(Capture &c, CaptureFrame &body, uint64_t handle) {
+    // A conditional opened inside this body (on a stream that joined it) closes first.
+    for (const auto &f : c.frames)
+        if (f->parent == &body)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "a conditional opened inside this body on stream 0x%016llx is still open "
+                        "(qd_stream_end_conditional on that stream first)",
+                        (unsigned long long)c.lane_handles[f->owner]);
     for (size_t l = 0; l < c.lanes.size(); ++l) {
         if (l == body.owner || c.lane_frame[l] != &body || joined_back(body, body.owner, l))
             continue;
