@@ -172,7 +172,9 @@ TEST_P(GraphConditionalTest, Switch_RunsTheCaseOfTheValue_AndNoCaseOutOfRange) {
     zero(s, buf, 2 * kWord);
     QDT_OPEN_OR_SKIP(s, QD_CONDITIONAL_SWITCH, buf, 3);
     for (uint32_t c = 0; c < 3; ++c) {
-        if (c > 0) ASSERT_QD_OK(qd_stream_next_branch(s));
+        if (c > 0) {
+            ASSERT_QD_OK(qd_stream_next_branch(s));
+        }
         ASSERT_QD_OK(launch_write_value(s, w_, buf + kWord, 10 + c));
     }
     ASSERT_QD_OK(qd_stream_end_conditional(s));
