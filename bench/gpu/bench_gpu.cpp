@@ -1,5 +1,5 @@
-// GPU benchmarks B1, B3, B4, B5, B5g, B6, B9 and B10 of docs/benchmarks.md: qd against the raw CUDA driver,
-// side by side in one process, alternated repeat by repeat (bench/harness.h).
+// GPU benchmarks B1, B3, B4, B5, B5g, B6, B9, B10 and B11 of docs/benchmarks.md: qd against the
+// raw CUDA driver, side by side in one process, alternated repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
 // and uses the same cubin, the same kernels, and the same native streams as qd (it launches on
@@ -647,6 +647,167 @@ void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Se
 }
 
 // ---------------------------------------------------------------------------------------------
+// B11: rebinding one kernel node of a 100-launch graph, host time (enqueue only: the clock
+// stops before the synchronize).
+//   vs-raw: qd_graph_set_kernel_args + qd_graph_launch against cuGraphExecKernelNodeSetParams +
+//     cuGraphLaunch on a raw graph of the same 100 launches (captured on a raw stream, its nodes
+//     found with cuStreamGetCaptureInfo_v2), launched on the same native stream. Paired ratio
+//     over short rounds, as B6. Bar: <= 1.1x.
+//   vs-update: the same rebind + replay against qd_graph_update from a graph captured
+//     beforehand (two of them, alternated, so every update changes a value) + qd_graph_launch;
+//     the capture is not timed. Bar: the update at least 10x the rebind.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kB11Nodes = 100;
+constexpr uint32_t kB11Node = kB11Nodes / 2;
+constexpr double kB11RawBar = 1.1;
+constexpr double kB11UpdateBar = 10.0;
+
+void bench_rebind(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    const bool vs_raw = opt.selected("B11 rebind+replay-100 vs-raw");
+    const bool vs_update = opt.selected("B11 rebind+replay-100 vs-update");
+    if (!vs_raw && !vs_update) return;
+    if (g_qd_on_hip) {
+        std::printf(
+            "# B11 skipped: qd's HIP backend does not rebind the nodes of driver graphs "
+            "(qd_graph_set_kernel_args is QD_ERROR_NOT_SUPPORTED there)\n");
+        return;
+    }
+    qd_kernel k = s.qd_kernel_named("gpu_empty1");
+    CUfunction f = s.raw_kernel_named("gpu_empty1");
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    auto capture = [&](uint64_t base) {
+        qd_graph g = 0;
+        QD(qd_stream_begin_capture(s.stream));
+        for (int i = 0; i < kB11Nodes; ++i) {
+            uint64_t v = base + uint64_t(i);
+            const qd_arg arg = {&v, sizeof v};
+            QD(qd_launch(s.stream, k, &cfg, &arg, 1));
+        }
+        QD(qd_stream_end_capture(s.stream, &g));
+        return g;
+    };
+    qd_graph graph = capture(0);
+    QD(qd_graph_launch(graph, s.stream));  // instantiated before the timing, as the raw one
+    QD(qd_stream_synchronize(s.stream));
+    uint64_t value = 1;
+    const int n = 20;
+    auto rebind_side = [&] {
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) {
+            const qd_arg arg = {&value, sizeof value};
+            QD(qd_graph_set_kernel_args(graph, kB11Node, &arg, 1));
+            QD(qd_graph_launch(graph, s.stream));
+            ++value;
+        }
+        auto t1 = Clock::now();
+        QD(qd_stream_synchronize(s.stream));
+        return elapsed_ns(t0, t1) / n / 1000.0;
+    };
+    if (vs_raw && !g_raw.has_node_rebind())
+        std::printf(
+            "# B11 vs-raw skipped: the driver lacks cuStreamGetCaptureInfo_v2 or "
+            "cuGraphExecKernelNodeSetParams_v2\n");
+    if (vs_raw && g_raw.has_node_rebind()) {
+        CUstream rs = nullptr;
+        RAW(cuStreamCreate(&rs, rawcuda::CU_STREAM_NON_BLOCKING));
+        RAW(cuStreamBeginCapture(rs, rawcuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        std::vector<rawcuda::CUgraphNode> nodes;
+        for (int i = 0; i < kB11Nodes; ++i) {
+            uint64_t v = uint64_t(i);
+            void *params[1] = {&v};
+            RAW(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, rs, params, nullptr));
+            int status = 0;
+            unsigned long long id = 0;
+            rawcuda::CUgraph cg = nullptr;
+            const rawcuda::CUgraphNode *deps = nullptr;
+            size_t num = 0;
+            RAW(cuStreamGetCaptureInfo_v2(rs, &status, &id, &cg, &deps, &num));
+            if (num != 1) die("B11: finding a captured kernel node", std::to_string(num));
+            nodes.push_back(deps[0]);
+        }
+        rawcuda::CUgraph raw_graph = nullptr;
+        RAW(cuStreamEndCapture(rs, &raw_graph));
+        rawcuda::CUgraphExec exec = nullptr;
+        RAW(cuGraphInstantiateWithFlags(&exec, raw_graph, 0));
+        RAW(cuGraphLaunch(exec, s.native));
+        RAW(cuStreamSynchronize(s.native));
+        uint64_t raw_value = 1;
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                void *params[1] = {&raw_value};
+                rawcuda::CUDA_KERNEL_NODE_PARAMS p{};
+                p.func = f;
+                p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+                p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+                p.kernelParams = params;
+                RAW(cuGraphExecKernelNodeSetParams(exec, nodes[kB11Node], &p));
+                RAW(cuGraphLaunch(exec, s.native));
+                ++raw_value;
+            }
+            auto t1 = Clock::now();
+            RAW(cuStreamSynchronize(s.native));
+            return elapsed_ns(t0, t1) / n / 1000.0;
+        };
+        qdbench::Options many = opt;
+        many.repeats = opt.repeats * 20;
+        Samples smp = qdbench::alternate(many, rebind_side, raw_side);
+        Figure fig;
+        fig.bench = "B11";
+        fig.name = "rebind+replay-100 vs-raw";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "us (cuGraphExecKernelNodeSetParams + cuGraphLaunch)";
+        fig.has_ratio = true;
+        fig.ratio = qdbench::median_paired_ratio(smp);
+        fig.bar = "<= " + qdbench::fmt(kB11RawBar) + "x (paired ratio; of medians " +
+                  qdbench::fmt(fig.qd / fig.anchor) + "x)";
+        fig.verdict = fig.ratio <= kB11RawBar ? Verdict::Pass : Verdict::Miss;
+        report_figure(report, fig, &smp);
+        RAW(cuGraphExecDestroy(exec));
+        RAW(cuGraphDestroy(raw_graph));
+        RAW(cuStreamDestroy(rs));
+    }
+    if (vs_update) {
+        qd_graph fresh[2] = {capture(1000), capture(2000)};
+        int next = 0;
+        auto update_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < n; ++i) {
+                QD(qd_graph_update(graph, fresh[next]));
+                QD(qd_graph_launch(graph, s.stream));
+                next ^= 1;
+            }
+            auto t1 = Clock::now();
+            QD(qd_stream_synchronize(s.stream));
+            return elapsed_ns(t0, t1) / n / 1000.0;
+        };
+        Samples smp = qdbench::alternate(opt, update_side, rebind_side);
+        Figure fig;
+        fig.bench = "B11";
+        fig.name = "rebind+replay-100 vs-update";
+        // Here the figure is the update's cost in rebinds: qd is the update side.
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us (qd_graph_update + qd_graph_launch)";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "us (qd_graph_set_kernel_args + qd_graph_launch)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = ">= " + qdbench::fmt(kB11UpdateBar) + "x (the update over the rebind)";
+        fig.verdict = fig.ratio >= kB11UpdateBar ? Verdict::Pass : Verdict::Miss;
+        report_figure(report, fig, &smp);
+        QD(qd_graph_destroy(fresh[0]));
+        QD(qd_graph_destroy(fresh[1]));
+    }
+    QD(qd_graph_destroy(graph));
+    QD(qd_kernel_destroy(k));
+}
+
+// ---------------------------------------------------------------------------------------------
 // B6: record+wait, async alloc+free
 // ---------------------------------------------------------------------------------------------
 
@@ -947,6 +1108,7 @@ int main(int argc, char **argv) {
     bench_fanout(opt, report, s);
     bench_graph_fanout(opt, report, s);
     bench_graph_replay(opt, report, s);
+    bench_rebind(opt, report, s);
     bench_events_memory(opt, report, s);
     if (!hip) bench_multi_device(opt, report, s);
     report.summary();

@@ -345,6 +345,21 @@ static inline gq_result gq_graph_update(qd_graph graph, qd_graph from) {
     return gq_finish(qd_graph_update(graph, from));
 }
 
+/* qd_graph_kernel_node_count (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, DEVICE_LOST,
+ * FORKED, INTERNAL. */
+static inline gq_u64 gq_graph_kernel_node_count(qd_graph graph) {
+    uint32_t count = 0;
+    qd_status st = qd_graph_kernel_node_count(graph, &count);
+    return gq_finish_u64(st, count);
+}
+
+/* qd_graph_set_kernel_args (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE,
+ * INVALID_OPERATION, OUT_OF_MEMORY, OVERFLOW, NOT_SUPPORTED, DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_result gq_graph_set_kernel_args(qd_graph graph, uint32_t node, const qd_arg *args,
+                                                 uint32_t num_args) {
+    return gq_finish(qd_graph_set_kernel_args(graph, node, args, num_args));
+}
+
 /* qd_graph_destroy (since 0.2): SUCCESS, INVALID_HANDLE, INTERNAL. */
 static inline gq_result gq_graph_destroy(qd_graph graph) {
     return gq_finish(qd_graph_destroy(graph));

@@ -348,7 +348,8 @@ typedef struct qd_context_stats {
     uint64_t event_pool_created;  /**< native events the fork/join event pool has created */
     uint64_t event_pool_hits;
     uint64_t event_pool_misses;
-    uint64_t live_allocations;    /**< qd_mem_alloc_async blocks not yet freed */
+    uint64_t live_allocations;    /**< qd_mem_alloc_async blocks not yet freed (not the blocks
+                                       a graph owns, "Graphs": never counted here) */
     uint64_t bytes_allocated;     /**< their total size */
     uint64_t host_bytes_allocated;/**< qd_host_alloc bytes not yet freed */
     uint64_t live_graphs;         /**< (since 0.2) graphs (qd_stream_end_capture) not yet
@@ -875,12 +876,18 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
 /** Allocate bytes of device memory in stream order: the block may be used by work queued on
  *  stream after this call (other streams must be ordered after it with an event). The address
  *  is registered with the context until freed.
+ *  From 0.3 on, on a capturing stream the block is the graph's: see "Graphs", "Memory inside a
+ *  graph".
  *  - QD_ERROR_INVALID_ARGUMENT: address is NULL, or bytes is 0.
  *  - QD_ERROR_OVERFLOW: bytes exceeds what the backend can address (e.g. near UINT64_MAX).
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_NOT_SUPPORTED: (HIP) the runtime has no stream-ordered allocation
- *    (hipMallocAsync, a beta feature of HIP 5) or the device has no memory pools.
- *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs": allocation is not captured).
+ *    (hipMallocAsync, a beta feature of HIP 5) or the device has no memory pools; ("Graphs")
+ *    stream is capturing natively and the driver has no graph memory nodes (CUDA before 11.4,
+ *    HIP before 5.7; the message names the minimum): nothing is allocated, the capture goes on.
+ *  - QD_ERROR_INVALID_OPERATION: ("Graphs") the capture of stream ended, or began, during the
+ *    call: nothing is allocated; stream records into a conditional's body ("Conditionals"):
+ *    nothing is allocated, the capture goes on. (Before 0.3: stream is capturing.)
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *address);
 
@@ -888,10 +895,15 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
  *  has completed, and is not reused before then. Work on other streams that uses the block
  *  must be ordered before the free (record an event there and wait on it here). The address
  *  is unregistered at once: a second free fails.
+ *  From 0.3 on, on a capturing stream only a block allocated inside the same capture is freed,
+ *  in the graph ("Graphs", "Memory inside a graph").
  *  - QD_ERROR_INVALID_ADDRESS: address is not the start of a live allocation of this context
- *    (unknown, already freed, or from another context).
+ *    (unknown, already freed, or from another context); ("Graphs") it is a block a graph or
+ *    another capture owns, or a block of this capture already freed inside it.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
- *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs": freeing is not captured).
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing and the block was allocated outside the
+ *    capture ("Graphs"): the block stays allocated and the caller's; stream records into a
+ *    conditional's body ("Conditionals"): the block stays allocated in the capture.
  *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, the free is not ordered after a use of
  *    the block on another stream ("Validation"): the block stays allocated.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
@@ -955,7 +967,8 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  *
  * What is captured: qd_launch, qd_launch_parallel, qd_launch_host_fn, qd_memcpy_async,
  * qd_memset_async, qd_stream_fork and qd_stream_join, qd_event_record and qd_stream_wait_event
- * between streams of the capture. A record of a user event inside a capture is a dependency
+ * between streams of the capture, and (since 0.3) qd_mem_alloc_async and qd_mem_free_async
+ * (below, "Memory inside a graph"). A record of a user event inside a capture is a dependency
  * inside the graph only: the event itself is not recorded, neither by the capture nor by
  * replays, and querying or synchronizing it while the capture is open is
  * QD_ERROR_INVALID_OPERATION, as is waiting on it from a stream of another capture.
@@ -964,8 +977,8 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * the graph may be replayed.
  *
  * What is refused while a stream captures (QD_ERROR_INVALID_OPERATION, and the capture stays
- * as it was, usable): qd_stream_synchronize and qd_stream_query of it, qd_mem_alloc_async and
- * qd_mem_free_async on it (stream-ordered allocation is not captured), a wait on an event last
+ * as it was, usable): qd_stream_synchronize and qd_stream_query of it, qd_mem_free_async on it
+ * of a block allocated outside the capture, a wait on an event last
  * recorded outside the capture (and so a qd_stream_join into it of a child outside it),
  * qd_stream_destroy and qd_stream_release of it, qd_graph_launch on it, and
  * qd_stream_begin_capture on it again. A call of several parts (qd_stream_fork,
@@ -996,7 +1009,36 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  *
  * New arguments without a new capture: capture the same calls again with other values and
  * call qd_graph_update(graph, new_graph), as cuGraphExecUpdate does: the shape must be the
- * same, and every later replay of graph uses the new values.
+ * same, and every later replay of graph uses the new values. To change one launch's arguments
+ * only, rebind its kernel node (since 0.3): qd_graph_set_kernel_args, as
+ * cuGraphExecKernelNodeSetParams does, without a capture.
+ *
+ * Memory inside a graph (since 0.3). qd_mem_alloc_async on a capturing stream allocates a
+ * block the graph owns, and qd_mem_free_async of it on a stream of the same capture frees it in
+ * the graph. The rule: every block allocated inside a capture is freed inside it, after its
+ * last use there; qd_stream_end_capture refuses a capture with a block not freed (the message
+ * names its address; the capture stays open, so free it and end again). The address the call
+ * returns is the block every replay uses: each replay allocates it where the captured alloc
+ * was and frees it where the captured free was, and work of the graph may use it between the
+ * two (the replay's alloc is a write of the whole block on its stream, as qd_mem_alloc_async's
+ * is). Outside that window the block is not the caller's: using it is a use after free (the
+ * validation mode reports it, "Validation"), and qd_mem_free_async of it outside its capture,
+ * or twice inside it, is QD_ERROR_INVALID_ADDRESS. Copies and sets are checked against it like
+ * against any block, during the capture and after (a range running past its end is
+ * QD_ERROR_INVALID_ADDRESS). qd_context_get_stats counts no block a graph owns.
+ * Since every replay uses the same block, the replays of a graph that allocates run one after
+ * the other, whatever streams they are queued on (each after the one queued before it).
+ * CPU, and the re-issue path (a driver without graph entries, or with the trace or validation
+ * attached at capture): the capture allocates each block once, on the allocating stream; a
+ * replay's alloc and free only order the work on it, and the block is released when the graph
+ * is destroyed (or, given to another by qd_graph_update, that one too) and every replay queued
+ * by then is done: qd_graph_destroy still returns at once.
+ * CUDA and HIP native graphs: the alloc and free become the graph's memory nodes
+ * (cuMemAllocAsync and cuMemFreeAsync captured; a driver without them, before CUDA 11.4 or HIP
+ * 5.7, refuses the alloc with QD_ERROR_NOT_SUPPORTED and the capture goes on); the block
+ * exists only inside the graph's launches, so such a graph is always launched as the driver
+ * graph (the trace or validation attached later does not see its operations) and cannot take
+ * part in qd_graph_update. A driver error inside the capture ends it as any other does.
  * ------------------------------------------------------------------------------------------- */
 
 /** A captured graph. Destroy with qd_graph_destroy. */
@@ -1014,8 +1056,9 @@ QD_API qd_status qd_stream_begin_capture(qd_stream stream);
 /** End the capture whose origin is stream and return what it recorded as a new graph (an
  *  empty capture gives an empty graph, whose replay is a no-op). The streams that joined the
  *  capture stop capturing, and the pool leases it held go back to the pool.
- *  On QD_ERROR_INVALID_OPERATION because a stream has not joined back, the capture stays open
- *  and unchanged: join that stream and call this again.
+ *  On QD_ERROR_INVALID_OPERATION because a stream has not joined back, or (from 0.3 on) a block
+ *  allocated inside the capture is not freed, the capture stays open and unchanged: join that
+ *  stream, or free that block, and call this again.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: graph is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed; or its context's destroy
@@ -1023,8 +1066,9 @@ QD_API qd_status qd_stream_begin_capture(qd_stream stream);
  *  - QD_ERROR_INVALID_OPERATION: stream is not capturing; stream joined a capture but is not
  *    its origin; a conditional is still open in the capture (from 0.3)
  *    (qd_stream_end_conditional); a stream that joined the capture has not joined back to the
- *    origin (the message names its handle, or says it was a stream of qd_launch_parallel);
- *    (CUDA, HIP)
+ *    origin (the message names its handle, or says it was a stream of qd_launch_parallel); a
+ *    block allocated inside the capture is not freed inside it (the message names its address;
+ *    "Graphs", "Memory inside a graph"); (CUDA, HIP)
  *    the driver invalidated the capture because an operation inside it failed: the capture is
  *    over, no graph is returned, and its leases go back to the pool.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
@@ -1039,35 +1083,82 @@ QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
  *  allows (less concurrent, never wrong).
  *  Threads: any; replays of one graph may be queued concurrently with each other and with
  *  qd_graph_update (each replay uses the values current when it is queued). On CUDA and HIP a
- *  replay of a native graph also runs after the replays of the same graph queued before it.
+ *  replay of a native graph also runs after the replays of the same graph queued before it, and
+ *  so does every replay of a graph that allocates (from 0.3 on, "Memory inside a graph").
  *  An operation that fails in the device after others of the replay were queued
  *  (QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST: not a refusal) ends
  *  the replay there, and stream still waits for every branch queued so far.
  *  - QD_ERROR_INVALID_HANDLE: graph or stream is 0, of the wrong type, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context than graph.
- *  - QD_ERROR_INVALID_OPERATION: stream is capturing.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing; graph allocates ("Memory inside a
+ *    graph") and the call is nested in a replay of it (from a hazard handler).
  *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, an operation of the graph would race or
  *    use freed memory ("Validation"): no operation of the replay is queued.
  *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
 
 /** Give graph the values of from, a graph captured from the same calls with other arguments:
- *  every later replay of graph runs from's kernels, launch dimensions, argument values, copy
- *  and set ranges and host callbacks. Replays already queued keep their values. from stays
- *  valid and unchanged.
+ *  every later replay of graph runs from's kernels, launch dimensions, argument values (those
+ *  rebound on from with qd_graph_set_kernel_args included), copy and set ranges and host
+ *  callbacks. Replays already queued keep their values. from stays valid and unchanged.
  *  The shape must match: the same number of streams, and the same operations in the same
- *  order on the same streams, with the same dependencies between them.
+ *  order on the same streams, with the same dependencies between them, and (from 0.3 on) the same
+ *  sizes for the blocks allocated inside (a free frees the same one). graph then replays from's
+ *  operations on from's blocks, which both graphs own from then on.
  *  Threads: any.
  *  - QD_ERROR_INVALID_HANDLE: graph or from is 0, not a graph, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: graph and from belong to different contexts.
  *  - QD_ERROR_INVALID_OPERATION: the shapes differ (the message names the first difference);
+ *    either graph allocates inside a native driver graph (from 0.3 on, "Memory inside a graph");
  *    (CUDA, HIP) the driver refused to update the instantiated graph (the message names its
  *    reason); the graph keeps its values.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from);
 
-/** Destroy a graph. Returns at once: replays already queued still run to completion. The
- *  handle is invalid from the moment this returns.
+/* Kernel nodes (since 0.3). A graph's kernel nodes are the kernel launches its capture
+ * recorded, numbered from 0 in the order they were queued during the capture: each qd_launch,
+ * and each task of a qd_launch_parallel in task order. Only the graph's own launches count: a
+ * launch queued inside a conditional's body ("Conditionals") is no kernel node (neither counted
+ * nor rebindable), and the numbering skips it. After qd_graph_update(graph, from) they are
+ * from's (the same number: the shapes match). */
+
+/** The number of kernel nodes of graph (since 0.3; 0 for a graph that launched no kernel).
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: count is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_kernel_node_count(qd_graph graph, uint32_t *count);
+
+/** Rebind kernel node `node` of graph (since 0.3): every later replay runs that launch with
+ *  these argument values, copied before this returns (as qd_launch copies them); its kernel,
+ *  launch dimensions and every other node stay as they were. Replays already queued keep the
+ *  values they were queued with. The count and the size of every argument must equal the
+ *  node's captured launch's. The validation mode checks the new values at the next replay as
+ *  it checks any launch's. A later qd_graph_update(graph, from) replaces them with from's
+ *  values (from's own rebound ones included). On CUDA this is one
+ *  cuGraphExecKernelNodeSetParams on the instantiated graph (which it instantiates first if it
+ *  was never launched).
+ *  On an error nothing changes.
+ *  Threads: any; concurrent with replays and with qd_graph_update as qd_graph_update is (each
+ *  replay uses the values current when it is queued).
+ *  - QD_ERROR_INVALID_ARGUMENT: args is NULL with num_args > 0; an argument has size 0 or NULL
+ *    data; num_args > QD_MAX_ARGS; node is not less than qd_graph_kernel_node_count; num_args
+ *    or an argument's size differs from the captured launch's (the message names the first
+ *    difference).
+ *  - QD_ERROR_OVERFLOW: the total argument size exceeds QD_MAX_ARG_BYTES.
+ *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: (CUDA, HIP) the graph is a driver graph and the driver cannot
+ *    rebind a node of it (the message names the entry point and the minimum driver version:
+ *    CUDA 11.3; the HIP backend does not rebind driver graphs yet).
+ *  - QD_ERROR_INVALID_OPERATION: (CUDA, HIP) the driver refused the new values (the message
+ *    names its reason).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_set_kernel_args(qd_graph graph, uint32_t node, const qd_arg *args,
+                                          uint32_t num_args);
+
+/** Destroy a graph. Returns at once: replays already queued still run to completion, and the
+ *  blocks the graph owns ("Memory inside a graph") are released after them. The handle is
+ *  invalid from the moment this returns.
  *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or already destroyed. */
 QD_API qd_status qd_graph_destroy(qd_graph graph);
 
@@ -1110,6 +1201,11 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  * validation attached) cannot run device work inline on the host. So in this release no
  * capture has a native conditional handle.
  * qd_graph_update needs the same conditionals, with bodies of the same shape.
+ * The launches inside a body are not kernel nodes ("Kernel nodes": qd_graph_set_kernel_args
+ * rebinds the graph's own launches only). Memory inside a graph is allocated and freed outside
+ * its conditionals: qd_mem_alloc_async and qd_mem_free_async on a stream that records into a
+ * body are QD_ERROR_INVALID_OPERATION (nothing is allocated or freed, the capture goes on);
+ * the body may use a block allocated before the conditional and freed after it.
  */
 /** The kind of a conditional (since 0.3). */
 typedef enum qd_conditional_kind {

@@ -1,10 +1,11 @@
-// Graphs: capture, replay, update and destroy (qd.h, "Graphs"; core/capture/capture.h does the
+// Graphs: capture, replay, update, rebind and destroy (qd.h, "Graphs"; core/capture/capture.h does the
 // work).
 #include "api/guard.h"
 #include "api/resolve.h"
 #include "common/first_sizes.h"
 #include "core/alloc_registry.h"
 #include "core/capture/capture.h"
+#include "core/launch_validation.h"
 
 using namespace qd;
 
@@ -51,6 +52,29 @@ QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from) {
 
 QD_API qd_status qd_graph_destroy(qd_graph graph) {
     return api::guarded([&]() -> qd_status { return core::graph_destroy(graph); });
+}
+
+QD_API qd_status qd_graph_kernel_node_count(qd_graph graph, uint32_t *count) {
+    return api::guarded([&]() -> qd_status {
+        if (!count) return api::null_argument("count");
+        core::Graph *g = nullptr;
+        qd_status st = core::resolve_usable(graph, &g);
+        if (st != QD_SUCCESS) return st;
+        return core::graph_kernel_node_count(*g, count);
+    });
+}
+
+QD_API qd_status qd_graph_set_kernel_args(qd_graph graph, uint32_t node, const qd_arg *args,
+                                          uint32_t num_args) {
+    return api::guarded([&]() -> qd_status {
+        // Order of checks: qd.h, Conventions, "Which error wins".
+        qd_status st = core::validate_args(args, num_args);
+        if (st != QD_SUCCESS) return st;
+        core::Graph *g = nullptr;
+        st = core::resolve_usable(graph, &g);
+        if (st != QD_SUCCESS) return st;
+        return core::graph_set_kernel_args(*g, node, args, num_args);
+    });
 }
 
 QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc) {

@@ -147,6 +147,15 @@ class Graph {
     // shape; later launches use them. QD_ERROR_INVALID_OPERATION (naming the driver's reason)
     // when the driver refuses, and this graph is unchanged.
     virtual qd_status update(Graph &from) = 0;
+    // qd_graph_set_kernel_args: later launches run kernel node `index` (the index-th launch of
+    // the capture, in the order they were queued) with these argument values; `kernel`, `dims`
+    // are the node's, as captured (or as taken by an update). Launches already queued keep
+    // theirs. QD_ERROR_NOT_SUPPORTED (naming the driver version needed) when the driver cannot.
+    virtual qd_status set_kernel_args(uint32_t index, Kernel &kernel, const LaunchDims &dims,
+                                      const qd_arg *args, uint32_t num_args) {
+        (void)index, (void)kernel, (void)dims, (void)args, (void)num_args;
+        return QD_ERROR_NOT_SUPPORTED;
+    }
 };
 
 // An open native capture (Stream::begin_capture). Destroying it without end() abandons it:
@@ -159,6 +168,15 @@ class Capture {
     // QD_ERROR_NOT_SUPPORTED when the driver's host-function entry cannot be captured (a
     // stream-callback fallback); nothing is queued and the capture stays usable.
     virtual qd_status host_fn(Stream &lane, qd_host_fn fn, void *user_data) = 0;
+    // Before a stream-ordered allocation is queued on a stream of this capture (qd.h, "Memory
+    // inside a graph"): QD_SUCCESS when the driver captures it as a graph memory node, else
+    // QD_ERROR_NOT_SUPPORTED naming the minimum driver version (the core then queues nothing
+    // and the capture stays usable).
+    virtual qd_status can_allocate() { return QD_SUCCESS; }
+    // A kernel launch on `lane` was just recorded by the driver: the capture notes its node,
+    // the next kernel node in launch order (Graph::set_kernel_args). Never fails: a node it
+    // cannot find makes that rebind QD_ERROR_NOT_SUPPORTED later.
+    virtual void launched(Stream &lane) { (void)lane; }
     // End the capture on its origin (the graph is instantiated at its first launch, so one made
     // only to update another never is). Every stream that joined must
     // have joined back (the core checks that first). On failure the capture is over all the

@@ -67,7 +67,7 @@ bool AllocRegistry::insert(Kind kind, uint64_t address, uint64_t bytes,
     if (kind == Kind::Device) {
         bump(device_count_, 1);
         bump(device_bytes_, int64_t(bytes));
-    } else {
+    } else if (kind == Kind::Host) {
         bump(host_bytes_, int64_t(bytes));
     }
     return true;
@@ -83,7 +83,7 @@ qd_status AllocRegistry::remove(Kind kind, uint64_t address, uint64_t *removed_b
                     "0x%llx is not a live %s allocation of this context (never allocated here, "
                     "already freed, or from another context)",
                     (unsigned long long)address,
-                    kind == Kind::Device ? "qd_mem_alloc_async" : "qd_host_alloc");
+                    kind == Kind::Host ? "qd_host_alloc" : "qd_mem_alloc_async");
     const uint64_t bytes = it->second;
     if (removed_bytes) *removed_bytes = bytes;
     if (spare_.capacity() == 0) spare_.reserve(kSpareNodes);  // may throw: nothing changed yet
@@ -94,24 +94,30 @@ qd_status AllocRegistry::remove(Kind kind, uint64_t address, uint64_t *removed_b
     if (kind == Kind::Device) {
         bump(device_count_, -1);
         bump(device_bytes_, -int64_t(bytes));
-    } else {
+    } else if (kind == Kind::Host) {
         bump(host_bytes_, -int64_t(bytes));
     }
     return QD_SUCCESS;
 }
 
+bool AllocRegistry::graph_block(uint64_t address) {
+    Guard g(lock_);
+    return map_of(Kind::Graph).count(address) != 0 || map_of(Kind::GraphDriver).count(address) != 0;
+}
+
 bool AllocRegistry::find(uint64_t address, Block *inside, Block *ends_at) {
     Guard g(lock_);
-    for (auto *map : {&device_, &host_}) {
-        auto it = map->upper_bound(address);
-        if (it == map->begin()) continue;
+    for (auto &map : maps_) {
+        auto it = map.upper_bound(address);
+        if (it == map.begin()) continue;
         --it;  // the block with the largest start <= address
         const uint64_t offset = address - it->first;
+        const bool host = &map == &map_of(Kind::Host);
         if (offset < it->second) {
-            *inside = Block{it->first, it->second, map == &host_};
+            *inside = Block{it->first, it->second, host};
             return true;
         }
-        if (offset == it->second) *ends_at = Block{it->first, it->second, map == &host_};
+        if (offset == it->second) *ends_at = Block{it->first, it->second, host};
     }
     return false;
 }
@@ -170,7 +176,7 @@ std::vector<uint64_t> AllocRegistry::take_all(Kind kind) {
     if (kind == Kind::Device) {
         device_count_.store(0, std::memory_order_relaxed);
         device_bytes_.store(0, std::memory_order_relaxed);
-    } else {
+    } else if (kind == Kind::Host) {
         host_bytes_.store(0, std::memory_order_relaxed);
     }
     return out;

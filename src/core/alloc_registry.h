@@ -1,5 +1,6 @@
 // The allocation registry of one context: every live qd_mem_alloc_async and qd_host_alloc
-// block, keyed by start address. It turns a free of an unknown or already-freed address into
+// block, and every block a graph owns (qd_mem_alloc_async inside a capture,
+// core/capture/graph_blocks.h), keyed by start address. It turns a free of an unknown or already-freed address into
 // QD_ERROR_INVALID_ADDRESS instead of a double free, lets memcpy/memset check ranges that start
 // inside a block (of any context: every registry of the process is listed, so a copy on one
 // context's stream into another context's block is checked against that block), and lets
@@ -24,7 +25,12 @@ namespace qd::core {
 
 class AllocRegistry {
   public:
-    enum class Kind : uint8_t { Device, Host };
+    // Device and Host: the caller's blocks (qd_mem_alloc_async, qd_host_alloc), counted by the
+    // stats. Graph: a block a graph owns, made by qd at capture (the CPU backend, the re-issue
+    // path); GraphDriver: one a native driver capture made (a graph memory node's address,
+    // the driver's to free). Graph blocks are checked by ranges like any block, are never
+    // freed by a free of the caller's, and are not counted by the stats.
+    enum class Kind : uint8_t { Device, Host, Graph, GraphDriver };
 
     AllocRegistry();  // lists itself in the process's registries, for check_range
     ~AllocRegistry();
@@ -39,6 +45,8 @@ class AllocRegistry {
     // QD_ERROR_INVALID_ADDRESS (with message) when address is not the start of a live block.
     // *bytes (when given) receives the removed block's size.
     qd_status remove(Kind kind, uint64_t address, uint64_t *bytes = nullptr);
+    // Is address the start of a live block a graph owns (Graph or GraphDriver)?
+    bool graph_block(uint64_t address);
     // Checks [address, address+bytes) against every registry of the process (every context's
     // device and host blocks). QD_ERROR_INVALID_ADDRESS when the range starts inside a block
     // but runs past its end, or starts exactly at a block's end (one past the last byte) where
@@ -77,13 +85,12 @@ class AllocRegistry {
     static constexpr size_t kSpareNodes = 64;
 
     using Guard = SpinGuard;
-    Map &map_of(Kind kind) { return kind == Kind::Device ? device_ : host_; }
+    Map &map_of(Kind kind) { return maps_[size_t(kind)]; }
     // Written only under lock_; read by stats without it.
     static void bump(std::atomic<uint64_t> &c, int64_t d) { bump_counter(c, d); }
 
     SpinLock lock_;
-    Map device_;
-    Map host_;
+    Map maps_[4];                        // by Kind
     std::vector<Map::node_type> spare_;  // nodes of removed entries, for reuse
     std::atomic<uint64_t> device_count_{0}, device_bytes_{0}, host_bytes_{0};
 };

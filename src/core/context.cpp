@@ -248,10 +248,11 @@ qd_status Context::register_allocation(AllocRegistry::Kind kind, uint64_t addres
     // setting it: either the sweep sees this block, or the insert sees the sweep and refuses,
     // and then the drain is over, so freeing the block here races no queued work.
     if (allocs_.insert(kind, address, bytes, allocs_closed_)) return QD_SUCCESS;
-    if (kind == AllocRegistry::Kind::Device)
+    if (kind == AllocRegistry::Kind::Device || kind == AllocRegistry::Kind::Graph)
         impl_->mem_free_now(address);
-    else
+    else if (kind == AllocRegistry::Kind::Host)
         impl_->host_free(reinterpret_cast<void *>(address));
+    // GraphDriver: a native graph's address, which its driver graph releases.
     return fail(QD_ERROR_INVALID_HANDLE,
                 "context 0x%016llx was destroyed while the allocation was being made",
                 (unsigned long long)handle_);
@@ -328,6 +329,10 @@ void Context::sweep() {
     // here; from now on the registry refuses them (register_allocation frees them at once).
     allocs_closed_.store(true, std::memory_order_release);
     for (uint64_t a : allocs_.take_all(AllocRegistry::Kind::Device)) impl_->mem_free_now(a);
+    // Graphs' blocks still registered: those of graphs released during the destroy, and of
+    // graphs still alive (their release then finds them gone, core/capture/graph_blocks.h).
+    for (uint64_t a : allocs_.take_all(AllocRegistry::Kind::Graph)) impl_->mem_free_now(a);
+    (void)allocs_.take_all(AllocRegistry::Kind::GraphDriver);  // the driver graph's to release
     for (uint64_t p : allocs_.take_all(AllocRegistry::Kind::Host))
         impl_->host_free(reinterpret_cast<void *>(p));
 }

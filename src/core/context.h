@@ -71,6 +71,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     // found its state gone (qd.h: such a call completes as if it came first, or returns
     // QD_ERROR_INVALID_HANDLE).
     qd_status check_not_destroyed() const;
+    // The same question without a message: has this context's destroy begun?
+    bool destroying() const { return torn_down_.load(std::memory_order_acquire); }
 
     uint64_t handle() const { return handle_; }
     qd_backend kind() const { return kind_; }

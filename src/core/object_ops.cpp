@@ -110,6 +110,13 @@ void priority_range(Context &ctx, int32_t *least, int32_t *greatest) {
 
 qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
     uint64_t a = 0;
+    // Inside a capture the block is the graph's (core/capture/graph_blocks.h): the capture
+    // makes and registers it, and the caller's registry and notifications are not for it.
+    if (stream.capturing()) {
+        qd_status st = submit_graph_block(stream, OpKind::MemAlloc, bytes, 0, &a);
+        if (st == QD_SUCCESS) *address = a;
+        return st;
+    }
     qd_status st = submit_mem_alloc(stream, bytes, &a);
     if (st != QD_SUCCESS) return st;
     Context &ctx = *stream.ctx;
@@ -133,11 +140,16 @@ qd_status mem_alloc(Stream &stream, uint64_t bytes, uint64_t *address) {
 // destroy still frees it. If that destroy has already swept, register_allocation frees the
 // block itself (the drain is over, so no work queued earlier still touches it): it is freed
 // once, there, and never again here.
+// A block a graph owns is not the caller's: only a free inside the capture that made it is
+// taken (the capture frees it in the graph), any other is refused (core/submit.cpp).
 qd_status mem_free(Stream &stream, uint64_t address) {
     Context &ctx = *stream.ctx;
     uint64_t bytes = 0;
     qd_status st = ctx.allocs().remove(AllocRegistry::Kind::Device, address, &bytes);
-    if (st != QD_SUCCESS) return st;
+    if (st != QD_SUCCESS) {
+        if (!ctx.allocs().graph_block(address)) return st;
+        return submit_graph_block(stream, OpKind::MemFree, 0, address, nullptr);
+    }
     st = submit_mem_free(stream, address);
     if (st != QD_SUCCESS) {
         const std::string reason = last_error_message();

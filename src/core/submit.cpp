@@ -8,9 +8,25 @@
 namespace qd::core {
 
 namespace {
+// A graph's block outside its capture (Op::graph_block): a replay's ordering point reaches no
+// backend; any other such operation is refused.
+qd_status graph_block_point(const Op &op) {
+    if (op.origin == OpOrigin::GraphLaunch) return QD_SUCCESS;
+    if (op.kind == OpKind::MemAlloc)
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "qd_mem_alloc_async: the capture of the stream ended during the call; "
+                    "nothing was allocated");
+    return fail(QD_ERROR_INVALID_ADDRESS,
+                "0x%llx is a block a graph owns (allocated inside a capture): only a "
+                "qd_mem_free_async inside that capture frees it, and the graph releases it when "
+                "it is destroyed and its replays are done",
+                (unsigned long long)op.dst);
+}
+
 // The backend call of an Op.
 qd_status dispatch(const Op &op) {
     backend::Stream &s = *op.stream->impl;
+    if (__builtin_expect(op.graph_block, 0)) return graph_block_point(op);
     switch (op.kind) {
     case OpKind::Launch: return s.launch(*op.kernel->impl, *op.dims, op.args, op.num_args);
     case OpKind::HostFn: return s.host_fn(op.fn, op.user_data);

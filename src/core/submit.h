@@ -94,6 +94,12 @@ struct Op {
     // The graph capture takes this operation (step 1 of the route above): it is recorded into
     // a graph, not run, so it orders and touches nothing until a replay submits it again.
     bool captured = false;
+    // MemAlloc or MemFree of a block a graph owns (core/capture/graph_blocks.h; dst is the
+    // block, bytes its size): inside a capture the router makes or frees it; in a replay
+    // (OpOrigin::GraphLaunch) it is an ordering point on the block that the observers see and
+    // the backend never does. Anywhere else (a free outside the graph, a capture that ended
+    // during the call) the backend step refuses it.
+    bool graph_block = false;
 };
 
 static_assert(std::is_trivially_destructible_v<Op>, "OpBatch never destroys its parts");
@@ -184,7 +190,8 @@ qd_status submit_unobserved(const Op &op);
 
 // A multi-part call (fork, join, parallel launch, a graph's replay): the whole list of its
 // operations, built with everything resolved and acquired, queued all or nothing. A batch holds
-// no MemAlloc or MemFree (none of these calls makes or releases memory). With no
+// no MemAlloc or MemFree (none of these calls makes or releases memory) but a replay's ordering
+// points on its graph's blocks (Op::graph_block), which never reach the backend. With no
 // observer attached, one branch, then each part's backend call. With observers, two phases:
 // the capture marks the parts it will take (op.captured), every observer's check_batch() sees
 // the whole list, and a refusal returns its status with
@@ -318,6 +325,22 @@ inline qd_status submit_memset(Stream &s, uint64_t dst, uint8_t value, uint64_t 
 }
 
 #undef QD_SUBMIT_OBSERVED_
+
+// qd_mem_alloc_async on a capturing stream, and qd_mem_free_async of a block a graph owns
+// (Op::graph_block): always the observed route, where the capture takes them (a capture is
+// open, so the context's observer pointer is set); with none, the backend step refuses them.
+inline qd_status submit_graph_block(Stream &s, OpKind kind, uint64_t bytes, uint64_t address,
+                                    uint64_t *out) {
+    Op op{};
+    op.kind = kind;
+    op.stream = &s;
+    op.bytes = bytes;
+    op.dst = address;
+    op.address = out;
+    op.graph_block = true;
+    if (OpObserver *observer = s.ctx->observer()) return submit_observed(*observer, op);
+    return submit_unobserved(op);
+}
 
 // qd_graph_launch of a native driver graph (core/capture/capture.h): the whole graph in one
 // operation. Used only while no attached observer needs replayed operations

@@ -448,6 +448,26 @@ inline constexpr qd_status kListed_qd_graph_update[] = {
     QD_ERROR_FORKED,
     QD_ERROR_INTERNAL,
 };
+inline constexpr qd_status kListed_qd_graph_kernel_node_count[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_graph_set_kernel_args[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_OVERFLOW,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
 inline constexpr qd_status kListed_qd_graph_destroy[] = {
     QD_SUCCESS,
     QD_ERROR_INVALID_HANDLE,
@@ -586,7 +606,9 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_event_record", kListed_qd_event_record, sizeof kListed_qd_event_record / sizeof(qd_status)},
     {"qd_event_synchronize", kListed_qd_event_synchronize, sizeof kListed_qd_event_synchronize / sizeof(qd_status)},
     {"qd_graph_destroy", kListed_qd_graph_destroy, sizeof kListed_qd_graph_destroy / sizeof(qd_status)},
+    {"qd_graph_kernel_node_count", kListed_qd_graph_kernel_node_count, sizeof kListed_qd_graph_kernel_node_count / sizeof(qd_status)},
     {"qd_graph_launch", kListed_qd_graph_launch, sizeof kListed_qd_graph_launch / sizeof(qd_status)},
+    {"qd_graph_set_kernel_args", kListed_qd_graph_set_kernel_args, sizeof kListed_qd_graph_set_kernel_args / sizeof(qd_status)},
     {"qd_graph_update", kListed_qd_graph_update, sizeof kListed_qd_graph_update / sizeof(qd_status)},
     {"qd_host_alloc", kListed_qd_host_alloc, sizeof kListed_qd_host_alloc / sizeof(qd_status)},
     {"qd_host_free", kListed_qd_host_free, sizeof kListed_qd_host_free / sizeof(qd_status)},
@@ -1001,6 +1023,20 @@ inline qd_status qd_graph_update__graph([[maybe_unused]] const Values &v, uint64
 inline qd_status qd_graph_update__from([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_graph_update(v.handle(kGraph), h);
 }
+inline qd_status qd_graph_kernel_node_count__graph([[maybe_unused]] const Values &v, uint64_t h) {
+    uint32_t count_{};
+    return qd_graph_kernel_node_count(h, &count_);
+}
+inline qd_status qd_graph_kernel_node_count__null_count([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_graph_kernel_node_count(h, nullptr);
+}
+inline qd_status qd_graph_set_kernel_args__graph([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_arg args_[1] = {make_qd_arg(v)};
+    return qd_graph_set_kernel_args(h, v.value<uint32_t>(), args_, 1);
+}
+inline qd_status qd_graph_set_kernel_args__null_args([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_graph_set_kernel_args(h, v.value<uint32_t>(), nullptr, 1);
+}
 inline qd_status qd_graph_destroy__graph([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_graph_destroy(h);
 }
@@ -1134,6 +1170,8 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_graph_launch", "stream", kStream, 2, &gen::qd_graph_launch__stream},
     {"qd_graph_update", "graph", kGraph, 2, &gen::qd_graph_update__graph},
     {"qd_graph_update", "from", kGraph, 2, &gen::qd_graph_update__from},
+    {"qd_graph_kernel_node_count", "graph", kGraph, 1, &gen::qd_graph_kernel_node_count__graph},
+    {"qd_graph_set_kernel_args", "graph", kGraph, 1, &gen::qd_graph_set_kernel_args__graph},
     {"qd_graph_destroy", "graph", kGraph, 1, &gen::qd_graph_destroy__graph},
     {"qd_stream_begin_conditional", "stream", kStream, 1, &gen::qd_stream_begin_conditional__stream},
     {"qd_stream_next_branch", "stream", kStream, 1, &gen::qd_stream_next_branch__stream},
@@ -1193,6 +1231,8 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_host_alloc", "out", &gen::qd_host_alloc__null_out},
     {"qd_host_free", "ptr", &gen::qd_host_free__null_ptr},
     {"qd_stream_end_capture", "graph", &gen::qd_stream_end_capture__null_graph},
+    {"qd_graph_kernel_node_count", "count", &gen::qd_graph_kernel_node_count__null_count},
+    {"qd_graph_set_kernel_args", "args", &gen::qd_graph_set_kernel_args__null_args},
     {"qd_stream_begin_conditional", "desc", &gen::qd_stream_begin_conditional__null_desc},
     {"qd_conditional_handle", "handle", &gen::qd_conditional_handle__null_handle},
     {"qd_trace_start", "path", &gen::qd_trace_start__null_path},

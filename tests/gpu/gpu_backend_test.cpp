@@ -694,6 +694,100 @@ TEST_F(GpuBackend, NativeGraph_Update_TakesTheOtherGraphsValuesAndHostFns_OtherS
     EXPECT_EQ(b.load(), 2) << "a refused update changed the graph";
 }
 
+// The argument bytes a graph launch gave its i-th kernel, as one uint64.
+uint64_t launched_arg(size_t i) {
+    uint64_t v = 0;
+    EXPECT_LT(i, g_fake.launches.size());
+    if (i < g_fake.launches.size() && g_fake.launches[i].arg_bytes.size() == 8)
+        std::memcpy(&v, g_fake.launches[i].arg_bytes.data(), 8);
+    return v;
+}
+
+TEST_F(GpuBackend, NativeGraph_SetKernelArgs_RebindsTheNodeOfThatLaunch_AlsoAfterAnUpdate) {
+    auto s = stream();
+    auto k = kernel("k1");  // one 8-byte parameter
+    auto capture = [&](uint64_t base) {
+        std::unique_ptr<Capture> cap;
+        EXPECT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+        for (uint64_t i = 0; i < 3; ++i) {
+            uint64_t v = base + i;
+            const qd_arg arg = {&v, 8};
+            EXPECT_EQ(s->launch(*k, kOneThread, &arg, 1), QD_SUCCESS);
+            cap->launched(*s);  // as the core's router does after each captured launch
+        }
+        std::shared_ptr<Graph> g;
+        EXPECT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+        return g;
+    };
+    std::shared_ptr<Graph> ga = capture(1), gb = capture(4);
+    ASSERT_TRUE(ga && gb);
+    // Before the first launch: the rebind instantiates the graph.
+    uint64_t v = 20;
+    const qd_arg arg = {&v, 8};
+    ASSERT_EQ(ga->set_kernel_args(1, *k, kOneThread, &arg, 1), QD_SUCCESS)
+        << qd::last_error_message();
+    ASSERT_EQ(ga->launch(*s), QD_SUCCESS);
+    ASSERT_EQ(g_fake.launches.size(), 3u);
+    EXPECT_EQ(launched_arg(0), 1u);
+    EXPECT_EQ(launched_arg(1), 20u);
+    EXPECT_EQ(launched_arg(2), 3u);
+    // After an update the nodes of the executable still name the launches.
+    ASSERT_EQ(ga->update(*gb), QD_SUCCESS);
+    gb.reset();
+    v = 60;
+    ASSERT_EQ(ga->set_kernel_args(2, *k, kOneThread, &arg, 1), QD_SUCCESS)
+        << qd::last_error_message();
+    g_fake.launches.clear();
+    ASSERT_EQ(ga->launch(*s), QD_SUCCESS);
+    EXPECT_EQ(launched_arg(0), 4u);
+    EXPECT_EQ(launched_arg(1), 5u);
+    EXPECT_EQ(launched_arg(2), 60u);
+    // A node the capture did not name: refused, nothing changed.
+    v = 99;
+    EXPECT_EQ(ga->set_kernel_args(3, *k, kOneThread, &arg, 1), QD_ERROR_NOT_SUPPORTED);
+    g_fake.launches.clear();
+    ASSERT_EQ(ga->launch(*s), QD_SUCCESS);
+    EXPECT_EQ(launched_arg(0), 4u);
+    EXPECT_EQ(launched_arg(2), 60u);
+}
+
+TEST_F(GpuBackend, NativeGraph_SetKernelArgs_WithoutTheEntries_NotSupportedNamingTheVersion) {
+    gpu::DriverTable t = fake_table();
+    t.graph_exec_kernel_node_set_params = nullptr;
+    t.symbol[static_cast<size_t>(gpu::Fn::graph_exec_kernel_node_set_params)] =
+        "cuGraphExecKernelNodeSetParams_v2";
+    EXPECT_TRUE(gpu::has_native_graphs(t)) << "rebinding is not needed for native graphs";
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::shared_ptr<Module> m;
+        std::shared_ptr<Kernel> k;
+        const char ptx[] = "// fake ptx";
+        ASSERT_EQ(c->load_module(ptx, sizeof ptx, &m), QD_SUCCESS);
+        ASSERT_EQ(m->get_kernel("k1", &k), QD_SUCCESS);
+        std::unique_ptr<Capture> cap;
+        ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+        uint64_t v = 1;
+        const qd_arg arg = {&v, 8};
+        ASSERT_EQ(s->launch(*k, kOneThread, &arg, 1), QD_SUCCESS);
+        cap->launched(*s);
+        std::shared_ptr<Graph> g;
+        ASSERT_EQ(cap->end(&g), QD_SUCCESS);
+        EXPECT_EQ(g->set_kernel_args(0, *k, kOneThread, &arg, 1), QD_ERROR_NOT_SUPPORTED);
+        const std::string msg = qd::last_error_message();
+        EXPECT_NE(msg.find("cuGraphExecKernelNodeSetParams_v2"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("11.3"), std::string::npos) << msg;
+        ASSERT_EQ(g->launch(*s), QD_SUCCESS);
+        EXPECT_EQ(g_fake.graph_launches, 1) << "the graph still launches";
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
 TEST_F(GpuBackend, NativeCapture_StreamCallbackHostFns_RefusedWithNotSupported_CaptureGoesOn) {
     // A HIP runtime without hipLaunchHostFunc: host functions are stream callbacks, which a
     // capture cannot hold. A host function inside a capture is refused; nothing is queued.
@@ -744,6 +838,56 @@ TEST_F(GpuBackend, NativeGraphs_AnEntryAbsent_BeginCaptureNotSupported) {
     }
     c->synchronize();
     c->shutdown();
+}
+
+// A driver reporting a chosen version (g_reported_version), for can_allocate.
+int g_reported_version = 0;
+gpu::Result reported_version(int *v) {
+    *v = g_reported_version;
+    return 0;
+}
+
+// qd_mem_alloc_async inside a native capture needs graph memory nodes: CUDA 11.4, HIP 5.7. An
+// older driver is refused before anything is queued, naming the minimum; the capture goes on.
+TEST_F(GpuBackend, NativeCapture_CanAllocate_FromCuda11_4AndHip5_7_ElseNotSupportedNamingIt) {
+    struct Case {
+        qd_backend kind;
+        int version;
+        qd_status want;
+        const char *minimum;
+    };
+    const Case cases[] = {{QD_BACKEND_CUDA, 11030, QD_ERROR_NOT_SUPPORTED, "CUDA 11.4"},
+                          {QD_BACKEND_CUDA, 11040, QD_SUCCESS, ""},
+                          {QD_BACKEND_HIP, 50231111, QD_ERROR_NOT_SUPPORTED, "HIP 5.7"},
+                          {QD_BACKEND_HIP, 60000000, QD_SUCCESS, ""}};
+    for (const Case &k : cases) {
+        gpu::DriverTable t = fake_table();
+        t.kind = k.kind;
+        t.driver_get_version = reported_version;
+        g_reported_version = k.version;
+        std::unique_ptr<Driver> d;
+        ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+        std::unique_ptr<Context> c;
+        ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+        {
+            std::shared_ptr<Stream> s;
+            ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+            std::unique_ptr<Capture> cap;
+            ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS) << qd::last_error_message();
+            const size_t blocks = g_fake.device_blocks.size();
+            EXPECT_EQ(cap->can_allocate(), k.want) << k.version;
+            if (k.want != QD_SUCCESS) {
+                const std::string why = qd::last_error_message();
+                EXPECT_NE(why.find(k.minimum), std::string::npos) << why;
+            }
+            EXPECT_EQ(g_fake.device_blocks.size(), blocks) << "the check allocated";
+            std::shared_ptr<Graph> g;
+            EXPECT_EQ(cap->end(&g), QD_SUCCESS)
+                << "the capture went on: " << qd::last_error_message();
+        }
+        c->synchronize();
+        c->shutdown();
+    }
 }
 
 TEST_F(GpuBackend, NativeCapture_ContextSynchronizeSkipsCapturingStreams_AbandonEndsIt) {

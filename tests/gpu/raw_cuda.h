@@ -33,6 +33,19 @@ struct CUgraph_st;
 struct CUgraphExec_st;
 using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
+struct CUgraphNode_st;
+using CUgraphNode = CUgraphNode_st *;
+// CUDA_KERNEL_NODE_PARAMS_v2 (its first ten fields are the v1 struct).
+struct CUDA_KERNEL_NODE_PARAMS {
+    CUfunction func;
+    unsigned gridDimX, gridDimY, gridDimZ;
+    unsigned blockDimX, blockDimY, blockDimZ;
+    unsigned sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    void *kern;
+    CUcontext ctx;
+};
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;  // CUstreamCaptureMode
 
 // From the one header that holds qd's CUDA constants (src/backends/cuda/cuda_constants.h).
@@ -88,6 +101,12 @@ struct Driver {
     CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
     CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
     CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+    // Optional: rebinding a kernel node of an instantiated graph (B11).
+    CUresult (*cuStreamGetCaptureInfo_v2)(CUstream, int *status, unsigned long long *id,
+                                          CUgraph *graph, const CUgraphNode **deps,
+                                          size_t *num_deps) = nullptr;
+    CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
+                                               const CUDA_KERNEL_NODE_PARAMS *) = nullptr;
     // Optional: several GPUs (B10).
     CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
                                   CUstream) = nullptr;
@@ -149,6 +168,8 @@ struct Driver {
         optional(cuGraphLaunch, "cuGraphLaunch");
         optional(cuGraphExecDestroy, "cuGraphExecDestroy");
         optional(cuGraphDestroy, "cuGraphDestroy");
+        optional(cuStreamGetCaptureInfo_v2, "cuStreamGetCaptureInfo_v2");
+        optional(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
         optional(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
         if (!ok) return false;
         CUresult r = cuInit(0);
@@ -162,6 +183,9 @@ struct Driver {
     bool has_graphs() const {
         return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
                cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
+    }
+    bool has_node_rebind() const {
+        return has_graphs() && cuStreamGetCaptureInfo_v2 && cuGraphExecKernelNodeSetParams;
     }
 
     std::string name(CUresult r) const {

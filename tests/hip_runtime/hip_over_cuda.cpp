@@ -183,7 +183,8 @@ struct Cuda {
     X(cuMemcpyAsync) X(cuMemcpyPeerAsync) X(cuPointerGetAttribute) X(cuMemsetD8Async)            \
     X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamBeginCapture) X(cuStreamEndCapture)             \
     X(cuStreamIsCapturing) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecUpdate)  \
-    X(cuGraphExecDestroy) X(cuGraphDestroy)
+    X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess)     \
+    X(cuDeviceGetMemPool) X(cuMemPoolSetAccess)
     // clang-format on
     QD_CU_FUNCTIONS(QD_CU_FN)
 #undef QD_CU_FN
@@ -802,6 +803,73 @@ hipError_t hipHostFree(void *ptr) {
     if (!ptr) return hipSuccess;
     QD_CONTEXT(cu);
     return to_hip(cu->cuMemFreeHost(ptr));
+}
+
+// --- Peer access --------------------------------------------------------------------------------
+// HIP names devices by ordinal where CUDA takes a CUdevice; a context is the device's primary
+// context (hipCtx_t is the CUcontext, as hipDevicePrimaryCtxRetain returns it). A device's
+// stream-ordered pool is its CUDA pool: granting another device access to it is CUDA's own.
+
+hipError_t hipDeviceCanAccessPeer(int *canAccessPeer, int deviceId, int peerDeviceId) {
+    if (!canAccessPeer) return hipErrorInvalidValue;
+    QD_CUDA(cu);
+    int count = 0;
+    hipError_t r = device_count(cu, &count);
+    if (r != hipSuccess) return r;
+    if (deviceId < 0 || deviceId >= count || peerDeviceId < 0 || peerDeviceId >= count)
+        return hipErrorInvalidDevice;
+    if (deviceId == peerDeviceId) {  // HIP: a device is not its own peer
+        *canAccessPeer = 0;
+        return hipSuccess;
+    }
+    CUdevice device = 0, peer = 0;
+    if ((r = to_hip(cu->cuDeviceGet(&device, deviceId))) != hipSuccess) return r;
+    if ((r = to_hip(cu->cuDeviceGet(&peer, peerDeviceId))) != hipSuccess) return r;
+    return to_hip(cu->cuDeviceCanAccessPeer(canAccessPeer, device, peer));
+}
+
+// The current context (HIP's current device's) may then read and write peerCtx's memory.
+hipError_t hipCtxEnablePeerAccess(hipCtx_t peerCtx, unsigned int flags) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    return to_hip(cu->cuCtxEnablePeerAccess(reinterpret_cast<CUcontext>(peerCtx), flags));
+}
+
+hipError_t hipDeviceGetMemPool(hipMemPool_t *mem_pool, int device) {
+    if (!mem_pool) return hipErrorInvalidValue;
+    QD_CUDA(cu);
+    int count = 0;
+    hipError_t r = device_count(cu, &count);
+    if (r != hipSuccess) return r;
+    if (device < 0 || device >= count) return hipErrorInvalidDevice;
+    CUdevice d = 0;
+    if ((r = to_hip(cu->cuDeviceGet(&d, device))) != hipSuccess) return r;
+    return to_hip(cu->cuDeviceGetMemPool(reinterpret_cast<CUmemoryPool *>(mem_pool), d));
+}
+
+hipError_t hipMemPoolSetAccess(hipMemPool_t mem_pool, const hipMemAccessDesc *desc_list,
+                               size_t count) {
+    if (!mem_pool || (count && !desc_list)) return hipErrorInvalidValue;
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    std::vector<CUmemAccessDesc> descs(count);
+    for (size_t i = 0; i < count; ++i) {
+        // Each HIP value mapped by name: a location HIP 5.2 does not have, or flags it does
+        // not define, are its hipErrorInvalidValue.
+        if (desc_list[i].location.type != hipMemLocationTypeDevice) return hipErrorInvalidValue;
+        descs[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        descs[i].location.id = desc_list[i].location.id;
+        switch (desc_list[i].flags) {
+        case hipMemAccessFlagsProtNone: descs[i].flags = CU_MEM_ACCESS_FLAGS_PROT_NONE; break;
+        case hipMemAccessFlagsProtRead: descs[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READ; break;
+        case hipMemAccessFlagsProtReadWrite:
+            descs[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            break;
+        default: return hipErrorInvalidValue;
+        }
+    }
+    return to_hip(
+        cu->cuMemPoolSetAccess(reinterpret_cast<CUmemoryPool>(mem_pool), descs.data(), count));
 }
 
 // --- Graphs (beta in HIP 5.2, as the header says) ---------------------------------------------

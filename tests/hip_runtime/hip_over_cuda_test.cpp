@@ -46,7 +46,8 @@ namespace {
     X(hipStreamAddCallback) X(hipFreeAsync) X(hipFree) X(hipMemcpyAsync) X(hipMemsetD8Async)     \
     X(hipHostFree) X(hipStreamBeginCapture) X(hipStreamEndCapture) X(hipStreamIsCapturing)       \
     X(hipGraphInstantiate) X(hipGraphInstantiateWithFlags) X(hipGraphLaunch)                     \
-    X(hipGraphExecUpdate) X(hipGraphExecDestroy) X(hipGraphDestroy)
+    X(hipGraphExecUpdate) X(hipGraphExecDestroy) X(hipGraphDestroy) X(hipDeviceCanAccessPeer)    \
+    X(hipCtxEnablePeerAccess) X(hipDeviceGetMemPool) X(hipMemPoolSetAccess)
 // clang-format on
 
 // hipMallocAsync and hipHostMalloc also have C++ template overloads in the header: their C
@@ -112,7 +113,8 @@ const Hip &hip_host_func() {
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)        \
     X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                      \
     X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent)                           \
-    X(cuCtxGetStreamPriorityRange) X(cuStreamGetCtx) X(cuMemcpyDtoH) X(cuGetErrorName)
+    X(cuCtxGetStreamPriorityRange) X(cuStreamGetCtx) X(cuMemcpyDtoH) X(cuGetErrorName)          \
+    X(cuDeviceCanAccessPeer) X(cuMemPoolGetAccess)
 // clang-format on
 
 struct Cuda {
@@ -782,6 +784,65 @@ struct GraphBench {
         return n;
     }
 };
+
+// qd grants a device access to another's memory with these four (src/backends/gpu/peer.cpp).
+TEST(HipOverCuda, PeerAccess_AsCudaReportsIt_AndAPoolGrantIsCudasOwn) {
+    REQUIRE_CUDA_DEVICE();
+    const Hip &h = hip();
+    const Cuda &c = cuda();
+    int can = -1;
+    EXPECT_EQ(h.hipDeviceCanAccessPeer(nullptr, 0, 0), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipDeviceCanAccessPeer(&can, 0, c.count), hipErrorInvalidDevice);
+    EXPECT_EQ(h.hipDeviceCanAccessPeer(&can, -1, 0), hipErrorInvalidDevice);
+    ASSERT_EQ(h.hipDeviceCanAccessPeer(&can, 0, 0), hipSuccess);
+    EXPECT_EQ(can, 0) << "a device is not its own peer";
+    hipMemPool_t pool = nullptr;
+    EXPECT_EQ(h.hipDeviceGetMemPool(nullptr, 0), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipDeviceGetMemPool(&pool, c.count), hipErrorInvalidDevice);
+    if (c.count < 2) GTEST_SKIP() << "the grants need 2 CUDA devices, have " << c.count;
+    CUdevice d0 = 0, d1 = 0;
+    ASSERT_EQ(c.cuDeviceGet(&d0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(c.cuDeviceGet(&d1, 1), CUDA_SUCCESS);
+    int cuda_can = -1;
+    ASSERT_EQ(c.cuDeviceCanAccessPeer(&cuda_can, d1, d0), CUDA_SUCCESS);
+    ASSERT_EQ(h.hipDeviceCanAccessPeer(&can, 1, 0), hipSuccess);
+    EXPECT_EQ(can, cuda_can);
+    if (!can) GTEST_SKIP() << "device 1 cannot access device 0 (no peer path between them)";
+    std::thread([&] {  // a fresh thread: its current device is its own
+        ASSERT_EQ(h.hipSetDevice(1), hipSuccess);
+        hipCtx_t ctx0 = nullptr;
+        ASSERT_EQ(h.hipDevicePrimaryCtxRetain(&ctx0, d0), hipSuccess);
+        const hipError_t enabled = h.hipCtxEnablePeerAccess(ctx0, 0);
+        EXPECT_TRUE(enabled == hipSuccess || enabled == hipErrorPeerAccessAlreadyEnabled)
+            << h.hipGetErrorName(enabled);
+        EXPECT_EQ(h.hipCtxEnablePeerAccess(ctx0, 0), hipErrorPeerAccessAlreadyEnabled);
+        ASSERT_EQ(h.hipDeviceGetMemPool(&pool, 0), hipSuccess);
+        ASSERT_NE(pool, nullptr);
+        hipMemAccessDesc bad{};
+        bad.location.type = hipMemLocationTypeInvalid;
+        bad.location.id = 1;
+        bad.flags = hipMemAccessFlagsProtReadWrite;
+        EXPECT_EQ(h.hipMemPoolSetAccess(pool, &bad, 1), hipErrorInvalidValue);
+        bad.location.type = hipMemLocationTypeDevice;
+        bad.flags = static_cast<hipMemAccessFlags>(2);  // no such HIP flag
+        EXPECT_EQ(h.hipMemPoolSetAccess(pool, &bad, 1), hipErrorInvalidValue);
+        hipMemAccessDesc grant{};
+        grant.location.type = hipMemLocationTypeDevice;
+        grant.location.id = 1;
+        grant.flags = hipMemAccessFlagsProtReadWrite;
+        ASSERT_EQ(h.hipMemPoolSetAccess(pool, &grant, 1), hipSuccess);
+        // CUDA itself now says device 1 may read and write device 0's pool.
+        CUmemLocation where{};
+        where.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        where.id = 1;
+        CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        ASSERT_EQ(c.cuMemPoolGetAccess(&flags, reinterpret_cast<CUmemoryPool>(pool), &where),
+                  CUDA_SUCCESS);
+        EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+        EXPECT_EQ(h.hipDevicePrimaryCtxRelease(d0), hipSuccess);
+    })
+        .join();
+}
 
 TEST(HipOverCuda, StreamCapture_RecordsInsteadOfRunning_AndSaysSo) {
     REQUIRE_CUDA_DEVICE();

@@ -34,7 +34,9 @@ using fake_cuda::Call;
 #define QD_HIP_FUNCTIONS(X)                                                                     \
     X(hipSetDevice) X(hipGetDevice) X(hipMemcpyAsync) X(hipStreamBeginCapture)                    \
     X(hipStreamEndCapture) X(hipStreamIsCapturing) X(hipGraphInstantiate)                         \
-    X(hipGraphInstantiateWithFlags) X(hipGraphLaunch) X(hipGraphExecUpdate)
+    X(hipGraphInstantiateWithFlags) X(hipGraphLaunch) X(hipGraphExecUpdate)                      \
+    X(hipDeviceCanAccessPeer) X(hipCtxEnablePeerAccess) X(hipDeviceGetMemPool)                    \
+    X(hipMemPoolSetAccess) X(hipDevicePrimaryCtxRetain)
 // clang-format on
 
 struct Hip {
@@ -332,3 +334,64 @@ TEST(HipOverFakeCuda, GraphExecUpdate_ResultsMapByName) {
 }
 
 }  // namespace
+
+// --- Peer access ---------------------------------------------------------------------------------
+
+// HIP names devices by ordinal; the grant qd makes (src/backends/gpu/peer.cpp) reaches CUDA with
+// the devices, the current context and the pool's access entries mapped by name.
+TEST(HipOverFakeCuda, PeerAccess_OrdinalsContextsAndPoolGrantsMapToCudas) {
+    REQUIRE_FAKE(hip().hipSetDevice, hip().hipDeviceCanAccessPeer, hip().hipCtxEnablePeerAccess,
+                 hip().hipDeviceGetMemPool, hip().hipMemPoolSetAccess,
+                 hip().hipDevicePrimaryCtxRetain);
+    on_fresh_thread([] {
+        const Hip &h = hip();
+        fake().reset();
+        int can = -1;
+        ASSERT_EQ(h.hipDeviceCanAccessPeer(&can, 1, 0), hipSuccess);
+        EXPECT_EQ(can, 1);
+        ASSERT_EQ(h.hipDeviceCanAccessPeer(&can, 1, 1), hipSuccess);
+        EXPECT_EQ(can, 0) << "a device is not its own peer";
+        EXPECT_EQ(h.hipDeviceCanAccessPeer(&can, 1, 2), hipErrorInvalidDevice);
+        EXPECT_EQ(h.hipDeviceCanAccessPeer(nullptr, 1, 0), hipErrorInvalidValue);
+        const std::vector<Call> asked = calls_named("cuDeviceCanAccessPeer");
+        ASSERT_EQ(asked.size(), 1u) << "only the valid pair of distinct devices reaches CUDA";
+        EXPECT_EQ(asked[0].dst_device, 1);
+        EXPECT_EQ(asked[0].src_device, 0);
+
+        // Device 1 current: it gets access to device 0's context and pool.
+        ASSERT_EQ(h.hipSetDevice(1), hipSuccess);
+        hipCtx_t ctx0 = nullptr;
+        ASSERT_EQ(h.hipDevicePrimaryCtxRetain(&ctx0, 0), hipSuccess);
+        ASSERT_EQ(h.hipCtxEnablePeerAccess(ctx0, 0), hipSuccess);
+        const std::vector<Call> enabled = calls_named("cuCtxEnablePeerAccess");
+        ASSERT_EQ(enabled.size(), 1u);
+        EXPECT_EQ(enabled[0].current_device, 1) << "not issued in the current device's context";
+        EXPECT_EQ(enabled[0].dst_device, 0);
+        hipMemPool_t pool = nullptr;
+        EXPECT_EQ(h.hipDeviceGetMemPool(&pool, 2), hipErrorInvalidDevice);
+        ASSERT_EQ(h.hipDeviceGetMemPool(&pool, 0), hipSuccess);
+        hipMemAccessDesc grants[2] = {};
+        grants[0].location.type = hipMemLocationTypeDevice;
+        grants[0].location.id = 1;
+        grants[0].flags = hipMemAccessFlagsProtReadWrite;
+        grants[1].location.type = hipMemLocationTypeDevice;
+        grants[1].location.id = 1;
+        grants[1].flags = hipMemAccessFlagsProtRead;
+        ASSERT_EQ(h.hipMemPoolSetAccess(pool, grants, 2), hipSuccess);
+        const std::vector<Call> set = calls_named("cuMemPoolSetAccess");
+        ASSERT_EQ(set.size(), 2u);
+        EXPECT_EQ(set[0].dst_device, 0) << "not device 0's pool";
+        EXPECT_EQ(set[0].src_device, 1);
+        EXPECT_EQ(set[0].value, (uint64_t(CU_MEM_LOCATION_TYPE_DEVICE) << 8) |
+                                    uint64_t(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+        EXPECT_EQ(set[1].value, (uint64_t(CU_MEM_LOCATION_TYPE_DEVICE) << 8) |
+                                    uint64_t(CU_MEM_ACCESS_FLAGS_PROT_READ));
+        // What HIP 5.2 does not define is refused before CUDA sees any of the list.
+        grants[1].flags = static_cast<hipMemAccessFlags>(2);
+        EXPECT_EQ(h.hipMemPoolSetAccess(pool, grants, 2), hipErrorInvalidValue);
+        grants[1].flags = hipMemAccessFlagsProtRead;
+        grants[1].location.type = hipMemLocationTypeInvalid;
+        EXPECT_EQ(h.hipMemPoolSetAccess(pool, grants, 2), hipErrorInvalidValue);
+        EXPECT_EQ(calls_named("cuMemPoolSetAccess").size(), 2u);
+    });
+}

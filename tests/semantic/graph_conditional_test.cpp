@@ -424,4 +424,110 @@ TEST_P(GraphConditionalTest, FaultInsideABody_LosesTheContextAndNamesTheKernel) 
     EXPECT_QD_OK(qd_context_destroy(c));
 }
 
+TEST_P(GraphConditionalTest, KernelNodes_AreTheGraphsOwnLaunches_NotThoseInsideABody) {
+    QDT_REQUIRE_KERNELS();
+    qd_stream s = new_stream();
+    uint64_t buf = alloc(s, 3 * kWord);  // [0] condition, [1] the graph's, [2] the body's
+    zero(s, buf, 3 * kWord);
+    QDT_OPEN_OR_SKIP(s, QD_CONDITIONAL_IF, buf);
+    ASSERT_QD_OK(launch_add_value(s, k_, buf + 2 * kWord, buf + 2 * kWord, 10));
+    ASSERT_QD_OK(qd_stream_end_conditional(s));
+    ASSERT_QD_OK(launch_add_value(s, k_, buf + kWord, buf + kWord, 1));
+    ASSERT_QD_OK(begin(s, QD_CONDITIONAL_IF, buf));
+    ASSERT_QD_OK(launch_add_value(s, k_, buf + 2 * kWord, buf + 2 * kWord, 20));
+    ASSERT_QD_OK(qd_stream_end_conditional(s));
+    ASSERT_QD_OK(launch_add_value(s, k_, buf + kWord, buf + kWord, 100));
+    qd_graph g = end(s);
+    uint32_t count = 0;
+    ASSERT_QD_OK(qd_graph_kernel_node_count(g, &count));
+    EXPECT_EQ(count, 2u) << "a launch inside a body was counted as a kernel node";
+    // Node 1 is the second launch of the graph itself, not the one inside the bodies.
+    uint64_t dst = buf + kWord, src = buf + kWord;
+    uint32_t add = 1000;
+    qd_arg args[3] = {{&dst, sizeof dst}, {&src, sizeof src}, {&add, sizeof add}};
+    ASSERT_QD_OK(qd_graph_set_kernel_args(g, 1, args, 3));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "node", qd_graph_set_kernel_args(g, 2, args, 3));
+    set_word(s, buf, 1);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(word(s, buf + kWord), 1001u);
+    EXPECT_EQ(word(s, buf + 2 * kWord), 30u) << "the bodies' launches keep their values";
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(GraphConditionalTest, AllocAndFreeInsideABody_AreRefused_TheCaptureGoesOn) {
+    QDT_REQUIRE_KERNELS();
+    qd_stream s = new_stream();
+    uint64_t buf = alloc(s, 2 * kWord);  // [0] condition, [1] out
+    zero(s, buf, 2 * kWord);
+    QDT_OPEN_OR_SKIP(s, QD_CONDITIONAL_IF, buf);
+    uint64_t block = 0;
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "conditional", qd_mem_alloc_async(s, 64, &block));
+    EXPECT_EQ(block, 0u);
+    ASSERT_QD_OK(qd_stream_end_conditional(s));
+    // A block of the graph, allocated before the conditional, is used inside it...
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &block));
+    ASSERT_QD_OK(qd_memset_async(s, block, 0, 64));
+    ASSERT_QD_OK(begin(s, QD_CONDITIONAL_IF, buf));
+    ASSERT_QD_OK(qd_memset_async(s, block, 7, 4));
+    // ...but not freed there: the free is refused and the block stays the capture's.
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "conditional", qd_mem_free_async(s, block));
+    ASSERT_QD_OK(qd_stream_end_conditional(s));
+    ASSERT_QD_OK(qd_memcpy_async(s, buf + kWord, block, kWord));
+    ASSERT_QD_OK(qd_mem_free_async(s, block));
+    // The capture ends: the refused alloc made no block that would now be unfreed.
+    qd_graph g = end(s);
+    ASSERT_NE(g, 0u);
+    set_word(s, buf, 1);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(word(s, buf + kWord), 0x07070707u);
+    set_word(s, buf, 0);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(word(s, buf + kWord), 0u);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(GraphConditionalTest, Update_WithConditionals_ChecksAllocationSizes_TakesReboundValues) {
+    QDT_REQUIRE_KERNELS();
+    qd_stream s = new_stream();
+    uint64_t buf = alloc(s, 3 * kWord);  // [0] condition, [1] the graph's, [2] the body's
+    zero(s, buf, 3 * kWord);
+    // alloc; add_value (kernel node 0); IF { add_value }; free.
+    auto capture = [&](uint64_t bytes, uint32_t add, qd_graph *g) -> qd_status {
+        uint64_t block = 0;
+        EXPECT_QD_OK(qd_stream_begin_capture(s));
+        EXPECT_QD_OK(qd_mem_alloc_async(s, bytes, &block));
+        EXPECT_QD_OK(launch_add_value(s, k_, buf + kWord, buf + kWord, add));
+        const qd_status st = begin(s, QD_CONDITIONAL_IF, buf);
+        if (st == QD_SUCCESS) {
+            EXPECT_QD_OK(launch_add_value(s, k_, buf + 2 * kWord, buf + 2 * kWord, 1));
+            EXPECT_QD_OK(qd_stream_end_conditional(s));
+        } else {
+            reason_ = qd_last_error_message();
+        }
+        EXPECT_QD_OK(qd_mem_free_async(s, block));
+        EXPECT_QD_OK(qd_stream_end_capture(s, g));
+        return st;
+    };
+    qd_graph g = 0, bigger = 0, same = 0;
+    const qd_status st = capture(64, 1, &g);
+    if (st == QD_ERROR_NOT_SUPPORTED) {
+        EXPECT_QD_OK(qd_graph_destroy(g));
+        GTEST_SKIP() << "conditionals: " << reason_;
+    }
+    ASSERT_QD_OK(st);
+    ASSERT_QD_OK(capture(128, 2, &bigger));
+    ASSERT_QD_OK(capture(64, 3, &same));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "allocation", qd_graph_update(g, bigger));
+    uint64_t dst = buf + kWord, src = buf + kWord;
+    uint32_t add = 500;
+    qd_arg args[3] = {{&dst, sizeof dst}, {&src, sizeof src}, {&add, sizeof add}};
+    ASSERT_QD_OK(qd_graph_set_kernel_args(same, 0, args, 3));
+    ASSERT_QD_OK(qd_graph_update(g, same));
+    set_word(s, buf, 1);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(word(s, buf + kWord), 500u) << "the update did not take the rebound values";
+    EXPECT_EQ(word(s, buf + 2 * kWord), 1u);
+    for (qd_graph x : {g, bigger, same}) EXPECT_QD_OK(qd_graph_destroy(x));
+}
+
 QDT_INSTANTIATE_BACKENDS(GraphConditionalTest);

@@ -65,6 +65,25 @@ class GraphTest : public BackendTest {
 
     static void count_cb(void *user) { static_cast<std::atomic<int> *>(user)->fetch_add(1); }
 
+    // Does qd_mem_alloc_async inside a capture work here? A native capture on a driver without
+    // graph memory nodes refuses it (QD_ERROR_NOT_SUPPORTED, *why says the minimum version).
+    bool graph_memory(std::string *why) {
+        qd_stream s = new_stream();
+        EXPECT_QD_OK(qd_stream_begin_capture(s));
+        uint64_t block = 0;
+        const qd_status st = qd_mem_alloc_async(s, 64, &block);
+        if (st == QD_ERROR_NOT_SUPPORTED && !is_cpu())
+            *why = qd_last_error_message();
+        else
+            EXPECT_QD_OK(qd_mem_free_async(s, block));
+        qd_graph g = 0;
+        EXPECT_QD_OK(qd_stream_end_capture(s, &g));
+        EXPECT_QD_OK(qd_graph_destroy(g));
+        if (st == QD_ERROR_NOT_SUPPORTED && !is_cpu()) return false;
+        EXPECT_EQ(st, QD_SUCCESS) << qd_last_error_message();
+        return true;
+    }
+
     qd_graph capture_step(qd_stream s, uint64_t buf, uint32_t a, std::atomic<int> *calls) {
         qd_graph g = 0;
         EXPECT_QD_OK(qd_stream_begin_capture(s));
@@ -462,10 +481,18 @@ TEST_P(GraphTest, Misuse_EveryStatus) {
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "capturing", qd_stream_synchronize(s));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "capturing", qd_stream_query(s));
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "capturing", qd_stream_destroy(s));
+    // A block allocated inside is the graph's; one allocated outside is not freed inside.
+    // (A native capture on a driver without graph memory nodes refuses the allocation.)
     uint64_t addr = 0;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "allocation", qd_mem_alloc_async(s, 64, &addr));
+    const qd_status allocated = qd_mem_alloc_async(s, 64, &addr);
+    if (allocated == QD_SUCCESS || is_cpu()) {
+        EXPECT_EQ(allocated, QD_SUCCESS) << qd_last_error_message();
+        EXPECT_QD_OK(qd_mem_free_async(s, addr));
+    } else {
+        EXPECT_EQ(allocated, QD_ERROR_NOT_SUPPORTED) << qd_last_error_message();
+    }
     const uint64_t live = get_stats(ctx_).live_allocations;
-    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "allocation", qd_mem_free_async(s, buf));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "outside the capture", qd_mem_free_async(s, buf));
     // The refused free leaves the block the caller's: still registered, so the context's
     // destroy frees it (it once leaked, found by LeakSanitizer) and a later free is accepted.
     EXPECT_EQ(get_stats(ctx_).live_allocations, live) << "the refused free unregistered the block";
@@ -562,6 +589,226 @@ TEST_P(GraphTest, Leaks_CaptureDestroyCycles_CountersBackToZero) {
     EXPECT_EQ(after.live_allocations, before.live_allocations);
     EXPECT_LE(after.stream_pool_created, 8u);
     EXPECT_LE(after.event_pool_created, before.event_pool_created + 16u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory inside a graph: qd_mem_alloc_async and qd_mem_free_async on a capturing stream
+// ---------------------------------------------------------------------------------------------
+
+// Skips (visibly) where a native capture cannot allocate (the driver's minimum version).
+#define QDT_REQUIRE_GRAPH_MEMORY()                                                                 \
+    do {                                                                                           \
+        std::string why_;                                                                          \
+        if (!graph_memory(&why_)) GTEST_SKIP() << why_;                                            \
+    } while (0)
+
+// The captured step of the memory tests: a block made inside the graph, set, computed into
+// from `in`, copied out to `out`, and freed inside the graph. *block receives its address.
+static qd_status alloc_step(qd_stream s, qd_kernel add_value, uint64_t in, uint64_t out,
+                            uint64_t *block) {
+    qd_status st = qd_mem_alloc_async(s, 64, block);
+    if (st == QD_SUCCESS) st = qd_memset_async(s, *block, 0x5a, 64);
+    if (st == QD_SUCCESS) st = launch_add_value(s, add_value, *block, in, 1);  // word 0 = in + 1
+    if (st == QD_SUCCESS) st = qd_memcpy_async(s, out, *block, 64);
+    if (st == QD_SUCCESS) st = qd_mem_free_async(s, *block);
+    return st;
+}
+
+TEST_P(GraphTest, GraphMemory_AllocSetCopyOutFree_Replayed3Times_DataRightEachTime) {
+    QDT_REQUIRE_KERNELS();
+    QDT_REQUIRE_GRAPH_MEMORY();
+    qd_stream s = new_stream(), other = new_stream();
+    const uint64_t in = alloc(s, 64), out = alloc(s, 64);
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    const qd_context_stats before = get_stats(ctx_);
+    uint64_t block = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(alloc_step(s, kernels_->add_value(), in, out, &block));
+    ASSERT_NE(block, 0u);
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    // The graph's block is the graph's: not one of the caller's allocations (qd.h).
+    EXPECT_EQ(get_stats(ctx_).live_allocations, before.live_allocations);
+    EXPECT_EQ(get_stats(ctx_).bytes_allocated, before.bytes_allocated);
+    for (uint32_t i = 0; i < 3; ++i) {
+        // Replays alternate between two streams: each runs after the one before.
+        qd_stream on = i % 2 ? other : s;
+        const uint32_t value = 100 * (i + 1);
+        ASSERT_QD_OK(qd_memcpy_async(on, in, (uint64_t)(uintptr_t)&value, sizeof value));
+        ASSERT_QD_OK(qd_memset_async(on, out, 0, 64));
+        ASSERT_QD_OK(qd_graph_launch(g, on));
+        const std::vector<uint8_t> got = read_back(on, out, 64);
+        uint32_t word0 = 0;
+        std::memcpy(&word0, got.data(), 4);
+        EXPECT_EQ(word0, value + 1) << "replay " << i;
+        for (size_t b = 4; b < 64; ++b) ASSERT_EQ(got[b], 0x5a) << "replay " << i << " byte " << b;
+    }
+    EXPECT_QD_OK(qd_graph_destroy(g));
+    ASSERT_QD_OK(qd_context_synchronize(ctx_));
+    EXPECT_EQ(get_stats(ctx_).live_allocations, before.live_allocations);
+}
+
+TEST_P(GraphTest, GraphMemory_EndCaptureWithAnUnfreedBlock_IsRefused_ThenFreeAndEndWork) {
+    QDT_REQUIRE_KERNELS();
+    QDT_REQUIRE_GRAPH_MEMORY();
+    qd_stream s = new_stream();
+    const uint64_t out = alloc(s, 64);
+    uint64_t block = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &block));
+    ASSERT_QD_OK(qd_memset_async(s, block, 7, 64));
+    qd_graph g = 0;
+    char hex[32];
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)block);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, hex, qd_stream_end_capture(s, &g));
+    EXPECT_EQ(g, 0u);
+    // The capture stays open and usable.
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "capturing", qd_stream_synchronize(s));
+    ASSERT_QD_OK(qd_memcpy_async(s, out, block, 64));
+    ASSERT_QD_OK(qd_mem_free_async(s, block));
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    ASSERT_NE(g, 0u);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    const std::vector<uint8_t> got = read_back(s, out, 64);
+    EXPECT_EQ(got, std::vector<uint8_t>(64, 7));
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(GraphTest, GraphMemory_AGraphBlockFreedOutsideItsCapture_IsRefused) {
+    QDT_REQUIRE_KERNELS();
+    QDT_REQUIRE_GRAPH_MEMORY();
+    qd_stream s = new_stream(), s2 = new_stream();
+    const uint64_t in = alloc(s, 64), out = alloc(s, 64);
+    uint64_t block = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(alloc_step(s, kernels_->add_value(), in, out, &block));
+    // Freed twice inside the capture.
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "already freed", qd_mem_free_async(s, block));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    // Outside every capture, and inside another one: the block is the graph's.
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "graph", qd_mem_free_async(s, block));
+    ASSERT_QD_OK(qd_stream_begin_capture(s2));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "another graph", qd_mem_free_async(s2, block));
+    // A block of the caller's is not freed inside a capture either; it stays the caller's.
+    const uint64_t live = get_stats(ctx_).live_allocations;
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "outside the capture", qd_mem_free_async(s2, in));
+    EXPECT_EQ(get_stats(ctx_).live_allocations, live);
+    qd_graph g2 = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s2, &g2));
+    // The refusals changed nothing: the graph replays as captured.
+    const uint32_t value = 9;
+    ASSERT_QD_OK(qd_memcpy_async(s, in, (uint64_t)(uintptr_t)&value, sizeof value));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(read_value<uint32_t>(s, out), 10u);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+    EXPECT_QD_OK(qd_graph_destroy(g2));
+    // Once the graph is gone its block is nobody's.
+    EXPECT_QD(QD_ERROR_INVALID_ADDRESS, qd_mem_free_async(s, block));
+}
+
+TEST_P(GraphTest, GraphMemory_MemcpyPastAGraphBlock_IsRefusedAtCapture) {
+    QDT_REQUIRE_KERNELS();
+    QDT_REQUIRE_GRAPH_MEMORY();
+    qd_stream s = new_stream();
+    const uint64_t out = alloc(s, 128);
+    uint64_t block = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &block));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "runs past", qd_memcpy_async(s, out, block, 65));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "runs past", qd_memset_async(s, block + 8, 1, 57));
+    EXPECT_QD_ERR(QD_ERROR_INVALID_ADDRESS, "end", qd_memset_async(s, block + 64, 1, 1));
+    ASSERT_QD_OK(qd_memset_async(s, block, 3, 64));
+    ASSERT_QD_OK(qd_memcpy_async(s, out, block, 64));
+    ASSERT_QD_OK(qd_mem_free_async(s, block));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    ASSERT_QD_OK(qd_memset_async(s, out, 0, 128));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    const std::vector<uint8_t> got = read_back(s, out, 128);
+    EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.begin() + 64), std::vector<uint8_t>(64, 3));
+    EXPECT_EQ(std::vector<uint8_t>(got.begin() + 64, got.end()), std::vector<uint8_t>(64, 0))
+        << "a refused call was captured";
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(GraphTest, GraphMemory_DestroyWhileAReplayIsQueued_TheReplayStillRuns) {
+    QDT_REQUIRE_KERNELS();
+    QDT_REQUIRE_GRAPH_MEMORY();
+    qd_stream s = new_stream();
+    const uint64_t in = alloc(s, 64), out = alloc(s, 64);
+    const uint32_t value = 41;
+    ASSERT_QD_OK(qd_memcpy_async(s, in, (uint64_t)(uintptr_t)&value, sizeof value));
+    ASSERT_QD_OK(qd_memset_async(s, out, 0, 64));
+    uint64_t block = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(alloc_step(s, kernels_->add_value(), in, out, &block));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    Gate gate;
+    ASSERT_QD_OK(gate.enqueue(s));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_QD_OK(qd_graph_destroy(g));  // the replays keep the block until they are done
+    gate.open();
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(read_value<uint32_t>(s, out), 42u);
+    EXPECT_EQ(get_stats(ctx_).live_graphs, 0u);
+}
+
+TEST_P(GraphTest, GraphMemory_ContextDestroy_WithALiveGraphThatOwnsABlock) {
+    QDT_REQUIRE_KERNELS();
+    QDT_REQUIRE_GRAPH_MEMORY();
+    qd_context c = small_pool(4);
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_context_default_stream(c, &s));
+    uint64_t block = 0, open_block = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &block));
+    ASSERT_QD_OK(qd_memset_async(s, block, 1, 64));
+    ASSERT_QD_OK(qd_mem_free_async(s, block));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    // And a capture left open with a block in it.
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &open_block));
+    extra_contexts_.erase(std::find(extra_contexts_.begin(), extra_contexts_.end(), c));
+    EXPECT_QD_OK(qd_context_destroy(c));  // frees both (LeakSanitizer sees it)
+    EXPECT_QD(QD_ERROR_INVALID_HANDLE, qd_graph_destroy(g));
+}
+
+TEST_P(GraphTest, GraphMemory_Update_AllocationSizesArePartOfTheShape) {
+    QDT_REQUIRE_KERNELS();
+    QDT_REQUIRE_GRAPH_MEMORY();
+    qd_stream s = new_stream();
+    const uint64_t out = alloc(s, 128);
+    auto capture = [&](uint64_t bytes, uint8_t value) {
+        uint64_t block = 0;
+        qd_graph g = 0;
+        EXPECT_QD_OK(qd_stream_begin_capture(s));
+        EXPECT_QD_OK(qd_mem_alloc_async(s, bytes, &block));
+        EXPECT_QD_OK(qd_memset_async(s, block, value, 64));
+        EXPECT_QD_OK(qd_memcpy_async(s, out, block, 64));
+        EXPECT_QD_OK(qd_mem_free_async(s, block));
+        EXPECT_QD_OK(qd_stream_end_capture(s, &g));
+        return g;
+    };
+    qd_graph g = capture(64, 1), bigger = capture(128, 2), same = capture(64, 3);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "allocation", qd_graph_update(g, bigger));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(read_back(s, out, 64), std::vector<uint8_t>(64, 1)) << "a refused update changed it";
+    const qd_status st = qd_graph_update(g, same);
+    if (st == QD_SUCCESS) {
+        ASSERT_QD_OK(qd_graph_launch(g, s));
+        EXPECT_EQ(read_back(s, out, 64), std::vector<uint8_t>(64, 3));
+    } else {
+        // A native driver graph's blocks live in its own launches only (qd.h).
+        EXPECT_FALSE(is_cpu()) << qd_last_error_message();
+        EXPECT_EQ(st, QD_ERROR_INVALID_OPERATION);
+        EXPECT_NE(std::string(qd_last_error_message()).find("native"), std::string::npos);
+    }
+    for (qd_graph x : {g, bigger, same}) EXPECT_QD_OK(qd_graph_destroy(x));
 }
 
 QDT_INSTANTIATE_BACKENDS(GraphTest);

@@ -125,11 +125,15 @@ TEST_P(StreamTest, Priority_IsClampedToTheBackendRange) {
 
 namespace {
 // A stream kept always busy: each of its callbacks queues the next on the same stream, until
-// `stop` is set or it has run kBusyRounds times (so that a starved test still ends).
+// `stop` is set or, once `armed` (the starved callback is queued), it has run kBusyRounds more
+// times (so that a starved test still ends). Rounds before that do not count: a test thread
+// that the OS holds back before it queues the starved callback must not let the busy streams
+// give up first.
 constexpr uint64_t kBusyRounds = 200000;
 struct Busy {
     qd_stream stream = 0;
     const std::atomic<bool> *stop = nullptr;
+    const std::atomic<bool> *armed = nullptr;
     std::atomic<bool> started{false}, gave_up{false};
     std::atomic<uint64_t> rounds{0};
     std::atomic<int> failed_enqueues{0};
@@ -138,7 +142,7 @@ void busy_round(void *p) {
     Busy &b = *static_cast<Busy *>(p);
     b.started.store(true);
     if (b.stop->load()) return;
-    if (b.rounds.fetch_add(1) + 1 >= kBusyRounds) {
+    if (b.armed->load() && b.rounds.fetch_add(1) + 1 >= kBusyRounds) {
         b.gave_up.store(true);
         return;
     }
@@ -169,13 +173,28 @@ TEST_P(StreamTest, Cpu_Priority_LeastUrgentStreamRunsWhileMoreUrgentOnesAreAlway
     qd_context c = 0;
     ASSERT_QD_OK(qd_context_create(&desc, &c));
     extra_contexts_.push_back(c);
-    std::atomic<bool> stop{false};
+    std::atomic<bool> stop{false}, armed{false};
     Busy busy[2];
+    // On every way out (a failed ASSERT included): stop the busy streams and wait for them, as
+    // the end of the test does (see there), before the frame they write into is gone.
+    struct StopOnExit {
+        std::atomic<bool> &stop;
+        Busy *busy;
+        ~StopOnExit() {
+            stop.store(true);
+            for (int i = 0; i < 2; ++i) {
+                if (!busy[i].stream) continue;
+                (void)qd_stream_synchronize(busy[i].stream);
+                (void)qd_stream_synchronize(busy[i].stream);
+            }
+        }
+    } stop_on_exit{stop, busy};
     for (Busy &b : busy) {
         qd_stream_desc sd = QD_STREAM_DESC_INIT;
         sd.priority = -2;
         ASSERT_QD_OK(qd_stream_create(c, &sd, &b.stream));
         b.stop = &stop;
+        b.armed = &armed;
         ASSERT_QD_OK(qd_launch_host_fn(b.stream, &busy_round, &b));
     }
     // Both running: each worker now runs one busy stream, whose queue is never empty.
@@ -184,10 +203,16 @@ TEST_P(StreamTest, Cpu_Priority_LeastUrgentStreamRunsWhileMoreUrgentOnesAreAlway
     ASSERT_QD_OK(qd_stream_create(c, nullptr, &low));
     Starved starved{busy, &stop};
     ASSERT_QD_OK(qd_launch_host_fn(low, &starved_callback, &starved));
+    armed.store(true);
     ASSERT_QD_OK(qd_stream_synchronize(low));
     EXPECT_EQ(starved.ran.load(), 1);
     stop.store(true);
+    // Twice: a round that read `stop` before it was set may queue one more round while the
+    // first synchronize runs (after the work that call waits for); the second waits for that
+    // one, which sees `stop` and queues nothing. Then no callback touches `busy`, `stop` or
+    // `armed` after this frame is gone (a stray round wrote into the next test's frame).
     for (Busy &b : busy) {
+        ASSERT_QD_OK(qd_stream_synchronize(b.stream));
         ASSERT_QD_OK(qd_stream_synchronize(b.stream));
         EXPECT_EQ(b.failed_enqueues.load(), 0);
     }

@@ -396,6 +396,97 @@ TEST_P(ValidationTest, GraphReplay_OrdersLikeTheCapturedCalls_NoReport) {
     EXPECT_QD_OK(qd_graph_destroy(g));
 }
 
+// Memory inside a graph: a replay's alloc and free bound the block's life; in between, the
+// ordinary checks.
+TEST_P(ValidationTest, GraphMemory_AKernelReadingTheBlockAfterTheCapturedFree_IsAUseAfterFree) {
+    const uint64_t out = block();
+    qd_stream s = stream();
+    uint64_t b = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &b));
+    ASSERT_QD_OK(qd_memset_async(s, b, 0, 64));
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), out, b, 1));  // reads b: freed
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    EXPECT_TRUE(seen().empty()) << "captured work touches nothing";
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    const auto r = seen();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].kind, (uint32_t)QD_HAZARD_USE_AFTER_FREE);
+    EXPECT_EQ(r[0].allocation, b);
+    EXPECT_TRUE(contains(r[0].operation, "qd_test_add_value")) << r[0].operation;
+    EXPECT_EQ(r[0].other_operation, "free");
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(ValidationTest, GraphMemory_ReplaysOnTwoStreams_AreOrdered_AUseBetweenThemIsAfterFree) {
+    const uint64_t out = block();
+    qd_stream s = stream(), t = stream();
+    uint64_t b = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &b));
+    ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), b, 5));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), out, b, 1));
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    // Each replay runs after the one before, whatever its stream: no race on b or out.
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_graph_launch(g, t));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(read_u32(s, out), 6u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    // Between replays the block is freed: a use of it then is a use after free.
+    ASSERT_QD_OK(qd_memset_async(s, b, 0, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    const auto r = seen();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].kind, (uint32_t)QD_HAZARD_USE_AFTER_FREE);
+    EXPECT_EQ(r[0].allocation, b);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+// A hazard handler that launches the graph whose replay it reports, once.
+struct LaunchAgain {
+    qd_graph graph = 0;
+    qd_stream stream = 0;
+    int calls = 0;
+    qd_status status = QD_SUCCESS;
+    std::string message;
+    static void handler(const qd_hazard *, void *user) {
+        auto *self = static_cast<LaunchAgain *>(user);
+        if (self->calls++ > 0) return;
+        self->status = qd_graph_launch(self->graph, self->stream);
+        if (self->status != QD_SUCCESS) self->message = qd_last_error_message();
+    }
+};
+
+// Replays of a graph that allocates run one after the other; one nested in another (from the
+// hazard handler of its replay) is refused, not a deadlock.
+TEST_P(ValidationTest, GraphMemory_ALaunchNestedInAReplayOfTheSameGraph_IsRefusedNotADeadlock) {
+    const uint64_t out = block();
+    qd_stream s = stream();
+    uint64_t b = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &b));
+    ASSERT_QD_OK(qd_memset_async(s, b, 0, 64));
+    ASSERT_QD_OK(qd_mem_free_async(s, b));
+    ASSERT_QD_OK(launch_add_value(s, kernels_->add_value(), out, b, 1));  // a use after free
+    LaunchAgain again;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &again.graph));
+    again.stream = s;
+    ASSERT_QD_OK(qd_context_set_hazard_handler(ctx_, &LaunchAgain::handler, &again));
+    ASSERT_QD_OK(qd_graph_launch(again.graph, s));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(again.calls, 1);
+    EXPECT_EQ(again.status, QD_ERROR_INVALID_OPERATION);
+    EXPECT_TRUE(contains(again.message, "nested")) << again.message;
+    ASSERT_QD_OK(install(ctx_));
+    EXPECT_QD_OK(qd_graph_destroy(again.graph));
+}
+
 TEST_P(ValidationTest, ContextDestroy_WithWorkInFlight_IsNoHazard) {
     const uint64_t x = block(), y = block();
     qd_stream a = stream(), b = stream();

@@ -295,13 +295,24 @@ Result f_param_info(gpu::NativeFunction f, size_t i, size_t *offset, size_t *siz
     *size = p->sizes[i];
     return kOk;
 }
+std::vector<uint8_t> arg_bytes(const Param2 &p, void *const *params) {
+    std::vector<uint8_t> out;
+    for (size_t i = 0; i < p.sizes.size(); ++i) {
+        const auto *b = static_cast<const uint8_t *>(params[i]);
+        out.insert(out.end(), b, b + p.sizes[i]);
+    }
+    return out;
+}
 Result f_launch(gpu::NativeFunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                 unsigned, gpu::NativeStream s, void **params, void **) {
     INJECT();
     auto *p = reinterpret_cast<const Param2 *>(f);
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     if (fs(s)->capture) {
-        fs(s)->capture->graph->kernels.push_back(p->name);
+        FakeGraph *g = fs(s)->capture->graph;
+        g->kernels.push_back(p->name);
+        g->args.push_back(arg_bytes(*p, params));
+        fs(s)->capture->last_node = reinterpret_cast<gpu::NativeGraphNode>(g->kernels.size());
         return kOk;
     }
     FakeLaunch l;
@@ -377,9 +388,10 @@ Result f_graph_launch(gpu::NativeGraphExec exec, gpu::NativeStream s) {
         auto *x = reinterpret_cast<FakeGraph *>(exec);
         if (!g_fake.execs.count(x)) return 400;
         ++g_fake.graph_launches;
-        for (const auto &k : x->kernels) {
+        for (size_t i = 0; i < x->kernels.size(); ++i) {
             FakeLaunch l;
-            l.kernel = k;
+            l.kernel = x->kernels[i];
+            l.arg_bytes = x->args[i];
             g_fake.launches.push_back(l);
             fs(s)->pending += g_fake.work_per_launch;
         }
@@ -404,6 +416,31 @@ Result f_graph_exec_update(gpu::NativeGraphExec exec, gpu::NativeGraph graph,
         return qd::cuda_abi::kGraphExecUpdateFailure;
     }
     *x = *g;
+    return kOk;
+}
+Result f_stream_get_capture_info(gpu::NativeStream s, int *status, unsigned long long *id,
+                                 gpu::NativeGraph *graph, const gpu::NativeGraphNode **deps,
+                                 size_t *num) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    FakeCapture *c = fs(s)->capture;
+    *status = c ? 1 : 0;
+    *id = reinterpret_cast<uintptr_t>(c);
+    *graph = c ? reinterpret_cast<gpu::NativeGraph>(c->graph) : nullptr;
+    *deps = c ? &c->last_node : nullptr;
+    *num = c && c->last_node ? 1 : 0;
+    return kOk;
+}
+Result f_graph_exec_kernel_node_set_params(gpu::NativeGraphExec exec, gpu::NativeGraphNode node,
+                                           const gpu::KernelNodeParams *params) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *x = reinterpret_cast<FakeGraph *>(exec);
+    const size_t index = reinterpret_cast<uintptr_t>(node) - 1;
+    if (!g_fake.execs.count(x) || index >= x->kernels.size()) return kInvalidValue;
+    auto *p = reinterpret_cast<const Param2 *>(params->function);
+    x->kernels[index] = p->name;
+    x->args[index] = arg_bytes(*p, params->params);
     return kOk;
 }
 Result f_graph_exec_destroy(gpu::NativeGraphExec exec) {
@@ -606,6 +643,9 @@ gpu::DriverTable fake_table() {
     t.graph_exec_update = f_graph_exec_update;
     t.graph_exec_destroy = f_graph_exec_destroy;
     t.graph_destroy = f_graph_destroy;
+    t.stream_get_capture_info = f_stream_get_capture_info;
+    t.graph_exec_kernel_node_set_params = f_graph_exec_kernel_node_set_params;
+    t.rebind_requires = "CUDA 11.3 (driver 465) or newer";
     t.capture_mode = 2;
     t.device_can_access_peer = f_device_can_access_peer;
     t.ctx_enable_peer_access = f_ctx_enable_peer_access;

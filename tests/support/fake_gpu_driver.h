@@ -68,16 +68,21 @@ struct FakeEvent {
 };
 // A captured graph (and, copied, an executable graph): the kernels and host functions queued
 // on the capture's streams, in order.
+// Each kernel keeps its argument bytes (each parameter at its size, in order); its node is
+// its index + 1 (graph_exec_kernel_node_set_params names it so in an executable).
 struct FakeGraph {
     std::vector<std::string> kernels;
+    std::vector<std::vector<uint8_t>> args;
     std::vector<std::pair<gpu::HostFn, void *>> host_fns;
 };
 struct FakeCapture {
     FakeStream *origin = nullptr;
     FakeGraph *graph = nullptr;
+    gpu::NativeGraphNode last_node = nullptr;  // stream_get_capture_info's dependency set
 };
 struct FakeLaunch {
     std::vector<void *> params;
+    std::vector<uint8_t> arg_bytes;  // a graph launch's kernel: its argument bytes
     std::string kernel;
     bool code_loaded = false;  // func_load had loaded the kernel before this launch
 };

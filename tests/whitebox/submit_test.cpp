@@ -377,14 +377,21 @@ TEST(SubmitGraph, ObserversSeeCapturedOperationsMarked_AndGetAfterWhenTheCapture
     std::vector<std::string> log;
     ASSERT_EQ(c->attach_observer(std::make_unique<Named>(&log, "a", false)), QD_SUCCESS);
     g_runs = 0;
+    uint64_t outside = 0;
+    ASSERT_EQ(qd_mem_alloc_async(s, 64, &outside), QD_SUCCESS);
+    log.clear();
     ASSERT_EQ(qd_stream_begin_capture(s), QD_SUCCESS);
     ASSERT_EQ(qd_launch_host_fn(s, count_fn, nullptr), QD_SUCCESS);
     EXPECT_EQ(log, (std::vector<std::string>{"a.before(captured)", "a.after"}));
     log.clear();
     uint64_t addr = 0;
-    EXPECT_EQ(qd_mem_alloc_async(s, 64, &addr), QD_ERROR_INVALID_OPERATION);  // the capture refuses
+    ASSERT_EQ(qd_mem_alloc_async(s, 64, &addr), QD_SUCCESS);  // the graph's block
+    EXPECT_EQ(log, (std::vector<std::string>{"a.before(captured)", "a.after"}));
+    log.clear();
+    EXPECT_EQ(qd_mem_free_async(s, outside), QD_ERROR_INVALID_OPERATION);  // the capture refuses
     const std::string refused = "(" + std::to_string(QD_ERROR_INVALID_OPERATION) + ")";
     EXPECT_EQ(log, (std::vector<std::string>{"a.before(captured)", "a.after" + refused}));
+    ASSERT_EQ(qd_mem_free_async(s, addr), QD_SUCCESS);
     qd_graph g = 0;
     ASSERT_EQ(qd_stream_end_capture(s, &g), QD_SUCCESS);
     EXPECT_FALSE(c->observer() == nullptr);  // the observer stays attached

@@ -12,7 +12,11 @@ Three figures, each against the anchor it must stay close to, measured in one pr
   against one signature. Bar: at most 1.2x.
 - ``s.record()`` (an Event each call, dropped at once as most code does), against a bare
   ``qd_event_record`` of one event through ctypes (no argument conversion: the floor of any
-  binding's record). Bar: s.record() at most 1.0 us; the ratio is information.
+  ctypes record). Bar: s.record() at most 1.0 us; the ratio is information. With qd._speedups,
+  the same rounds also run ``s.record()`` without it (a child process with QD_PYTHON_SPEEDUPS=0
+  that times its own calls; same bar) and two floors: ``qd_event_record`` called from the
+  compiled module once per Python call, and in a C loop (the C call alone), printed as
+  ``B2 (floor) ...`` lines.
 
 Each figure runs ``--rounds`` short rounds of ``--calls`` calls per side; the two sides of a
 round run back to back, in an order that flips every round, and the verdict is on the median of
@@ -33,16 +37,17 @@ import argparse
 import ctypes
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from b2_launch import qd_setup  # noqa: E402  (also puts the in-tree package on sys.path)
 
 import qd  # noqa: E402
-from qd import _base, _lib  # noqa: E402  (the bare FFI functions, for the anchors)
+from qd import _base, _lib, _stream  # noqa: E402  (the bare FFI functions, anchors)
 
 Batch = Callable[[int], None]
 
@@ -50,20 +55,28 @@ Batch = Callable[[int], None]
 def rounds(qd_run: Batch, anchor_run: Batch, sync: Callable[[], None], calls: int,
            n_rounds: int) -> Tuple[List[float], List[float]]:
     """Seconds per call of each side, one sample per round; the order flips every round."""
-    for run in (qd_run, anchor_run):  # warm-up
+    ours, theirs = rounds_of([qd_run, anchor_run], sync, calls, n_rounds)
+    return ours, theirs
+
+
+def rounds_of(runs: List[Callable[[int], Optional[float]]], sync: Callable[[], None], calls: int,
+              n_rounds: int) -> List[List[float]]:
+    """Seconds per call of each of ``runs``, one sample per round: every round runs them all
+    back to back, in an order that reverses every round. A run that returns a number timed
+    itself (another process: the time of its calls, without the pipe's)."""
+    for run in runs:  # warm-up
         run(max(1, calls // 4))
         sync()
-    ours: List[float] = []
-    theirs: List[float] = []
+    out: List[List[float]] = [[] for _ in runs]
+    order = list(zip(runs, out))
     for r in range(n_rounds):
-        order = ((qd_run, ours), (anchor_run, theirs))
-        for run, out in (order if r % 2 == 0 else order[::-1]):
+        for run, samples in (order if r % 2 == 0 else order[::-1]):
             t0 = time.perf_counter()
-            run(calls)
+            own = run(calls)
             t1 = time.perf_counter()  # enqueue cost only: stop before the sync
             sync()
-            out.append((t1 - t0) / calls)
-    return ours, theirs
+            samples.append((own if own is not None else t1 - t0) / calls)
+    return out
 
 
 SUMMARY: List[Tuple[str, str, str]] = []
@@ -132,8 +145,62 @@ def bench_signatures(args: argparse.Namespace, k3: qd.Kernel, s: qd.Stream,
     report("launch 3 args, two signatures in turn", ours, theirs, "one signature", "ratio", 1.2)
 
 
-def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> None:
+class RecordServer:
+    """``s.record()`` in a child process without qd._speedups (``QD_PYTHON_SPEEDUPS=0``, the FFI
+    of this run unless QD_PYTHON_FFI says otherwise): a side of this run's paired rounds that
+    times its own calls (``--serve-record``)."""
+
+    def __init__(self, backend: str) -> None:
+        env = dict(os.environ, QD_PYTHON_SPEEDUPS="0")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--serve-record", "--backend", backend],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
+        self.ffi = self._read()  # its first line: the FFI it uses
+
+    def _read(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("b2_cliffs: the --serve-record child ended")
+        return line.strip()
+
+    def __call__(self, m: int) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{m}\n")
+        return float(self._read())
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def serve_record(backend: str) -> None:
+    """The child of RecordServer: per line m read, m ``s.record()`` calls (each Event dropped
+    at once), then the seconds they took, the stream synchronized after the clock stopped."""
+    ctx = qd.Context(backend)
+    s = ctx.create_stream(non_blocking=True)
     record = s.record
+    print(qd.FFI, flush=True)
+    for line in sys.stdin:
+        m = int(line)
+        t0 = time.perf_counter()
+        for _ in range(m):
+            record()
+        t1 = time.perf_counter()
+        s.synchronize()
+        print(repr(t1 - t0), flush=True)
+    s.close()
+    ctx.close()
+
+
+def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> None:
+    """``s.record()`` as users get it (through qd._speedups when it is in use), the bare
+    ``qd_event_record`` through ctypes, and with qd._speedups: ``s.record()`` without it (a child
+    process, QD_PYTHON_SPEEDUPS=0), and the bare call from the compiled module (one per Python
+    call, and in a C loop: the C call alone). All sides in the same paired rounds."""
+    record = s.record
+    sp = _lib.SPEEDUPS if qd.Stream.record is not _stream._py_record else None
 
     def qd_record(m: int) -> None:
         for _ in range(m):
@@ -147,8 +214,20 @@ def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> Non
         for _ in range(m):
             f(sc, ec)
 
-    ours, theirs = rounds(qd_record, bare, s.synchronize, args.calls, args.rounds)
-    report("s.record()", ours, theirs, "bare qd_event_record (ctypes)", "absolute", 1.0)
+    runs: List[Any] = [qd_record, bare]
+    server = None
+    if sp is not None:
+        sh, eh, c_record = s.handle, ev.handle, sp.event_record
+
+        def compiled_call(m: int) -> None:
+            for _ in range(m):
+                c_record(sh, eh)
+
+        def c_loop(m: int) -> None:
+            c_record(sh, eh, m)
+
+        server = RecordServer(args.backend)
+        runs += [server, compiled_call, c_loop]
     if qd.FFI != "ctypes":  # the same floor through the FFI in use, for information
         g, sc2, ec2 = _base._f_event_record, s._c, ev._c
 
@@ -156,8 +235,26 @@ def bench_record(args: argparse.Namespace, ctx: qd.Context, s: qd.Stream) -> Non
             for _ in range(m):
                 g(sc2, ec2)
 
-        ours, theirs = rounds(qd_record, bare_ffi, s.synchronize, args.calls, args.rounds)
-        q, a = statistics.median(ours), statistics.median(theirs)
+        runs.append(bare_ffi)
+    try:
+        samples = rounds_of(runs, s.synchronize, args.calls, args.rounds)
+    finally:
+        if server is not None:
+            server.close()
+    ours, anchor = samples[0], samples[1]
+    path = "qd._speedups" if sp is not None else f"{qd.FFI}, no qd._speedups"
+    report("s.record()", ours, anchor, "bare qd_event_record (ctypes)", "absolute", 1.0)
+    print(f"# s.record() above ran through {path}", flush=True)
+    if server is not None:
+        report(f"s.record() without qd._speedups ({server.ffi}, another process)", samples[2],
+               anchor, "bare qd_event_record (ctypes)", "absolute", 1.0)
+        for name, side in (("from qd._speedups, one Python call each", samples[3]),
+                           ("from qd._speedups, in a C loop", samples[4])):
+            print(f"B2 (floor) qd_event_record {name}: {statistics.median(side) * 1e6:.3f} us "
+                  f"| min {min(side) * 1e6:.3f} max {max(side) * 1e6:.3f} us over "
+                  f"{len(side)} rounds", flush=True)
+    if qd.FFI != "ctypes":
+        q, a = statistics.median(ours), statistics.median(samples[-1])
         print(f"B2 s.record() vs the FFI in use: qd {q * 1e6:.3f} us | bare qd_event_record "
               f"({qd.FFI}) {a * 1e6:.3f} us | ratio {q / a:.3f}x | bar - | INFO", flush=True)
     ev.close()
@@ -169,7 +266,11 @@ def main() -> None:
                         help="default: cuda if a CUDA device is usable, else cpu")
     parser.add_argument("--rounds", type=int, default=41, help="paired rounds (>= 5)")
     parser.add_argument("--calls", type=int, default=1000, help="calls per side per round")
+    parser.add_argument("--serve-record", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_record:  # the child of RecordServer
+        serve_record(args.backend or "cpu")
+        return
     args.rounds = max(5, args.rounds)
     if args.backend is None:
         try:

@@ -449,6 +449,8 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_stream_end_capture": (c_int32, [c_uint64, POINTER(c_uint64)]),
     "qd_graph_launch": (c_int32, [c_uint64, c_uint64]),
     "qd_graph_update": (c_int32, [c_uint64, c_uint64]),
+    "qd_graph_kernel_node_count": (c_int32, [c_uint64, POINTER(c_uint32)]),
+    "qd_graph_set_kernel_args": (c_int32, [c_uint64, c_uint32, POINTER(Arg), c_uint32]),
     "qd_graph_destroy": (c_int32, [c_uint64]),
     "qd_stream_begin_conditional": (c_int32, [c_uint64, POINTER(ConditionalDesc)]),
     "qd_stream_next_branch": (c_int32, [c_uint64]),
@@ -1172,6 +1174,36 @@ SIGNATURES: Dict[str, Signature] = {
         "0.2",
         "Graphs",
     ),
+    "qd_graph_kernel_node_count": Signature(
+        "qd_status",
+        (
+            Param("graph", "qd_graph", "handle", of="qd_graph", handle=True),
+            Param("count", "uint32_t *", "out", of="uint32_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
+    "qd_graph_set_kernel_args": Signature(
+        "qd_status",
+        (
+            Param("graph", "qd_graph", "handle", of="qd_graph", handle=True),
+            Param("node", "uint32_t", "value", of="uint32_t"),
+            Param("args", "const qd_arg *", "in_array", of="qd_arg", count="num_args"),
+            Param("num_args", "uint32_t", "count", of="args"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_OVERFLOW",
+            "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED",
+            "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
     "qd_graph_destroy": Signature(
         "qd_status",
         (
@@ -1582,6 +1614,12 @@ qd_status qd_stream_begin_capture(qd_stream stream);
 qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
 qd_status qd_graph_launch(qd_graph graph, qd_stream stream);
 qd_status qd_graph_update(qd_graph graph, qd_graph from);
+qd_status qd_graph_kernel_node_count(qd_graph graph, uint32_t *count);
+qd_status qd_graph_set_kernel_args(
+    qd_graph graph,
+    uint32_t node,
+    const qd_arg *args,
+    uint32_t num_args);
 qd_status qd_graph_destroy(qd_graph graph);
 qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc);
 qd_status qd_stream_next_branch(qd_stream stream);

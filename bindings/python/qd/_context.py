@@ -311,6 +311,8 @@ class Context(_NoCopy):
         if status and status != Status.ERROR_INVALID_HANDLE:
             raise _err(status)
         self._h = 0
+        for pool in self._record_events:  # with _h, before any code can let another thread in:
+            pool.clear()  # a record pool that is not empty is an open context's (qd._speedups)
         self._c = _C_ZERO
         self._tls.rec.stream = None  # this thread's active stream died with the context
         self._finalizer.detach()
@@ -320,8 +322,6 @@ class Context(_NoCopy):
         self._keep.clear()
         self._foreign.clear()
         self._wait_events.clear()
-        for pool in self._record_events:
-            pool.clear()
 
     def __enter__(self) -> "Context":
         return self

@@ -337,13 +337,18 @@ def _load_speedups() -> Tuple[Optional[object], str]:
             raise ImportError(f"QD_PYTHON_SPEEDUPS={setting!r} is not a loadable module")
         mod = importlib.util.module_from_spec(spec)
         loader.exec_module(mod)
-    address = ctypes.cast
-    mod.bind(*(address(lib[name], c_void_p).value for name in (  # type: ignore[attr-defined]
+    mod.bind(*(address(name) for name in (  # type: ignore[attr-defined]
         "qd_stream_acquire", "qd_stream_release", "qd_stream_set_active",
         "qd_stream_get_active")))
     if hasattr(mod, "bind_launch"):  # Kernel.launch's packing and qd_launch (qd._kernel)
-        mod.bind_launch(address(lib["qd_launch"], c_void_p).value)  # type: ignore[attr-defined]
+        mod.bind_launch(address("qd_launch"))  # type: ignore[attr-defined]
+    # Stream.record's (bind_record) is bound by qd._stream, which defines what it makes.
     return mod, ""
+
+
+def address(name: str) -> int:
+    """The address of libqd's function ``name`` (what qd._speedups is bound to)."""
+    return ctypes.cast(lib[name], c_void_p).value or 0
 
 
 #: The compiled bookkeeping calls (qd/_speedups.c), or None; ``why_not_speedups`` says why.

@@ -1,5 +1,5 @@
-/* qd._speedups: the binding's four bookkeeping calls and Kernel.launch's packing, compiled
- * (optional).
+/* qd._speedups: the binding's four bookkeeping calls, Kernel.launch's packing and
+ * Stream.record, compiled (optional).
  *
  * qd_stream_acquire, qd_stream_release, qd_stream_set_active and qd_stream_get_active only touch
  * qd's bookkeeping and never wait, so their cost from Python is the foreign call itself: about
@@ -20,6 +20,14 @@
  * ordinary arguments cost about what a pre-packed launch does. Anything it does not take comes
  * back as None, having queued nothing, and the binding's Python path handles it.
  *
+ * StreamBase and EventBase are the bases of qd.Stream and qd.Event when the module is there:
+ * they keep the fields those classes keep in __slots__ without it, StreamBase.record is
+ * Stream.record (a pooled event popped, qd_event_record called with the GIL released, the Event
+ * filled in C; bound by bind_record()), and EventBase's finalizer is Event.__del__ (a dropped
+ * record event goes back to its pool). So s.record() runs no Python code; whatever it does not
+ * take goes to the Python functions the binding uses without the module, before anything was
+ * taken or queued.
+ *
  * Built against the stable ABI of Python 3.10 (one .abi3.so for every later CPython) by the
  * package's build backend when a C compiler and Python's headers are there, and by
  * bindings/python/test for the in-tree suite. Without it the binding calls libqd through ctypes
@@ -29,8 +37,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <structmember.h>
+
 #include <qd/qd.h>
 
+#include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 typedef qd_status (*acquire_fn)(qd_context, qd_stream *);
@@ -374,6 +386,429 @@ static PyObject *sp_launch(PyObject *self, PyObject *const *a, Py_ssize_t n) {
     Py_RETURN_NONE;
 }
 
+/* Stream.record and the qd.Event it makes.
+ *
+ * EventBase is qd.Event's base class when this module is there (qd._stream): it keeps the
+ * fields that qd.Event keeps in __slots__ without it (_h, _key, _c, _ctx, _timing, _pooled) in
+ * its own struct, so that record() fills them with no attribute lookup, and its finalizer does
+ * what Event.__del__ does without it (a record event goes back to its context's pool, any other
+ * is destroyed), in C: a dropped Event runs no Python code. */
+typedef qd_status (*record_fn)(qd_stream, qd_event);
+typedef qd_status (*event_destroy_fn)(qd_event);
+static record_fn f_record;
+static event_destroy_fn f_event_destroy;
+static PyTypeObject *event_base, *event_type; /* EventBase; qd.Event, once bound */
+static PyTypeObject *stream_base;             /* StreamBase */
+static allocfunc event_alloc;
+static PyObject *o_record_method, *o_record_slow, *o_record_failed, *o_zero;
+static PyObject *s_timing;
+static Py_ssize_t record_pool_max;
+static PyObject *s_record_events;
+
+/* What EventBase and StreamBase keep: the fields qd.Event and qd.Stream keep in __slots__
+ * without this module. _h, _c, _key, _ctx are both's; F_A and F_B each kind's own (an Event's
+ * _timing and _pooled, a Stream's _kind and _owner). Two more have no attribute: an Event's
+ * F_PAIR is the (handle, c) tuple record() took it from the pool as, which its finalizer gives
+ * back as it is; a Stream's F_POOLS_OF and F_POOLS are the context whose _record_events record()
+ * read last and that tuple of pools (a context's pools are the same lists for its life). */
+enum { F_H, F_C, F_KEY, F_CTX, F_A, F_B, F_PAIR, F_POOLS = F_PAIR, F_POOLS_OF, F_N };
+typedef struct {
+    PyObject_HEAD PyObject *f[F_N];
+} FieldsObject;
+#define FIELD(i) ((Py_ssize_t)(offsetof(FieldsObject, f) + (i) * sizeof(PyObject *)))
+
+/* A handle's value from a Python int (unsigned long is the fast conversion where it has 64
+ * bits): 1, or 0 when it is not one (no error set). */
+static int u64_of(PyObject *o, uint64_t *out) {
+#if ULONG_MAX == UINT64_MAX
+    unsigned long v = PyLong_AsUnsignedLong(o);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) {
+#else
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+#endif
+        PyErr_Clear();
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* Whether o's int attribute `name` (a handle) is set and not 0, as Python's ``if o.name:``
+ * (absent or not an int: 0). */
+static int attr_open(PyObject *o, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (!v) {
+        PyErr_Clear();
+        return 0;
+    }
+    int open = PyLong_Check(v) && PyObject_IsTrue(v) == 1;
+    Py_DECREF(v);
+    return open;
+}
+
+static int fields_traverse(PyObject *self, visitproc visit, void *arg) {
+    FieldsObject *o = (FieldsObject *)self;
+    for (int i = 0; i < F_N; ++i) Py_VISIT(o->f[i]);
+    Py_VISIT((PyObject *)Py_TYPE(self)); /* a heap type's instance refers to its type */
+    return 0;
+}
+
+static int fields_clear(PyObject *self) {
+    FieldsObject *o = (FieldsObject *)self;
+    for (int i = 0; i < F_N; ++i) Py_CLEAR(o->f[i]);
+    return 0;
+}
+
+static void fields_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    fields_clear(self);
+    freefunc free_fn = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    free_fn(self);
+    Py_DECREF(tp);
+}
+
+static void event_destroy(PyObject *h) {
+    uint64_t e;
+    if (!f_event_destroy || !u64_of(h, &e)) return;
+    Py_BEGIN_ALLOW_THREADS(void) f_event_destroy(e);
+    Py_END_ALLOW_THREADS
+}
+
+/* Event.__del__: a live record event goes back to its context's pool while the context is open
+ * and the pool has room; any other live event is destroyed. Never raises (as __del__, which
+ * ignores every error: a field missing stops it where the Python one would stop). */
+static void event_finalize(PyObject *self) {
+    FieldsObject *e = (FieldsObject *)self;
+    PyObject *h = e->f[F_H];
+    if (!h) return;
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyObject_IsTrue(h) == 1 && o_zero) {
+        Py_INCREF(o_zero);
+        e->f[F_H] = o_zero; /* h: now this function's reference */
+        PyObject *pool = e->f[F_B], *ctx = e->f[F_CTX], *c = e->f[F_C];
+        if (pool == Py_None) {
+            event_destroy(h);
+        } else if (!pool || !ctx) {
+            /* a field missing: the Python one stops here too */
+        } else if (!attr_open(ctx, s_h) || !PyList_Check(pool) ||
+                   PyList_Size(pool) >= record_pool_max) {
+            event_destroy(h);
+        } else if (c) {
+            PyObject *pair = e->f[F_PAIR]; /* as record() took it, if it still says h and c */
+            if (pair && PyTuple_GetItem(pair, 0) == h && PyTuple_GetItem(pair, 1) == c) {
+                e->f[F_PAIR] = NULL;
+            } else {
+                PyErr_Clear();
+                pair = PyTuple_New(2);
+                if (pair) {
+                    Py_INCREF(h);
+                    Py_INCREF(c);
+                    PyTuple_SetItem(pair, 0, h);
+                    PyTuple_SetItem(pair, 1, c);
+                }
+            }
+            if (pair) {
+                (void)PyList_Append(pool, pair);
+                Py_DECREF(pair);
+            }
+        }
+        Py_DECREF(h);
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+}
+
+static PyMemberDef event_members[] = {
+    {"_h", T_OBJECT_EX, FIELD(F_H), 0, NULL},
+    {"_c", T_OBJECT_EX, FIELD(F_C), 0, NULL},
+    {"_key", T_OBJECT_EX, FIELD(F_KEY), 0, NULL},
+    {"_ctx", T_OBJECT_EX, FIELD(F_CTX), 0, NULL},
+    {"_timing", T_OBJECT_EX, FIELD(F_A), 0, NULL},
+    {"_pooled", T_OBJECT_EX, FIELD(F_B), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot event_slots[] = {
+    {Py_tp_doc, "qd.Event's fields and finalizer, compiled (qd/_speedups.c)."},
+    {Py_tp_members, event_members},
+    {Py_tp_traverse, fields_traverse},
+    {Py_tp_clear, fields_clear},
+    {Py_tp_dealloc, fields_dealloc},
+    {Py_tp_finalize, event_finalize},
+    {0, NULL},
+};
+
+static PyType_Spec event_spec = {
+    "qd._speedups.EventBase",
+    sizeof(FieldsObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    event_slots,
+};
+
+/* bind_record(qd_event_record, qd_event_destroy, Event, method, slow, failed, pool_max): the two
+ * functions' addresses; qd.Event (a subclass of EventBase); the Python Stream.record (method:
+ * called as it was for a call of another shape, so that its errors are Python's own); the
+ * Python path (slow(stream, timing) -> Event: every case record() does not take); failed(event,
+ * status), which gives the event back and raises the status's exception; how many events a
+ * pool keeps. */
+static PyObject *sp_bind_record(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    (void)self;
+    if (n != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind_record() takes 7 arguments (qd_event_record, "
+                        "qd_event_destroy, Event, method, slow, failed, "
+                        "pool_max)");
+        return NULL;
+    }
+    void *fns[2];
+    for (int i = 0; i < 2; ++i) {
+        fns[i] = PyLong_AsVoidPtr(args[i]);
+        if (fns[i] == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "bind_record(): a function address is 0");
+            return NULL;
+        }
+    }
+    if (!PyType_Check(args[2]) || !PyType_IsSubtype((PyTypeObject *)args[2], event_base) ||
+        !PyCallable_Check(args[3]) || !PyCallable_Check(args[4]) || !PyCallable_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind_record(): Event must be a subclass of "
+                        "EventBase; method, slow and failed callables");
+        return NULL;
+    }
+    Py_ssize_t pool_max = PyLong_AsSsize_t(args[6]);
+    if (pool_max == -1 && PyErr_Occurred()) return NULL;
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)args[2], Py_tp_alloc);
+    if (!alloc) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "bind_record(): no allocator");
+        return NULL;
+    }
+    PyObject *old[4] = {(PyObject *)event_type, o_record_method, o_record_slow, o_record_failed};
+    for (int i = 2; i < 6; ++i) Py_INCREF(args[i]);
+    event_type = (PyTypeObject *)args[2];
+    o_record_method = args[3];
+    o_record_slow = args[4];
+    o_record_failed = args[5];
+    for (int i = 0; i < 4; ++i) Py_XDECREF(old[i]);
+    event_alloc = alloc;
+    record_pool_max = pool_max;
+    f_record = (record_fn)fns[0];
+    f_event_destroy = (event_destroy_fn)fns[1];
+    Py_RETURN_NONE;
+}
+
+/* The pooled (handle, c) pair of the context's pool `pool`, taken from its end (pool.pop(): the
+ * GIL is held, so no two calls take one event), or NULL when it is empty or not a list. */
+static PyObject *pool_pop(PyObject *pool) {
+    if (!PyList_Check(pool)) return NULL;
+    Py_ssize_t size = PyList_Size(pool);
+    if (size < 1) return NULL;
+    PyObject *item = PyList_GetItem(pool, size - 1);
+    if (!item) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_INCREF(item);
+    if (PyList_SetSlice(pool, size - 1, size, NULL) != 0) {
+        PyErr_Clear();
+        Py_DECREF(item);
+        return NULL;
+    }
+    return item;
+}
+
+/* Stream.record(timing=timing) of `stream`. The hot case (an open stream of an open context,
+ * timing a bool, an event in the pool of that kind) is done here; everything else is handed to
+ * the Python path as it is, before anything was taken or queued, so each error is the Python
+ * path's own. A failing qd_event_record goes to failed(). */
+static PyObject *record(PyObject *stream, PyObject *timing) {
+    if (timing != Py_False && timing != Py_True) goto slow;
+    uint64_t s = 0, e = 0;
+    FieldsObject *so = (FieldsObject *)stream; /* a StreamBase: stream_record's self */
+    PyObject *sh = so->f[F_H], *ctx = so->f[F_CTX];
+    if (!sh || !ctx || !PyLong_Check(sh) || !u64_of(sh, &s) || !s) goto slow;
+    Py_INCREF(ctx);
+    /* The context's open check is its pools': Context.close empties them in the same step
+     * (no other thread runs between) as it sets _h to 0, and no event goes back to a closed
+     * context's pool, so a pool that is not empty is an open context's. */
+    PyObject *pools = NULL, *item = NULL;
+    if (so->f[F_POOLS_OF] == ctx && so->f[F_POOLS]) {
+        pools = so->f[F_POOLS];
+        Py_INCREF(pools);
+    } else {
+        pools = PyObject_GetAttr(ctx, s_record_events);
+        if (!pools) {
+            PyErr_Clear();
+            goto slow_ctx;
+        }
+        PyObject *old_of = so->f[F_POOLS_OF], *old = so->f[F_POOLS];
+        Py_INCREF(ctx);
+        Py_INCREF(pools);
+        so->f[F_POOLS_OF] = ctx;
+        so->f[F_POOLS] = pools;
+        Py_XDECREF(old_of);
+        Py_XDECREF(old);
+    }
+    PyObject *pool = PyTuple_Check(pools) && PyTuple_Size(pools) == 2
+                         ? PyTuple_GetItem(pools, timing == Py_True)
+                         : NULL;
+    if (!pool || !(item = pool_pop(pool))) goto slow_ctx;
+    PyObject *eh = PyTuple_Check(item) && PyTuple_Size(item) == 2 ? PyTuple_GetItem(item, 0) : NULL;
+    PyObject *ec = eh ? PyTuple_GetItem(item, 1) : NULL;
+    if (!ec || !PyLong_Check(eh) || !u64_of(eh, &e)) {
+        PyErr_Clear();
+        if (PyList_Append(pool, item) != 0) PyErr_Clear(); /* not ours to judge: give it back */
+        goto slow_ctx;
+    }
+    FieldsObject *ev = (FieldsObject *)event_alloc(event_type, 0);
+    if (!ev) {                           /* (a MemoryError): the event goes back to the pool */
+        (void)PyList_Append(pool, item); /* which can only fail with another MemoryError */
+        Py_DECREF(item);
+        Py_DECREF(pools);
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    Py_INCREF(eh);
+    ev->f[F_KEY] = eh;
+    Py_INCREF(ec);
+    ev->f[F_C] = ec;
+    ev->f[F_CTX] = ctx; /* the reference taken above */
+    Py_INCREF(timing);
+    ev->f[F_A] = timing;
+    Py_INCREF(pool);
+    ev->f[F_B] = pool;
+    ev->f[F_PAIR] = item; /* the pool's reference: given back as it is */
+    Py_INCREF(eh);
+    ev->f[F_H] = eh;
+    Py_DECREF(pools);
+    qd_status status;
+    Py_BEGIN_ALLOW_THREADS status = f_record(s, e);
+    Py_END_ALLOW_THREADS if (status == QD_SUCCESS) return (PyObject *)ev;
+    PyObject *st = PyLong_FromLong((long)status);
+    PyObject *r = st ? PyObject_CallFunctionObjArgs(o_record_failed, ev, st, NULL) : NULL;
+    Py_XDECREF(st);
+    Py_DECREF(ev);
+    return r;
+slow_ctx:
+    Py_XDECREF(pools);
+    Py_DECREF(ctx);
+slow:
+    return PyObject_CallFunctionObjArgs(o_record_slow, stream, timing, NULL);
+}
+
+/* StreamBase.record, which qd._stream makes qd.Stream.record: record(self, *, timing=False).
+ * A call of another shape goes to the Python method as it came, which says what is wrong. */
+static PyObject *stream_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    if (!f_record) {
+        PyErr_SetString(PyExc_RuntimeError, "qd._speedups: bind_record() was not called");
+        return NULL;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    if (nargs == 0 && nkw == 0) return record(self, Py_False);
+    if (nargs == 0 && nkw == 1) {
+        PyObject *k = PyTuple_GetItem(kwnames, 0);
+        if (k == s_timing || (k && PyUnicode_Check(k) && PyUnicode_Compare(k, s_timing) == 0))
+            return record(self, args[0]);
+        PyErr_Clear();
+    }
+    PyObject *pos = PyTuple_New(nargs + 1), *kw = nkw ? PyDict_New() : NULL;
+    if (!pos || (nkw && !kw)) goto done;
+    Py_INCREF(self);
+    PyTuple_SetItem(pos, 0, self);
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+        Py_INCREF(args[i]);
+        PyTuple_SetItem(pos, i + 1, args[i]);
+    }
+    for (Py_ssize_t i = 0; i < nkw; ++i)
+        if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, i), args[nargs + i]) != 0) goto done;
+    PyObject *r = PyObject_Call(o_record_method, pos, kw);
+    Py_DECREF(pos);
+    Py_XDECREF(kw);
+    return r;
+done:
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    return NULL;
+}
+
+static PyMethodDef stream_methods[] = {
+    {"record", (PyCFunction)(void (*)(void))stream_record, METH_FASTCALL | METH_KEYWORDS,
+     "record($self, /, *, timing=False)\n--\n\n"
+     "A new Event recorded on this stream (``qd_event_record``): it completes when all\n"
+     "work queued here so far has completed (cuda.core's and CuPy's ``record``).\n"
+     "``timing=True`` makes it usable with ``Event.elapsed_ms``.\n\n"
+     "The event comes from the context's pool of record events (``qd_event_create`` only\n"
+     "when it is empty), and goes back to it, instead of being destroyed, when it is closed\n"
+     "or collected: a wait already queued on it keeps the record it saw (qd.h)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef stream_members[] = {
+    {"_h", T_OBJECT_EX, FIELD(F_H), 0, NULL},
+    {"_c", T_OBJECT_EX, FIELD(F_C), 0, NULL},
+    {"_key", T_OBJECT_EX, FIELD(F_KEY), 0, NULL},
+    {"_ctx", T_OBJECT_EX, FIELD(F_CTX), 0, NULL},
+    {"_kind", T_OBJECT_EX, FIELD(F_A), 0, NULL},
+    {"_owner", T_OBJECT_EX, FIELD(F_B), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot stream_slots[] = {
+    {Py_tp_doc, "qd.Stream's fields and record method, compiled (qd/_speedups.c)."},
+    {Py_tp_methods, stream_methods},
+    {Py_tp_members, stream_members},
+    {Py_tp_traverse, fields_traverse},
+    {Py_tp_clear, fields_clear},
+    {Py_tp_dealloc, fields_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec stream_spec = {
+    "qd._speedups.StreamBase",
+    sizeof(FieldsObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    stream_slots,
+};
+
+/* event_record(stream, event, n=1) -> 0, or the status of the first of n qd_event_record calls
+ * that failed; the GIL is released once around them all. The bare call's cost as the compiled
+ * module sees it (a benchmark's floor: one call from Python, or n in a C loop); not used by
+ * the binding. */
+static PyObject *sp_event_record(PyObject *self, PyObject *const *a, Py_ssize_t n) {
+    (void)self;
+    if (n != 2 && n != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "event_record() takes 2 or 3 arguments (stream, "
+                        "event, n=1)");
+        return NULL;
+    }
+    if (!f_record) {
+        PyErr_SetString(PyExc_RuntimeError, "qd._speedups: bind_record() was not called");
+        return NULL;
+    }
+    uint64_t s, e;
+    if (!handle(a[0], &s) || !handle(a[1], &e)) return NULL;
+    long count = n == 3 ? PyLong_AsLong(a[2]) : 1;
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    qd_status status = QD_SUCCESS;
+    Py_BEGIN_ALLOW_THREADS for (long i = 0; i < count && status == QD_SUCCESS; ++i) status =
+        f_record(s, e);
+    Py_END_ALLOW_THREADS return PyLong_FromLong((long)status);
+}
+
 /* acquire(ctx) -> the leased stream's handle, or the (negative) status. */
 static PyObject *sp_acquire(PyObject *self, PyObject *ctx) {
     (void)self;
@@ -427,6 +862,10 @@ static PyMethodDef methods[] = {
     {"bind_launch", sp_bind_launch, METH_O, "bind_launch(qd_launch): the function's address."},
     {"launch", (PyCFunction)(void (*)(void))sp_launch, METH_FASTCALL,
      "launch(stream, kernel, config, ctx, args, signatures) -> status, or None: no fit."},
+    {"bind_record", (PyCFunction)(void (*)(void))sp_bind_record, METH_FASTCALL,
+     "bind_record(qd_event_record, qd_event_destroy, Event, method, slow, failed, pool_max)."},
+    {"event_record", (PyCFunction)(void (*)(void))sp_event_record, METH_FASTCALL,
+     "event_record(stream, event, n=1) -> status: n bare qd_event_record calls."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -442,4 +881,29 @@ static struct PyModuleDef module = {
     NULL,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (!s_h) s_h = PyUnicode_InternFromString("_h");
+    if (!s_ctx) s_ctx = PyUnicode_InternFromString("_ctx");
+    if (!s_record_events) s_record_events = PyUnicode_InternFromString("_record_events");
+    if (!s_timing) s_timing = PyUnicode_InternFromString("timing");
+    if (!o_zero) o_zero = PyLong_FromLong(0);
+    if (!event_base) event_base = (PyTypeObject *)PyType_FromSpec(&event_spec);
+    if (!stream_base) stream_base = (PyTypeObject *)PyType_FromSpec(&stream_spec);
+    if (!s_h || !s_ctx || !s_record_events || !s_timing || !o_zero || !event_base || !stream_base) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyTypeObject *types[2] = {event_base, stream_base};
+    const char *names[2] = {"EventBase", "StreamBase"};
+    for (int i = 0; i < 2; ++i) {
+        Py_INCREF(types[i]);
+        if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) != 0) {
+            Py_DECREF(types[i]);
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
+}

@@ -41,9 +41,15 @@ from ._callbacks import _check_callback_errors
 if TYPE_CHECKING:
     from ._context import Context
 
-# qd._speedups (see _lib.SPEEDUPS): a lease's release without a foreign call.
+# qd._speedups (see _lib.SPEEDUPS): a lease's release without a foreign call; Stream.record, and
+# the fields and finalizer of the Event it makes (EventBase), in C.
 _SP = _lib.SPEEDUPS
 _sp_release = _SP.release if _SP is not None else None  # type: ignore[attr-defined]
+# All three or none: EventBase's finalizer needs what bind_record hands the module.
+_EventBase: Any = None
+_StreamBase: Any = None
+if _SP is not None and all(hasattr(_SP, n) for n in ("EventBase", "StreamBase", "bind_record")):
+    _EventBase, _StreamBase = _SP.EventBase, _SP.StreamBase  # type: ignore[attr-defined]
 
 
 def _stream_c(stream: Any, ctx: Optional["Context"] = None) -> c_uint64:
@@ -186,7 +192,13 @@ class StreamKind(enum.Enum):
 _OWNED, _LEASED, _BORROWED = StreamKind.OWNED, StreamKind.LEASED, StreamKind.BORROWED
 
 
-class Stream(_ContextChild):
+# With qd._speedups, Stream's fields live in its compiled base StreamBase, which also carries the
+# compiled record (see the module's end); without it, in __slots__.
+_STREAM_BASES: Tuple[type, ...] = (
+    (_StreamBase, _ContextChild) if _StreamBase is not None else (_ContextChild,))
+
+
+class Stream(*_STREAM_BASES):  # type: ignore[misc]
     """A qd stream: an in-order queue of work; different streams run concurrently.
 
     Make one with ``Context.create_stream`` (owned), ``Context.acquire_stream`` (a pool lease),
@@ -199,7 +211,8 @@ class Stream(_ContextChild):
     still completes).
     """
 
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_kind", "_owner", "__weakref__")
+    __slots__ = (("__weakref__",) if _StreamBase is not None else  # (StreamBase has the rest)
+                 ("_h", "_c", "_key", "_ctx", "_kind", "_owner", "__weakref__"))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("make streams with Context.create_stream(), Context.acquire_stream(), "
@@ -387,30 +400,11 @@ class Stream(_ContextChild):
 
         The event comes from the context's pool of record events (``qd_event_create`` only
         when it is empty), and goes back to it, instead of being destroyed, when it is closed
-        or collected: a wait already queued on it keeps the record it saw (qd.h)."""
-        ctx = self._ctx
-        if not self._h or not ctx._h:
-            raise self._closed_error()
-        if timing is not False:
-            timing = bool(timing)
-        pool = ctx._record_events[timing]
-        try:
-            h, c = pool.pop()  # atomic under the GIL: no two calls take one event
-        except IndexError:
-            ev = ctx.create_event(timing=timing)
-            c = ev._c
-        else:
-            ev = _EVENT_NEW(Event)
-            ev._h = ev._key = h
-            ev._c = c
-            ev._ctx = ctx
-            ev._timing = timing
-        ev._pooled = pool
-        status = _f_event_record(self._c, c)
-        if status:
-            ev.close()
-            raise _err(status, ctx)
-        return ev
+        or collected: a wait already queued on it keeps the record it saw (qd.h).
+
+        (With qd._speedups, ``Stream.record`` is its compiled twin, which does the same and
+        hands what it does not take to this one or to ``_record``.)"""
+        return _record(self, timing)
 
     def capture(self) -> Any:
         """Capture the work queued on this stream (and on the streams forked from it) into a
@@ -589,12 +583,54 @@ def _new_stream(ctx: Context, handle: int, kind: StreamKind, owner: Any = None) 
     return s
 
 
+def _record(stream: Stream, timing: Any) -> "Event":
+    """Stream.record: a pooled event of the stream's context recorded on it. qd._speedups'
+    record does the same for an open stream, a bool ``timing`` and a pool that is not empty,
+    and hands everything else here."""
+    ctx = stream._ctx
+    if not stream._h or not ctx._h:
+        raise stream._closed_error()
+    if timing is not False:
+        timing = bool(timing)
+    pool = ctx._record_events[timing]
+    try:
+        h, c = pool.pop()  # atomic under the GIL: no two calls take one event
+    except IndexError:
+        ev = ctx.create_event(timing=timing)
+        c = ev._c
+    else:
+        ev = _EVENT_NEW(Event)
+        ev._h = ev._key = h
+        ev._c = c
+        ev._ctx = ctx
+        ev._timing = timing
+    ev._pooled = pool
+    status = _f_event_record(stream._c, c)
+    if status:
+        _record_failed(ev, status)
+    return ev
+
+
+def _record_failed(ev: "Event", status: int) -> None:
+    """A record (of either path) failed: the event goes back to its pool, and the status's
+    exception is raised (its message read first)."""
+    exc = _err(status, ev._ctx)
+    ev.close()
+    raise exc
+
+
 # ----------------------------------------------------------------------------------------------
 # Events
 # ----------------------------------------------------------------------------------------------
 
 
-class Event(_ContextChild):
+# With qd._speedups, Event's fields live in its compiled base, EventBase, whose finalizer is
+# Event.__del__ below in C; without it, in __slots__. The behaviour is the same.
+_EVENT_BASES: Tuple[type, ...] = (
+    (_EventBase, _ContextChild) if _EventBase is not None else (_ContextChild,))
+
+
+class Event(*_EVENT_BASES):  # type: ignore[misc]
     """A qd event: a completion marker recorded on a stream (``Context.create_event``).
 
     ``end - start`` (two timing events) is ``start.elapsed_ms(end)``.
@@ -602,7 +638,8 @@ class Event(_ContextChild):
 
     # _pooled: the context's pool of record events this one goes back to (Stream.record), or
     # None (an event the caller created: close() destroys it).
-    __slots__ = ("_h", "_c", "_key", "_ctx", "_timing", "_pooled", "__weakref__")
+    __slots__ = (("__weakref__",) if _EventBase is not None else
+                 ("_h", "_c", "_key", "_ctx", "_timing", "_pooled", "__weakref__"))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("make events with Context.create_event()")
@@ -616,18 +653,20 @@ class Event(_ContextChild):
         pool.append((h, self._c))
         return True
 
-    def __del__(self) -> None:
-        try:
-            h = self._h
-            if h:
-                self._h = 0
-                pool = self._pooled
-                if pool is None or not self._ctx._h or len(pool) >= _RECORD_POOL:
-                    _f_event_destroy(self._c)
-                else:
-                    pool.append((h, self._c))
-        except BaseException:
-            pass
+    if _EventBase is None:  # with qd._speedups: EventBase's finalizer, the same in C
+
+        def __del__(self) -> None:
+            try:
+                h = self._h
+                if h:
+                    self._h = 0
+                    pool = self._pooled
+                    if pool is None or not self._ctx._h or len(pool) >= _RECORD_POOL:
+                        _f_event_destroy(self._c)
+                    else:
+                        pool.append((h, self._c))
+            except BaseException:
+                pass
 
     @property
     def timing(self) -> bool:
@@ -714,3 +753,21 @@ class Event(_ContextChild):
         if not isinstance(start, Event):
             return NotImplemented
         return start.elapsed_ms(self)
+
+
+# qd._speedups' Stream.record: StreamBase.record becomes Stream.record once bound; _py_record
+# is the Python one, which the compiled one calls for a call of another shape.
+_py_record = Stream.record
+
+
+def _bind_record(slow: Any = _record, failed: Any = _record_failed) -> None:
+    """Hand qd._speedups' record what it calls: libqd's functions, Event, the Python method,
+    the Python path for what it does not take (``slow``) and for a failed record (``failed``)."""
+    _SP.bind_record(  # type: ignore[union-attr]
+        _lib.address("qd_event_record"), _lib.address("qd_event_destroy"), Event, _py_record,
+        slow, failed, _RECORD_POOL)
+
+
+if _StreamBase is not None:
+    _bind_record()
+    Stream.record = _StreamBase.record  # type: ignore[assignment,method-assign]

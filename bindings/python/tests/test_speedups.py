@@ -1,5 +1,5 @@
-"""qd._speedups (qd/_speedups.c): the four stream bookkeeping calls and Kernel.launch's packing
-compiled. The whole suite
+"""qd._speedups (qd/_speedups.c): the four stream bookkeeping calls, Kernel.launch's packing and
+Stream.record compiled. The whole suite
 runs with and without it (bindings/python/test builds it and sets QD_PYTHON_SPEEDUPS to its
 path; tools/test-all runs the suite again with QD_PYTHON_SPEEDUPS=0). These tests check that the
 setting asked for is the one in use, that the compiled calls fail as the foreign calls do, and
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any, List
 
 import pytest
 
@@ -32,6 +33,22 @@ def test_setting_is_the_one_asked_for() -> None:
 
 needs_speedups = pytest.mark.skipif(_lib.SPEEDUPS is None,
                                     reason=f"qd._speedups not in use: {_lib.why_not_speedups}")
+
+
+@needs_speedups
+def test_the_module_in_use_carries_every_compiled_path() -> None:
+    # A module built from an older source still loads (each path is looked up by name) and the
+    # binding falls back for what it lacks: here, where it was built from this tree, all is there.
+    from qd import _kernel, _stream
+
+    sp = _lib.SPEEDUPS
+    for name in ("acquire", "release", "set_active", "get_active", "launch", "bind_record",
+                 "event_record", "StreamBase", "EventBase"):
+        assert hasattr(sp, name), f"qd._speedups ({sp.__file__}) has no {name}: rebuild it"
+    assert _kernel._sp_launch is not None
+    assert qd.Stream.record is sp.StreamBase.__dict__["record"]
+    assert qd.Stream.record is not _stream._py_record
+    assert issubclass(qd.Event, sp.EventBase) and issubclass(qd.Stream, sp.StreamBase)
 
 
 @needs_speedups
@@ -109,11 +126,19 @@ try:
     m.acquire(1)
 except RuntimeError as e:
     print("refused:", e)
+class S(m.StreamBase):
+    pass
+for call in (lambda: S().record(), lambda: m.event_record(1, 2)):
+    try:
+        call()
+    except RuntimeError as e:
+        print("refused:", e)
 """
     out = subprocess.run([sys.executable, "-c", code], env=subprocess_env(),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "refused: qd._speedups: bind() was not called" in out.stdout
+    assert out.stdout.count("refused: qd._speedups: bind_record() was not called") == 2
 
 
 def test_a_path_that_cannot_be_loaded_fails_loudly(tmp_path) -> None:
@@ -142,3 +167,63 @@ def test_compiled_launch_refuses_what_it_cannot_take() -> None:
     assert launch(1, 2, 0, None, (2**64,), [((int,), b"U")]) is None  # out of range: a miss
     # A fit reaches qd_launch, which refuses the forged handles.
     assert launch(1, 2, 0, None, (1,), [((int,), b"U")]) == qd.Status.ERROR_INVALID_HANDLE
+
+
+@needs_speedups
+def test_compiled_record_refuses_what_it_cannot_take() -> None:
+    sp = _lib.SPEEDUPS
+    with pytest.raises(TypeError):
+        sp.event_record(1)
+    with pytest.raises(OverflowError):
+        sp.event_record(-1, 2)
+    with pytest.raises(TypeError):
+        sp.bind_record(1, 2, 3, 4)  # too few arguments
+    with pytest.raises(TypeError):
+        sp.bind_record(1, 2, object, print, print, print, 64)  # not a subclass of EventBase
+    with pytest.raises(ValueError):
+        sp.bind_record(0, 2, qd.Event, print, print, print, 64)
+    # Not a qd.Stream: the method refuses it, as a Python method of qd.Stream would not (that
+    # one would fail on the missing fields): a TypeError either way.
+    with pytest.raises(TypeError):
+        sp.StreamBase.record(object())
+    # The bare call: forged handles are C's to refuse.
+    assert sp.event_record(0xDEAD, 0xBEEF) == qd.Status.ERROR_INVALID_HANDLE
+    assert sp.event_record(0xDEAD, 0xBEEF, 3) == qd.Status.ERROR_INVALID_HANDLE
+
+
+@needs_speedups
+def test_compiled_record_takes_the_hot_case_and_hands_the_rest_to_python(
+        ctx: qd.Context, stream: qd.Stream, kernels) -> None:
+    from qd import _stream
+
+    handed: List[str] = []
+
+    def slow(s: Any, timing: Any) -> Any:
+        handed.append(f"slow {timing!r}")
+        return _stream._record(s, timing)
+
+    def failed(ev: Any, status: int) -> None:
+        handed.append(f"failed {status}")
+        _stream._record_failed(ev, status)
+
+    _stream._bind_record(slow, failed)
+    try:
+        stream.record().close()  # the pool was empty
+        stream.record(timing=True).close()
+        assert handed == ["slow False", "slow True"]
+        handed.clear()
+        for _ in range(5):
+            stream.record().close()  # from the pool, in C
+            stream.record(timing=True).close()
+        assert handed == []
+        stream.record(timing=1).close()  # not a bool: the Python path says what it means
+        assert handed == ["slow 1"]
+        handed.clear()
+        kernels.fault.launch(stream=stream)
+        with pytest.raises(qd.DeviceLostError):
+            stream.synchronize()
+        with pytest.raises(qd.DeviceLostError):
+            stream.record()
+        assert handed == [f"failed {int(qd.Status.ERROR_DEVICE_LOST)}"]
+    finally:
+        _stream._bind_record()

@@ -145,6 +145,11 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::graph_exec_update, {"cuGraphExecUpdate_v2"}},
     {Fn::graph_exec_destroy, {"cuGraphExecDestroy"}},
     {Fn::graph_destroy, {"cuGraphDestroy"}},
+    // Rebinding a kernel node (optional, CUDA 11.3+ for cuStreamGetCaptureInfo_v2; the _v2
+    // set-params takes CUDA_KERNEL_NODE_PARAMS_v2, whose prefix is the v1 struct).
+    {Fn::stream_get_capture_info, {"cuStreamGetCaptureInfo_v2"}},
+    {Fn::graph_exec_kernel_node_set_params,
+     {"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"}},
     {Fn::device_can_access_peer, {"cuDeviceCanAccessPeer"}},
     {Fn::ctx_enable_peer_access, {"cuCtxEnablePeerAccess"}},
     {Fn::device_get_mem_pool, {"cuDeviceGetMemPool"}},
@@ -206,6 +211,7 @@ gpu::DriverTable cuda_constants() {
     // (non-blocking).
     t.capture_mode = kStreamCaptureModeRelaxed;
     t.capture_status_none = kStreamCaptureStatusNone;
+    t.rebind_requires = "CUDA 11.3 (driver 465) or newer";
     return t;
 }
 

@@ -26,6 +26,7 @@ struct NativeFunctionTag;
 struct NativeGraphTag;
 struct NativeGraphExecTag;
 struct NativeMemPoolTag;
+struct NativeGraphNodeTag;
 using NativeContext = NativeContextTag *;      // CUcontext
 using NativeStream = NativeStreamTag *;        // CUstream / hipStream_t
 using NativeEvent = NativeEventTag *;          // CUevent / hipEvent_t
@@ -34,6 +35,7 @@ using NativeFunction = NativeFunctionTag *;    // CUfunction / hipFunction_t
 using NativeGraph = NativeGraphTag *;          // CUgraph / hipGraph_t
 using NativeGraphExec = NativeGraphExecTag *;  // CUgraphExec / hipGraphExec_t
 using NativeMemPool = NativeMemPoolTag *;      // CUmemoryPool / hipMemPool_t
+using NativeGraphNode = NativeGraphNodeTag *;  // CUgraphNode / hipGraphNode_t
 using NativeDevice = int;                      // CUdevice / hipDevice_t
 using DevicePtr = uint64_t;                    // CUdeviceptr
 using Result = int;                            // CUresult / hipError_t
@@ -45,6 +47,20 @@ struct GraphExecUpdateInfo {
     int result;
     void *error_node;
     void *error_from_node;
+};
+
+// A kernel node's parameters for graph_exec_kernel_node_set_params: the layout of
+// CUDA_KERNEL_NODE_PARAMS_v2, whose first ten fields are CUDA_KERNEL_NODE_PARAMS_v1, so it may
+// be passed to either symbol (kernel and ctx stay null: `function` names the kernel).
+struct KernelNodeParams {
+    NativeFunction function;
+    unsigned grid_x, grid_y, grid_z;
+    unsigned block_x, block_y, block_z;
+    unsigned shared_mem_bytes;
+    void **params;
+    void **extra;
+    void *kernel;
+    NativeContext ctx;
 };
 
 // CUmemAccessDesc / hipMemAccessDesc: {location {type, id}, flags}, three ints in both.
@@ -129,6 +145,14 @@ struct MemAccessDesc {
       (NativeGraphExec exec, NativeGraph graph, GraphExecUpdateInfo * info))                       \
     X(graph_exec_destroy, false, (NativeGraphExec exec))                                           \
     X(graph_destroy, false, (NativeGraph graph))                                                   \
+    /* optional, rebinding a kernel node of a driver graph (qd_graph_set_kernel_args): the */      \
+    /* capture finds each launch's node with stream_get_capture_info; without both entries a */    \
+    /* rebind of a driver graph is QD_ERROR_NOT_SUPPORTED naming DriverTable::rebind_requires */   \
+    X(stream_get_capture_info, false,                                                              \
+      (NativeStream stream, int *status, unsigned long long *id, NativeGraph *graph,               \
+       const NativeGraphNode **dependencies, size_t *num_dependencies))                            \
+    X(graph_exec_kernel_node_set_params, false,                                                    \
+      (NativeGraphExec exec, NativeGraphNode node, const KernelNodeParams *params))                \
     /* optional, several devices (qd.h): without device_can_access_peer no two devices are */      \
     /* peers; without ctx_enable_peer_access, device_get_mem_pool or mem_pool_set_access */        \
     /* peer access cannot be granted; without memcpy_peer_async a copy between contexts is */      \
@@ -217,6 +241,10 @@ struct DriverTable {
     int capture_status_none = 0;         // stream_is_capturing: the stream is not capturing
     int mem_location_device = 0;         // MemAccessDesc::location_type of a device
     int mem_access_read_write = 0;       // MemAccessDesc::flags: read and write
+
+    // What a driver needs to rebind a kernel node of a driver graph (stream_get_capture_info and
+    // graph_exec_kernel_node_set_params), for the QD_ERROR_NOT_SUPPORTED message: "CUDA 11.3".
+    const char *rebind_requires = "";
 
     // False when launch_host_func is a stream-callback fallback (a HIP runtime without
     // hipLaunchHostFunc): a stream callback cannot be captured, so a host function inside a

@@ -38,8 +38,12 @@ void graph_host_trampoline(void *raw) {
 // function records its nodes point at. Released after the last graph and launch using it.
 struct GraphSource {
     GraphSource(std::shared_ptr<DeviceContext> dc, NativeGraph graph,
-                std::vector<std::unique_ptr<GraphHostCall>> calls)
-        : dc(std::move(dc)), graph(graph), calls(std::move(calls)) {}
+                std::vector<std::unique_ptr<GraphHostCall>> calls,
+                std::vector<NativeGraphNode> kernel_nodes)
+        : dc(std::move(dc)),
+          graph(graph),
+          calls(std::move(calls)),
+          kernel_nodes(std::move(kernel_nodes)) {}
     ~GraphSource() { dc->release_graph(graph); }
     GraphSource(const GraphSource &) = delete;
     GraphSource &operator=(const GraphSource &) = delete;
@@ -47,6 +51,9 @@ struct GraphSource {
     std::shared_ptr<DeviceContext> dc;
     const NativeGraph graph;
     const std::vector<std::unique_ptr<GraphHostCall>> calls;
+    // The kernel node of each launch, in launch order (null where the driver did not say):
+    // what set_kernel_args names in an executable instantiated from this graph.
+    const std::vector<NativeGraphNode> kernel_nodes;
 };
 
 // The epilogue of a launch with host functions: drops the launch's reference to its source.
@@ -82,12 +89,7 @@ class GpuGraph final : public Graph {
             if (!current.ok())
                 return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
                                       nullptr);
-            Result r = t.graph_instantiate(&exec_, source_->graph, 0);
-            if (r != t.success) {
-                exec_ = nullptr;
-                return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::graph_instantiate, nullptr);
-            }
-            dc_->counters.graphs_instantiated.fetch_add(1, std::memory_order_relaxed);
+            if (qd_status st = instantiate_locked(); st != QD_SUCCESS) return st;
         }
         Result r = t.graph_launch(exec_, s.native());
         if (r != t.success)
@@ -134,16 +136,77 @@ class GpuGraph final : public Graph {
         return QD_SUCCESS;
     }
 
+    // One cuGraphExecKernelNodeSetParams on the executable (instantiated first if it never
+    // was), serialised with launches and updates like them.
+    qd_status set_kernel_args(uint32_t index, Kernel &kernel, const LaunchDims &dims,
+                              const qd_arg *args, uint32_t num_args) override {
+        const DriverTable &t = dc_->t;
+        const Fn missing = !has_entry(t, Fn::stream_get_capture_info)
+                               ? Fn::stream_get_capture_info
+                               : Fn::graph_exec_kernel_node_set_params;
+        if (!has_entry(t, Fn::stream_get_capture_info) ||
+            !has_entry(t, Fn::graph_exec_kernel_node_set_params))
+            return qd::fail(QD_ERROR_NOT_SUPPORTED,
+                            "this %s driver cannot rebind a kernel node of a driver graph: it "
+                            "lacks %s (rebinding needs %s); nothing changed",
+                            t.api_name, symbol_name(t, missing), t.rebind_requires);
+        DriverEntry entry(*dc_);
+        if (!entry.ok()) return entry.status();
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!exec_)
+            if (qd_status st = instantiate_locked(); st != QD_SUCCESS) return st;
+        const std::vector<NativeGraphNode> &nodes = instantiated_from_->kernel_nodes;
+        if (index >= nodes.size() || nodes[index] == nullptr)
+            return qd::fail(QD_ERROR_NOT_SUPPORTED,
+                            "%s did not name the node of kernel launch %u while the graph was "
+                            "captured (%s), so it cannot be rebound; nothing changed",
+                            t.api_name, index, symbol_name(t, Fn::stream_get_capture_info));
+        void *params[QD_MAX_ARGS];
+        for (uint32_t i = 0; i < num_args; ++i) params[i] = const_cast<void *>(args[i].data);
+        KernelNodeParams p{};
+        p.function = static_cast<GpuKernel &>(kernel).function();
+        p.grid_x = dims.grid[0];
+        p.grid_y = dims.grid[1];
+        p.grid_z = dims.grid[2];
+        p.block_x = dims.block[0];
+        p.block_y = dims.block[1];
+        p.block_z = dims.block[2];
+        p.shared_mem_bytes = dims.shared_mem_bytes;
+        p.params = num_args ? params : nullptr;
+        // The driver copies the values before it returns, as cuLaunchKernel does.
+        Result r = t.graph_exec_kernel_node_set_params(exec_, nodes[index], &p);
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION,
+                                  Fn::graph_exec_kernel_node_set_params, nullptr);
+        return QD_SUCCESS;
+    }
+
     std::shared_ptr<GraphSource> source() {
         std::lock_guard<std::mutex> lock(mutex_);
         return source_;
     }
 
   private:
+    // With mutex_ held and this context current.
+    qd_status instantiate_locked() {
+        const DriverTable &t = dc_->t;
+        Result r = t.graph_instantiate(&exec_, source_->graph, 0);
+        if (r != t.success) {
+            exec_ = nullptr;
+            return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::graph_instantiate, nullptr);
+        }
+        // The executable's nodes are this graph's: kept alive for set_kernel_args, whatever
+        // updates bring later.
+        instantiated_from_ = source_;
+        dc_->counters.graphs_instantiated.fetch_add(1, std::memory_order_relaxed);
+        return QD_SUCCESS;
+    }
+
     std::shared_ptr<DeviceContext> dc_;
     std::mutex mutex_;
     NativeGraphExec exec_ = nullptr;
     std::shared_ptr<GraphSource> source_;
+    std::shared_ptr<GraphSource> instantiated_from_;  // the graph exec_ was instantiated from
 };
 
 class GpuCapture final : public Capture {
@@ -187,6 +250,49 @@ class GpuCapture final : public Capture {
         return QD_SUCCESS;
     }
 
+    // Graph memory nodes from a captured cuMemAllocAsync: CUDA 11.4; HIP's capture of
+    // hipMallocAsync is taken from 5.7 on (earlier runtimes crashed on memory free nodes).
+    qd_status can_allocate() override {
+        const DriverTable &t = dc_->t;
+        const bool hip = t.kind == QD_BACKEND_HIP;
+        const int minimum = hip ? 50700000 : 11040;
+        if (driver_version_ < 0) {
+            int v = 0;
+            driver_version_ = t.driver_get_version(&v) == t.success ? v : 0;
+        }
+        if (driver_version_ >= minimum) return QD_SUCCESS;
+        return qd::fail(QD_ERROR_NOT_SUPPORTED,
+                        "an allocation inside a %s graph capture needs graph memory nodes, from "
+                        "%s on (this driver reports version %d); nothing was allocated and the "
+                        "capture goes on",
+                        t.api_name, hip ? "HIP 5.7" : "CUDA 11.4", driver_version_);
+    }
+
+    // Right after a captured launch the stream's dependency set is the new kernel node.
+    void launched(Stream &lane) override {
+        const DriverTable &t = dc_->t;
+        NativeGraphNode node = nullptr;
+        if (has_entry(t, Fn::stream_get_capture_info)) {
+            auto &s = static_cast<GpuStream &>(lane);
+            DriverEntry entry(*dc_, true, s.last_kernel());
+            int status = 0;
+            unsigned long long id = 0;
+            NativeGraph graph = nullptr;
+            const NativeGraphNode *deps = nullptr;
+            size_t n = 0;
+            if (entry.ok() &&
+                t.stream_get_capture_info(s.native(), &status, &id, &graph, &deps, &n) ==
+                    t.success &&
+                n == 1 && deps)
+                node = deps[0];
+        }
+        try {
+            kernel_nodes_.push_back(node);
+        } catch (...) {
+            nodes_lost_ = true;  // the order is lost: no node of this graph can be rebound
+        }
+    }
+
     qd_status end(std::shared_ptr<Graph> *out) override {
         DriverEntry entry(*dc_, true, origin_->last_kernel());
         if (!entry.ok()) return entry.status();  // abandoned by the destructor if it can be
@@ -204,7 +310,9 @@ class GpuCapture final : public Capture {
             return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION, Fn::stream_end_capture,
                                   origin_->last_kernel());
         }
-        auto source = std::make_shared<GraphSource>(dc_, graph, std::move(calls_));
+        if (nodes_lost_) kernel_nodes_.assign(kernel_nodes_.size(), nullptr);
+        auto source =
+            std::make_shared<GraphSource>(dc_, graph, std::move(calls_), std::move(kernel_nodes_));
         *out = std::make_shared<GpuGraph>(dc_, std::move(source));
         return QD_SUCCESS;
     }
@@ -229,10 +337,13 @@ class GpuCapture final : public Capture {
     }
 
     std::shared_ptr<GpuStream> origin_;
+    int driver_version_ = -1;  // the driver's version, read at the first can_allocate()
     std::shared_ptr<DeviceContext> dc_;
     bool started_ = false;
     bool ended_ = false;
     std::vector<std::unique_ptr<GraphHostCall>> calls_;
+    std::vector<NativeGraphNode> kernel_nodes_;  // per captured launch (launched())
+    bool nodes_lost_ = false;
 };
 
 }  // namespace

@@ -276,6 +276,11 @@ gpu::DriverTable hip_constants() {
     // Relaxed, as for CUDA (cuda_driver.cpp says why).
     t.capture_mode = kStreamCaptureModeRelaxed;
     t.capture_status_none = kStreamCaptureStatusNone;
+    // hipGraphExecKernelNodeSetParams takes the runtime's hipKernelNodeParams, whose func is a
+    // kernel's host-side symbol rather than a module's hipFunction_t: not bound, so a rebind of
+    // a native HIP graph is QD_ERROR_NOT_SUPPORTED with this reason.
+    t.rebind_requires =
+        "a kernel-node entry for module kernels, which qd's HIP backend does not bind yet";
     return t;
 }
 

@@ -12,8 +12,10 @@
 // whether the operation goes to the capture, and marks it (op.captured) before any observer
 // sees it (a multi-part call's parts are marked all at once, mark_batch(), before
 // check_batch()); then the observers' before(); then either record() (the capture takes it, or
-// refuses it with a status: stream-ordered allocation, a copy between contexts, a wait on a
-// record made outside the capture) or the backend; then after() on every observer that passed.
+// refuses it with a status: a free of a block it did not allocate, a copy between contexts, a
+// wait on a record made outside the capture) or the backend; then after() on every observer
+// that passed. qd_mem_alloc_async on a lane makes a block the graph owns
+// (core/capture/graph_blocks.h).
 // A recorded operation becomes a node of the capture's graph (core/capture/graph.h) and never
 // reaches the backend. Replay (Graph::launch) re-submits the nodes through the chokepoint as
 // one batch, lane 0 on the launch stream and the other lanes on pooled streams, with pooled
@@ -140,6 +142,10 @@ class CaptureRouter {
     qd_status record_node(Capture &c, uint32_t lane, const Op &op);
     // A native capture: submits op to the driver (which records it), then records the node.
     qd_status submit_native(Capture &c, uint32_t lane, const Op &op);
+    // qd_mem_alloc_async and qd_mem_free_async of the capture's blocks
+    // (core/capture/graph_blocks.h): made, or freed in the root frame's graph; any other free,
+    // and either inside a conditional's body, is refused.
+    qd_status record_block(Capture &c, uint32_t lane, const Op &op);
     // `frame`: where its operations go (null: the capture's graph).
     uint32_t add_lane(Capture &c, const std::shared_ptr<Stream> &stream, uint64_t handle,
                       CaptureFrame *frame = nullptr);
@@ -187,5 +193,8 @@ qd_status begin_conditional(Stream &s, uint64_t stream, const qd_conditional_des
 qd_status next_branch(Stream &s, uint64_t stream);
 qd_status end_conditional(Stream &s, uint64_t stream);
 qd_status conditional_handle(Stream &s, uint64_t stream, uint64_t *handle);
+// graph_rebind.cpp: args already checked as qd_launch checks them.
+qd_status graph_kernel_node_count(const Graph &g, uint32_t *count);
+qd_status graph_set_kernel_args(Graph &g, uint32_t node, const qd_arg *args, uint32_t num_args);
 
 }  // namespace qd::core

@@ -1,12 +1,14 @@
 // A graph's replay and update (core/capture/graph.h).
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "core/capture/capture.h"
 #include "core/capture/conditional.h"
+#include "core/capture/graph_blocks.h"
 #include "core/fork_join.h"
 
 namespace qd::core {
@@ -27,6 +29,12 @@ bool same_shape(const GraphData &a, const GraphData &b, std::string *where) {
             *where = "operation " + std::to_string(i) + " (its kind, stream or dependency)";
             return false;
         }
+        if (x.kind == OpKind::MemAlloc && x.bytes != y.bytes) {
+            *where = "operation " + std::to_string(i) + ": an allocation of " +
+                     std::to_string(x.bytes) + " bytes here, of " + std::to_string(y.bytes) +
+                     " bytes in the other graph";
+            return false;
+        }
         if (!x.cond) continue;
         if (x.cond->kind != y.cond->kind || x.cond->bodies.size() != y.cond->bodies.size()) {
             *where = "operation " + std::to_string(i) + " (a conditional of another kind)";
@@ -45,18 +53,42 @@ bool same_shape(const GraphData &a, const GraphData &b, std::string *where) {
 }  // namespace
 
 qd_status Graph::launch(Stream &stream) {
-    const std::shared_ptr<const GraphData> data = this->data();
+    // The values current now: a rebind or update after this point changes later replays only.
+    std::shared_ptr<const GraphData> data;
+    Rebound rebound;
+    values(&data, &rebound);
     const auto &nodes = data->nodes;
     if (nodes.empty()) return QD_SUCCESS;
     Context &c = *stream.ctx;
-    // A graph with conditionals stays one driver launch even with an observer that needs
-    // replays attached (qd.h, "Conditionals"): its device work cannot run on the host.
+    // Blocks a driver capture made exist only inside the driver graph's launches: such a graph
+    // is always launched whole. So is a graph with conditionals, even with an observer that
+    // needs replays attached (qd.h, "Conditionals"): its device work cannot run on the host.
+    GraphBlocks *blocks = data->blocks.get();
     if (std::shared_ptr<backend::Graph> native = this->native())
-        if (native_graphs(c) || data->has_conditionals) return submit_graph_launch(stream, *native);
+        if (native_graphs(c) || data->has_conditionals || (blocks && blocks->native()))
+            return submit_graph_launch(stream, *native);
     CaptureRouter *router = c.capture();
     if (data->has_conditionals && (!router || !c.impl().runs_inline()))
         return fail(QD_ERROR_NOT_SUPPORTED,
                     "this graph has conditionals and this backend cannot run them on the host");
+    // Recorded blocks: every replay uses the same memory, so replays run one after the other
+    // (core/capture/graph_blocks.h); the lock orders their submissions.
+    std::unique_lock<std::mutex> serial;
+    struct Noted {  // clears GraphBlocks::replaying before the lock is let go
+        GraphBlocks *blocks = nullptr;
+        ~Noted() {
+            if (blocks) blocks->replaying.store(std::thread::id(), std::memory_order_relaxed);
+        }
+    } noted;
+    if (blocks) {
+        if (blocks->replaying.load(std::memory_order_relaxed) == std::this_thread::get_id())
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_graph_launch of a graph that allocates, nested in a replay of the "
+                        "same graph (a hazard handler): its replays run one after the other");
+        serial = std::unique_lock<std::mutex>(blocks->replay_mutex());
+        blocks->replaying.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        noted.blocks = blocks;
+    }
     std::vector<std::shared_ptr<Stream>> leases;
     if (data->lanes > 1) {
         qd_status st = c.stream_pool().acquire_internal(data->lanes - 1, &leases);
@@ -77,12 +109,27 @@ qd_status Graph::launch(Stream &stream) {
     qd_status st = QD_SUCCESS;
     for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i)
         if (needed[i]) st = pool.get(&events[i]);
-    OpBatch ops(nodes.size());
+    std::shared_ptr<backend::Event> done;  // recorded after the whole replay (blocks)
+    if (blocks && st == QD_SUCCESS) st = pool.get(&done);
+    OpBatch ops(nodes.size() + (blocks ? blocks->waits().size() + 1 : 0));
+    if (blocks && st == QD_SUCCESS)
+        for (const auto &e : blocks->waits()) ops.wait(stream, *e, OpOrigin::GraphLaunch);
+    size_t launch = 0;  // the kernel node index of the next Launch
     // Each conditional's host task and the batch position of its part (conditional.h).
     std::vector<std::pair<size_t, ConditionalRun *>> runs;
     for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i) {
         const GraphNode &n = nodes[i];
         backend::Event *event = nullptr;
+        if (n.kind == OpKind::Launch) {
+            Op &op = ops.add(n.kind, *on[n.lane], OpOrigin::GraphLaunch);
+            op_of(n, &op, nullptr);
+            if (launch < rebound.size() && rebound[launch]) {
+                op.args = rebound[launch]->args.data();  // kept alive by `rebound`
+                op.num_args = uint32_t(rebound[launch]->args.size());
+            }
+            ++launch;
+            continue;
+        }
         if (n.kind == OpKind::Record) {
             if (!needed[i]) continue;
             event = events[i].get();
@@ -102,6 +149,7 @@ qd_status Graph::launch(Stream &stream) {
             router->keep_run(std::move(run));
         }
     }
+    if (blocks && st == QD_SUCCESS) ops.record(stream, *done, OpOrigin::GraphLaunch);
     size_t queued = 0;
     if (st == QD_SUCCESS) st = ops.submit(c, SIZE_MAX, &queued);
     if (st != QD_SUCCESS)
@@ -115,8 +163,15 @@ qd_status Graph::launch(Stream &stream) {
             Stream *target = &stream;
             link_streams(c, *l, &target, 1, OpOrigin::GraphLaunch);
         }
+        // What touches the blocks is ordered before the next replay and the release.
+        if (blocks && queued < ops.size() &&
+            submit_record(stream, *done, nullptr, OpOrigin::GraphLaunch) == QD_SUCCESS)
+            queued = ops.size();
         fail(st, "%s", reason.c_str());
     }
+    if (blocks && queued == ops.size())
+        blocks->replayed(stream.shared_from_this(), std::move(done));
+    if (done) pool.put(std::move(done));
     for (auto &e : events)
         if (e) pool.put(std::move(e));
     if (!leases.empty()) c.stream_pool().release_internal(leases);
@@ -136,13 +191,36 @@ qd_status Graph::update_from(const Graph &from) {
     std::string where;
     if (!same_shape(*mine, *theirs, &where))
         return fail(QD_ERROR_INVALID_OPERATION, "the graphs differ in shape at %s", where.c_str());
+    // A driver graph's blocks live only in its own launches: its operations cannot move to
+    // another graph, nor another graph's into it.
+    for (const GraphData *d : {mine.get(), theirs.get()})
+        if (d->blocks && d->blocks->native())
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "%s allocates inside a native driver graph (graph memory nodes), whose "
+                        "blocks cannot be given to another graph: capture it again instead",
+                        d == mine.get() ? "the graph" : "the other graph");
+    // from's values as they are now, its rebound arguments included.
+    std::shared_ptr<const GraphData> from_data;
+    Rebound from_rebound;
+    from.values(&from_data, &from_rebound);
+    std::lock_guard<std::mutex> write(write_mutex_);
     const std::shared_ptr<backend::Graph> native = this->native(), from_native = from.native();
     if (native && from_native) {
         qd_status st = native->update(*from_native);
         if (st != QD_SUCCESS) return st;
+        // The driver took from's captured values; its rebound ones go on top.
+        for (size_t k = 0; k < from_rebound.size(); ++k) {
+            if (!from_rebound[k]) continue;
+            const GraphNode &n = from_data->nodes[from_data->launches[k]];
+            st = native->set_kernel_args(uint32_t(k), *n.kernel->impl, n.dims,
+                                         from_rebound[k]->args.data(),
+                                         uint32_t(from_rebound[k]->args.size()));
+            if (st != QD_SUCCESS) return st;
+        }
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    data_ = theirs;
+    data_ = std::move(from_data);
+    rebound_ = std::move(from_rebound);
     // Values from a recording-only graph: later replays re-issue them.
     if (!from_native) native_.reset();
     return QD_SUCCESS;

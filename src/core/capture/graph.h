@@ -20,18 +20,28 @@ namespace qd::core {
 
 struct Conditional;
 
+// The argument values of one launch: the bytes, and the qd_arg list pointing into them.
+struct ArgValues {
+    std::vector<uint8_t> bytes;
+    std::vector<qd_arg> args;  // points into bytes (fixed once made)
+};
+// A copy of `args` (qd_launch's copy at capture, qd_graph_set_kernel_args' at a rebind).
+void copy_args(const qd_arg *args, uint32_t num_args, std::vector<uint8_t> *bytes,
+               std::vector<qd_arg> *out);
+
 // One recorded operation.
 struct GraphNode {
     OpKind kind = OpKind::Launch;
     uint32_t lane = 0;
-    // Wait: the index of the Record node it depends on.
+    // Wait: the index of the Record node it depends on; MemFree: of the MemAlloc node of its
+    // block.
     int32_t dep = -1;
     // Launch.
     std::shared_ptr<Kernel> kernel;
     backend::LaunchDims dims{};
     std::vector<uint8_t> arg_bytes;
     std::vector<qd_arg> args;  // points into arg_bytes (fixed once the node is complete)
-    // Memcpy, Memset.
+    // Memcpy, Memset; MemAlloc and MemFree: dst is the graph's block, bytes its size (alloc).
     uint64_t dst = 0, src = 0, bytes = 0;
     uint8_t value = 0;
     // HostFn.
@@ -42,11 +52,20 @@ struct GraphNode {
     std::shared_ptr<const Conditional> cond;
 };
 
+class GraphBlocks;  // core/capture/graph_blocks.h
+
 // What a capture recorded; immutable once the capture ended (shared by graphs and replays).
 struct GraphData {
     uint32_t lanes = 1;
     std::vector<GraphNode> nodes;
     bool has_conditionals = false;  // a node (here or in a body) is a conditional
+    // The blocks its MemAlloc nodes make (null when none), held while the data is. Only a
+    // graph's root data has them (a conditional's body allocates nothing).
+    std::shared_ptr<GraphBlocks> blocks;
+    // The kernel nodes (qd_graph_kernel_node_count): the index in `nodes` of each Launch, in the
+    // order the launches were queued during the capture. Only the root data's own launches: a
+    // launch inside a conditional's body is no kernel node (its body's list stays empty).
+    std::vector<uint32_t> launches;
 };
 
 // The node of `op` (its kind and fields; a launch's argument bytes copied), on `lane`, with
@@ -68,11 +87,26 @@ class Graph : public Object {
     // qd_graph_launch: `stream` is of this graph's context, usable and not capturing.
     qd_status launch(Stream &stream);
     // qd_graph_update: the shapes must match (QD_ERROR_INVALID_OPERATION names the difference).
+    // The graph takes from's values as they are now, its rebound arguments included.
     qd_status update_from(const Graph &from);
+    // qd_graph_kernel_node_count.
+    uint32_t kernel_node_count() const;
+    // qd_graph_set_kernel_args (graph_rebind.cpp): `args` already checked as qd_launch checks
+    // them; the count and every size must equal the node's (QD_ERROR_INVALID_ARGUMENT names
+    // the first difference, nothing changes).
+    qd_status set_kernel_args(uint32_t node, const qd_arg *args, uint32_t num_args);
 
     std::shared_ptr<const GraphData> data() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return data_;
+    }
+    // The values a replay queued now uses: the nodes, and per kernel node its rebound argument
+    // values (empty, or null for a node never rebound: the captured ones).
+    using Rebound = std::vector<std::shared_ptr<const ArgValues>>;
+    void values(std::shared_ptr<const GraphData> *data, Rebound *rebound) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        *data = data_;
+        *rebound = rebound_;
     }
     // The instantiated driver graph, or null (recorded only).
     std::shared_ptr<backend::Graph> native() const {
@@ -83,8 +117,12 @@ class Graph : public Object {
     std::shared_ptr<Context> ctx;
 
   private:
+    // Serialises the calls that change the values (update, rebind), so the driver graph and
+    // the recorded values change together; replays only take mutex_.
+    std::mutex write_mutex_;
     mutable std::mutex mutex_;
     std::shared_ptr<const GraphData> data_;
+    Rebound rebound_;
     std::shared_ptr<backend::Graph> native_;
 };
 

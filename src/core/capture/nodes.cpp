@@ -6,6 +6,21 @@
 
 namespace qd::core {
 
+void copy_args(const qd_arg *args, uint32_t num_args, std::vector<uint8_t> *bytes,
+               std::vector<qd_arg> *out) {
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < num_args; ++i) total += args[i].size;
+    bytes->resize(total);
+    out->resize(num_args);
+    uint64_t at = 0;
+    for (uint32_t i = 0; i < num_args; ++i) {
+        std::memcpy(bytes->data() + at, args[i].data, args[i].size);
+        (*out)[i].size = args[i].size;
+        (*out)[i].data = bytes->data() + at;
+        at += args[i].size;
+    }
+}
+
 GraphNode node_of(const Op &op, uint32_t lane, std::shared_ptr<Kernel> kernel, int32_t dep) {
     GraphNode n;
     n.kind = op.kind;
@@ -19,21 +34,7 @@ GraphNode node_of(const Op &op, uint32_t lane, std::shared_ptr<Kernel> kernel, i
     n.user_data = op.user_data;
     n.kernel = std::move(kernel);
     if (op.dims) n.dims = *op.dims;
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < op.num_args; ++i) total += op.args[i].size;
-    n.arg_bytes.resize(total);
-    n.args.resize(op.num_args);
-    uint64_t at = 0;
-    for (uint32_t i = 0; i < op.num_args; ++i) {
-        std::memcpy(n.arg_bytes.data() + at, op.args[i].data, op.args[i].size);
-        n.args[i].size = op.args[i].size;
-        at += op.args[i].size;
-    }
-    at = 0;
-    for (uint32_t i = 0; i < op.num_args; ++i) {
-        n.args[i].data = n.arg_bytes.data() + at;
-        at += op.args[i].size;
-    }
+    copy_args(op.args, op.num_args, &n.arg_bytes, &n.args);
     return n;
 }
 
@@ -51,6 +52,8 @@ void op_of(const GraphNode &n, Op *op, backend::Event *event) {
     op->value = n.value;
     op->fn = n.fn;
     op->user_data = n.user_data;
+    // A graph's alloc and free: ordering points on its block (core/capture/graph_blocks.h).
+    op->graph_block = n.kind == OpKind::MemAlloc || n.kind == OpKind::MemFree;
 }
 
 }  // namespace qd::core

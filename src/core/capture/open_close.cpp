@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "core/capture/capture.h"
 #include "core/capture/conditional.h"
+#include "core/capture/graph_blocks.h"
 #include "core/capture/open_capture.h"
 #include "core/observers.h"
 
@@ -98,6 +99,13 @@ qd_status CaptureRouter::end(Stream &stream, std::shared_ptr<const GraphData> *o
                         "a stream joined the capture (its lane %zu) and has not joined back to "
                         "its origin 0x%016llx",
                         l, (unsigned long long)c.origin_handle);
+        }
+        // Every block allocated inside is freed inside (core/capture/graph_blocks.h); if not,
+        // the capture stays open, as for a lane not joined back. Only the root frame allocates
+        // (a body refuses qd_mem_alloc_async: CaptureRouter::record_block).
+        if (root.data->blocks) {
+            st = root.data->blocks->check_all_freed();
+            if (st != QD_SUCCESS) return st;
         }
         // The graph's streams: the lanes its own nodes run on (a body's lanes are not).
         uint32_t lanes = 1;

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "core/capture/capture.h"
 #include "core/capture/conditional.h"
+#include "core/capture/graph_blocks.h"
 #include "core/capture/open_capture.h"
 
 namespace qd::core {
@@ -72,16 +73,6 @@ uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stre
     return lane;
 }
 
-namespace {
-const char *op_name(OpKind kind) {
-    switch (kind) {
-    case OpKind::MemAlloc: return "qd_mem_alloc_async";
-    case OpKind::MemFree: return "qd_mem_free_async";
-    default: return "the operation";
-    }
-}
-}  // namespace
-
 qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
     std::shared_ptr<Kernel> kernel;
     if (op.kind == OpKind::Launch) {
@@ -99,6 +90,9 @@ qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
     CaptureFrame &f = *c.lane_frame[lane];
     const int32_t index = int32_t(f.data->nodes.size());
     f.data->nodes.push_back(node_of(op, lane, std::move(kernel), dep));
+    // Kernel nodes (qd_graph_kernel_node_count) are the root frame's launches only: a launch
+    // inside a conditional's body is not one.
+    if (op.kind == OpKind::Launch && &f == &c.root()) f.data->launches.push_back(uint32_t(index));
     f.prev.push_back(f.tail(lane));
     f.set_tail(lane, index);
     if (op.kind == OpKind::Record) {
@@ -135,6 +129,8 @@ qd_status CaptureRouter::submit_native(Capture &c, uint32_t lane, const Op &op) 
         }
         if (st == QD_SUCCESS) st = submit_unobserved(driver);
         if (st == QD_SUCCESS && proxy) c.proxies.push_back(proxy);
+        // The driver's node of this launch, for qd_graph_set_kernel_args.
+        if (st == QD_SUCCESS && op.kind == OpKind::Launch) c.native->launched(*op.stream->impl);
     }
     if (st != QD_SUCCESS) {
         if (proxy) ctx_.event_pool().put(std::move(proxy));
@@ -143,6 +139,76 @@ qd_status CaptureRouter::submit_native(Capture &c, uint32_t lane, const Op &op) 
     st = record_node(c, lane, op);
     if (st == QD_SUCCESS && proxy) records_[op.event].proxy = proxy.get();
     return st;
+}
+
+qd_status CaptureRouter::record_block(Capture &c, uint32_t lane, const Op &op) {
+    if (!op.graph_block) {
+        if (op.kind == OpKind::MemAlloc)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_mem_alloc_async: the stream began capturing during the call; "
+                        "nothing was allocated");
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "qd_mem_free_async on a capturing stream of a block allocated outside the "
+                    "capture: a graph frees only the blocks it allocates (free it before the "
+                    "capture begins or after it ends)");
+    }
+    // Only the root frame allocates: a block made or freed inside a conditional's body would
+    // exist on some replays and not on others. Refused before anything is made or recorded.
+    if (c.lane_frame[lane] != &c.root())
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "%s on a stream that records into a conditional's body: a graph allocates "
+                    "and frees its blocks outside its conditionals (allocate before "
+                    "qd_stream_begin_conditional, free after qd_stream_end_conditional)",
+                    op.kind == OpKind::MemAlloc ? "qd_mem_alloc_async" : "qd_mem_free_async");
+    GraphData &data = *c.root().data;
+    std::shared_ptr<GraphBlocks> &blocks = data.blocks;
+    const uint64_t handle = c.lane_handles[lane];
+    qd_status st = QD_SUCCESS;
+    if (op.kind == OpKind::MemAlloc) {
+        if (!blocks) blocks = std::make_shared<GraphBlocks>(ctx_.shared_from_this(), !!c.native);
+        uint64_t a = 0;
+        if (c.native) {
+            // The driver capture makes it a graph memory node and returns its address.
+            st = c.native->can_allocate();
+            if (st != QD_SUCCESS) return st;
+            Op driver = op;
+            driver.graph_block = false;
+            driver.address = &a;
+            st = submit_unobserved(driver);
+            if (st == QD_SUCCESS) st = blocks->adopt_driver_block(handle, a, op.bytes);
+        } else {
+            st = blocks->allocate(*op.stream, handle, op.bytes, &a);
+        }
+        if (st != QD_SUCCESS) return st;
+        const int32_t index = int32_t(data.nodes.size());
+        st = record_node(c, lane, op);
+        if (st != QD_SUCCESS) return st;
+        data.nodes[index].dst = a;
+        blocks->find(a)->node = index;
+        *op.address = a;
+        return QD_SUCCESS;
+    }
+    GraphBlocks::Block *b = blocks ? blocks->find(op.dst) : nullptr;
+    if (!b)
+        return fail(QD_ERROR_INVALID_ADDRESS,
+                    "0x%llx is a block another graph or capture owns: only a qd_mem_free_async "
+                    "inside the capture that allocated it frees it",
+                    (unsigned long long)op.dst);
+    if (b->freed)
+        return fail(QD_ERROR_INVALID_ADDRESS, "0x%llx was already freed inside this capture",
+                    (unsigned long long)op.dst);
+    if (c.native) {
+        Op driver = op;
+        driver.graph_block = false;
+        st = submit_unobserved(driver);
+        if (st != QD_SUCCESS) return st;
+    }
+    const int32_t index = int32_t(data.nodes.size());
+    st = record_node(c, lane, op);
+    if (st != QD_SUCCESS) return st;
+    data.nodes[index].dep = b->node;  // a free names its block by the node that made it
+    b->freed = true;
+    return QD_SUCCESS;
 }
 
 qd_status CaptureRouter::record(const Op &op) {
@@ -177,11 +243,7 @@ qd_status CaptureRouter::record(const Op &op) {
                         "contexts are not captured (use qd_memcpy_async inside a capture)");
         break;
     case OpKind::MemAlloc:
-    case OpKind::MemFree:
-        return fail(QD_ERROR_INVALID_OPERATION,
-                    "%s on a capturing stream: stream-ordered allocation is not captured "
-                    "(allocate before the capture begins and free after it ends)",
-                    op_name(op.kind));
+    case OpKind::MemFree: return record_block(c, lane->second.lane, op);
     case OpKind::Wait: {
         auto rec = records_.find(op.event);
         if (rec == records_.end()) {

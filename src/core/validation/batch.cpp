@@ -21,7 +21,12 @@ struct ValidationObserver::Undo {
     std::unordered_map<uint32_t, Actor> actors;
     // An event's clock before the batch, or none (it had no record yet).
     std::unordered_map<const backend::Event *, std::pair<bool, Domain::Recorded>> events;
-    std::unordered_map<Block *, std::vector<Access>> blocks;
+    struct SavedBlock {
+        std::vector<Access> accesses;
+        bool freed;  // a graph's block: a replay's alloc and free change it
+        std::shared_ptr<const OpInfo> free_op;
+    };
+    std::unordered_map<Block *, SavedBlock> blocks;
 };
 
 void ValidationObserver::save_actor(uint32_t actor) {
@@ -38,7 +43,8 @@ void ValidationObserver::save_event(const backend::Event *event) {
 }
 
 void ValidationObserver::save_block(Block &block) {
-    if (undo_) undo_->blocks.emplace(&block, block.accesses);
+    if (undo_)
+        undo_->blocks.emplace(&block, Undo::SavedBlock{block.accesses, block.freed, block.free_op});
 }
 
 void ValidationObserver::roll_back(Undo &undo) {
@@ -50,7 +56,11 @@ void ValidationObserver::roll_back(Undo &undo) {
         else
             d.events_.erase(event);
     }
-    for (auto &[block, accesses] : undo.blocks) block->accesses = std::move(accesses);
+    for (auto &[block, saved] : undo.blocks) {
+        block->accesses = std::move(saved.accesses);
+        block->freed = saved.freed;
+        block->free_op = std::move(saved.free_op);
+    }
 }
 
 qd_status ValidationObserver::check_batch(const Op *ops, size_t n) {
@@ -65,7 +75,9 @@ qd_status ValidationObserver::check_batch(const Op *ops, size_t n) {
         for (size_t i = 0; i < n && !refused; ++i) {
             const Op &op = ops[i];
             // A part the capture takes orders and touches nothing (as in check_op).
-            if (op.captured || op.kind == OpKind::HostFn || op.kind == OpKind::MemAlloc) continue;
+            if (op.captured || op.kind == OpKind::HostFn ||
+                (op.kind == OpKind::MemAlloc && !op.graph_block))
+                continue;
             const size_t had = reports.size();
             bool consumed = false;
             check_locked(op, &consumed, reports, release_now);

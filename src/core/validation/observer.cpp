@@ -61,8 +61,11 @@ ValidationObserver *validation_observer(const Context &ctx) {
 qd_status ValidationObserver::before(const Op &op, bool *consumed) {
     if (op.batch) return QD_SUCCESS;  // checked and committed whole by check_batch()
     switch (op.kind) {
-    case OpKind::HostFn:
-    case OpKind::MemAlloc: return QD_SUCCESS;  // no tracked access (alloc: allocated())
+    case OpKind::HostFn: return QD_SUCCESS;  // no tracked access
+    case OpKind::MemAlloc:
+        // The caller's blocks: allocated(); a graph's: each replay makes it live again.
+        if (!op.graph_block) return QD_SUCCESS;
+        return check_op(op, consumed);
     default: return check_op(op, consumed);
     }
 }
@@ -174,6 +177,23 @@ qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
             else if (op.user_event && op.user_event->ctx.get() != &ctx_ &&
                      !validation_observer(*op.user_event->ctx))
                 order_after_everything(a);  // outside the domain (qd.h, "Validation")
+            return QD_SUCCESS;
+        }
+        case OpKind::MemAlloc: {
+            // A replay's alloc of its graph's block (core/capture/graph_blocks.h): the block
+            // lives again from here to the replay's free, as a write of the whole block on
+            // this stream (replays of one graph are ordered after each other).
+            auto it = d.blocks_.find(op.dst);
+            if (it == d.blocks_.end() || it->second->bytes != op.bytes || it->second->host)
+                add_block(op.dst, op.bytes, false);
+            Block *b = block_at(op.dst);
+            if (!b) return QD_SUCCESS;
+            save_block(*b);
+            b->freed = false;
+            b->free_op.reset();
+            b->accesses.clear();
+            const uint64_t epoch = tick(a);
+            commit(*b, 0, b->bytes, true, a, epoch, describe(op, "alloc", a), nullptr);
             return QD_SUCCESS;
         }
         default: break;
@@ -301,7 +321,8 @@ qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
                 commit(*t.block, t.lo, t.hi, t.write, a, epoch, info,
                        t.partitioned ? kernel_key : nullptr, t.read && t.write);
             }
-            if (is_free && !touches.empty()) {
+            // A graph's free (op.graph_block) releases nothing: the graph keeps its block.
+            if (is_free && !touches.empty() && !op.graph_block) {
                 // Held back: the release is queued on this stream later (quarantine()).
                 Held h;
                 h.address = op.dst;

@@ -21,10 +21,13 @@
 // Memory. Every block of the context (qd_mem_alloc_async, qd_host_alloc) keeps its accesses
 // not yet superseded: a write keeps no earlier access of the bytes it covers (each earlier one
 // was ordered before it, or was reported), a read keeps no earlier read of the same stream
-// over the same bytes. Freed blocks are quarantined: the real release of the last kQuarantine
-// freed blocks is held back (a stream-ordered free queued later on the same stream, or the
-// host free done later), so while a block is remembered as freed no allocator can hand its
-// addresses out again, and a use of them is a use after free, never the program's own memory.
+// over the same bytes. A block a graph owns (core/capture/graph_blocks.h) lives from each
+// replay's alloc to its free (Op::graph_block): the alloc makes it live again, the free marks
+// it freed and is not held back (the graph keeps the block). Other freed blocks are
+// quarantined: the real release of the last kQuarantine freed blocks is held back (a
+// stream-ordered free queued later on the same stream, or the host free done later), so while
+// a block is remembered as freed no allocator can hand its addresses out again, and a use of
+// them is a use after free, never the program's own memory.
 //
 // One domain per backend. Every validating context of a backend (in one fork generation) shares
 // one Domain: the actors (every stream of every such context, and the one host), the clocks of

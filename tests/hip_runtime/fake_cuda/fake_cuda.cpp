@@ -3,9 +3,9 @@
 // (fake_cuda.h), and a record of the calls that matter to how hip_over_cuda.cpp issues work.
 // It keeps the one rule of CUDA's that the test runtime must work around: cuMemcpyAsync checks
 // both addresses in the thread's current context, where another device's memory is
-// CUDA_ERROR_INVALID_VALUE (no peer access is ever granted here). cuMemcpyPeerAsync checks each
-// side in its own context. Every other function the test runtime binds exists and answers
-// CUDA_ERROR_NOT_SUPPORTED.
+// CUDA_ERROR_INVALID_VALUE (no peer access is ever granted here: the peer-access calls are
+// recorded, not obeyed). cuMemcpyPeerAsync checks each side in its own context. Every other
+// function the test runtime binds exists and answers CUDA_ERROR_NOT_SUPPORTED.
 //
 // Each function is defined under the header's name, so <cuda.h>'s macros give it the versioned
 // symbol the runtime looks up (cuMemFree -> cuMemFree_v2).
@@ -167,6 +167,43 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, 
     if (dst_device < 0 || src_device < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (!usable_in(dst, dst_ctx) || !usable_in(src, src_ctx)) return CUDA_ERROR_INVALID_VALUE;
     record({"cuMemcpyPeerAsync", 0, dst, src, bytes, stream, dst_device, src_device, 0});
+    return CUDA_SUCCESS;
+}
+
+// --- Peer access: the four qd's grant needs, recorded (the fake grants nothing itself) -----------
+
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice device, CUdevice peer) {
+    if (device < 0 || device >= fake_cuda::kDevices || peer < 0 || peer >= fake_cuda::kDevices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    record({"cuDeviceCanAccessPeer", 0, 0, 0, 0, nullptr, device, peer, 0});
+    *can = device != peer;  // the fake's two devices are peers of each other
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+    if (!t_current) return CUDA_ERROR_INVALID_CONTEXT;
+    const int peer_device = device_of_context(peer);
+    if (peer_device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    record({"cuCtxEnablePeerAccess", 0, 0, 0, 0, nullptr, peer_device, -1, flags});
+    return CUDA_SUCCESS;
+}
+// Device d's pool: the address of its slot, as for contexts.
+int g_pool_slots[fake_cuda::kDevices];
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice device) {
+    if (device < 0 || device >= fake_cuda::kDevices) return CUDA_ERROR_INVALID_DEVICE;
+    *pool = reinterpret_cast<CUmemoryPool>(&g_pool_slots[device]);
+    return CUDA_SUCCESS;
+}
+// Records each entry: dst_device = the pool's device, src_device = the location's id,
+// value = (location type << 8) | flags.
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
+    int pool_device = -1;
+    for (int d = 0; d < fake_cuda::kDevices; ++d)
+        if (pool == reinterpret_cast<CUmemoryPool>(&g_pool_slots[d])) pool_device = d;
+    if (pool_device < 0 || (count && !map)) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i)
+        record({"cuMemPoolSetAccess", 0, 0, 0, 0, nullptr, pool_device, map[i].location.id,
+                (static_cast<unsigned long long>(map[i].location.type) << 8) |
+                    static_cast<unsigned long long>(map[i].flags)});
     return CUDA_SUCCESS;
 }
 

@@ -257,6 +257,20 @@ extern "C" {
     /// `QD_ERROR_WRONG_CONTEXT`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_DEVICE_LOST`,
     /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
     pub fn qd_graph_update(graph: qd_graph, from: qd_graph) -> qd_status;
+    /// `qd_graph_kernel_node_count`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_DEVICE_LOST`,
+    /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_graph_kernel_node_count(graph: qd_graph, count: *mut u32) -> qd_status;
+    /// `qd_graph_set_kernel_args`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`,
+    /// `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_OVERFLOW`, `QD_ERROR_NOT_SUPPORTED`,
+    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_graph_set_kernel_args(
+        graph: qd_graph,
+        node: u32,
+        args: *const qd_arg,
+        num_args: u32,
+    ) -> qd_status;
     /// `qd_graph_destroy`, since 0.2 (`QD_0.2`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_HANDLE`,
     /// `QD_ERROR_INTERNAL`.
     pub fn qd_graph_destroy(graph: qd_graph) -> qd_status;

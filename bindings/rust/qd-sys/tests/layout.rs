@@ -716,6 +716,9 @@ fn every_function_has_the_type_of_the_description() {
     let _: unsafe extern "C" fn(qd_stream, *mut qd_graph) -> qd_status = qd_stream_end_capture;
     let _: unsafe extern "C" fn(qd_graph, qd_stream) -> qd_status = qd_graph_launch;
     let _: unsafe extern "C" fn(qd_graph, qd_graph) -> qd_status = qd_graph_update;
+    let _: unsafe extern "C" fn(qd_graph, *mut u32) -> qd_status = qd_graph_kernel_node_count;
+    let _: unsafe extern "C" fn(qd_graph, u32, *const qd_arg, u32) -> qd_status =
+        qd_graph_set_kernel_args;
     let _: unsafe extern "C" fn(qd_graph) -> qd_status = qd_graph_destroy;
     let _: unsafe extern "C" fn(qd_stream, *const qd_conditional_desc) -> qd_status =
         qd_stream_begin_conditional;
