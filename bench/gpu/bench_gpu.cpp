@@ -1,5 +1,6 @@
-// GPU benchmarks B1, B3, B4, B5, B5g, B6, B9, B10 and B11 of docs/benchmarks.md: qd against the
-// raw CUDA driver, side by side in one process, alternated repeat by repeat (bench/harness.h).
+// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10 and B11 of
+// docs/benchmarks.md: qd against the raw CUDA driver, side by side in one process, alternated
+// repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
 // and uses the same cubin, the same kernels, and the same native streams as qd (it launches on
@@ -182,6 +183,103 @@ void bench_launch(const qdbench::Options &opt, qdbench::Report &report, Setup &s
         report_figure(report, fig, &smp);
         QD(qd_kernel_destroy(k));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trace on: what the timeline trace adds to a launch (bar <= +1 us per operation)
+// ---------------------------------------------------------------------------------------------
+
+// B1 traced/launch-<N>args: the B1 launch on a stream of a second context of the same device
+// that is being traced (qd_trace_start, every launch recorded: QD_TRACE_CAPACITY is set large
+// enough, and the file's count of dropped operations is printed), against the same launch on
+// the untraced context: the paired difference is the trace's cost per operation.
+void bench_traced_launch(const qdbench::Options &opt, qdbench::Report &report, Setup &s,
+                         const std::vector<char> &cubin, qd_backend backend) {
+    const bool any =
+        opt.selected("B1 traced/launch-0args") || opt.selected("B1 traced/launch-8args");
+    if (!any) return;
+    if (const char *t = std::getenv("QD_TRACE"); t && *t) {
+        std::printf("# SKIP B1 traced: QD_TRACE is set, so the untraced side is traced too\n");
+        return;
+    }
+    const int batch = 200;
+    qdbench::Options many = opt;
+    many.repeats = opt.repeats * 100;
+    const long per_case = static_cast<long>(many.repeats + many.warmup) * batch;
+    const std::string capacity = std::to_string(std::min(4 * per_case + 1024, 16777216L));
+    setenv("QD_TRACE_CAPACITY", capacity.c_str(), 1);  // read by qd_trace_start
+    const char *tmp = std::getenv("TMPDIR");
+    const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/qd-bench-traced.json";
+    qd_context_desc desc = QD_CONTEXT_DESC_INIT;
+    desc.backend = backend;
+    qd_context traced = 0;
+    QD(qd_context_create(&desc, &traced));
+    qd_stream ts = 0;
+    QD(qd_stream_create(traced, nullptr, &ts));
+    qd_module tm = 0;
+    QD(qd_module_load(traced, cubin.data(), cubin.size(), &tm));
+    QD(qd_trace_start(traced, path.c_str()));
+    unsetenv("QD_TRACE_CAPACITY");
+    uint64_t u64 = 1;
+    uint32_t u32 = 2;
+    uint16_t u16 = 3;
+    uint8_t u8 = 4;
+    float f = 5;
+    double d = 6;
+    int32_t i32 = 7;
+    const qd_arg eight[8] = {{&u64, 8}, {&u32, 4}, {&u16, 2}, {&u8, 1},
+                             {&f, 4},   {&d, 8},   {&u64, 8}, {&i32, 4}};
+    struct Case {
+        const char *kernel;
+        uint32_t args;
+    };
+    for (Case c : {Case{"gpu_empty0", 0}, Case{"gpu_empty8", 8}}) {
+        const std::string name = "traced/launch-" + std::to_string(c.args) + "args";
+        if (!opt.selected("B1 " + name)) continue;
+        qd_kernel k = s.qd_kernel_named(c.kernel);
+        qd_kernel tk = 0;
+        QD(qd_kernel_get(tm, c.kernel, &tk));
+        qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+        auto side = [&](qd_stream stream, qd_kernel kernel) {
+            auto t0 = Clock::now();
+            for (int i = 0; i < batch; ++i) QD(qd_launch(stream, kernel, &cfg, eight, c.args));
+            auto t1 = Clock::now();  // enqueue only: stop before the sync
+            QD(qd_stream_synchronize(stream));
+            return elapsed_ns(t0, t1) / batch;
+        };
+        Samples smp = qdbench::alternate(
+            many, [&] { return side(ts, tk); }, [&] { return side(s.stream, k); });
+        Figure fig;
+        fig.bench = "B1";
+        fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ns";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "ns (qd_launch, untraced context)";
+        fig.has_ratio = true;
+        fig.ratio = qdbench::median_paired_ratio(smp);
+        const double added = qdbench::median_paired_difference(smp);
+        fig.bar = "<= +1000 ns per traced operation (paired: +" + qdbench::fmt(added) + " ns)";
+        fig.verdict = added <= 1000 ? Verdict::Pass : Verdict::Miss;
+        report.add(fig, &smp);
+        QD(qd_kernel_destroy(tk));
+        QD(qd_kernel_destroy(k));
+    }
+    QD(qd_trace_stop(traced));  // writes the file: outside every timed repeat
+    std::ifstream file(path);
+    const std::string text((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+    const size_t at = text.find("operations recorded");
+    const std::string says = at == std::string::npos
+                                 ? std::string("no count (the file was not written)")
+                                 : text.substr(at, text.find('"', at) - at);
+    std::printf("# B1 traced: QD_TRACE_CAPACITY=%s; the file says: %s\n", capacity.c_str(),
+                says.c_str());
+    std::remove(path.c_str());
+    QD(qd_module_unload(tm));
+    QD(qd_stream_destroy(ts));
+    QD(qd_context_destroy(traced));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1103,6 +1201,7 @@ int main(int argc, char **argv) {
 
     qdbench::Report report(opt);
     bench_launch(opt, report, s);
+    bench_traced_launch(opt, report, s, cubin, backend);
     bench_pool(opt, report, s);
     bench_active(opt, report, s);
     bench_fanout(opt, report, s);

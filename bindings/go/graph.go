@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Graph is captured stream work that can be replayed (qd.h, "Graphs"). Make one with
@@ -166,6 +167,50 @@ func (g *Graph) Update(from *Graph) error {
 		g.owned = append(g.owned, theirs...)
 		g.mu.Unlock()
 	}
+	return err
+}
+
+// KernelNodeCount is the number of the graph's kernel nodes (qd_graph_kernel_node_count): its
+// launches in the order they were queued during the capture (a LaunchParallel's tasks in task
+// order), numbered from 0.
+func (g *Graph) KernelNodeCount() (uint32, error) {
+	gh, err := g.handle()
+	if err != nil {
+		return 0, err
+	}
+	n, err := u64Result(C.gq_graph_kernel_node_count(gh))
+	runtime.KeepAlive(g)
+	return uint32(n), err
+}
+
+// SetKernelArgs rebinds kernel node `node` (qd_graph_set_kernel_args): every later replay runs
+// that launch with these arguments, copied before it returns, while replays already queued keep
+// theirs. The count and every size must be the captured launch's. k is the kernel the node
+// launches; it packs the arguments as Stream.Launch does. The node of a Go host kernel is
+// refused (StatusNotSupported): its arguments carry the capture's reference to the Go
+// function; capture again and use Update instead.
+func (g *Graph) SetKernelArgs(node uint32, k *Kernel, args ...Arg) error {
+	gh, err := g.handle()
+	if err != nil {
+		return err
+	}
+	if k == nil {
+		return errNil("kernel")
+	}
+	if k.goFn != 0 {
+		return newError(StatusNotSupported,
+			"the node of a Go host kernel cannot be rebound (its arguments hold the capture's reference to the Go function): capture the graph again and use Update")
+	}
+	b := argBlobs.Get().(*argBlob)
+	defer argBlobs.Put(b)
+	n, err := b.pack(k, args)
+	if err != nil {
+		return err
+	}
+	err = resultError(C.gq_graph_set_kernel_args_blob(gh, C.uint32_t(node),
+		(*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n)))
+	runtime.KeepAlive(g)
+	runtime.KeepAlive(k)
 	return err
 }
 

@@ -198,6 +198,19 @@ static inline gq_result gq_launch_blob(qd_stream s, qd_kernel k, const qd_launch
     r.captured = captured;
     return r;
 }
+/* qd_graph_set_kernel_args of arguments packed in one Go blob (as gq_launch_blob's). */
+static inline gq_result gq_graph_set_kernel_args_blob(qd_graph g, uint32_t node, uint8_t *blob,
+                                                      const uint32_t *sizes, uint32_t n) {
+    qd_arg args[QD_MAX_ARGS];
+    uint64_t offset = 0;
+    if (n > QD_MAX_ARGS) return gq_too_many_args();
+    for (uint32_t i = 0; i < n; ++i) {
+        args[i].data = blob + offset;
+        args[i].size = sizes[i];
+        offset += sizes[i];
+    }
+    return gq_finish(qd_graph_set_kernel_args(g, node, n ? args : NULL, n));
+}
 /* A launch of pre-packed arguments (C memory), after an optional leading argument (a Go
  * kernel's header, in Go memory without pointers). */
 static inline gq_result gq_launch_packed(qd_stream s, qd_kernel k, const qd_launch_config *config,

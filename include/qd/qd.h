@@ -1353,12 +1353,16 @@ QD_API qd_status qd_conditional_handle(qd_stream stream, uint64_t *handle);
  * A context destroyed while traced through qd_trace_start is stopped the same way.
  *
  * Cost. Never started, a context pays nothing (no observer is attached). While on, every
- * operation costs two timing-event records on its stream, a mutex and two host clock reads
- * (an event record or wait also a process-wide lock, shared by every traced context); the
- * events are read when the file is written, never on the launch path (bench/RESULTS.md has the
- * figures). After the first start the context keeps its observer: a stopped trace costs each
- * operation one extra indirect call and an atomic load (an event record also the process-wide
- * lock).
+ * operation costs one timing-event record on its stream: its end, which is also the next
+ * operation's begin while the stream is busy and nothing else was queued on it between them
+ * (one event query tells; on an idle stream the begin is recorded too, so that no slice counts
+ * idle time), plus a mutex and two host clock reads (an event record or wait also a
+ * process-wide lock, shared by every traced context). The timing events come from a pool that
+ * a start fills and that reuses the events of operations already done (each read once, as the
+ * file would read it); the rest are read when the file is written, never on the launch path
+ * (bench/RESULTS.md has the figures). After the first start the context keeps its observer: a
+ * stopped trace costs each operation one extra indirect call and an atomic load (an event
+ * record also the process-wide lock).
  * ------------------------------------------------------------------------------------------- */
 
 /** Start tracing ctx: open a new window whose operations will be written to path (by

@@ -43,6 +43,10 @@ class Stream : public Object, public std::enable_shared_from_this<Stream> {
     // router (core/capture/capture.h), which then takes its operations instead of the backend.
     bool capturing() const { return capture_lane.load(std::memory_order_acquire); }
     std::atomic<bool> capture_lane{false};  // written by the capture router only
+    // Operations queued on this stream past the observers (core::submit_unobserved): the
+    // trace shares a boundary between two operations only when none came between them
+    // (core/trace/timing.h).
+    std::atomic<uint64_t> unobserved{0};
 };
 
 class Event : public Object, public std::enable_shared_from_this<Event> {

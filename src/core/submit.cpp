@@ -44,7 +44,10 @@ qd_status dispatch(const Op &op) {
 }
 }  // namespace
 
-qd_status submit_unobserved(const Op &op) { return dispatch(op); }
+qd_status submit_unobserved(const Op &op) {
+    op.stream->unobserved.fetch_add(1, std::memory_order_relaxed);
+    return dispatch(op);
+}
 
 qd_status submit_batch(Context &ctx, Op *ops, size_t n, size_t finally_from, size_t *queued) {
     OpObserver *observer = ctx.observer();

@@ -186,6 +186,8 @@ inline void notify_host(const Context &ctx, const HostEvent &event) {
 qd_status submit_observed(OpObserver &observer, Op &op);
 // The backend call of an Op, past every observer: only for an observer that queues an
 // operation it took over earlier (the validation mode's held-back frees, core/validation/observer.h).
+// Counted in the stream's Stream::unobserved, so that the trace never takes two operations with
+// one of these between them as adjacent (core/trace/timing.h).
 qd_status submit_unobserved(const Op &op);
 
 // A multi-part call (fork, join, parallel launch, a graph's replay): the whole list of its

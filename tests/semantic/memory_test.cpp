@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "qd_test.h"
+#include "sizes_named.h"
 
 using namespace qdt;
 
@@ -290,6 +291,53 @@ TEST_P(MemoryTest, MemcpyMemset_StartingExactlyAtAnAllocationsEnd_InvalidAddress
     EXPECT_QD_OK(qd_memset_async(s, a + 64, 0, 0)) << "0 bytes is a no-op anywhere";
     ASSERT_QD_OK(qd_stream_synchronize(s));
     EXPECT_QD_OK(qd_mem_free_async(s, a));
+}
+
+// The end guard (the byte qd keeps past each block, so that a range may not start at a block's
+// end) stays out of what users see: every message about a block names the size asked for, and
+// the statistics count it. Odd sizes, so that n and n + 1 cannot be confused.
+TEST_P(MemoryTest, BlockSizeInMessagesAndStats_IsTheSizeAskedFor_NotTheEndGuard) {
+    constexpr uint64_t kDevice = 1001, kHost = 333;
+    // The one size the message names (its addresses and handles, in hex, may hold any digits).
+    const auto names_size = [](uint64_t n) {
+        const std::string msg = qd_last_error_message();
+        return ::testing::AssertionResult(sizes_named(msg) == std::vector<uint64_t>{n})
+               << "message: " << msg;
+    };
+    qd_stream s = new_stream();
+    qd_context c2 = other_context();
+    qd_stream s2 = new_stream(c2);
+    const qd_context_stats base = get_stats(ctx_);
+    uint64_t a = alloc(s, kDevice);
+    void *h = nullptr;
+    ASSERT_QD_OK(qd_host_alloc(ctx_, kHost, &h));
+    const qd_context_stats mid = get_stats(ctx_);
+    EXPECT_EQ(mid.bytes_allocated - base.bytes_allocated, kDevice);
+    EXPECT_EQ(mid.host_bytes_allocated - base.host_bytes_allocated, kHost);
+    std::vector<uint8_t> host(64);
+    // A range that runs past the end, and one that starts at it, on this context's stream and on
+    // another context's (the registries of every context are checked).
+    for (qd_stream x : {s, s2}) {
+        EXPECT_QD(QD_ERROR_INVALID_ADDRESS, qd_memset_async(x, a + kDevice - 4, 0, 8));
+        EXPECT_TRUE(names_size(kDevice));
+        EXPECT_QD(QD_ERROR_INVALID_ADDRESS, qd_memcpy_async(x, addr(host.data()), a + kDevice, 1));
+        EXPECT_TRUE(names_size(kDevice));
+        EXPECT_QD(QD_ERROR_INVALID_ADDRESS, qd_memset_async(x, addr(h) + kHost - 1, 0, 2));
+        EXPECT_TRUE(names_size(kHost));
+        EXPECT_QD(QD_ERROR_INVALID_ADDRESS, qd_memset_async(x, addr(h) + kHost, 0, 1));
+        EXPECT_TRUE(names_size(kHost));
+    }
+    // A peer copy: each side must lie inside one block of its context.
+    uint64_t b = alloc(s2, 64);
+    EXPECT_QD(QD_ERROR_INVALID_ADDRESS, qd_memcpy_peer_async(s, a + kDevice - 8, ctx_, b, c2, 16));
+    EXPECT_TRUE(names_size(kDevice));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_QD_OK(qd_mem_free_async(s, a));
+    EXPECT_QD_OK(qd_mem_free_async(s2, b));
+    EXPECT_QD_OK(qd_host_free(ctx_, h));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(get_stats(ctx_).bytes_allocated, base.bytes_allocated);
+    EXPECT_EQ(get_stats(ctx_).host_bytes_allocated, base.host_bytes_allocated);
 }
 
 TEST_P(MemoryTest, MemcpyMemset_FreedAllocation_IsNoLongerRegistered) {

@@ -19,6 +19,7 @@
 
 #include "hazard_log.h"
 #include "qd_test.h"
+#include "sizes_named.h"
 
 namespace qdt {
 namespace {
@@ -132,6 +133,26 @@ TEST_P(ValidationTest, TwoWritersOnTwoStreams_ReportedOnce) {
     EXPECT_EQ(s[0].operation, "memset (write)");
     EXPECT_TRUE(contains(s[0].other_operation, "qd_test_write_value"));
     EXPECT_EQ(s[0].offset, 16u);  // the kernel's access runs from its pointer to the block's end
+}
+
+// A hazard report names the block's size as it was asked for, never with qd's end guard (the
+// byte kept past each block): in its allocation_bytes and in its message. An odd size, so that
+// n and n + 1 cannot be confused; the kernel's access runs from its pointer to the block's end.
+// The message is read for the sizes it names (sizes_named), not searched for digits: its stream
+// handles and the block's address, in hex, may hold "1002" in any run.
+TEST_P(ValidationTest, HazardReport_NamesTheSizeAskedFor_NotTheEndGuard) {
+    constexpr uint64_t kBytes = 1001;
+    const uint64_t x = block(kBytes);
+    qd_stream a = stream(), b = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), x, 1));
+    ran(a);
+    ASSERT_QD_OK(qd_memset_async(b, x + kBytes - 1, 0xff, 1));  // the last byte: the block's
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].allocation, x);
+    EXPECT_EQ(s[0].bytes, kBytes);
+    EXPECT_EQ(s[0].offset, kBytes - 1);
+    EXPECT_EQ(sizes_named(s[0].message), std::vector<uint64_t>{kBytes}) << s[0].message;
 }
 
 TEST_P(ValidationTest, FreeOnA_WhileConsumerOnB_Unordered_ReportsFreeInUse) {

@@ -2,6 +2,7 @@
 // submit records, and the window's snapshot for the renderer (render.h).
 #include "core/trace/observer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "common/backend_table.h"
 #include "common/error.h"
@@ -41,6 +44,10 @@ thread_local uint32_t t_depth = 0;
 std::atomic<uint64_t> g_window_ids{0};
 
 std::atomic<uint32_t> g_next_id{1};
+
+// Timing events a start creates ahead (TimingEventPool::fill), so that a window of up to this
+// many operations creates none while it runs (each operation takes one, plus one per stream).
+constexpr size_t kEventsAhead = 1024;
 
 // Serialises attaching a trace observer to a context (find_or_attach). At namespace scope, with
 // a constant initializer and nothing to destroy, so that a fork handler may take it.
@@ -83,6 +90,8 @@ double us_since_epoch(std::chrono::steady_clock::time_point t) {
 }
 
 }  // namespace
+
+void (*g_trace_start_hook)() = nullptr;
 
 qd_status TraceObserver::already_on(const std::string &path) {
     return fail(QD_ERROR_INVALID_OPERATION,
@@ -152,8 +161,27 @@ qd_status TraceObserver::begin_window(std::string path, size_t capacity) {
         return fail(st, "the trace's reference event failed: %s", last_error_message());
     (void)epoch();
     w->reference_time = Clock::now();
+    // The new window takes the last one's place in one step under mutex_ (off until the pool
+    // is topped up). A submit reaches a window only there, by its id, so from then on nothing
+    // touches the last window: a submit still between its before() and after(), or recording a
+    // boundary outside mutex_, finds it gone. Only then are its events given back and its
+    // storage freed (its file is written: stop and flush hold control_); giving them back
+    // while it was still in place let such a submit index boundaries that were gone.
+    std::unique_ptr<Window> last;
+    size_t have = 0;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        last = std::exchange(window_, std::move(w));
+        if (last) std::move(last->timing).give_back(pool_);
+        have = pool_.size();
+    }
+    last.reset();
+    if (g_trace_start_hook) g_trace_start_hook();
+    TimingEventPool ahead;
+    const size_t want = std::min(capacity + 1, kEventsAhead);
+    if (have < want) (void)ahead.fill(ctx_.impl(), want - have);  // short: created as needed
     std::lock_guard<std::mutex> lock(mutex_);
-    window_ = std::move(w);
+    while (auto e = ahead.take()) pool_.give(std::move(e));
     on_.store(true, std::memory_order_release);
     return QD_SUCCESS;
 }
@@ -181,10 +209,26 @@ qd_status TraceObserver::write_snapshot(bool destroyed) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         copy = *window_;
+        reading_ = true;  // no event of the copy is recycled until its times are read
     }
-    for (Slot &s : copy.slots)
-        if (s.completed && s.ended) (void)s.end->synchronize();  // a lost context: not timed
-    TracePart part = render_trace(snapshot_of(copy));
+    struct Done {
+        TraceObserver &self;
+        ~Done() {
+            std::lock_guard<std::mutex> lock(self.mutex_);
+            self.reading_ = false;
+        }
+    };
+    TraceSnapshot snap;
+    {
+        Done done{*this};
+        for (Slot &s : copy.slots) {
+            const TraceTiming::Boundary *end = copy.timing.boundary(s.end);
+            if (s.completed && end && end->recorded && end->event)
+                (void)end->event->synchronize();  // a lost context: not timed
+        }
+        snap = snapshot_of(copy);
+    }
+    TracePart part = render_trace(std::move(snap));
     return TraceFiles::instance().write(copy.path, id_, std::move(part), destroyed);
 }
 
@@ -210,27 +254,68 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
     (void)consumed;
     if (op.captured) return QD_SUCCESS;  // recorded into a graph: its replay is traced
     if (!on_.load(std::memory_order_acquire)) return QD_SUCCESS;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!on_.load(std::memory_order_relaxed)) return QD_SUCCESS;
-    Window &w = *window_;
-    // Full (the newest are dropped, and counted), or nested too deep on this thread.
-    if (w.slots.size() + w.exhausted.size() >= w.capacity || t_depth == kMaxNested) {
-        ++w.dropped;
-        return QD_SUCCESS;
+    TraceTiming::Pending begin;
+    std::shared_ptr<backend::Event> shared;  // the previous end, when begin() shares it
+    uint64_t window = 0;
+    size_t slot = 0;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!on_.load(std::memory_order_relaxed)) return QD_SUCCESS;
+        Window &w = *window_;
+        // Full (the newest are dropped, and counted; a full window stays full, so no boundary
+        // is taken again), or nested too deep on this thread (its stream's last boundary is no
+        // begin for the next operation: this one comes between).
+        if (w.slots.size() + w.exhausted.size() >= w.capacity || t_depth == kMaxNested) {
+            if (t_depth == kMaxNested) w.timing.invalidate(track_of(w, *op.stream));
+            ++w.dropped;
+            return QD_SUCCESS;
+        }
+        Slot &s = w.slots.emplace_back();
+        s.kind = op.kind;
+        s.origin = op.origin;
+        s.track = track_of(w, *op.stream);
+        if (op.kind == OpKind::Launch && op.kernel)
+            std::snprintf(s.name, sizeof s.name, "%s", op.kernel->impl->name());
+        s.bytes = op.bytes;
+        s.thread = thread_of(w);
+        s.host_begin = Clock::now();
+        s.begin = w.timing.begin(s.track, op.stream->kind != StreamKind::Borrowed,
+                                 op.stream->unobserved.load(std::memory_order_relaxed), pool_,
+                                 &begin, &shared);
+        window = w.id;
+        slot = w.slots.size() - 1;
+        t_in_flight[t_depth++] = {&op, w.id, slot};
     }
-    Slot &s = w.slots.emplace_back();
-    s.kind = op.kind;
-    s.origin = op.origin;
-    s.track = track_of(w, *op.stream);
-    if (op.kind == OpKind::Launch && op.kernel)
-        std::snprintf(s.name, sizeof s.name, "%s", op.kernel->impl->name());
-    s.bytes = op.bytes;
-    s.thread = thread_of(w);
-    s.host_begin = Clock::now();
-    if (ctx_.impl().create_event(true, &s.begin) == QD_SUCCESS)
-        s.begun = op.stream->impl->record(*s.begin) == QD_SUCCESS;
-    t_in_flight[t_depth++] = {&op, w.id, w.slots.size() - 1};
+    // A shared begin is exact only while the stream is busy: the operation then starts when the
+    // previous one's end completes. An end already done (an idle stream) would count the idle
+    // time as this operation's: its begin is recorded afresh.
+    if (begin.index == TraceTiming::kNone) {
+        const bool busy = shared && shared->query() == QD_NOT_READY;
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (window_ && window_->id == window) {
+            Window &w = *window_;
+            Slot &s = w.slots[slot];
+            if (!busy || !w.timing.still_shared(s.begin, shared.get()))
+                s.begin = w.timing.fresh(s.track, pool_, &begin);
+        }
+    }
+    if (begin.index != TraceTiming::kNone)
+        record_boundary(*op.stream->impl, window, std::move(begin), TraceTiming::kNone);
     return QD_SUCCESS;
+}
+
+void TraceObserver::record_boundary(backend::Stream &stream, uint64_t window,
+                                    TraceTiming::Pending &&p, size_t completes) {
+    if (!p.event) reuse_done_events(window, &p.event);
+    const bool ok = TraceTiming::record(ctx_.impl(), stream, p);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!window_ || window_->id != window) {
+        pool_.give(std::move(p.event));  // a new window started meanwhile
+        return;
+    }
+    window_->timing.recorded(std::move(p), ok);
+    // Completed once its end is in the window: a flush never sees it without its end.
+    if (completes != TraceTiming::kNone) window_->slots[completes].completed = true;
 }
 
 uint32_t TraceObserver::thread_of(Window &w) {
@@ -259,25 +344,50 @@ void TraceObserver::after(const Op &op, qd_status status) {
     if (op.captured) return;
     InFlight mine{nullptr, 0, 0};
     if (t_depth > 0 && t_in_flight[t_depth - 1].op == &op) mine = t_in_flight[--t_depth];
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!window_) return;
-    Window &w = *window_;
-    if (!mine.op || mine.window != w.id) {  // not recorded (the ring was full, or off)
-        if (op.kind == OpKind::Record && status == QD_SUCCESS)
-            Records::instance().untraced(op.event);
-        return;
+    TraceTiming::Pending end;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!window_) return;
+        Window &w = *window_;
+        if (!mine.op || mine.window != w.id) {  // not recorded (the ring was full, or off)
+            if (op.kind == OpKind::Record && status == QD_SUCCESS)
+                Records::instance().untraced(op.event);
+            // It was queued on a stream this window may know: no boundary brackets it.
+            auto it = w.track_of.find(op.stream);
+            if (it != w.track_of.end() && !it->second.stream.expired())
+                w.timing.invalidate(it->second.tid);
+            return;
+        }
+        Slot &s = w.slots[mine.slot];
+        s.status = status;
+        s.host_end = Clock::now();
+        s.end = w.timing.end(s.track, op.stream->unobserved.load(std::memory_order_relaxed), pool_,
+                             &end);
+        if (status == QD_SUCCESS) {
+            if (op.kind == OpKind::Record)
+                s.serial = Records::instance().recorded(op, id_);
+            else if (op.kind == OpKind::Wait)
+                s.serial = Records::instance().latest(op.event);
+        }
     }
-    Slot &s = w.slots[mine.slot];
-    s.status = status;
-    s.completed = true;
-    s.host_end = Clock::now();
-    if (s.begun && ctx_.impl().create_event(true, &s.end) == QD_SUCCESS)
-        s.ended = op.stream->impl->record(*s.end) == QD_SUCCESS;
-    if (status != QD_SUCCESS) return;
-    if (op.kind == OpKind::Record)
-        s.serial = Records::instance().recorded(op, id_);
-    else if (op.kind == OpKind::Wait)
-        s.serial = Records::instance().latest(op.event);
+    record_boundary(*op.stream->impl, mine.window, std::move(end), mine.slot);
+}
+
+// The pool ran dry: read the oldest boundaries whose work is done (timing.h) and recycle their
+// events; *out gets one of them, or stays null (record() then creates one).
+void TraceObserver::reuse_done_events(uint64_t window, std::shared_ptr<backend::Event> *out) {
+    TraceTiming::Scan scan;
+    std::shared_ptr<backend::Event> reference;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!window_ || window_->id != window || !window_->timing.take_scan(&scan)) return;
+        reference = window_->reference;
+    }
+    TraceTiming::read_scan(ctx_.impl(), *reference, scan);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (window_ && window_->id == window)
+        window_->timing.scanned(std::move(scan), !reading_, pool_);
+    *out = pool_.take();
 }
 
 // A context destroyed while traced: its stop (the streams are drained; nobody can see a status,
@@ -305,10 +415,23 @@ TraceSnapshot TraceObserver::snapshot_of(const Window &w) {
     // The device (or worker) time of a completed event, on the host's steady clock, rounded to
     // the file's resolution (1 ns), so that a slice's ts + dur is its end exactly, as the
     // arrows' times are.
-    auto device_us = [&](backend::Event &e, double *t) {
-        float ms = 0;
-        if (ctx.impl().elapsed_ms(*w.reference, e, &ms) != QD_SUCCESS) return false;
-        *t = std::round((reference_us + static_cast<double>(ms) * 1000.0) * 1000.0) / 1000.0;
+    // Each boundary read once (consecutive slices of a stream share one): NaN until read,
+    // infinity when it cannot be.
+    std::vector<double> boundary_us(w.timing.size(), std::nan(""));
+    auto device_us = [&](size_t index, double *t) {
+        const TraceTiming::Boundary *b = w.timing.boundary(index);
+        if (!b || !b->recorded || (b->read ? !b->timed : !b->event)) return false;
+        double &cached = boundary_us[index];
+        if (std::isnan(cached)) {
+            float ms = b->ms;  // read by a scan (timing.h), or read now
+            if (!b->read && ctx.impl().elapsed_ms(*w.reference, *b->event, &ms) != QD_SUCCESS)
+                cached = INFINITY;
+            else
+                cached =
+                    std::round((reference_us + static_cast<double>(ms) * 1000.0) * 1000.0) / 1000.0;
+        }
+        if (std::isinf(cached)) return false;
+        *t = cached;
         return true;
     };
     for (const Slot &s : w.slots) {
@@ -322,7 +445,7 @@ TraceSnapshot TraceObserver::snapshot_of(const Window &w) {
         x.host_begin = us_since_epoch(s.host_begin);
         x.host_duration =
             std::chrono::duration<double, std::micro>(s.host_end - s.host_begin).count();
-        x.timed = s.begun && s.ended && device_us(*s.begin, &x.begin) && device_us(*s.end, &x.end);
+        x.timed = device_us(s.begin, &x.begin) && device_us(s.end, &x.end);
         x.sized =
             s.kind == OpKind::Memcpy || s.kind == OpKind::Memset || s.kind == OpKind::MemAlloc;
         x.bytes = s.bytes;

@@ -14,15 +14,22 @@
 // walk, one atomic load in before(), and in after() a look at the top of this thread's
 // in-flight stack and the trace's mutex (it must complete an operation begun before a stop).
 //
-// How times are taken: two timing events of the context's own backend bracket every traced
-// operation on its stream (recorded just before and just after it), so a slice is the time the
-// operation ran on the CPU backend's worker or on the device, not the time it was queued. The
-// events are read when the file is written (stop, flush, destroy), never on the launch path; a
-// reference event recorded and synchronized when the window starts puts every stream on the
-// host's steady clock. Cost when on: two event records per operation (on the CPU backend two
-// queued markers, on a GPU two event records), a mutex, and the host clock read twice
-// (bench/RESULTS.md measures it); an event record or wait also takes the process-wide mutex of
-// the table of records (below). Stopped, a record takes it too (its event's entry goes).
+// How times are taken: two boundaries, timing events of the context's own backend, bracket
+// every traced operation on its stream (recorded just before and just after it), so a slice is
+// the time the operation ran on the CPU backend's worker or on the device, not the time it was
+// queued. The end of one operation is the begin of the next on the same stream when the stream
+// is still busy (that end not done: one event query) and nothing else was queued there in
+// between, and the events come from a pool (timing.h says when a boundary is shared and when it
+// is recorded afresh). The events are read when the file is written (stop, flush, destroy) or,
+// to recycle them, once done; never on the launch path of an operation that has a pooled event.
+// A reference event recorded and synchronized when the window starts puts every stream on the
+// host's steady clock. Cost when on: on a busy stream one event record and one event query per
+// operation (on the CPU backend one queued marker, on a GPU one event record), on an idle one
+// two records, and no event creation (the pool, refilled from the boundaries already done, each
+// read once: timing.h); the mutex (never held across a backend call) taken four times, and the
+// host clock read twice (bench/RESULTS.md measures it); an event record or wait also takes the
+// process-wide mutex of the table of records (below). Stopped, a record takes it too (its
+// event's entry goes).
 //
 // Memory is bounded: a window keeps at most QD_TRACE_CAPACITY operations (default 65536); the
 // ring drops the newest (operations past the capacity are not recorded), and the file says how
@@ -47,7 +54,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,7 +63,9 @@
 #include <vector>
 
 #include "core/submit.h"
+#include "core/trace/chunked.h"
 #include "core/trace/snapshot.h"
+#include "core/trace/timing.h"
 
 namespace qd::core {
 
@@ -91,12 +99,11 @@ class TraceObserver final : public OpObserver {
         uint32_t track = 0;   // the stream's track (named when first seen: Window::track_names)
         char name[64] = {0};  // the kernel's name (copied: the kernel may be gone by the flush)
         uint64_t bytes = 0;
-        std::shared_ptr<backend::Event> begin, end;
+        size_t begin = TraceTiming::kNone, end = TraceTiming::kNone;  // Window::timing's
         Clock::time_point host_begin, host_end;
         uint32_t thread = 0;
         qd_status status = QD_SUCCESS;
-        bool begun = false, ended = false;
-        bool completed = false;  // after() ran: false for an operation still in flight
+        bool completed = false;  // after() ran and its end is recorded: false while in flight
         // Record: its serial (process-wide); Wait: the serial of the record it consumed, 0 for
         // none traced (the event was never recorded, or its record is not traced)
         uint64_t serial = 0;
@@ -107,8 +114,8 @@ class TraceObserver final : public OpObserver {
     struct Window {
         std::string path;
         size_t capacity = 0;
-        std::deque<Slot> slots;  // grows without moving what it holds (a vector's regrowth
-                                 // copied every slot: most of the cost of tracing on)
+        Chunked<Slot> slots;  // grows without moving what it holds (a vector's regrowth
+                              // copied every slot: most of the cost of tracing on)
         uint64_t dropped = 0;
         uint64_t id = 0;  // process-wide, never reused: pairs a submit's after() with its window
         std::unordered_map<std::thread::id, uint32_t> threads;
@@ -131,6 +138,7 @@ class TraceObserver final : public OpObserver {
         uint32_t owned = 0;
         std::shared_ptr<backend::Event> reference;
         Clock::time_point reference_time;
+        TraceTiming timing;  // the boundaries of the slots
     };
 
     static qd_status find_or_attach(Context &ctx, TraceObserver **out);
@@ -142,6 +150,12 @@ class TraceObserver final : public OpObserver {
     qd_status write_snapshot(bool destroyed);
     static uint32_t track_of(Window &w, const Stream &stream);
     static uint32_t thread_of(Window &w);  // this host thread's number in the window
+    // Outside mutex_: records a boundary handed out by Window::timing, then gives it back to
+    // the window it came from (or its event to the pool, when that window is gone); an end
+    // completes its slot (`completes`; TraceTiming::kNone for a begin).
+    void record_boundary(backend::Stream &stream, uint64_t window, TraceTiming::Pending &&p,
+                         size_t completes);
+    void reuse_done_events(uint64_t window, std::shared_ptr<backend::Event> *out);
     // The window as the renderer (render.h) takes it: device times read, names resolved.
     TraceSnapshot snapshot_of(const Window &w);
     // "already being traced" (written); the context's trace observer, or null.
@@ -153,8 +167,20 @@ class TraceObserver final : public OpObserver {
     std::atomic<bool> on_{false};
     std::mutex control_;  // one start, stop or flush at a time (they block outside mutex_)
     std::mutex mutex_;    // window_ (submits take it while on)
-    std::unique_ptr<Window> window_;  // the current window, or after a stop the last one
+    // The current window, or after a stop the last one. A submit finds its window here only
+    // (under mutex_, by Window::id), so a window replaced by a start is out of every submit's
+    // reach: only then are its events given back and its slots and boundaries freed.
+    std::unique_ptr<Window> window_;
+    TimingEventPool pool_;  // under mutex_; filled by a start (outside mutex_)
+    bool reading_ = false;  // under mutex_: a file is being written from a copy
 };
+
+// A test seam: when set, a start calls it once its new window has taken the last one's place,
+// while it tops up the pool of timing events outside mutex_ (submits on other threads run then,
+// and those still in the last window find it gone). Only code linked with qd_internal can set
+// it (the symbol is hidden, as gpu::g_table_hook's is): tests/whitebox/trace_window_test.cpp
+// holds a start there. A start pays one load for it; a submit nothing.
+extern void (*g_trace_start_hook)();
 
 // fork() (core/fork_handlers.h): the table of trace files and the table of records are locked
 // in the prepare handler and unlocked in the parent and the child, so a child never inherits
