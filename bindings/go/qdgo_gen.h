@@ -365,6 +365,34 @@ static inline gq_result gq_graph_destroy(qd_graph graph) {
     return gq_finish(qd_graph_destroy(graph));
 }
 
+/* qd_stream_begin_conditional (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE,
+ * INVALID_OPERATION, OUT_OF_MEMORY, OVERFLOW, INVALID_ADDRESS, NOT_SUPPORTED, DEVICE_LOST, FORKED,
+ * INTERNAL. */
+static inline gq_result gq_stream_begin_conditional(qd_stream stream,
+                                                    const qd_conditional_desc *desc) {
+    return gq_finish(qd_stream_begin_conditional(stream, desc));
+}
+
+/* qd_stream_next_branch (since 0.3): SUCCESS, INVALID_HANDLE, INVALID_OPERATION, DEVICE_LOST,
+ * FORKED, INTERNAL. */
+static inline gq_result gq_stream_next_branch(qd_stream stream) {
+    return gq_finish(qd_stream_next_branch(stream));
+}
+
+/* qd_stream_end_conditional (since 0.3): SUCCESS, INVALID_HANDLE, INVALID_OPERATION, OUT_OF_MEMORY,
+ * DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_result gq_stream_end_conditional(qd_stream stream) {
+    return gq_finish(qd_stream_end_conditional(stream));
+}
+
+/* qd_conditional_handle (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, INVALID_OPERATION,
+ * NOT_SUPPORTED, DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_u64 gq_conditional_handle(qd_stream stream) {
+    uint64_t handle = 0;
+    qd_status st = qd_conditional_handle(stream, &handle);
+    return gq_finish_u64(st, handle);
+}
+
 /* ---- Timeline trace */
 
 /* qd_trace_start (since 0.2): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, INVALID_OPERATION,

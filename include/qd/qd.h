@@ -389,7 +389,8 @@ typedef struct qd_device_info {
     X(qd_host_kernel_info, 56u, 0.1)                                                            \
     X(qd_context_stats, 128u, 0.1)                                                              \
     X(qd_device_info, 168u, 0.1)                                                              \
-    X(qd_hazard, 80u, 0.2)
+    X(qd_hazard, 80u, 0.2)                                                                      \
+    X(qd_conditional_desc, 24u, 0.3)
 
 /* ---------------------------------------------------------------------------------------------
  * Status, errors and version (since 0.1)
@@ -885,7 +886,8 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
  *    stream is capturing natively and the driver has no graph memory nodes (CUDA before 11.4,
  *    HIP before 5.7; the message names the minimum): nothing is allocated, the capture goes on.
  *  - QD_ERROR_INVALID_OPERATION: ("Graphs") the capture of stream ended, or began, during the
- *    call: nothing is allocated. (Before 0.3: stream is capturing.)
+ *    call: nothing is allocated; stream records into a conditional's body ("Conditionals"):
+ *    nothing is allocated, the capture goes on. (Before 0.3: stream is capturing.)
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *address);
 
@@ -900,7 +902,8 @@ QD_API qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *
  *    another capture owns, or a block of this capture already freed inside it.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: stream is capturing and the block was allocated outside the
- *    capture ("Graphs"): the block stays allocated and the caller's.
+ *    capture ("Graphs"): the block stays allocated and the caller's; stream records into a
+ *    conditional's body ("Conditionals"): the block stays allocated in the capture.
  *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, the free is not ordered after a use of
  *    the block on another stream ("Validation"): the block stays allocated.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
@@ -1061,9 +1064,10 @@ QD_API qd_status qd_stream_begin_capture(qd_stream stream);
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed; or its context's destroy
  *    began after the capture did (the destroy ends every capture).
  *  - QD_ERROR_INVALID_OPERATION: stream is not capturing; stream joined a capture but is not
- *    its origin; a stream that joined the capture has not joined back to the origin (the
- *    message names its handle, or says it was a stream of qd_launch_parallel); a block
- *    allocated inside the capture is not freed inside it (the message names its address;
+ *    its origin; a conditional is still open in the capture (from 0.3)
+ *    (qd_stream_end_conditional); a stream that joined the capture has not joined back to the
+ *    origin (the message names its handle, or says it was a stream of qd_launch_parallel); a
+ *    block allocated inside the capture is not freed inside it (the message names its address;
  *    "Graphs", "Memory inside a graph"); (CUDA, HIP)
  *    the driver invalidated the capture because an operation inside it failed: the capture is
  *    over, no graph is returned, and its leases go back to the pool.
@@ -1113,8 +1117,10 @@ QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from);
 
 /* Kernel nodes (since 0.3). A graph's kernel nodes are the kernel launches its capture
  * recorded, numbered from 0 in the order they were queued during the capture: each qd_launch,
- * and each task of a qd_launch_parallel in task order. After qd_graph_update(graph, from) they
- * are from's (the same number: the shapes match). */
+ * and each task of a qd_launch_parallel in task order. Only the graph's own launches count: a
+ * launch queued inside a conditional's body ("Conditionals") is no kernel node (neither counted
+ * nor rebindable), and the numbering skips it. After qd_graph_update(graph, from) they are
+ * from's (the same number: the shapes match). */
 
 /** The number of kernel nodes of graph (since 0.3; 0 for a graph that launched no kernel).
  *  Threads: any.
@@ -1155,6 +1161,124 @@ QD_API qd_status qd_graph_set_kernel_args(qd_graph graph, uint32_t node, const q
  *  invalid from the moment this returns.
  *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or already destroyed. */
 QD_API qd_status qd_graph_destroy(qd_graph graph);
+
+/* Conditionals (since 0.3): branches and loops decided on the device inside a captured graph.
+ *
+ * qd_stream_begin_conditional, on a capturing stream, adds a conditional node to the capture
+ * at that stream's place; from then on the work queued on that stream (and on every stream
+ * that joins it there: the children of a qd_stream_fork, the pooled streams of
+ * qd_launch_parallel) is the node's first body, not work after the node.
+ * qd_stream_next_branch closes a body and opens the next one (IF_ELSE: the else body; SWITCH:
+ * the next case), qd_stream_end_conditional closes the last, and the work queued after it
+ * follows the whole node. Every stream that joined a body must have joined back to the
+ * conditional's stream before next_branch or end (as qd_stream_end_capture's rule); those
+ * streams stop capturing when their body closes. A conditional may be opened inside a body
+ * (nesting); each call acts on the innermost conditional open on its stream.
+ *
+ * The node's value is decided on the device, at each replay, when the node is reached:
+ *  - IF:      value != 0 runs the body.
+ *  - IF_ELSE: value != 0 runs the then body (the first), else the else body.
+ *  - WHILE:   runs the body while value != 0, deciding before the first iteration and after
+ *             each one (0 before the first: no iteration).
+ *  - SWITCH:  runs case number `value` when value < num_cases; any other value runs no case.
+ * A condition word (qd_conditional_desc.condition) is any compiler's way to give the value:
+ * the address of a uint32_t in memory of the context (qd_mem_alloc_async; CPU: host memory
+ * of the context) that the graph's kernels write; its value at the decision point (before the
+ * node, and for WHILE after each iteration, with every operation of the body done) is the
+ * value. The word is read as the graph runs, never at capture. Without a word (condition 0)
+ * the graph's own kernels would set the value with cudaGraphSetConditional on the handle
+ * qd_conditional_handle returns, which needs a CUDA driver graph (see below).
+ *
+ * CPU: a replay queues one host task per conditional node on the node's stream, which reads
+ * the word and runs the chosen body's operations inline on that worker, in their captured
+ * order (a topological order of the body), a nested conditional the same way. It waits on no
+ * other stream or worker, so it cannot deadlock; a body's branches run one after another
+ * there. The trace and the validation mode see the host task, not the operations inside it.
+ * CUDA and HIP: not yet. qd_stream_begin_conditional on a capture of a GPU context returns
+ * QD_ERROR_NOT_SUPPORTED: this libqd does not put conditional nodes into driver graphs yet
+ * (CUDA's need driver 12.3, and 12.8 for IF_ELSE and SWITCH; HIP 5.2 has none, so there it
+ * stays unsupported), and a GPU context that records without a driver graph (the trace or
+ * validation attached) cannot run device work inline on the host. So in this release no
+ * capture has a native conditional handle.
+ * qd_graph_update needs the same conditionals, with bodies of the same shape.
+ * The launches inside a body are not kernel nodes ("Kernel nodes": qd_graph_set_kernel_args
+ * rebinds the graph's own launches only). Memory inside a graph is allocated and freed outside
+ * its conditionals: qd_mem_alloc_async and qd_mem_free_async on a stream that records into a
+ * body are QD_ERROR_INVALID_OPERATION (nothing is allocated or freed, the capture goes on);
+ * the body may use a block allocated before the conditional and freed after it.
+ */
+/** The kind of a conditional (since 0.3). */
+typedef enum qd_conditional_kind {
+    QD_CONDITIONAL_IF = 1,
+    QD_CONDITIONAL_IF_ELSE = 2,
+    QD_CONDITIONAL_WHILE = 3,
+    QD_CONDITIONAL_SWITCH = 4
+} qd_conditional_kind;
+
+/** The most cases of one SWITCH conditional (since 0.3). */
+#define QD_MAX_CONDITIONAL_CASES 1024u
+
+/** A conditional's description (since 0.3): qd_stream_begin_conditional. */
+typedef struct qd_conditional_desc {
+    uint32_t struct_size;     /**< sizeof(qd_conditional_desc) */
+    qd_conditional_kind kind; /**< IF, IF_ELSE, WHILE or SWITCH */
+    uint32_t num_cases;       /**< SWITCH: its bodies, numbered 0..num_cases-1 (1 to
+                                   QD_MAX_CONDITIONAL_CASES); every other kind: 0 */
+    uint64_t condition;       /**< device address of the uint32_t condition word, or 0: the
+                                   graph's kernels set the value (qd_conditional_handle) */
+} qd_conditional_desc;
+
+// clang-format off
+#define QD_CONDITIONAL_DESC_INIT { (uint32_t)sizeof(qd_conditional_desc), QD_CONDITIONAL_IF, 0u, 0u }
+// clang-format on
+
+/** (since 0.3) Open a conditional on stream, which must be capturing: the work queued on it
+ *  from now on is the conditional's first body (IF: the body; IF_ELSE: the then body; WHILE: the loop body;
+ *  SWITCH: case 0). Refused, nothing changes.
+ *  Threads: any, but the calls on one capture's conditionals are made in the order the
+ *  bodies are meant (as the operations queued into them).
+ *  - QD_ERROR_INVALID_ARGUMENT: desc is NULL; desc->struct_size too small; kind is not a
+ *    qd_conditional_kind; num_cases is 0 or above QD_MAX_CONDITIONAL_CASES for SWITCH, or not 0
+ *    for another kind; condition is not a multiple of 4.
+ *  - QD_ERROR_OVERFLOW: condition + 4 wraps.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_ADDRESS: the word's 4 bytes run past the end of the allocation they
+ *    start in, or start exactly at a block's end (as qd_memset_async's range).
+ *  - QD_ERROR_INVALID_OPERATION: stream is not capturing.
+ *  - QD_ERROR_NOT_SUPPORTED: stream's context is a GPU one (CUDA, HIP: see above; the message
+ *    names the driver versions conditional nodes need); condition is 0 (only a CUDA driver
+ *    graph lets kernels set the value).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc);
+
+/** (since 0.3) Close the current body of the innermost conditional open on stream and open its next one
+ *  (IF_ELSE: the else body; SWITCH: the next case). Refused, nothing changes.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: no conditional is open on stream (its own; one opened on
+ *    another stream is that stream's); the conditional is IF or WHILE (one body), or its
+ *    last body is open already (IF_ELSE's else body; SWITCH's case num_cases-1); a stream
+ *    that joined the body has not joined back (the message names it).
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_next_branch(qd_stream stream);
+
+/** (since 0.3) Close the innermost conditional open on stream: the work queued on stream after this call
+ *  follows the whole conditional. Bodies never opened (IF_ELSE without next_branch; SWITCH's
+ *  later cases) are empty. Refused, nothing changes.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: no conditional is open on stream; a stream that joined the
+ *    body has not joined back (the message names it).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_stream_end_conditional(qd_stream stream);
+
+/** (since 0.3) The native handle (CUgraphConditionalHandle) of the innermost conditional open on stream,
+ *  for the graph's kernels that call cudaGraphSetConditional themselves.
+ *  - QD_ERROR_INVALID_ARGUMENT: handle is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: no conditional is open on stream.
+ *  - QD_ERROR_NOT_SUPPORTED: the capture is not a CUDA driver graph (none is in this release:
+ *    see above).
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_conditional_handle(qd_stream stream, uint64_t *handle);
 
 /* ---------------------------------------------------------------------------------------------
  * Timeline trace (since 0.2)
@@ -1320,8 +1444,7 @@ QD_API qd_status qd_trace_flush(qd_context ctx);
  *  - QD_ERROR_INVALID_HANDLE: ctx or peer is 0, not a context, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: ctx and peer are contexts of different backends.
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: either context is lost or inherited across fork. */
-QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer,
-                                            uint32_t *can_access);
+QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer, uint32_t *can_access);
 
 /** Let work of ctx (kernels, copies on its streams) access memory of peer: device memory
  *  from qd_mem_alloc_async of peer (CUDA: cuCtxEnablePeerAccess from ctx's device, and
@@ -1454,18 +1577,18 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
 
 /** What kind of hazard a qd_hazard reports. */
 typedef enum qd_hazard_kind {
-    QD_HAZARD_RACE = 1,             /**< a write and another access, unordered, two streams */
-    QD_HAZARD_FREE_IN_USE = 2,      /**< a free not ordered after an access of the block */
-    QD_HAZARD_USE_AFTER_FREE = 3,   /**< an access to a block after its free was queued */
+    QD_HAZARD_RACE = 1,           /**< a write and another access, unordered, two streams */
+    QD_HAZARD_FREE_IN_USE = 2,    /**< a free not ordered after an access of the block */
+    QD_HAZARD_USE_AFTER_FREE = 3, /**< an access to a block after its free was queued */
     QD_HAZARD_KIND_FORCE_32_ = 0x7fffffff
 } qd_hazard_kind;
 
 /** How a kernel uses the memory a parameter points to (qd_kernel_set_param_access). */
 typedef enum qd_param_access {
-    QD_PARAM_READ_WRITE = 0,  /**< the default: the kernel may read and write it */
-    QD_PARAM_READ = 1,        /**< the kernel only reads it: reads on several streams are fine */
-    QD_PARAM_WRITE = 2,       /**< the kernel only writes it */
-    QD_PARAM_IGNORE = 3,      /**< not memory (or memory the kernel never touches): not checked */
+    QD_PARAM_READ_WRITE = 0, /**< the default: the kernel may read and write it */
+    QD_PARAM_READ = 1,       /**< the kernel only reads it: reads on several streams are fine */
+    QD_PARAM_WRITE = 2,      /**< the kernel only writes it */
+    QD_PARAM_IGNORE = 3,     /**< not memory (or memory the kernel never touches): not checked */
     /** The kernel reads and writes only its own part of the memory, chosen by its other
      *  arguments (a data-parallel split: each task of a qd_launch_parallel takes a slice of one
      *  buffer). qd cannot see the parts, so launches of this kernel (the same kernel object)

@@ -2,6 +2,8 @@
 // work).
 #include "api/guard.h"
 #include "api/resolve.h"
+#include "common/first_sizes.h"
+#include "core/alloc_registry.h"
 #include "core/capture/capture.h"
 #include "core/launch_validation.h"
 
@@ -72,6 +74,82 @@ QD_API qd_status qd_graph_set_kernel_args(qd_graph graph, uint32_t node, const q
         st = core::resolve_usable(graph, &g);
         if (st != QD_SUCCESS) return st;
         return core::graph_set_kernel_args(*g, node, args, num_args);
+    });
+}
+
+QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc) {
+    return api::guarded([&]() -> qd_status {
+        if (!desc) return api::null_argument("desc");
+        if (desc->struct_size < first_size<qd_conditional_desc>())
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "qd_conditional_desc.struct_size is %u; at least %u is required (use "
+                        "QD_CONDITIONAL_DESC_INIT)",
+                        desc->struct_size, first_size<qd_conditional_desc>());
+        qd_conditional_desc d = *desc;  // the caller may change it on another thread
+        switch (d.kind) {
+        case QD_CONDITIONAL_IF:
+        case QD_CONDITIONAL_IF_ELSE:
+        case QD_CONDITIONAL_WHILE:
+            if (d.num_cases != 0)
+                return fail(QD_ERROR_INVALID_ARGUMENT,
+                            "qd_conditional_desc.num_cases is %u; it must be 0 except for "
+                            "QD_CONDITIONAL_SWITCH",
+                            d.num_cases);
+            break;
+        case QD_CONDITIONAL_SWITCH:
+            if (d.num_cases == 0 || d.num_cases > QD_MAX_CONDITIONAL_CASES)
+                return fail(QD_ERROR_INVALID_ARGUMENT,
+                            "qd_conditional_desc.num_cases is %u; a SWITCH has 1 to %u cases",
+                            d.num_cases, QD_MAX_CONDITIONAL_CASES);
+            break;
+        default:
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "qd_conditional_desc.kind is %d, not a qd_conditional_kind", int(d.kind));
+        }
+        if (d.condition % 4 != 0)
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "qd_conditional_desc.condition 0x%016llx is not aligned to 4 bytes (the "
+                        "address of a uint32_t)",
+                        (unsigned long long)d.condition);
+        if (d.condition > UINT64_MAX - 4)
+            return fail(QD_ERROR_OVERFLOW, "qd_conditional_desc.condition 0x%016llx wraps",
+                        (unsigned long long)d.condition);
+        core::Stream *s = nullptr;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        if (d.condition != 0) {
+            st = core::AllocRegistry::check_range(d.condition, 4, "condition");
+            if (st != QD_SUCCESS) return st;
+        }
+        return core::begin_conditional(*s, stream, d);
+    });
+}
+
+QD_API qd_status qd_stream_next_branch(qd_stream stream) {
+    return api::guarded([&]() -> qd_status {
+        core::Stream *s = nullptr;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        return core::next_branch(*s, stream);
+    });
+}
+
+QD_API qd_status qd_stream_end_conditional(qd_stream stream) {
+    return api::guarded([&]() -> qd_status {
+        core::Stream *s = nullptr;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        return core::end_conditional(*s, stream);
+    });
+}
+
+QD_API qd_status qd_conditional_handle(qd_stream stream, uint64_t *handle) {
+    return api::guarded([&]() -> qd_status {
+        if (!handle) return api::null_argument("handle");
+        core::Stream *s = nullptr;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        return core::conditional_handle(*s, stream, handle);
     });
 }
 

@@ -19,6 +19,11 @@ qd_status Context::import_stream(uint64_t, std::shared_ptr<Stream> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native streams to import");
 }
 
+qd_status Context::run_inline(const InlineOp &) {
+    return fail(QD_ERROR_NOT_SUPPORTED,
+                "this backend cannot run a conditional's operations on the host");
+}
+
 qd_status Context::kernel_from_host_fn(qd_host_kernel_fn, const char *, std::shared_ptr<Kernel> *) {
     return fail(QD_ERROR_NOT_SUPPORTED,
                 "host-function kernels exist only on the CPU backend; load a module instead");

@@ -197,6 +197,21 @@ class Module {
     virtual qd_status get_kernel(const char *name, std::shared_ptr<Kernel> *out) = 0;
 };
 
+// One operation run now on the calling thread (Context::run_inline): a conditional's body
+// replayed on the host (core/capture/conditional.h). Memcpy with a host dst reads device memory
+// (the condition word).
+struct InlineOp {
+    enum class Kind : uint8_t { Launch, Memcpy, Memset, HostFn } kind = Kind::Launch;
+    Kernel *kernel = nullptr;
+    const LaunchDims *dims = nullptr;
+    const qd_arg *args = nullptr;
+    uint32_t num_args = 0;
+    uint64_t dst = 0, src = 0, bytes = 0;
+    uint8_t value = 0;
+    qd_host_fn fn = nullptr;
+    void *user_data = nullptr;
+};
+
 struct ContextParams {
     uint32_t device = 0;
     uint32_t worker_threads = 0;  // CPU only; 0 = backend default
@@ -216,6 +231,12 @@ class Context {
     // CPU only; others return QD_ERROR_NOT_SUPPORTED.
     virtual qd_status kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,
                                           std::shared_ptr<Kernel> *out);
+    // Conditionals on the host (qd.h, "Conditionals"): can this backend run operations inline
+    // on a worker (the CPU backend), and run one now, on the calling thread, which is a worker
+    // of this context running a host task? A kernel that faults marks the context lost.
+    // Others: false, and QD_ERROR_NOT_SUPPORTED.
+    virtual bool runs_inline() const { return false; }
+    virtual qd_status run_inline(const InlineOp &op);
 
     // Peer access (qd_context_can_access_peer, qd_context_enable_peer_access): may work of this
     // context access memory of `peer` (another context of the same backend, never this one)?

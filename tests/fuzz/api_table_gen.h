@@ -473,6 +473,46 @@ inline constexpr qd_status kListed_qd_graph_destroy[] = {
     QD_ERROR_INVALID_HANDLE,
     QD_ERROR_INTERNAL,
 };
+inline constexpr qd_status kListed_qd_stream_begin_conditional[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_OVERFLOW,
+    QD_ERROR_INVALID_ADDRESS,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_stream_next_branch[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_stream_end_conditional[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_conditional_handle[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
 inline constexpr qd_status kListed_qd_trace_start[] = {
     QD_SUCCESS,
     QD_ERROR_INVALID_ARGUMENT,
@@ -548,6 +588,7 @@ inline constexpr qd_status kListed_qd_kernel_set_param_access[] = {
     QD_ERROR_INTERNAL,
 };
 inline constexpr Listed kListed[] = {  // sorted by name
+    {"qd_conditional_handle", kListed_qd_conditional_handle, sizeof kListed_qd_conditional_handle / sizeof(qd_status)},
     {"qd_context_can_access_peer", kListed_qd_context_can_access_peer, sizeof kListed_qd_context_can_access_peer / sizeof(qd_status)},
     {"qd_context_create", kListed_qd_context_create, sizeof kListed_qd_context_create / sizeof(qd_status)},
     {"qd_context_default_stream", kListed_qd_context_default_stream, sizeof kListed_qd_context_default_stream / sizeof(qd_status)},
@@ -587,9 +628,11 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_module_unload", kListed_qd_module_unload, sizeof kListed_qd_module_unload / sizeof(qd_status)},
     {"qd_stream_acquire", kListed_qd_stream_acquire, sizeof kListed_qd_stream_acquire / sizeof(qd_status)},
     {"qd_stream_begin_capture", kListed_qd_stream_begin_capture, sizeof kListed_qd_stream_begin_capture / sizeof(qd_status)},
+    {"qd_stream_begin_conditional", kListed_qd_stream_begin_conditional, sizeof kListed_qd_stream_begin_conditional / sizeof(qd_status)},
     {"qd_stream_create", kListed_qd_stream_create, sizeof kListed_qd_stream_create / sizeof(qd_status)},
     {"qd_stream_destroy", kListed_qd_stream_destroy, sizeof kListed_qd_stream_destroy / sizeof(qd_status)},
     {"qd_stream_end_capture", kListed_qd_stream_end_capture, sizeof kListed_qd_stream_end_capture / sizeof(qd_status)},
+    {"qd_stream_end_conditional", kListed_qd_stream_end_conditional, sizeof kListed_qd_stream_end_conditional / sizeof(qd_status)},
     {"qd_stream_fork", kListed_qd_stream_fork, sizeof kListed_qd_stream_fork / sizeof(qd_status)},
     {"qd_stream_get_active", kListed_qd_stream_get_active, sizeof kListed_qd_stream_get_active / sizeof(qd_status)},
     {"qd_stream_get_context", kListed_qd_stream_get_context, sizeof kListed_qd_stream_get_context / sizeof(qd_status)},
@@ -597,6 +640,7 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_stream_import", kListed_qd_stream_import, sizeof kListed_qd_stream_import / sizeof(qd_status)},
     {"qd_stream_join", kListed_qd_stream_join, sizeof kListed_qd_stream_join / sizeof(qd_status)},
     {"qd_stream_native_handle", kListed_qd_stream_native_handle, sizeof kListed_qd_stream_native_handle / sizeof(qd_status)},
+    {"qd_stream_next_branch", kListed_qd_stream_next_branch, sizeof kListed_qd_stream_next_branch / sizeof(qd_status)},
     {"qd_stream_priority_range", kListed_qd_stream_priority_range, sizeof kListed_qd_stream_priority_range / sizeof(qd_status)},
     {"qd_stream_query", kListed_qd_stream_query, sizeof kListed_qd_stream_query / sizeof(qd_status)},
     {"qd_stream_release", kListed_qd_stream_release, sizeof kListed_qd_stream_release / sizeof(qd_status)},
@@ -670,6 +714,11 @@ inline qd_arg make_qd_arg(const Values &v) {
 inline qd_task make_qd_task(const Values &v) {
     qd_task x = QD_TASK_INIT;
     x.kernel = v.handle(kKernel);
+    v.complete(x);
+    return x;
+}
+inline qd_conditional_desc make_qd_conditional_desc(const Values &v) {
+    qd_conditional_desc x = QD_CONDITIONAL_DESC_INIT;
     v.complete(x);
     return x;
 }
@@ -991,6 +1040,26 @@ inline qd_status qd_graph_set_kernel_args__null_args([[maybe_unused]] const Valu
 inline qd_status qd_graph_destroy__graph([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_graph_destroy(h);
 }
+inline qd_status qd_stream_begin_conditional__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_conditional_desc desc_ = make_qd_conditional_desc(v);
+    return qd_stream_begin_conditional(h, &desc_);
+}
+inline qd_status qd_stream_begin_conditional__null_desc([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_stream_begin_conditional(h, nullptr);
+}
+inline qd_status qd_stream_next_branch__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_stream_next_branch(h);
+}
+inline qd_status qd_stream_end_conditional__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_stream_end_conditional(h);
+}
+inline qd_status qd_conditional_handle__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    uint64_t handle_{};
+    return qd_conditional_handle(h, &handle_);
+}
+inline qd_status qd_conditional_handle__null_handle([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_conditional_handle(h, nullptr);
+}
 inline qd_status qd_trace_start__ctx([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_trace_start(h, v.string("path"));
 }
@@ -1104,6 +1173,10 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_graph_kernel_node_count", "graph", kGraph, 1, &gen::qd_graph_kernel_node_count__graph},
     {"qd_graph_set_kernel_args", "graph", kGraph, 1, &gen::qd_graph_set_kernel_args__graph},
     {"qd_graph_destroy", "graph", kGraph, 1, &gen::qd_graph_destroy__graph},
+    {"qd_stream_begin_conditional", "stream", kStream, 1, &gen::qd_stream_begin_conditional__stream},
+    {"qd_stream_next_branch", "stream", kStream, 1, &gen::qd_stream_next_branch__stream},
+    {"qd_stream_end_conditional", "stream", kStream, 1, &gen::qd_stream_end_conditional__stream},
+    {"qd_conditional_handle", "stream", kStream, 1, &gen::qd_conditional_handle__stream},
     {"qd_trace_start", "ctx", kContext, 1, &gen::qd_trace_start__ctx},
     {"qd_trace_stop", "ctx", kContext, 1, &gen::qd_trace_stop__ctx},
     {"qd_trace_flush", "ctx", kContext, 1, &gen::qd_trace_flush__ctx},
@@ -1160,6 +1233,8 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_stream_end_capture", "graph", &gen::qd_stream_end_capture__null_graph},
     {"qd_graph_kernel_node_count", "count", &gen::qd_graph_kernel_node_count__null_count},
     {"qd_graph_set_kernel_args", "args", &gen::qd_graph_set_kernel_args__null_args},
+    {"qd_stream_begin_conditional", "desc", &gen::qd_stream_begin_conditional__null_desc},
+    {"qd_conditional_handle", "handle", &gen::qd_conditional_handle__null_handle},
     {"qd_trace_start", "path", &gen::qd_trace_start__null_path},
     {"qd_context_can_access_peer", "can_access", &gen::qd_context_can_access_peer__null_can_access},
 };

@@ -519,6 +519,46 @@ TEST(SubmitGraph, NativeCapture_UnlessAnAttachedObserverNeedsReplay_EitherWayRec
     ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
 }
 
+// A native (driver) capture refuses a conditional with QD_ERROR_NOT_SUPPORTED naming the driver
+// versions, and records on as if it had not been asked: nothing changed.
+TEST(SubmitGraph, NativeCapture_RefusesAConditional_AndRecordsOnUnchanged) {
+    qd_context ctx = 0;
+    qd_context_desc d = QD_CONTEXT_DESC_INIT;
+    d.backend = QD_BACKEND_CPU;
+    ASSERT_EQ(qd_context_create(&d, &ctx), QD_SUCCESS);
+    qd_stream cpu = 0;
+    ASSERT_EQ(qd_context_default_stream(ctx, &cpu), QD_SUCCESS);
+    qd::core::Context *c = nullptr;
+    qd::core::Stream *cpu_stream = nullptr;
+    ASSERT_EQ(qd::core::resolve(ctx, &c), QD_SUCCESS);
+    ASSERT_EQ(qd::core::resolve(cpu, &cpu_stream), QD_SUCCESS);
+    auto fake = std::make_shared<FakeNativeStream>(cpu_stream->impl);
+    {
+        auto s = std::make_shared<qd::core::Stream>(c->shared_from_this(), fake,
+                                                    qd::core::StreamKind::Owned);
+        qd::core::CaptureRouter *router = nullptr;
+        ASSERT_EQ(c->open_capture(&router), QD_SUCCESS);
+        ASSERT_EQ(router->begin(*s, 0), QD_SUCCESS);
+        qd_conditional_desc cd = QD_CONDITIONAL_DESC_INIT;
+        cd.kind = QD_CONDITIONAL_WHILE;
+        cd.condition = 64;
+        EXPECT_EQ(router->begin_conditional(*s, 0, cd), QD_ERROR_NOT_SUPPORTED);
+        EXPECT_NE(std::string(qd_last_error_message()).find("12.3"), std::string::npos)
+            << qd_last_error_message();
+        EXPECT_EQ(router->end_conditional(*s, 0), QD_ERROR_INVALID_OPERATION);
+        ASSERT_EQ(qd::core::submit_memset(*s, 0, 1, 0), QD_SUCCESS);
+        std::shared_ptr<const qd::core::GraphData> data;
+        std::shared_ptr<qd::backend::Graph> graph;
+        ASSERT_EQ(router->end(*s, &data, &graph), QD_SUCCESS);
+        ASSERT_TRUE(data);
+        EXPECT_EQ(data->nodes.size(), 1u);
+        EXPECT_FALSE(data->has_conditionals);
+        EXPECT_TRUE(graph != nullptr);
+        EXPECT_EQ(fake->driver_ops, 1);
+    }
+    ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
+}
+
 // The trace and the validation mode need replayed operations; a capture with either attached
 // records and replays.
 TEST(SubmitGraph, TraceAndValidation_NeedReplay_ACaptureWithThemAttachedStillRecords) {

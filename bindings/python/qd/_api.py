@@ -37,6 +37,7 @@ QD_VERSION_PATCH = 0
 QD_VERSION = 768
 QD_MAX_ARGS = 64
 QD_MAX_ARG_BYTES = 4096
+QD_MAX_CONDITIONAL_CASES = 1024
 # qd_backend
 QD_BACKEND_DEFAULT = 0
 QD_BACKEND_CPU = 1
@@ -49,6 +50,11 @@ QD_CONTEXT_VALIDATE = 1
 QD_CONTEXT_VALIDATE_FAIL = 2
 # enum qd_event_flags
 QD_EVENT_TIMING = 1
+# qd_conditional_kind
+QD_CONDITIONAL_IF = 1
+QD_CONDITIONAL_IF_ELSE = 2
+QD_CONDITIONAL_WHILE = 3
+QD_CONDITIONAL_SWITCH = 4
 # qd_hazard_kind
 QD_HAZARD_RACE = 1
 QD_HAZARD_FREE_IN_USE = 2
@@ -212,6 +218,17 @@ class DeviceInfo(_Described):
     ]
 
 
+class ConditionalDesc(_Described):
+    """``qd_conditional_desc``: a struct of qd.h."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("kind", c_int32),
+        ("num_cases", c_uint32),
+        ("condition", c_uint64),
+    ]
+
+
 class Hazard(Structure):
     """``qd_hazard``: one hazard the validation mode reports (valid during the handler only)."""
 
@@ -258,6 +275,7 @@ STRUCTS: Dict[str, type] = {
     "qd_host_kernel_info": HostKernelInfo,
     "qd_context_stats": ContextStats,
     "qd_device_info": DeviceInfo,
+    "qd_conditional_desc": ConditionalDesc,
     "qd_hazard": Hazard,
 }
 
@@ -335,6 +353,12 @@ FIELD_TYPES: Dict[str, Dict[str, str]] = {
         "reserved": "uint32_t",
         "total_memory": "uint64_t",
         "name": "char[128]",
+    },
+    "qd_conditional_desc": {
+        "struct_size": "uint32_t",
+        "kind": "qd_conditional_kind",
+        "num_cases": "uint32_t",
+        "condition": "uint64_t",
     },
     "qd_hazard": {
         "struct_size": "uint32_t",
@@ -428,6 +452,10 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_graph_kernel_node_count": (c_int32, [c_uint64, POINTER(c_uint32)]),
     "qd_graph_set_kernel_args": (c_int32, [c_uint64, c_uint32, POINTER(Arg), c_uint32]),
     "qd_graph_destroy": (c_int32, [c_uint64]),
+    "qd_stream_begin_conditional": (c_int32, [c_uint64, POINTER(ConditionalDesc)]),
+    "qd_stream_next_branch": (c_int32, [c_uint64]),
+    "qd_stream_end_conditional": (c_int32, [c_uint64]),
+    "qd_conditional_handle": (c_int32, [c_uint64, POINTER(c_uint64)]),
     # Timeline trace (since 0.2)
     "qd_trace_start": (c_int32, [c_uint64, c_char_p]),
     "qd_trace_stop": (c_int32, [c_uint64]),
@@ -1185,6 +1213,60 @@ SIGNATURES: Dict[str, Signature] = {
         "0.2",
         "Graphs",
     ),
+    "qd_stream_begin_conditional": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("desc", "const qd_conditional_desc *", "in_struct", of="qd_conditional_desc"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_OVERFLOW",
+            "QD_ERROR_INVALID_ADDRESS", "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_DEVICE_LOST",
+            "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
+    "qd_stream_next_branch": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_INVALID_OPERATION",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
+    "qd_stream_end_conditional": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_INVALID_OPERATION",
+            "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED",
+            "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
+    "qd_conditional_handle": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("handle", "uint64_t *", "out", of="uint64_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_INVALID_OPERATION", "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_DEVICE_LOST",
+            "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
     "qd_trace_start": Signature(
         "qd_status",
         (
@@ -1345,6 +1427,12 @@ enum qd_stream_flags { QD_STREAM_NON_BLOCKING = 1 };
 enum qd_context_flags { QD_CONTEXT_VALIDATE = 1, QD_CONTEXT_VALIDATE_FAIL = 2 };
 enum qd_event_flags { QD_EVENT_TIMING = 1 };
 typedef enum {
+    QD_CONDITIONAL_IF = 1,
+    QD_CONDITIONAL_IF_ELSE = 2,
+    QD_CONDITIONAL_WHILE = 3,
+    QD_CONDITIONAL_SWITCH = 4,
+} qd_conditional_kind;
+typedef enum {
     QD_HAZARD_RACE = 1,
     QD_HAZARD_FREE_IN_USE = 2,
     QD_HAZARD_USE_AFTER_FREE = 3,
@@ -1366,6 +1454,7 @@ typedef struct qd_task qd_task;
 typedef struct qd_host_kernel_info qd_host_kernel_info;
 typedef struct qd_context_stats qd_context_stats;
 typedef struct qd_device_info qd_device_info;
+typedef struct qd_conditional_desc qd_conditional_desc;
 typedef struct qd_hazard qd_hazard;
 typedef int32_t (*qd_host_kernel_fn)(const qd_host_kernel_info *info, void *const *args);
 typedef void (*qd_host_fn)(void *user_data);
@@ -1445,6 +1534,12 @@ struct qd_device_info {
     uint32_t reserved;
     uint64_t total_memory;
     char name[128];
+};
+struct qd_conditional_desc {
+    uint32_t struct_size;
+    qd_conditional_kind kind;
+    uint32_t num_cases;
+    uint64_t condition;
 };
 struct qd_hazard {
     uint32_t struct_size;
@@ -1526,6 +1621,10 @@ qd_status qd_graph_set_kernel_args(
     const qd_arg *args,
     uint32_t num_args);
 qd_status qd_graph_destroy(qd_graph graph);
+qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc);
+qd_status qd_stream_next_branch(qd_stream stream);
+qd_status qd_stream_end_conditional(qd_stream stream);
+qd_status qd_conditional_handle(qd_stream stream, uint64_t *handle);
 qd_status qd_trace_start(qd_context ctx, const char *path);
 qd_status qd_trace_stop(qd_context ctx);
 qd_status qd_trace_flush(qd_context ctx);

@@ -33,6 +33,8 @@ class CpuContext final : public Context {
     void host_free(void *ptr) override;
     void mem_free_now(uint64_t address) override;
     bool in_callback() const override;
+    bool runs_inline() const override { return true; }
+    qd_status run_inline(const InlineOp &op) override;  // inline_run.cpp
     void shutdown() override;
 
   private:

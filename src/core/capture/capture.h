@@ -38,6 +38,11 @@
 // graph, and a replay is one driver launch while no attached observer needs replay. Otherwise
 // (the CPU backend, a driver without graphs, such an observer attached) the nodes alone serve:
 // a replay re-issues the recorded operations.
+//
+// Conditionals (core/capture/conditional.h): each lane records into a frame, the capture's
+// graph or the body of a conditional open on it; a replay that re-issues operations queues
+// each conditional node as one host task that decides and runs a body inline (the CPU
+// backend). Native captures refuse conditionals for now.
 #pragma once
 
 #include <qd/qd.h>
@@ -54,6 +59,9 @@
 #include "core/submit.h"
 
 namespace qd::core {
+
+struct CaptureFrame;    // core/capture/open_capture.h
+struct ConditionalRun;  // core/capture/conditional.h
 
 class CaptureRouter {
   public:
@@ -102,6 +110,19 @@ class CaptureRouter {
     qd_status check_join(const Stream &parent, uint64_t parent_handle, Stream *const *children,
                          const uint64_t *handles, uint32_t n) const;
 
+    // Conditionals (conditionals.cpp; qd.h, "Conditionals"): open one on a capturing stream,
+    // go to its next body, close it, and its native handle. Refused, nothing changes.
+    qd_status begin_conditional(Stream &stream, uint64_t handle, const qd_conditional_desc &desc);
+    qd_status next_branch(Stream &stream, uint64_t handle);
+    qd_status end_conditional(Stream &stream, uint64_t handle);
+    qd_status conditional_handle(Stream &stream, uint64_t handle, uint64_t *out);
+
+    // A replay's conditional tasks (core/capture/conditional.h): kept until the task ran
+    // (forget_run, called by the task) or the context drained (a task skipped after a device
+    // fault, or dropped by the shutdown, never runs).
+    void keep_run(std::unique_ptr<ConditionalRun> run);
+    void forget_run(ConditionalRun *run);
+
   private:
     struct Capture;  // core/capture/open_capture.h
     struct LaneRef {
@@ -110,6 +131,7 @@ class CaptureRouter {
     };
     struct RecordRef {
         Capture *capture;
+        CaptureFrame *frame;  // the frame (graph or body) its node is in
         int32_t node;
         std::shared_ptr<backend::Event> keep;  // a user event stays alive while referenced
         std::shared_ptr<Event> user;           // its core object (recorded_in_capture)
@@ -121,11 +143,21 @@ class CaptureRouter {
     // A native capture: submits op to the driver (which records it), then records the node.
     qd_status submit_native(Capture &c, uint32_t lane, const Op &op);
     // qd_mem_alloc_async and qd_mem_free_async of the capture's blocks
-    // (core/capture/graph_blocks.h): made, or freed in the graph; any other free is refused.
+    // (core/capture/graph_blocks.h): made, or freed in the root frame's graph; any other free,
+    // and either inside a conditional's body, is refused.
     qd_status record_block(Capture &c, uint32_t lane, const Op &op);
-    uint32_t add_lane(Capture &c, const std::shared_ptr<Stream> &stream, uint64_t handle);
+    // `frame`: where its operations go (null: the capture's graph).
+    uint32_t add_lane(Capture &c, const std::shared_ptr<Stream> &stream, uint64_t handle,
+                      CaptureFrame *frame = nullptr);
     void drop_record(std::unordered_map<const backend::Event *, RecordRef>::iterator it);
     void end_locked(Capture &c);
+    // Conditionals (conditionals.cpp), with mutex_ held: the innermost body open on `lane`, if
+    // the lane opened it (else the written refusal, naming `what`); whether every other lane in
+    // it joined back; closing it (its lanes leave the capture, its records are dropped).
+    qd_status owned_body(Capture &c, uint32_t lane, uint64_t handle, const char *what,
+                         CaptureFrame **out);
+    qd_status check_body_joined(Capture &c, CaptureFrame &body, uint64_t handle);
+    void close_body(Capture &c, CaptureFrame &body);
 
     Context &ctx_;
     mutable std::mutex mutex_;
@@ -133,6 +165,8 @@ class CaptureRouter {
     std::vector<std::unique_ptr<Capture>> captures_;
     std::unordered_map<const Stream *, LaneRef> lanes_;
     std::unordered_map<const backend::Event *, RecordRef> records_;
+    std::mutex runs_mutex_;
+    std::unordered_map<ConditionalRun *, std::unique_ptr<ConditionalRun>> runs_;
 };
 
 // Are native driver graphs used on ctx now: no attached observer needs replayed operations
@@ -153,6 +187,12 @@ qd_status end_capture(Stream &s, uint64_t stream, uint64_t *graph);
 qd_status graph_launch(Graph &g, Stream &s, uint64_t stream);
 qd_status graph_update(Graph &g, const Graph &from);
 qd_status graph_destroy(uint64_t graph);
+// qd_stream_begin_conditional, _next_branch, _end_conditional, qd_conditional_handle (desc is
+// checked by api/: struct_size, kind, num_cases).
+qd_status begin_conditional(Stream &s, uint64_t stream, const qd_conditional_desc &desc);
+qd_status next_branch(Stream &s, uint64_t stream);
+qd_status end_conditional(Stream &s, uint64_t stream);
+qd_status conditional_handle(Stream &s, uint64_t stream, uint64_t *handle);
 // graph_rebind.cpp: args already checked as qd_launch checks them.
 qd_status graph_kernel_node_count(const Graph &g, uint32_t *count);
 qd_status graph_set_kernel_args(Graph &g, uint32_t node, const qd_arg *args, uint32_t num_args);

@@ -1,13 +1,56 @@
 // A graph's replay and update (core/capture/graph.h).
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/conditional.h"
 #include "core/capture/graph_blocks.h"
 #include "core/fork_join.h"
 
 namespace qd::core {
+
+namespace {
+
+// Do a and b have the same nodes (kind, stream, dependency) and the same conditionals, with
+// bodies of the same shape? *where names the first difference.
+bool same_shape(const GraphData &a, const GraphData &b, std::string *where) {
+    if (a.nodes.size() != b.nodes.size()) {
+        *where = std::to_string(a.nodes.size()) + " operations against " +
+                 std::to_string(b.nodes.size()) + " in the other graph";
+        return false;
+    }
+    for (size_t i = 0; i < a.nodes.size(); ++i) {
+        const GraphNode &x = a.nodes[i], &y = b.nodes[i];
+        if (x.kind != y.kind || x.lane != y.lane || x.dep != y.dep || !x.cond != !y.cond) {
+            *where = "operation " + std::to_string(i) + " (its kind, stream or dependency)";
+            return false;
+        }
+        if (x.kind == OpKind::MemAlloc && x.bytes != y.bytes) {
+            *where = "operation " + std::to_string(i) + ": an allocation of " +
+                     std::to_string(x.bytes) + " bytes here, of " + std::to_string(y.bytes) +
+                     " bytes in the other graph";
+            return false;
+        }
+        if (!x.cond) continue;
+        if (x.cond->kind != y.cond->kind || x.cond->bodies.size() != y.cond->bodies.size()) {
+            *where = "operation " + std::to_string(i) + " (a conditional of another kind)";
+            return false;
+        }
+        for (size_t k = 0; k < x.cond->bodies.size(); ++k)
+            if (!same_shape(*x.cond->bodies[k], *y.cond->bodies[k], where)) {
+                *where = "body " + std::to_string(k) + " of the conditional at operation " +
+                         std::to_string(i) + ": " + *where;
+                return false;
+            }
+    }
+    return true;
+}
+
+}  // namespace
 
 qd_status Graph::launch(Stream &stream) {
     // The values current now: a rebind or update after this point changes later replays only.
@@ -18,11 +61,16 @@ qd_status Graph::launch(Stream &stream) {
     if (nodes.empty()) return QD_SUCCESS;
     Context &c = *stream.ctx;
     // Blocks a driver capture made exist only inside the driver graph's launches: such a graph
-    // is always launched whole.
+    // is always launched whole. So is a graph with conditionals, even with an observer that
+    // needs replays attached (qd.h, "Conditionals"): its device work cannot run on the host.
     GraphBlocks *blocks = data->blocks.get();
     if (std::shared_ptr<backend::Graph> native = this->native())
-        if (native_graphs(c) || (blocks && blocks->native()))
+        if (native_graphs(c) || data->has_conditionals || (blocks && blocks->native()))
             return submit_graph_launch(stream, *native);
+    CaptureRouter *router = c.capture();
+    if (data->has_conditionals && (!router || !c.impl().runs_inline()))
+        return fail(QD_ERROR_NOT_SUPPORTED,
+                    "this graph has conditionals and this backend cannot run them on the host");
     // Recorded blocks: every replay uses the same memory, so replays run one after the other
     // (core/capture/graph_blocks.h); the lock orders their submissions.
     std::unique_lock<std::mutex> serial;
@@ -67,6 +115,8 @@ qd_status Graph::launch(Stream &stream) {
     if (blocks && st == QD_SUCCESS)
         for (const auto &e : blocks->waits()) ops.wait(stream, *e, OpOrigin::GraphLaunch);
     size_t launch = 0;  // the kernel node index of the next Launch
+    // Each conditional's host task and the batch position of its part (conditional.h).
+    std::vector<std::pair<size_t, ConditionalRun *>> runs;
     for (size_t i = 0; st == QD_SUCCESS && i < nodes.size(); ++i) {
         const GraphNode &n = nodes[i];
         backend::Event *event = nullptr;
@@ -87,11 +137,24 @@ qd_status Graph::launch(Stream &stream) {
             if (on[n.lane] == on[nodes[n.dep].lane]) continue;  // in order on one stream
             event = events[n.dep].get();
         }
-        op_of(n, &ops.add(n.kind, *on[n.lane], OpOrigin::GraphLaunch), event);
+        Op &op = ops.add(n.kind, *on[n.lane], OpOrigin::GraphLaunch);
+        op_of(n, &op, event);
+        if (n.cond) {
+            auto run = std::make_unique<ConditionalRun>();
+            run->cond = n.cond;
+            run->ctx = &c;
+            op.fn = &run_conditional;
+            op.user_data = run.get();
+            runs.emplace_back(ops.size() - 1, run.get());
+            router->keep_run(std::move(run));
+        }
     }
     if (blocks && st == QD_SUCCESS) ops.record(stream, *done, OpOrigin::GraphLaunch);
     size_t queued = 0;
     if (st == QD_SUCCESS) st = ops.submit(c, SIZE_MAX, &queued);
+    if (st != QD_SUCCESS)
+        for (auto &r : runs)
+            if (r.first >= queued) router->forget_run(r.second);  // never queued
     if (st != QD_SUCCESS && queued > 0) {
         // A part failed in the backend after others were queued: the launch stream must not
         // run ahead of what was queued, so every branch joins it.
@@ -125,19 +188,9 @@ qd_status Graph::update_from(const Graph &from) {
         return fail(QD_ERROR_INVALID_OPERATION,
                     "the graphs differ in shape: %zu operations here, %zu in the other graph",
                     mine->nodes.size(), theirs->nodes.size());
-    for (size_t i = 0; i < mine->nodes.size(); ++i) {
-        const GraphNode &a = mine->nodes[i], &b = theirs->nodes[i];
-        if (a.kind != b.kind || a.lane != b.lane || a.dep != b.dep)
-            return fail(QD_ERROR_INVALID_OPERATION,
-                        "the graphs differ in shape at operation %zu (its kind, stream or "
-                        "dependency)",
-                        i);
-        if (a.kind == OpKind::MemAlloc && a.bytes != b.bytes)
-            return fail(QD_ERROR_INVALID_OPERATION,
-                        "the graphs differ in shape at operation %zu: an allocation of %llu "
-                        "bytes here, of %llu bytes in the other graph",
-                        i, (unsigned long long)a.bytes, (unsigned long long)b.bytes);
-    }
+    std::string where;
+    if (!same_shape(*mine, *theirs, &where))
+        return fail(QD_ERROR_INVALID_OPERATION, "the graphs differ in shape at %s", where.c_str());
     // A driver graph's blocks live only in its own launches: its operations cannot move to
     // another graph, nor another graph's into it.
     for (const GraphData *d : {mine.get(), theirs.get()})

@@ -18,6 +18,8 @@
 
 namespace qd::core {
 
+struct Conditional;
+
 // The argument values of one launch: the bytes, and the qd_arg list pointing into them.
 struct ArgValues {
     std::vector<uint8_t> bytes;
@@ -45,6 +47,9 @@ struct GraphNode {
     // HostFn.
     qd_host_fn fn = nullptr;
     void *user_data = nullptr;
+    // A conditional (kind HostFn, fn null): its bodies (core/capture/conditional.h). A replay
+    // that re-queues operations queues it as one host task that decides and runs a body inline.
+    std::shared_ptr<const Conditional> cond;
 };
 
 class GraphBlocks;  // core/capture/graph_blocks.h
@@ -53,10 +58,13 @@ class GraphBlocks;  // core/capture/graph_blocks.h
 struct GraphData {
     uint32_t lanes = 1;
     std::vector<GraphNode> nodes;
-    // The blocks its MemAlloc nodes make (null when none), held while the data is.
+    bool has_conditionals = false;  // a node (here or in a body) is a conditional
+    // The blocks its MemAlloc nodes make (null when none), held while the data is. Only a
+    // graph's root data has them (a conditional's body allocates nothing).
     std::shared_ptr<GraphBlocks> blocks;
     // The kernel nodes (qd_graph_kernel_node_count): the index in `nodes` of each Launch, in the
-    // order the launches were queued during the capture.
+    // order the launches were queued during the capture. Only the root data's own launches: a
+    // launch inside a conditional's body is no kernel node (its body's list stays empty).
     std::vector<uint32_t> launches;
 };
 

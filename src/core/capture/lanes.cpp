@@ -2,6 +2,7 @@
 // ends, the handles that name its streams in messages, and whether a join fits its lanes.
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/conditional.h"
 #include "core/capture/open_capture.h"
 
 namespace qd::core {
@@ -46,14 +47,27 @@ qd_status CaptureRouter::check_join(const Stream &parent, uint64_t parent_handle
         auto it = lanes_.find(&s);
         return it == lanes_.end() ? nullptr : it->second.capture;
     };
+    auto frame_of = [&](const Stream &s) -> const CaptureFrame * {
+        auto it = lanes_.find(&s);
+        return it == lanes_.end() ? nullptr : it->second.capture->lane_frame[it->second.lane];
+    };
     const Capture *into = capture_of(parent);  // the parent joins a child's capture by waiting
+    const CaptureFrame *frame = frame_of(parent);
     for (uint32_t i = 0; i < n; ++i) {
         const Capture *from = capture_of(*children[i]);
         if (!into) {
             into = from;
+            frame = frame_of(*children[i]);
             continue;
         }
-        if (from == into) continue;
+        if (from == into) {
+            if (frame_of(*children[i]) == frame) continue;
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "children[%u] (0x%016llx) and stream 0x%016llx are in different bodies "
+                        "of the capture's conditionals (or one is outside them); a body joins "
+                        "only streams of the same body",
+                        i, (unsigned long long)handles[i], (unsigned long long)parent_handle);
+        }
         if (!from)
             return fail(QD_ERROR_INVALID_OPERATION,
                         "children[%u] (0x%016llx) is not part of the capture that stream "

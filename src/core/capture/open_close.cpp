@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/conditional.h"
 #include "core/capture/graph_blocks.h"
 #include "core/capture/open_capture.h"
 #include "core/observers.h"
@@ -75,22 +76,18 @@ qd_status CaptureRouter::end(Stream &stream, std::shared_ptr<const GraphData> *o
                         "the stream joined the capture of stream 0x%016llx but is not its "
                         "origin; end the capture on its origin",
                         (unsigned long long)c.origin_handle);
-        // Every lane must have joined back: its last node is an ancestor of the origin's last.
-        const auto &nodes = c.data->nodes;
-        std::vector<char> ancestor(nodes.size(), 0);
-        std::vector<int32_t> todo;
-        if (c.tails[0] >= 0) todo.push_back(c.tails[0]);
-        while (!todo.empty()) {
-            const int32_t n = todo.back();
-            todo.pop_back();
-            if (n < 0 || ancestor[n]) continue;
-            ancestor[n] = 1;
-            todo.push_back(c.prev[n]);
-            if (nodes[n].kind == OpKind::Wait) todo.push_back(nodes[n].dep);
+        if (c.frames.size() > 1) {
+            const CaptureFrame &open = *c.frames.back();
+            const uint64_t owner = c.lane_handles[open.owner];
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "a conditional is still open in the capture (opened on stream 0x%016llx); "
+                        "close it with qd_stream_end_conditional first",
+                        (unsigned long long)owner);
         }
+        // Every lane must have joined back: its last node is an ancestor of the origin's last.
+        CaptureFrame &root = c.root();
         for (size_t l = 1; l < c.lanes.size(); ++l) {
-            const int32_t t = c.tails[l];
-            if (t < 0 || ancestor[t]) continue;
+            if (c.lane_frame[l] != &root || joined_back(root, 0, uint32_t(l))) continue;
             if (c.lane_handles[l])
                 return fail(QD_ERROR_INVALID_OPERATION,
                             "stream 0x%016llx joined the capture and has not joined back to its "
@@ -104,15 +101,20 @@ qd_status CaptureRouter::end(Stream &stream, std::shared_ptr<const GraphData> *o
                         l, (unsigned long long)c.origin_handle);
         }
         // Every block allocated inside is freed inside (core/capture/graph_blocks.h); if not,
-        // the capture stays open, as for a lane not joined back.
-        if (c.data->blocks) {
-            st = c.data->blocks->check_all_freed();
+        // the capture stays open, as for a lane not joined back. Only the root frame allocates
+        // (a body refuses qd_mem_alloc_async: CaptureRouter::record_block).
+        if (root.data->blocks) {
+            st = root.data->blocks->check_all_freed();
             if (st != QD_SUCCESS) return st;
         }
+        // The graph's streams: the lanes its own nodes run on (a body's lanes are not).
+        uint32_t lanes = 1;
+        for (const GraphNode &n : root.data->nodes) lanes = std::max(lanes, n.lane + 1);
+        root.data->lanes = lanes;
         // The driver's end: on failure the capture is over all the same (the driver ended it),
         // so it is cleaned up below like a successful one and nothing is returned.
         if (c.native) st = c.native->end(native);
-        if (st == QD_SUCCESS) *out = c.data;
+        if (st == QD_SUCCESS) *out = root.data;
         held.swap(c.held);
         end_locked(c);
         auto pos = std::find_if(captures_.begin(), captures_.end(),
@@ -141,6 +143,12 @@ void CaptureRouter::context_drained() {
     }
     // Driver captures end before their streams can go.
     for (auto &c : abandoned) c->native.reset();
+    // Conditional tasks of replays that never ran (skipped after a device fault).
+    std::unordered_map<ConditionalRun *, std::unique_ptr<ConditionalRun>> runs;
+    {
+        std::lock_guard<std::mutex> lock(runs_mutex_);
+        runs.swap(runs_);
+    }
     // The pool is cleared already: dropping the held leases only drops references.
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "core/capture/capture.h"
+#include "core/capture/conditional.h"
 #include "core/capture/graph_blocks.h"
 #include "core/capture/open_capture.h"
 
@@ -61,12 +62,11 @@ void CaptureRouter::drop_record(
     records_.erase(it);
 }
 
-uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stream,
-                                 uint64_t handle) {
+uint32_t CaptureRouter::add_lane(Capture &c, const std::shared_ptr<Stream> &stream, uint64_t handle,
+                                 CaptureFrame *frame) {
     c.lanes.push_back(stream);
     c.lane_handles.push_back(handle);
-    c.tails.push_back(-1);
-    c.data->lanes = uint32_t(c.lanes.size());
+    c.lane_frame.push_back(frame ? frame : &c.root());
     const uint32_t lane = uint32_t(c.lanes.size() - 1);
     lanes_[stream.get()] = LaneRef{&c, lane};
     stream->capture_lane.store(true, std::memory_order_release);
@@ -87,13 +87,16 @@ qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
         kernel = k;
     }
     const int32_t dep = op.kind == OpKind::Wait ? records_.find(op.event)->second.node : -1;
-    const int32_t index = int32_t(c.data->nodes.size());
-    c.data->nodes.push_back(node_of(op, lane, std::move(kernel), dep));
-    if (op.kind == OpKind::Launch) c.data->launches.push_back(uint32_t(index));
-    c.prev.push_back(c.tails[lane]);
-    c.tails[lane] = index;
+    CaptureFrame &f = *c.lane_frame[lane];
+    const int32_t index = int32_t(f.data->nodes.size());
+    f.data->nodes.push_back(node_of(op, lane, std::move(kernel), dep));
+    // Kernel nodes (qd_graph_kernel_node_count) are the root frame's launches only: a launch
+    // inside a conditional's body is not one.
+    if (op.kind == OpKind::Launch && &f == &c.root()) f.data->launches.push_back(uint32_t(index));
+    f.prev.push_back(f.tail(lane));
+    f.set_tail(lane, index);
     if (op.kind == OpKind::Record) {
-        RecordRef ref{&c, index, nullptr, nullptr};
+        RecordRef ref{&c, &f, index, nullptr, nullptr};
         if (op.user_event) {
             ref.keep = op.user_event->impl;
             ref.user = op.user_event->shared_from_this();
@@ -149,7 +152,16 @@ qd_status CaptureRouter::record_block(Capture &c, uint32_t lane, const Op &op) {
                     "capture: a graph frees only the blocks it allocates (free it before the "
                     "capture begins or after it ends)");
     }
-    std::shared_ptr<GraphBlocks> &blocks = c.data->blocks;
+    // Only the root frame allocates: a block made or freed inside a conditional's body would
+    // exist on some replays and not on others. Refused before anything is made or recorded.
+    if (c.lane_frame[lane] != &c.root())
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "%s on a stream that records into a conditional's body: a graph allocates "
+                    "and frees its blocks outside its conditionals (allocate before "
+                    "qd_stream_begin_conditional, free after qd_stream_end_conditional)",
+                    op.kind == OpKind::MemAlloc ? "qd_mem_alloc_async" : "qd_mem_free_async");
+    GraphData &data = *c.root().data;
+    std::shared_ptr<GraphBlocks> &blocks = data.blocks;
     const uint64_t handle = c.lane_handles[lane];
     qd_status st = QD_SUCCESS;
     if (op.kind == OpKind::MemAlloc) {
@@ -168,10 +180,10 @@ qd_status CaptureRouter::record_block(Capture &c, uint32_t lane, const Op &op) {
             st = blocks->allocate(*op.stream, handle, op.bytes, &a);
         }
         if (st != QD_SUCCESS) return st;
-        const int32_t index = int32_t(c.data->nodes.size());
+        const int32_t index = int32_t(data.nodes.size());
         st = record_node(c, lane, op);
         if (st != QD_SUCCESS) return st;
-        c.data->nodes[index].dst = a;
+        data.nodes[index].dst = a;
         blocks->find(a)->node = index;
         *op.address = a;
         return QD_SUCCESS;
@@ -191,10 +203,10 @@ qd_status CaptureRouter::record_block(Capture &c, uint32_t lane, const Op &op) {
         st = submit_unobserved(driver);
         if (st != QD_SUCCESS) return st;
     }
-    const int32_t index = int32_t(c.data->nodes.size());
+    const int32_t index = int32_t(data.nodes.size());
     st = record_node(c, lane, op);
     if (st != QD_SUCCESS) return st;
-    c.data->nodes[index].dep = b->node;  // a free names its block by the node that made it
+    data.nodes[index].dep = b->node;  // a free names its block by the node that made it
     b->freed = true;
     return QD_SUCCESS;
 }
@@ -219,7 +231,7 @@ qd_status CaptureRouter::record(const Op &op) {
             qd_status st = submit_unobserved(driver);
             if (st != QD_SUCCESS) return st;
         }
-        const uint32_t l = add_lane(c, op.stream->shared_from_this(), 0);
+        const uint32_t l = add_lane(c, op.stream->shared_from_this(), 0, rec->second.frame);
         return record_node(c, l, op);
     }
     Capture &c = *lane->second.capture;
@@ -246,6 +258,17 @@ qd_status CaptureRouter::record(const Op &op) {
             return fail(QD_ERROR_INVALID_OPERATION,
                         "the event was recorded in another capture (of stream 0x%016llx)",
                         (unsigned long long)rec->second.capture->origin_handle);
+        if (rec->second.frame != c.lane_frame[lane->second.lane])
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "%s; a body depends only on work inside it (the conditional itself "
+                        "follows the work before it)",
+                        !c.lane_frame[lane->second.lane]->cond
+                            ? "the event was recorded inside a conditional's body and the "
+                              "stream is outside it"
+                        : rec->second.frame->cond
+                            ? "the event was recorded inside another conditional's body"
+                            : "the event was recorded outside the conditional's body the "
+                              "stream is in");
         break;
     }
     default: break;

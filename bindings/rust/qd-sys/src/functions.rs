@@ -3,9 +3,9 @@
 //! and the threading rules in the header.
 
 use crate::types::{
-    qd_arg, qd_backend, qd_context, qd_context_desc, qd_context_stats, qd_device_info, qd_event,
-    qd_graph, qd_hazard_fn, qd_host_fn, qd_host_kernel_fn, qd_kernel, qd_launch_config,
-    qd_module, qd_status, qd_stream, qd_stream_desc, qd_task,
+    qd_arg, qd_backend, qd_conditional_desc, qd_context, qd_context_desc, qd_context_stats,
+    qd_device_info, qd_event, qd_graph, qd_hazard_fn, qd_host_fn, qd_host_kernel_fn, qd_kernel,
+    qd_launch_config, qd_module, qd_status, qd_stream, qd_stream_desc, qd_task,
 };
 use core::ffi::{c_char, c_void};
 
@@ -274,6 +274,26 @@ extern "C" {
     /// `qd_graph_destroy`, since 0.2 (`QD_0.2`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_HANDLE`,
     /// `QD_ERROR_INTERNAL`.
     pub fn qd_graph_destroy(graph: qd_graph) -> qd_status;
+    /// `qd_stream_begin_conditional`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`,
+    /// `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_OVERFLOW`, `QD_ERROR_INVALID_ADDRESS`,
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_stream_begin_conditional(
+        stream: qd_stream,
+        desc: *const qd_conditional_desc,
+    ) -> qd_status;
+    /// `qd_stream_next_branch`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_DEVICE_LOST`,
+    /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_stream_next_branch(stream: qd_stream) -> qd_status;
+    /// `qd_stream_end_conditional`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_OUT_OF_MEMORY`,
+    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_stream_end_conditional(stream: qd_stream) -> qd_status;
+    /// `qd_conditional_handle`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`,
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_conditional_handle(stream: qd_stream, handle: *mut u64) -> qd_status;
 
     // Timeline trace.
     /// `qd_trace_start`, since 0.2 (`QD_0.2`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_ARGUMENT`,

@@ -22,6 +22,9 @@ pub type qd_kernel = u64;
 pub type qd_graph = u64;
 /// `qd_backend` (since 0.1): a C enum of 32 bits; its values are the constants of this type.
 pub type qd_backend = u32;
+/// `qd_conditional_kind` (since 0.3): a C enum of 32 bits; its values are the constants of this
+/// type.
+pub type qd_conditional_kind = u32;
 /// `qd_hazard_kind` (since 0.2): a C enum of 32 bits; its values are the constants of this type.
 pub type qd_hazard_kind = u32;
 /// `qd_param_access` (since 0.2): a C enum of 32 bits; its values are the constants of this type.
@@ -211,6 +214,23 @@ pub const QD_DEVICE_INFO_INIT: qd_device_info = qd_device_info {
     reserved: 0,
     total_memory: 0,
     name: [0; 128],
+};
+
+/// `qd_conditional_desc` (since 0.3): 24 bytes, aligned to 8; first released with 24 bytes in 0.3.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct qd_conditional_desc {
+    pub struct_size: u32,
+    pub kind: qd_conditional_kind,
+    pub num_cases: u32,
+    pub condition: u64,
+}
+/// `QD_CONDITIONAL_DESC_INIT`: the value to start a `qd_conditional_desc` from.
+pub const QD_CONDITIONAL_DESC_INIT: qd_conditional_desc = qd_conditional_desc {
+    struct_size: size_of::<qd_conditional_desc>() as u32,
+    kind: 0,
+    num_cases: 0,
+    condition: 0,
 };
 
 /// `qd_hazard` (since 0.2): 80 bytes, aligned to 8; first released with 80 bytes in 0.2.

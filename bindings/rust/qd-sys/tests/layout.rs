@@ -550,6 +550,48 @@ fn every_struct_has_the_layout_of_the_description() {
     assert_eq!(offset_of!(qd_device_info, name), 40, "offset of qd_device_info.name");
     assert_eq!(size_of_pointee(field!(qd_device_info, name)), 128, "size of qd_device_info.name");
     let _: *const [c_char; 128] = field!(qd_device_info, name);
+    assert_eq!(size_of::<qd_conditional_desc>(), 24, "size of qd_conditional_desc");
+    assert_eq!(align_of::<qd_conditional_desc>(), 8, "align of qd_conditional_desc");
+    assert_eq!(
+        offset_of!(qd_conditional_desc, struct_size),
+        0,
+        "offset of qd_conditional_desc.struct_size",
+    );
+    assert_eq!(
+        size_of_pointee(field!(qd_conditional_desc, struct_size)),
+        4,
+        "size of qd_conditional_desc.struct_size",
+    );
+    let _: *const u32 = field!(qd_conditional_desc, struct_size);
+    assert_eq!(offset_of!(qd_conditional_desc, kind), 4, "offset of qd_conditional_desc.kind");
+    assert_eq!(
+        size_of_pointee(field!(qd_conditional_desc, kind)),
+        4,
+        "size of qd_conditional_desc.kind",
+    );
+    let _: *const qd_conditional_kind = field!(qd_conditional_desc, kind);
+    assert_eq!(
+        offset_of!(qd_conditional_desc, num_cases),
+        8,
+        "offset of qd_conditional_desc.num_cases",
+    );
+    assert_eq!(
+        size_of_pointee(field!(qd_conditional_desc, num_cases)),
+        4,
+        "size of qd_conditional_desc.num_cases",
+    );
+    let _: *const u32 = field!(qd_conditional_desc, num_cases);
+    assert_eq!(
+        offset_of!(qd_conditional_desc, condition),
+        16,
+        "offset of qd_conditional_desc.condition",
+    );
+    assert_eq!(
+        size_of_pointee(field!(qd_conditional_desc, condition)),
+        8,
+        "size of qd_conditional_desc.condition",
+    );
+    let _: *const u64 = field!(qd_conditional_desc, condition);
     assert_eq!(size_of::<qd_hazard>(), 80, "size of qd_hazard");
     assert_eq!(align_of::<qd_hazard>(), 8, "align of qd_hazard");
     assert_eq!(offset_of!(qd_hazard, struct_size), 0, "offset of qd_hazard.struct_size");
@@ -678,6 +720,11 @@ fn every_function_has_the_type_of_the_description() {
     let _: unsafe extern "C" fn(qd_graph, u32, *const qd_arg, u32) -> qd_status =
         qd_graph_set_kernel_args;
     let _: unsafe extern "C" fn(qd_graph) -> qd_status = qd_graph_destroy;
+    let _: unsafe extern "C" fn(qd_stream, *const qd_conditional_desc) -> qd_status =
+        qd_stream_begin_conditional;
+    let _: unsafe extern "C" fn(qd_stream) -> qd_status = qd_stream_next_branch;
+    let _: unsafe extern "C" fn(qd_stream) -> qd_status = qd_stream_end_conditional;
+    let _: unsafe extern "C" fn(qd_stream, *mut u64) -> qd_status = qd_conditional_handle;
     let _: unsafe extern "C" fn(qd_context, *const c_char) -> qd_status = qd_trace_start;
     let _: unsafe extern "C" fn(qd_context) -> qd_status = qd_trace_stop;
     let _: unsafe extern "C" fn(qd_context) -> qd_status = qd_trace_flush;
@@ -781,6 +828,13 @@ int main(void) {
             printf("QD_DEVICE_INFO_INIT.name[%d] %lld\n", i0, (long long)v.name[i0]);
         }
     }
+    {
+        qd_conditional_desc v = QD_CONDITIONAL_DESC_INIT;
+        printf("QD_CONDITIONAL_DESC_INIT.struct_size %llu\n", (unsigned long long)v.struct_size);
+        printf("QD_CONDITIONAL_DESC_INIT.kind %llu\n", (unsigned long long)v.kind);
+        printf("QD_CONDITIONAL_DESC_INIT.num_cases %llu\n", (unsigned long long)v.num_cases);
+        printf("QD_CONDITIONAL_DESC_INIT.condition %llu\n", (unsigned long long)v.condition);
+    }
     return 0;
 }
 "#;
@@ -857,6 +911,10 @@ fn rust_init_values() -> Vec<(String, String)> {
     for (i0, &e0) in QD_DEVICE_INFO_INIT.name.iter().enumerate() {
         put(&mut out, &format!("QD_DEVICE_INFO_INIT.name[{i0}]"), e0);
     }
+    put(&mut out, "QD_CONDITIONAL_DESC_INIT.struct_size", QD_CONDITIONAL_DESC_INIT.struct_size);
+    put(&mut out, "QD_CONDITIONAL_DESC_INIT.kind", QD_CONDITIONAL_DESC_INIT.kind);
+    put(&mut out, "QD_CONDITIONAL_DESC_INIT.num_cases", QD_CONDITIONAL_DESC_INIT.num_cases);
+    put(&mut out, "QD_CONDITIONAL_DESC_INIT.condition", QD_CONDITIONAL_DESC_INIT.condition);
     out
 }
 
