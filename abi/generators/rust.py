@@ -64,6 +64,8 @@ QD = "bindings/rust/qd"
 INIT_VALUES: Dict[str, Dict[str, int]] = {
     # A launch of one block of one thread: QD_LAUNCH_CONFIG_INIT's grid and block are {1, 1, 1}.
     "qd_launch_config": {"grid": 1, "block": 1},
+    # QD_CONDITIONAL_DESC_INIT's kind is QD_CONDITIONAL_IF.
+    "qd_conditional_desc": {"kind": 1},
 }
 
 #: The width rustfmt gives lines; generated lines and doc paragraphs stay within it.

@@ -228,7 +228,7 @@ pub struct qd_conditional_desc {
 /// `QD_CONDITIONAL_DESC_INIT`: the value to start a `qd_conditional_desc` from.
 pub const QD_CONDITIONAL_DESC_INIT: qd_conditional_desc = qd_conditional_desc {
     struct_size: size_of::<qd_conditional_desc>() as u32,
-    kind: 0,
+    kind: 1,
     num_cases: 0,
     condition: 0,
 };
