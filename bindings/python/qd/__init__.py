@@ -80,6 +80,10 @@ from ._errors import (
 )
 from ._lib import HostKernelFn, HostKernelInfo, LibraryNotFoundError
 from ._api import EXCEPTIONS as _EXCEPTIONS
+from ._api import QD_CONDITIONAL_IF as _api_QD_CONDITIONAL_IF
+from ._api import QD_CONDITIONAL_IF_ELSE as _api_QD_CONDITIONAL_IF_ELSE
+from ._api import QD_CONDITIONAL_SWITCH as _api_QD_CONDITIONAL_SWITCH
+from ._api import QD_CONDITIONAL_WHILE as _api_QD_CONDITIONAL_WHILE
 
 for _cls in _EXCEPTIONS:  # the class of a status qd.h adds later is exported with no edit here
     globals().setdefault(_cls.__name__, _cls)
@@ -94,6 +98,13 @@ lib = _lib.lib
 FFI: str = _lib.FFI
 #: The path libqd was loaded from.
 library_path: str = _lib.library_path
+
+
+#: The kinds of a conditional (``Stream.begin_conditional``; qd.h, "Conditionals").
+CONDITIONAL_IF: int = _api_QD_CONDITIONAL_IF
+CONDITIONAL_IF_ELSE: int = _api_QD_CONDITIONAL_IF_ELSE
+CONDITIONAL_WHILE: int = _api_QD_CONDITIONAL_WHILE
+CONDITIONAL_SWITCH: int = _api_QD_CONDITIONAL_SWITCH
 
 
 def backend_name(backend: Union[Backend, str, int]) -> str:
@@ -122,6 +133,7 @@ for _cls in list(globals().values()):
 del _name, _cls
 
 __all__ = [
+    "CONDITIONAL_IF", "CONDITIONAL_IF_ELSE", "CONDITIONAL_SWITCH", "CONDITIONAL_WHILE",
     "FFI", "ArgumentRangeError", "ArgumentTypeError", "Backend", "BackendUnavailableError",
     "CallbackError", "Context", "ContextStatistics", "DeviceArray", "DeviceBuffer", "DeviceLostError",
     "DeviceProperties", "Event", "ForkedError", "Graph", "HandleTypeError", "HazardError",

@@ -7,20 +7,23 @@
         qd.launch_parallel(tasks, stream=stream)
     graph.launch(stream=other)           # qd_graph_launch: any stream of the same context
     graph.update(new_graph)              # qd_graph_update: same shape, new argument values
+    graph.set_kernel_args(0, buf, 7)     # qd_graph_set_kernel_args: one launch's new values
     graph.close()                        # qd_graph_destroy: replays in flight still complete
 """
 
 from __future__ import annotations
 
-from ctypes import c_uint64
+from ctypes import c_uint32, c_uint64
 from typing import TYPE_CHECKING, Any, List, Optional, Set
 
 from . import _lib
 from ._lib import C as _C, H as _H, ref as _ref
-from ._errors import HandleTypeError, InvalidOperationError, ObjectClosedError, Status
+from ._errors import (HandleTypeError, InvalidArgumentError, InvalidOperationError,
+                      ObjectClosedError, Status)
 from ._base import _C_ZERO, _NoCopy, _err, _f_stream_query
 from ._callbacks import _Keep, _capture_keeps, _enqueue
 from ._stream import Stream, _ContextChild, _as_stream
+from ._kernel import _pack_args
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -29,6 +32,7 @@ __all__ = ["Graph", "Capture"]
 
 _f_graph_destroy = _lib.raw("qd_graph_destroy")
 _f_graph_launch = _lib.raw("qd_graph_launch")
+_f_set_kernel_args = _lib.raw("qd_graph_set_kernel_args")
 
 
 class Graph(_ContextChild):
@@ -103,6 +107,42 @@ class Graph(_ContextChild):
         if status:
             raise _err(status, self._ctx)
         self._launched.add(stream)
+
+    @property
+    def kernel_node_count(self) -> int:
+        """The graph's kernel nodes (``qd_graph_kernel_node_count``): its launches in the order
+        they were queued during the capture (a ``launch_parallel``'s tasks in task order),
+        numbered from 0; launches inside a conditional's body are not among them."""
+        if not self._h:
+            raise self._closed_error()
+        out = c_uint32()
+        status = _C.qd_graph_kernel_node_count(self._h, _ref(out))
+        if status:
+            raise _err(status, self._ctx)
+        return out.value
+
+    def set_kernel_args(self, node: int, *args: Any) -> None:
+        """Rebind kernel node ``node`` (``qd_graph_set_kernel_args``): every later replay runs
+        that launch with ``args`` (packed as ``Kernel.launch`` packs them and copied before
+        this returns); replays already queued keep their values. The number of arguments and
+        each one's size must be the captured launch's.
+
+        Raises:
+            InvalidArgumentError: ``node`` is not below ``kernel_node_count``; another count or
+                size of arguments than the captured launch's.
+            NotSupportedError: the driver cannot rebind a node of its graph (HIP).
+        """
+        if not self._h:
+            raise self._closed_error()
+        if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node <= 0xFFFFFFFF:
+            raise InvalidArgumentError(f"node must be an int in [0, 2**32), not {node!r}")
+        if args:
+            arr, values = _pack_args(args, self._ctx)
+            status = _f_set_kernel_args(self._c, _lib.U32(node), _ref(arr), _lib.U32(len(values)))
+        else:
+            status = _f_set_kernel_args(self._c, _lib.U32(node), _lib.NULL, _lib.U32(0))
+        if status:
+            raise _err(status, self._ctx)
 
     def update(self, other: "Graph") -> None:
         """Later replays of this graph use ``other``'s values (``qd_graph_update``): a capture

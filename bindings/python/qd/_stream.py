@@ -20,7 +20,7 @@ from typing import (
     Union,
 )
 
-from . import _lib
+from . import _api, _lib
 from ._lib import C as _C, H as _H, ref as _ref
 from ._errors import (
     ArgumentTypeError,
@@ -422,6 +422,56 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
 
         return Capture(self)
 
+    def begin_conditional(self, kind: int, *, condition: int, num_cases: int = 0) -> None:
+        """Open a conditional on this capturing stream (``qd_stream_begin_conditional``; qd.h,
+        "Conditionals"): the work queued here from now on is its first body. ``kind`` is
+        ``qd.CONDITIONAL_IF``, ``_IF_ELSE``, ``_WHILE`` or ``_SWITCH`` (with ``num_cases``);
+        ``condition`` is the address of the uint32 word the graph's kernels write (memory of
+        the context). Close it with ``end_conditional`` (``next_branch`` between an IF_ELSE's or
+        a SWITCH's bodies), or use ``with stream.conditional(...)``. CPU contexts in this
+        release (a GPU context's capture raises NotSupportedError)."""
+        self._check()
+        d = _api.ConditionalDesc()
+        d.kind = kind
+        d.num_cases = num_cases
+        d.condition = condition
+        status = _C.qd_stream_begin_conditional(self._h, _ref(d))
+        if status:
+            raise _err(status, self._ctx)
+
+    def next_branch(self) -> None:
+        """Close the current body of the innermost conditional open on this stream and open its
+        next one: an IF_ELSE's else body, a SWITCH's next case (``qd_stream_next_branch``)."""
+        self._check()
+        status = _C.qd_stream_next_branch(self._h)
+        if status:
+            raise _err(status, self._ctx)
+
+    def end_conditional(self) -> None:
+        """Close the innermost conditional open on this stream: later work follows all of it
+        (``qd_stream_end_conditional``)."""
+        self._check()
+        status = _C.qd_stream_end_conditional(self._h)
+        if status:
+            raise _err(status, self._ctx)
+
+    def conditional_handle(self) -> int:
+        """The native handle of the innermost conditional open on this stream
+        (``qd_conditional_handle``), for kernels that set its value themselves; raises
+        NotSupportedError where the capture is not a CUDA driver graph (none is yet)."""
+        self._check()
+        out = c_uint64()
+        status = _C.qd_conditional_handle(self._h, _ref(out))
+        if status:
+            raise _err(status, self._ctx)
+        return out.value
+
+    def conditional(self, kind: int, *, condition: int, num_cases: int = 0) -> Any:
+        """``with stream.conditional(qd.CONDITIONAL_WHILE, condition=word):``: the block's work
+        is the conditional's body (``begin_conditional`` on entry, ``end_conditional`` on
+        exit; call ``next_branch`` inside for an IF_ELSE's or a SWITCH's next body)."""
+        return _ConditionalScope(self, kind, condition, num_cases)
+
     def end_capture(self) -> Any:
         """End the capture of this stream and return its qd.Graph (``qd_stream_end_capture``).
         Only needed after ``with stream.capture()`` raised InvalidOperationError because a
@@ -771,3 +821,30 @@ def _bind_record(slow: Any = _record, failed: Any = _record_failed) -> None:
 if _StreamBase is not None:
     _bind_record()
     Stream.record = _StreamBase.record  # type: ignore[assignment,method-assign]
+
+
+class _ConditionalScope:
+    """``Stream.conditional``: opens the conditional on entry and closes it on exit. When the
+    block raises, the conditional is closed if it can be and the block's exception goes on."""
+
+    __slots__ = ("_stream", "_kind", "_condition", "_num_cases")
+
+    def __init__(self, stream: Stream, kind: int, condition: int, num_cases: int) -> None:
+        self._stream = stream
+        self._kind = kind
+        self._condition = condition
+        self._num_cases = num_cases
+
+    def __enter__(self) -> Stream:
+        self._stream.begin_conditional(self._kind, condition=self._condition,
+                                       num_cases=self._num_cases)
+        return self._stream
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self._stream.end_conditional()
+            return
+        try:
+            self._stream.end_conditional()
+        except Exception:
+            pass  # the block's own exception is the one to see

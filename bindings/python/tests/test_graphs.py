@@ -138,3 +138,33 @@ def test_exception_in_block_ends_capture_and_propagates(kernels, ctx: qd.Context
     assert g.closed
     stream.synchronize()  # no longer capturing
     assert ctx.stats().live_graphs == 0
+
+
+def test_set_kernel_args_later_replays_run_the_new_values(kernels, stream: qd.Stream) -> None:
+    log = (ctypes.c_uint32 * 64)()
+    with stream.capture() as graph:
+        kernels.append_log.launch(ctypes.addressof(log), ctypes.c_uint32(1), stream=stream)
+        kernels.append_log.launch(ctypes.addressof(log), ctypes.c_uint32(2), stream=stream)
+    assert graph.kernel_node_count == 2
+    graph.launch(stream=stream)
+    graph.set_kernel_args(1, ctypes.addressof(log), ctypes.c_uint32(20))
+    graph.launch(stream=stream)
+    stream.synchronize()
+    assert log[0] == 4 and list(log[1:5]) == [1, 2, 1, 20]
+    # Refused, nothing changed: a node past the last, another count or size of arguments.
+    with pytest.raises(qd.InvalidArgumentError):
+        graph.set_kernel_args(2, ctypes.addressof(log), ctypes.c_uint32(0))
+    with pytest.raises(qd.InvalidArgumentError):
+        graph.set_kernel_args(0, ctypes.addressof(log))
+    with pytest.raises(qd.InvalidArgumentError):
+        graph.set_kernel_args(0, ctypes.addressof(log), ctypes.c_uint64(0))
+    with pytest.raises(qd.InvalidArgumentError):
+        graph.set_kernel_args(-1, ctypes.addressof(log), ctypes.c_uint32(0))
+    graph.launch(stream=stream)
+    stream.synchronize()
+    assert log[0] == 6 and list(log[5:7]) == [1, 20]
+    graph.close()
+    with pytest.raises(qd.ObjectClosedError):
+        graph.kernel_node_count
+    with pytest.raises(qd.ObjectClosedError):
+        graph.set_kernel_args(0, ctypes.addressof(log), ctypes.c_uint32(0))
