@@ -1,7 +1,9 @@
 //! [`Graph`] and [`Capture`]: work captured once from a stream and replayed many times.
 
 use crate::context::Context;
+use crate::args::KernelArgs;
 use crate::error::{check, Result};
+use crate::module::Kernel;
 use crate::stream::Stream;
 use std::fmt;
 
@@ -176,6 +178,41 @@ impl<'ctx> Graph<'ctx> {
         // SAFETY: plain handle call.
         check(unsafe { qd_sys::qd_graph_update(self.raw, from.raw) })
     }
+
+    /// The graph's kernel nodes (`qd_graph_kernel_node_count`): its launches in the order they
+    /// were queued during the capture (a parallel launch's tasks in task order), numbered from
+    /// 0; launches inside a conditional's body are not among them.
+    pub fn kernel_node_count(&self) -> Result<u32> {
+        let mut n = 0u32;
+        // SAFETY: valid output.
+        check(unsafe { qd_sys::qd_graph_kernel_node_count(self.raw, &mut n) })?;
+        Ok(n)
+    }
+
+    /// Rebind kernel node `node` (`qd_graph_set_kernel_args`): every later replay runs that
+    /// launch with `args` (copied before this returns); replays already queued keep theirs.
+    /// `kernel` is the kernel the node launches; the count and every size of `args` must be the
+    /// captured launch's. Errors: [`crate::Error::InvalidArgument`] for a node past the last or
+    /// other counts or sizes; [`crate::Error::NotSupported`] for the node of a Rust host kernel
+    /// (its arguments carry the capture's reference to the closure: capture again and
+    /// [`Graph::update`]) or where the driver cannot rebind (HIP).
+    ///
+    /// # Safety
+    /// As for [`Stream::launch`]: the replays run the kernel with these values, so every
+    /// address among them must stay valid for as long as the graph may be replayed.
+    pub unsafe fn set_kernel_args<A: KernelArgs>(&self, node: u32, kernel: &Kernel<'_>, args: A) -> Result<()> {
+        if kernel.host.is_some() {
+            return Err(crate::Error::with_message(
+                qd_sys::QD_ERROR_NOT_SUPPORTED,
+                "the node of a Rust host kernel cannot be rebound (its arguments hold the capture's \
+                 reference to the closure): capture the graph again and use Graph::update",
+            ));
+        }
+        let packed = args.pack();
+        let list = packed.as_ref();
+        // SAFETY: `list` entries point into `args`, alive until this returns; qd copies them.
+        check(unsafe { qd_sys::qd_graph_set_kernel_args(self.raw, node, list.as_ptr(), list.len() as u32) })
+    }
 }
 
 impl Graph<'_> {
@@ -214,6 +251,49 @@ impl<'ctx> Stream<'ctx> {
         Ok(Capture { stream: self, open: true })
     }
 
+    /// Open a conditional on this capturing stream (`qd_stream_begin_conditional`; qd.h,
+    /// "Conditionals"): the work queued here from now on is its first body. `condition` is the
+    /// address of the `u32` word the graph's kernels write (memory of the context);
+    /// `num_cases` is a [`ConditionalKind::Switch`]'s number of bodies, 0 for the other kinds.
+    /// Close it with [`Stream::end_conditional`] ([`Stream::next_branch`] between an IF_ELSE's
+    /// or a SWITCH's bodies). CPU contexts in this release: a GPU context's capture refuses it
+    /// with [`crate::Error::NotSupported`].
+    pub fn begin_conditional(&self, kind: ConditionalKind, condition: u64, num_cases: u32) -> Result<()> {
+        let desc = qd_sys::qd_conditional_desc {
+            kind: kind as qd_sys::qd_conditional_kind,
+            num_cases,
+            condition,
+            ..qd_sys::QD_CONDITIONAL_DESC_INIT
+        };
+        // SAFETY: a valid descriptor, read during the call.
+        check(unsafe { qd_sys::qd_stream_begin_conditional(self.raw(), &desc) })
+    }
+
+    /// Close the current body of the innermost conditional open on this stream and open its
+    /// next one: an IF_ELSE's else body, a SWITCH's next case (`qd_stream_next_branch`).
+    pub fn next_branch(&self) -> Result<()> {
+        // SAFETY: plain handle call.
+        check(unsafe { qd_sys::qd_stream_next_branch(self.raw()) })
+    }
+
+    /// Close the innermost conditional open on this stream: later work follows all of it
+    /// (`qd_stream_end_conditional`).
+    pub fn end_conditional(&self) -> Result<()> {
+        // SAFETY: plain handle call.
+        check(unsafe { qd_sys::qd_stream_end_conditional(self.raw()) })
+    }
+
+    /// The native handle of the innermost conditional open on this stream
+    /// (`qd_conditional_handle`), for kernels that set its value themselves;
+    /// [`crate::Error::NotSupported`] where the capture is not a CUDA driver graph (none is
+    /// yet).
+    pub fn conditional_handle(&self) -> Result<u64> {
+        let mut h = 0u64;
+        // SAFETY: valid output.
+        check(unsafe { qd_sys::qd_conditional_handle(self.raw(), &mut h) })?;
+        Ok(h)
+    }
+
     /// End the capture whose origin is this stream (for a capture whose [`Capture::end`]
     /// failed because a stream had not joined back yet). Errors: as [`Capture::end`], and
     /// [`crate::Error::InvalidOperation`] when the stream is not capturing.
@@ -224,4 +304,18 @@ impl<'ctx> Stream<'ctx> {
         self.context().capture_ended();
         Ok(Graph { raw, ctx: self.context() })
     }
+}
+
+/// What a conditional decides (`qd_conditional_kind`; qd.h, "Conditionals").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ConditionalKind {
+    /// Runs its body when the value is not 0.
+    If = qd_sys::QD_CONDITIONAL_IF,
+    /// Runs its first body when the value is not 0, else its second.
+    IfElse = qd_sys::QD_CONDITIONAL_IF_ELSE,
+    /// Runs its body while the value is not 0, deciding before each iteration.
+    While = qd_sys::QD_CONDITIONAL_WHILE,
+    /// Runs case number value; none when value is not below its number of cases.
+    Switch = qd_sys::QD_CONDITIONAL_SWITCH,
 }

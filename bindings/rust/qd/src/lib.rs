@@ -39,7 +39,7 @@ pub use args::{DevicePtr, KernelArg, KernelArgs, LaunchConfig, Pod};
 pub use context::{device_count, device_info, version, Backend, Context, ContextBuilder, DeviceInfo, Stats};
 pub use error::{Error, Result};
 pub use event::Event;
-pub use graph::{Capture, Graph};
+pub use graph::{Capture, ConditionalKind, Graph};
 pub use host_kernel::{Block, HostArgs, HostKernel, KernelFault, KernelResult};
 pub use hazard::{Hazard, HazardKind};
 pub use launch::{HostTask, LaunchPack, Task};

@@ -98,3 +98,70 @@ fn a_capture_with_a_fork_not_joined_back_stays_open_until_it_is() {
     unsafe { graph.launch(&s).unwrap() };
     s.synchronize().unwrap();
 }
+
+#[test]
+fn a_rebound_kernel_node_changes_later_replays_and_refusals_change_nothing() {
+    let ctx = cpu();
+    let m = load(&ctx);
+    let k = Kernels::new(&m);
+    let s = Stream::new(&ctx).unwrap();
+    let out = DeviceBuffer::<u32>::alloc(&s, 2).unwrap();
+    s.memset(&out, 0).unwrap();
+    let p = out.device_ptr();
+    let c = s.begin_capture().unwrap();
+    // SAFETY: write_value(u64 dst, u32 value) on the live two-element buffer, which outlives
+    // every replay (all synchronised before it drops).
+    unsafe { s.launch(&k.write_value, &ONE, (p, 1u32)).unwrap() };
+    let graph = c.end().unwrap();
+    assert_eq!(graph.kernel_node_count().unwrap(), 1);
+    // SAFETY: the same buffer, its second element.
+    unsafe { graph.set_kernel_args(0, &k.write_value, (qd::DevicePtr(p.0 + 4), 9u32)).unwrap() };
+    // SAFETY: out is live.
+    unsafe { graph.launch(&s).unwrap() };
+    s.synchronize().unwrap();
+    let mut host = [0u32; 2];
+    s.copy_to_slice(&mut host, &out).unwrap();
+    assert_eq!(host, [0, 9], "the replay did not run the rebound values");
+    // SAFETY: refused before any value is used.
+    unsafe {
+        assert!(matches!(graph.set_kernel_args(1, &k.write_value, (p, 1u32)), Err(qd::Error::InvalidArgument(_))));
+        assert!(matches!(graph.set_kernel_args(0, &k.write_value, (p,)), Err(qd::Error::InvalidArgument(_))));
+        assert!(matches!(graph.set_kernel_args(0, &k.write_value, (p, 1u64)), Err(qd::Error::InvalidArgument(_))));
+    }
+}
+
+#[test]
+fn an_if_conditional_runs_its_body_only_when_its_word_is_not_zero() {
+    let ctx = cpu();
+    let m = load(&ctx);
+    let k = Kernels::new(&m);
+    let s = Stream::new(&ctx).unwrap();
+    let buf = DeviceBuffer::<u32>::alloc(&s, 2).unwrap(); // [0] the word, [1] the body's
+    s.memset(&buf, 0).unwrap();
+    let word = buf.device_ptr();
+    let c = s.begin_capture().unwrap();
+    s.begin_conditional(qd::ConditionalKind::If, word.0, 0).unwrap();
+    assert!(matches!(s.conditional_handle(), Err(qd::Error::NotSupported(_))));
+    assert!(matches!(s.next_branch(), Err(qd::Error::InvalidOperation(_))), "an IF has one body");
+    // SAFETY: write_value on the live buffer's second element, which outlives the replays.
+    unsafe { s.launch(&k.write_value, &ONE, (qd::DevicePtr(word.0 + 4), 7u32)).unwrap() };
+    s.end_conditional().unwrap();
+    let graph = c.end().unwrap();
+    for (value, want) in [(0u32, 0u32), (1, 7)] {
+        s.synchronize().unwrap();
+        poke(word, value);
+        // SAFETY: buf is live.
+        unsafe { graph.launch(&s).unwrap() };
+        s.synchronize().unwrap();
+        assert_eq!(peek(qd::DevicePtr(word.0 + 4)), want, "word {value}");
+    }
+    // Misuse: not capturing; a bad kind is impossible by type, a SWITCH with no case is not.
+    assert!(matches!(s.begin_conditional(qd::ConditionalKind::If, word.0, 0), Err(qd::Error::InvalidOperation(_))));
+    assert!(matches!(s.end_conditional(), Err(qd::Error::InvalidOperation(_))));
+    let c = s.begin_capture().unwrap();
+    assert!(matches!(
+        s.begin_conditional(qd::ConditionalKind::Switch, word.0, 0),
+        Err(qd::Error::InvalidArgument(_))
+    ));
+    drop(c.end().unwrap());
+}
