@@ -53,20 +53,22 @@ bool same_shape(const GraphData &a, const GraphData &b, std::string *where) {
 }  // namespace
 
 qd_status Graph::launch(Stream &stream) {
-    // The values current now: a rebind or update after this point changes later replays only.
-    std::shared_ptr<const GraphData> data;
-    Rebound rebound;
-    values(&data, &rebound);
-    const auto &nodes = data->nodes;
-    if (nodes.empty()) return QD_SUCCESS;
+    std::shared_ptr<const GraphData> data = this->data();
+    if (data->nodes.empty()) return QD_SUCCESS;
     Context &c = *stream.ctx;
     // Blocks a driver capture made exist only inside the driver graph's launches: such a graph
     // is always launched whole. So is a graph with conditionals, even with an observer that
     // needs replays attached (qd.h, "Conditionals"): its device work cannot run on the host.
-    GraphBlocks *blocks = data->blocks.get();
     if (std::shared_ptr<backend::Graph> native = this->native())
-        if (native_graphs(c) || data->has_conditionals || (blocks && blocks->native()))
+        if (native_graphs(c) || data->has_conditionals || (data->blocks && data->blocks->native()))
             return submit_graph_launch(stream, *native);
+    // The re-issue path: the nodes and their rebound argument values as they are now, taken
+    // together (a driver replay needs neither copy); a rebind or update after this point
+    // changes later replays only.
+    Rebound rebound;
+    values(&data, &rebound);
+    const auto &nodes = data->nodes;
+    GraphBlocks *blocks = data->blocks.get();
     CaptureRouter *router = c.capture();
     if (data->has_conditionals && (!router || !c.impl().runs_inline()))
         return fail(QD_ERROR_NOT_SUPPORTED,
