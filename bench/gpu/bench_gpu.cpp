@@ -1,4 +1,4 @@
-// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10 and B11 of
+// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11 and B12 of
 // docs/benchmarks.md: qd against the raw CUDA driver, side by side in one process, alternated
 // repeat by repeat (bench/harness.h).
 //
@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -906,6 +907,336 @@ void bench_rebind(const qdbench::Options &opt, qdbench::Report &report, Setup &s
 }
 
 // ---------------------------------------------------------------------------------------------
+// B12: a WHILE loop of 1,000 iterations on the device, one replay of a graph timed with events
+// on the stream (device time), per iteration; the counter is reset before each replay, outside
+// the timing, and checked after it (the loop must end at 0: exactly 1,000 iterations).
+//   handle: qd_stream_begin_conditional(WHILE, condition 0) and qd_conditional_handle, the body
+//     one qd_test_while_count_down (decrements the counter, sets the handle to counter != 0);
+//     against the same graph built node by node on the raw driver (the handle's default value
+//     1 with CU_GRAPH_COND_ASSIGN_DEFAULT). Bar: <= 1.05x (paired ratio).
+//   word: the counter as the condition word, the body one qd_test_while_decrement; qd adds its
+//     condition kernel. Against a raw graph with the same two kernels per iteration (the body,
+//     then qd_test_while_set_from_word; one qd_test_while_set_from_word before the node). Bar:
+//     <= 1.05x; and against the one-kernel raw graph, INFO.
+//   host-loop: qd_test_while_decrement, a copy of the counter to pinned host memory and
+//     qd_stream_synchronize per iteration, the host deciding; against qd's loop (handle mode;
+//     word mode where handle mode does not run; the raw graph where neither does). INFO.
+// Where qd answers QD_ERROR_NOT_SUPPORTED (a driver or backend without conditional nodes), the
+// figure prints its anchor alone and an INFO verdict with the reason.
+// ---------------------------------------------------------------------------------------------
+
+constexpr uint32_t kB12Iterations = 1000;
+constexpr double kB12Bar = 1.05;
+
+// A figure's line text may not hold '|' (the column separator of the harness's lines).
+std::string b12_reason(const char *call, qd_status st) {
+    std::string text =
+        std::string(call) + ": " + qd_status_name(st) + ": " + qd_last_error_message();
+    std::replace(text.begin(), text.end(), '|', '/');
+    return text;
+}
+
+// A raw WHILE graph on the raw driver, built node by node: word mode (two kernels per
+// iteration) or handle mode (one).
+struct B12RawLoop {
+    rawcuda::CUgraph graph = nullptr;
+    rawcuda::CUgraphExec exec = nullptr;
+};
+
+B12RawLoop b12_raw_loop(Setup &s, bool word_mode, uint64_t counter) {
+    B12RawLoop loop;
+    RAW(cuGraphCreate(&loop.graph, 0));
+    rawcuda::CUgraphConditionalHandle handle = 0;
+    // Handle mode: the value is 1 at the start of every launch. Word mode: a kernel before the
+    // node sets it from the word, as qd's condition kernel does.
+    RAW(cuGraphConditionalHandleCreate(&handle, loop.graph, s.primary, word_mode ? 0 : 1,
+                                       word_mode ? 0 : rawcuda::CU_GRAPH_COND_ASSIGN_DEFAULT));
+    auto add_kernel = [&](rawcuda::CUgraph g, rawcuda::CUgraphNode *after, const char *name,
+                          void **params) {
+        rawcuda::CUDA_KERNEL_NODE_PARAMS p{};
+        p.func = s.raw_kernel_named(name);
+        p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+        p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+        p.kernelParams = params;
+        rawcuda::CUgraphNode node = nullptr;
+        RAW(cuGraphAddKernelNode(&node, g, after, after ? 1 : 0, &p));
+        return node;
+    };
+    void *set_params[2] = {&handle, &counter};
+    rawcuda::CUgraphNode before = nullptr;
+    if (word_mode)
+        before = add_kernel(loop.graph, nullptr, "qd_test_while_set_from_word", set_params);
+    rawcuda::CUgraphNodeParams cp{};
+    cp.type = rawcuda::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    cp.conditional.handle = handle;
+    cp.conditional.type = rawcuda::CU_GRAPH_COND_TYPE_WHILE;
+    cp.conditional.size = 1;
+    cp.conditional.ctx = s.primary;
+    rawcuda::CUgraphNode node = nullptr;
+    RAW(cuGraphAddNode(&node, loop.graph, before ? &before : nullptr, nullptr, before ? 1 : 0,
+                       &cp));
+    rawcuda::CUgraph body = cp.conditional.phGraph_out[0];
+    if (word_mode) {
+        void *dec_params[1] = {&counter};
+        rawcuda::CUgraphNode dec = add_kernel(body, nullptr, "qd_test_while_decrement", dec_params);
+        add_kernel(body, &dec, "qd_test_while_set_from_word", set_params);
+    } else {
+        void *params[2] = {&handle, &counter};
+        add_kernel(body, nullptr, "qd_test_while_count_down", params);
+    }
+    RAW(cuGraphInstantiateWithFlags(&loop.exec, loop.graph, 0));
+    return loop;
+}
+
+void b12_destroy(B12RawLoop &loop) {
+    if (loop.exec) RAW(cuGraphExecDestroy(loop.exec));
+    if (loop.graph) RAW(cuGraphDestroy(loop.graph));
+    loop = B12RawLoop{};
+}
+
+// qd's WHILE graph: handle mode (condition 0, the body sets the handle) or word mode (the
+// counter is the condition word). 0 and *why set when qd refuses with QD_ERROR_NOT_SUPPORTED.
+qd_graph b12_qd_loop(Setup &s, bool word_mode, uint64_t counter, std::string *why) {
+    qd_graph graph = 0;
+    QD(qd_stream_begin_capture(s.stream));
+    qd_conditional_desc desc = QD_CONDITIONAL_DESC_INIT;
+    desc.kind = QD_CONDITIONAL_WHILE;
+    desc.condition = word_mode ? counter : 0;
+    qd_status st = qd_stream_begin_conditional(s.stream, &desc);
+    if (st == QD_ERROR_NOT_SUPPORTED) {
+        *why = b12_reason("qd_stream_begin_conditional", st);
+        QD(qd_stream_end_capture(s.stream, &graph));  // nothing was recorded
+        QD(qd_graph_destroy(graph));
+        return 0;
+    }
+    check(st, "qd_stream_begin_conditional");
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    if (word_mode) {
+        qd_kernel k = s.qd_kernel_named("qd_test_while_decrement");
+        const qd_arg arg = {&counter, sizeof counter};
+        QD(qd_launch(s.stream, k, &cfg, &arg, 1));
+        QD(qd_kernel_destroy(k));
+    } else {
+        uint64_t handle = 0;
+        st = qd_conditional_handle(s.stream, &handle);
+        if (st == QD_ERROR_NOT_SUPPORTED) {
+            *why = b12_reason("qd_conditional_handle", st);
+            QD(qd_stream_end_conditional(s.stream));
+            QD(qd_stream_end_capture(s.stream, &graph));
+            QD(qd_graph_destroy(graph));
+            return 0;
+        }
+        check(st, "qd_conditional_handle");
+        qd_kernel k = s.qd_kernel_named("qd_test_while_count_down");
+        const qd_arg args[2] = {{&handle, sizeof handle}, {&counter, sizeof counter}};
+        QD(qd_launch(s.stream, k, &cfg, args, 2));
+        QD(qd_kernel_destroy(k));
+    }
+    QD(qd_stream_end_conditional(s.stream));
+    QD(qd_stream_end_capture(s.stream, &graph));
+    return graph;
+}
+
+void bench_device_loop(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    const bool handle_fig = opt.selected("B12 while-1000 handle");
+    const bool word_fig = opt.selected("B12 while-1000 word");
+    const bool word_one_fig = opt.selected("B12 while-1000 word vs-one-kernel");
+    const bool host_fig = opt.selected("B12 while-1000 host-loop");
+    if (!handle_fig && !word_fig && !word_one_fig && !host_fig) return;
+    if (!g_raw.has_conditional_nodes()) {
+        std::printf(
+            "SKIP B12: the driver lacks cuGraphConditionalHandleCreate or cuGraphAddNode_v2 "
+            "(conditional nodes need CUDA 12.3)\n");
+        return;
+    }
+    for (const char *name :
+         {"qd_test_while_count_down", "qd_test_while_set_from_word", "qd_test_while_decrement"}) {
+        CUfunction f = nullptr;
+        if (g_raw.cuModuleGetFunction(&f, s.raw_module, name) != rawcuda::CUDA_SUCCESS) {
+            std::printf("SKIP B12: the benchmark kernels have no %s (an older cubin?)\n", name);
+            return;
+        }
+    }
+    uint64_t counter = 0;
+    QD(qd_mem_alloc_async(s.stream, sizeof(uint32_t), &counter));
+    uint32_t *host_word = nullptr;
+    QD(qd_host_alloc(s.ctx, sizeof(uint32_t), reinterpret_cast<void **>(&host_word)));
+    CUfunction reset_fn = s.raw_kernel_named("qd_test_write_value");
+    CUevent start = nullptr, stop = nullptr;
+    RAW(cuEventCreate(&start, rawcuda::CU_EVENT_DEFAULT));
+    RAW(cuEventCreate(&stop, rawcuda::CU_EVENT_DEFAULT));
+    auto read_counter = [&] {
+        QD(qd_memcpy_async(s.stream, reinterpret_cast<uint64_t>(host_word), counter,
+                           sizeof(uint32_t)));
+        QD(qd_stream_synchronize(s.stream));
+        return *host_word;
+    };
+    // One sample: `runs` replays, each with the counter reset before its start event and
+    // checked after its stop event; device time per iteration, in microseconds.
+    const int runs = 2;
+    auto per_iteration_us = [&](const char *side, auto &&replay) {
+        double total = 0;
+        for (int r = 0; r < runs; ++r) {
+            uint32_t iterations = kB12Iterations;
+            void *params[2] = {&counter, &iterations};
+            RAW(cuLaunchKernel(reset_fn, 1, 1, 1, 1, 1, 1, 0, s.native, params, nullptr));
+            RAW(cuEventRecord(start, s.native));
+            replay();
+            RAW(cuEventRecord(stop, s.native));
+            RAW(cuEventSynchronize(stop));
+            float ms = 0;
+            RAW(cuEventElapsedTime(&ms, start, stop));
+            total += double(ms) * 1000.0;
+            if (const uint32_t left = read_counter(); left != 0)
+                die(side, "the loop left its counter at " + std::to_string(left) + " of " +
+                              std::to_string(kB12Iterations) + ", not 0");
+        }
+        return total / runs / kB12Iterations;
+    };
+    // A replay of a qd graph, probed once: the loop must run exactly kB12Iterations times.
+    auto probe = [&](qd_graph g, std::string *why) {
+        uint32_t iterations = kB12Iterations;
+        void *params[2] = {&counter, &iterations};
+        RAW(cuLaunchKernel(reset_fn, 1, 1, 1, 1, 1, 1, 0, s.native, params, nullptr));
+        QD(qd_graph_launch(g, s.stream));
+        const uint32_t left = read_counter();
+        if (left == 0) return true;
+        *why = "one replay ran " + std::to_string(kB12Iterations - left) + " of " +
+               std::to_string(kB12Iterations) +
+               " iterations (the loop's value before the first "
+               "is not 1?)";
+        return false;
+    };
+
+    B12RawLoop raw_one = b12_raw_loop(s, false, counter);
+    B12RawLoop raw_two = b12_raw_loop(s, true, counter);
+    auto raw_one_side = [&] {
+        return per_iteration_us("B12: the raw one-kernel loop",
+                                [&] { RAW(cuGraphLaunch(raw_one.exec, s.native)); });
+    };
+    auto raw_two_side = [&] {
+        return per_iteration_us("B12: the raw two-kernel loop",
+                                [&] { RAW(cuGraphLaunch(raw_two.exec, s.native)); });
+    };
+    std::string handle_why, word_why;
+    qd_graph handle_graph = 0, word_graph = 0;
+    if (handle_fig || host_fig) {
+        handle_graph = b12_qd_loop(s, false, counter, &handle_why);
+        if (handle_graph && !probe(handle_graph, &handle_why)) {
+            QD(qd_graph_destroy(handle_graph));
+            handle_graph = 0;
+        }
+    }
+    if (word_fig || word_one_fig || host_fig) {
+        word_graph = b12_qd_loop(s, true, counter, &word_why);
+        if (word_graph && !probe(word_graph, &word_why)) {
+            QD(qd_graph_destroy(word_graph));
+            word_graph = 0;
+        }
+    }
+    auto qd_side = [&](qd_graph g, const char *side) {
+        return per_iteration_us(side, [&] { QD(qd_graph_launch(g, s.stream)); });
+    };
+    // As B1 and B6: the bar is a 5% margin, so 3x the repeats and the paired ratio.
+    qdbench::Options more = opt;
+    more.repeats = opt.repeats * 3;
+    auto add = [&](const std::string &name, const char *anchor_unit, qd_graph g,
+                   const std::string &why, auto &&anchor_side, bool barred) {
+        Figure fig;
+        fig.bench = "B12";
+        fig.name = "while-1000 " + name;
+        fig.unit = "us/iteration";
+        fig.has_anchor = true;
+        fig.anchor_unit = anchor_unit;
+        fig.has_ratio = true;
+        Samples smp;
+        if (g) {
+            smp = qdbench::alternate(
+                more, [&] { return qd_side(g, ("B12 " + name).c_str()); }, anchor_side);
+            fig.qd = median_of(smp.qd);
+            fig.anchor = median_of(smp.anchor);
+            fig.ratio = qdbench::median_paired_ratio(smp);
+            const std::string medians = "of medians " + qdbench::fmt(fig.qd / fig.anchor) + "x";
+            if (barred) {
+                fig.bar = "<= " + qdbench::fmt(kB12Bar) + "x per iteration (paired ratio; " +
+                          medians + ")";
+                fig.verdict = fig.ratio <= kB12Bar ? Verdict::Pass : Verdict::Miss;
+            } else {
+                fig.bar = "none (paired ratio; " + medians + "; INFO)";
+            }
+        } else {
+            smp.anchor = qdbench::repeat(opt, anchor_side);
+            fig.anchor = median_of(smp.anchor);
+            fig.bar = "none: qd skipped: " + why;
+        }
+        report_figure(report, fig, &smp);
+    };
+    if (handle_fig)
+        add("handle", "us/iteration (the same WHILE graph built on the raw driver)", handle_graph,
+            handle_why, raw_one_side, true);
+    if (word_fig)
+        add("word", "us/iteration (raw WHILE graph: the body + a set-condition kernel)", word_graph,
+            word_why, raw_two_side, true);
+    if (word_one_fig)
+        add("word vs-one-kernel", "us/iteration (the raw one-kernel WHILE graph)", word_graph,
+            word_why, raw_one_side, false);
+    if (host_fig) {
+        // The host loop: launch, copy the counter back, synchronize, decide.
+        qd_kernel dec = s.qd_kernel_named("qd_test_while_decrement");
+        qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+        const qd_arg arg = {&counter, sizeof counter};
+        auto host_side = [&] {
+            return per_iteration_us("B12 host-loop", [&] {
+                uint32_t left = 1;
+                for (uint32_t i = 0; left != 0; ++i) {
+                    if (i == kB12Iterations) die("B12 host-loop", "the counter did not reach 0");
+                    QD(qd_launch(s.stream, dec, &cfg, &arg, 1));
+                    QD(qd_memcpy_async(s.stream, reinterpret_cast<uint64_t>(host_word), counter,
+                                       sizeof(uint32_t)));
+                    QD(qd_stream_synchronize(s.stream));
+                    left = *host_word;
+                }
+            });
+        };
+        std::string against;
+        std::function<double()> device_side;
+        if (handle_graph) {
+            against = "us/iteration (qd's WHILE graph, handle mode)";
+            device_side = [&] { return qd_side(handle_graph, "B12 handle"); };
+        } else if (word_graph) {
+            against = "us/iteration (qd's WHILE graph, word mode; handle mode: " + handle_why + ")";
+            device_side = [&] { return qd_side(word_graph, "B12 word"); };
+        } else {
+            against = "us/iteration (the raw WHILE graph; qd's: " + word_why + ")";
+            device_side = raw_one_side;
+        }
+        Samples smp = qdbench::alternate(opt, host_side, device_side);
+        Figure fig;
+        fig.bench = "B12";
+        fig.name = "while-1000 host-loop";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us/iteration (qd_launch + qd_memcpy_async + qd_stream_synchronize)";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = against;
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = "none (the host loop over the device loop; INFO)";
+        report_figure(report, fig, &smp);
+        QD(qd_kernel_destroy(dec));
+    }
+    if (handle_graph) QD(qd_graph_destroy(handle_graph));
+    if (word_graph) QD(qd_graph_destroy(word_graph));
+    b12_destroy(raw_one);
+    b12_destroy(raw_two);
+    RAW(cuEventDestroy(start));
+    RAW(cuEventDestroy(stop));
+    QD(qd_host_free(s.ctx, host_word));
+    QD(qd_mem_free_async(s.stream, counter));
+    QD(qd_stream_synchronize(s.stream));
+}
+
+// ---------------------------------------------------------------------------------------------
 // B6: record+wait, async alloc+free
 // ---------------------------------------------------------------------------------------------
 
@@ -1209,6 +1540,7 @@ int main(int argc, char **argv) {
     bench_graph_replay(opt, report, s);
     bench_rebind(opt, report, s);
     bench_events_memory(opt, report, s);
+    bench_device_loop(opt, report, s);  // last but B10: a loop that never ends would hang here
     if (!hip) bench_multi_device(opt, report, s);
     report.summary();
 

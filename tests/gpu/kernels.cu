@@ -195,4 +195,38 @@ __global__ void gpu_fault() {
     if (first_thread_of_grid()) *reinterpret_cast<volatile uint64_t *>(uintptr_t{0x8}) = 1;
 }
 
+// ---- WHILE loops on the device (bench_gpu's B12) -------------------------------------------
+// Not in QDT_KERNEL_LIST. The loop's counter is a uint32_t in device memory, set to the number
+// of iterations before each replay; every iteration decrements it, and the loop ends at 0.
+
+// (u64 uint32_t* counter): --*counter. The body of a loop decided from a word (qd's condition
+// word, or the host reading the counter back).
+__global__ void qd_test_while_decrement(uint64_t counter) {
+    if (first_thread_of_grid()) *reinterpret_cast<volatile uint32_t *>(counter) -= 1;
+}
+
+// The two below call cudaGraphSetConditional, which the driver resolves when it loads a cubin;
+// PTX cannot call it (the JIT finds no such function), so the PTX and fatbin builds of this
+// file leave them out (tests/gpu/meson.build defines QD_KERNELS_WITHOUT_SET_CONDITIONAL there).
+#ifndef QD_KERNELS_WITHOUT_SET_CONDITIONAL
+// (u64 cudaGraphConditionalHandle, u64 uint32_t* counter): --*counter, and the handle's value
+// becomes counter != 0: a WHILE body that decides its own loop.
+__global__ void qd_test_while_count_down(uint64_t handle, uint64_t counter) {
+    if (first_thread_of_grid()) {
+        volatile uint32_t *c = reinterpret_cast<volatile uint32_t *>(counter);
+        const uint32_t left = *c - 1;
+        *c = left;
+        cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(handle), left != 0);
+    }
+}
+
+// (u64 cudaGraphConditionalHandle, u64 uint32_t* word): the handle's value becomes word != 0
+// (what qd's condition kernel does with a condition word, written by hand for the anchor).
+__global__ void qd_test_while_set_from_word(uint64_t handle, uint64_t word) {
+    if (first_thread_of_grid())
+        cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(handle),
+                                *reinterpret_cast<volatile const uint32_t *>(word) != 0);
+}
+#endif
+
 }  // extern "C"

@@ -47,6 +47,29 @@ struct CUDA_KERNEL_NODE_PARAMS {
     CUcontext ctx;
 };
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;  // CUstreamCaptureMode
+// Conditional nodes (CUDA 12.3), for the benchmarks' hand-built WHILE graphs (B12).
+using CUgraphConditionalHandle = unsigned long long;
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+    CUgraphConditionalHandle handle;
+    int type;              // CUgraphConditionalNodeType
+    unsigned size;         // bodies: 1 for WHILE
+    CUgraph *phGraph_out;  // the bodies, filled by cuGraphAddNode
+    CUcontext ctx;
+};
+// CUgraphNodeParams: a node's type and its parameters, 256 bytes in all.
+struct CUgraphNodeParams {
+    int type;  // CUgraphNodeType
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        CUDA_CONDITIONAL_NODE_PARAMS conditional;
+    };
+    long long reserved2;
+};
+static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams is 256 bytes in cuda.h");
+constexpr int CU_GRAPH_NODE_TYPE_CONDITIONAL = 13;  // CUgraphNodeType
+constexpr int CU_GRAPH_COND_TYPE_WHILE = 1;         // CUgraphConditionalNodeType
+constexpr unsigned CU_GRAPH_COND_ASSIGN_DEFAULT = 0x1;
 
 // From the one header that holds qd's CUDA constants (src/backends/cuda/cuda_constants.h).
 constexpr CUresult CUDA_SUCCESS = qd::cuda_abi::kSuccess;
@@ -107,6 +130,15 @@ struct Driver {
                                           size_t *num_deps) = nullptr;
     CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
                                                const CUDA_KERNEL_NODE_PARAMS *) = nullptr;
+    // Optional: graphs built node by node with a WHILE conditional (CUDA 12.3; B12).
+    CUresult (*cuGraphCreate)(CUgraph *, unsigned) = nullptr;
+    CUresult (*cuGraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *deps,
+                                     size_t num_deps, const CUDA_KERNEL_NODE_PARAMS *) = nullptr;
+    CUresult (*cuGraphAddNode)(CUgraphNode *, CUgraph, const CUgraphNode *deps,
+                               const void *edge_data, size_t num_deps,
+                               CUgraphNodeParams *) = nullptr;
+    CUresult (*cuGraphConditionalHandleCreate)(CUgraphConditionalHandle *, CUgraph, CUcontext,
+                                               unsigned default_value, unsigned flags) = nullptr;
     // Optional: several GPUs (B10).
     CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
                                   CUstream) = nullptr;
@@ -170,6 +202,10 @@ struct Driver {
         optional(cuGraphDestroy, "cuGraphDestroy");
         optional(cuStreamGetCaptureInfo_v2, "cuStreamGetCaptureInfo_v2");
         optional(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
+        optional(cuGraphCreate, "cuGraphCreate");
+        optional(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2");
+        optional(cuGraphAddNode, "cuGraphAddNode_v2");
+        optional(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate");
         optional(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
         if (!ok) return false;
         CUresult r = cuInit(0);
@@ -186,6 +222,12 @@ struct Driver {
     }
     bool has_node_rebind() const {
         return has_graphs() && cuStreamGetCaptureInfo_v2 && cuGraphExecKernelNodeSetParams;
+    }
+
+    bool has_conditional_nodes() const {
+        return cuGraphCreate && cuGraphAddKernelNode && cuGraphAddNode &&
+               cuGraphConditionalHandleCreate && cuGraphInstantiateWithFlags && cuGraphLaunch &&
+               cuGraphExecDestroy && cuGraphDestroy;
     }
 
     std::string name(CUresult r) const {
