@@ -4,7 +4,9 @@
 //  - qd_test_*: the QDT_KERNEL_LIST of tests/support/test_kernels.h, with the same names and
 //    argument layout as the CPU test kernels, so the backend-parameterised semantic suites run
 //    on CUDA too (QD_TEST_CUDA_KERNELS names this cubin);
-//  - gpu_*: kernels of the GPU suite (tests/gpu/gpu_test.cpp) and of the benchmarks.
+//  - gpu_*: kernels of the GPU suite (tests/gpu/gpu_test.cpp) and of the benchmarks;
+//  - qd_test_while_*, at the end: the WHILE loops of bench_gpu's B12 (not in QDT_KERNEL_LIST;
+//    those that call cudaGraphSetConditional are in the cubin only).
 //
 // All are extern "C" so qd_kernel_get finds them by their plain names.
 #include <stdint.h>
