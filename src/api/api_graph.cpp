@@ -1,5 +1,7 @@
 // Graphs: capture, replay, update, rebind and destroy (qd.h, "Graphs"; core/capture/capture.h does the
 // work).
+#include <cstring>
+
 #include "api/guard.h"
 #include "api/resolve.h"
 #include "common/first_sizes.h"
@@ -86,7 +88,12 @@ QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditio
                         "QD_CONDITIONAL_DESC_INIT)",
                         desc->struct_size, first_size<qd_conditional_desc>());
         qd_conditional_desc d = *desc;  // the caller may change it on another thread
-        switch (d.kind) {
+        // The kind's bits as an integer: a value outside the enumerators (a C caller's 9) may
+        // not be loaded as a qd_conditional_kind.
+        uint32_t kind = 0;
+        static_assert(sizeof kind == sizeof d.kind, "qd_conditional_kind is 32 bits");
+        std::memcpy(&kind, &d.kind, sizeof kind);
+        switch (kind) {
         case QD_CONDITIONAL_IF:
         case QD_CONDITIONAL_IF_ELSE:
         case QD_CONDITIONAL_WHILE:
@@ -104,7 +111,7 @@ QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditio
             break;
         default:
             return fail(QD_ERROR_INVALID_ARGUMENT,
-                        "qd_conditional_desc.kind is %d, not a qd_conditional_kind", int(d.kind));
+                        "qd_conditional_desc.kind is %u, not a qd_conditional_kind", kind);
         }
         if (d.condition % 4 != 0)
             return fail(QD_ERROR_INVALID_ARGUMENT,
