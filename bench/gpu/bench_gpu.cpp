@@ -190,14 +190,76 @@ void bench_launch(const qdbench::Options &opt, qdbench::Report &report, Setup &s
 // Trace on: what the timeline trace adds to a launch (bar <= +1 us per operation)
 // ---------------------------------------------------------------------------------------------
 
+// B1 traced/records-floor: what the driver alone charges for what the trace must do per
+// operation on an idle stream (B1's: each launch finds the previous one done), with no qd code:
+// a timing event recorded before the launch (its begin: a done previous end cannot be shared,
+// it would count the idle time), one after it (its end), and one query of the previous end
+// (is the stream busy?), against the bare launch. The difference is the floor under B1
+// traced's added cost; qd's own share is B1 traced's paired difference minus it.
+void bench_trace_records_floor(const qdbench::Options &opt, qdbench::Report &report, Setup &s,
+                               const qdbench::Options &many, int batch) {
+    if (!opt.selected("B1 traced/records-floor-0args")) return;
+    CUfunction fn = s.raw_kernel_named("gpu_empty0");
+    // A ring of timing events, as the trace's pool: each is recorded again once its turn comes.
+    std::vector<CUevent> ring(2 * static_cast<size_t>(batch) + 2);
+    for (CUevent &e : ring) RAW(cuEventCreate(&e, rawcuda::CU_EVENT_DEFAULT));
+    size_t next = 0;
+    auto take = [&] {
+        CUevent e = ring[next];
+        next = (next + 1) % ring.size();
+        return e;
+    };
+    CUevent previous_end = take();
+    RAW(cuEventRecord(previous_end, s.native));
+    auto with_records = [&] {
+        auto t0 = Clock::now();
+        for (int i = 0; i < batch; ++i) {
+            (void)g_raw.cuEventQuery(previous_end);  // CUDA_SUCCESS or CUDA_ERROR_NOT_READY
+            RAW(cuEventRecord(take(), s.native));
+            RAW(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s.native, nullptr, nullptr));
+            previous_end = take();
+            RAW(cuEventRecord(previous_end, s.native));
+        }
+        auto t1 = Clock::now();
+        RAW(cuStreamSynchronize(s.native));
+        return elapsed_ns(t0, t1) / batch;
+    };
+    auto bare = [&] {
+        auto t0 = Clock::now();
+        for (int i = 0; i < batch; ++i)
+            RAW(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s.native, nullptr, nullptr));
+        auto t1 = Clock::now();
+        RAW(cuStreamSynchronize(s.native));
+        return elapsed_ns(t0, t1) / batch;
+    };
+    Samples smp = qdbench::alternate(many, with_records, bare);
+    Figure fig;
+    fig.bench = "B1";
+    fig.name = "traced/records-floor-0args";
+    fig.qd = median_of(smp.qd);
+    fig.unit = "ns (cuEventQuery + cuEventRecord + cuLaunchKernel + cuEventRecord, timing events)";
+    fig.has_anchor = true;
+    fig.anchor = median_of(smp.anchor);
+    fig.anchor_unit = "ns (cuLaunchKernel)";
+    fig.has_ratio = true;
+    fig.ratio = qdbench::median_paired_ratio(smp);
+    fig.bar = "information: the driver's share of a traced operation on an idle stream (paired: +" +
+              qdbench::fmt(qdbench::median_paired_difference(smp)) + " ns)";
+    fig.verdict = Verdict::Info;
+    report.add(fig, &smp);
+    RAW(cuStreamSynchronize(s.native));
+    for (CUevent e : ring) RAW(cuEventDestroy(e));
+}
+
 // B1 traced/launch-<N>args: the B1 launch on a stream of a second context of the same device
 // that is being traced (qd_trace_start, every launch recorded: QD_TRACE_CAPACITY is set large
 // enough, and the file's count of dropped operations is printed), against the same launch on
 // the untraced context: the paired difference is the trace's cost per operation.
 void bench_traced_launch(const qdbench::Options &opt, qdbench::Report &report, Setup &s,
                          const std::vector<char> &cubin, qd_backend backend) {
-    const bool any =
-        opt.selected("B1 traced/launch-0args") || opt.selected("B1 traced/launch-8args");
+    const bool any = opt.selected("B1 traced/launch-0args") ||
+                     opt.selected("B1 traced/launch-8args") ||
+                     opt.selected("B1 traced/records-floor-0args");
     if (!any) return;
     if (const char *t = std::getenv("QD_TRACE"); t && *t) {
         std::printf("# SKIP B1 traced: QD_TRACE is set, so the untraced side is traced too\n");
@@ -267,6 +329,7 @@ void bench_traced_launch(const qdbench::Options &opt, qdbench::Report &report, S
         QD(qd_kernel_destroy(tk));
         QD(qd_kernel_destroy(k));
     }
+    bench_trace_records_floor(opt, report, s, many, batch);
     QD(qd_trace_stop(traced));  // writes the file: outside every timed repeat
     std::ifstream file(path);
     const std::string text((std::istreambuf_iterator<char>(file)),

@@ -105,6 +105,7 @@ struct Driver {
     CUresult (*cuEventCreate)(CUevent *, unsigned) = nullptr;
     CUresult (*cuEventDestroy)(CUevent) = nullptr;
     CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+    CUresult (*cuEventQuery)(CUevent) = nullptr;
     CUresult (*cuEventSynchronize)(CUevent) = nullptr;
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent) = nullptr;
     CUresult (*cuModuleLoadData)(CUmodule *, const void *) = nullptr;
@@ -181,6 +182,7 @@ struct Driver {
         bind(cuEventCreate, "cuEventCreate");
         bind(cuEventDestroy, "cuEventDestroy_v2");
         bind(cuEventRecord, "cuEventRecord");
+        bind(cuEventQuery, "cuEventQuery");
         bind(cuEventSynchronize, "cuEventSynchronize");
         bind(cuEventElapsedTime, "cuEventElapsedTime_v2");
         bind(cuModuleLoadData, "cuModuleLoadData");
