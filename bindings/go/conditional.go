@@ -4,6 +4,7 @@ package qd
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"unsafe"
 )
@@ -88,4 +89,75 @@ func (s *Stream) ConditionalHandle() (uint64, error) {
 	v, err := u64Result(C.gq_conditional_handle(h))
 	runtime.KeepAlive(s)
 	return v, err
+}
+
+// If captures then as the body of an IF conditional on s, which must be capturing: at each
+// replay the body runs when the uint32 word at condition is not 0. then queues the body's
+// work (on s, and on streams that join s there); the conditional is closed when it returns.
+// The error is then's, or the first refusal of opening or closing the conditional.
+func (s *Stream) If(condition DevicePtr, then func() error) error {
+	return s.conditionalBodies(Conditional{Kind: ConditionalIf, Condition: condition}, then)
+}
+
+// IfElse is If with an else body: at each replay then runs when the word is not 0, otherwise
+// when it is.
+func (s *Stream) IfElse(condition DevicePtr, then, otherwise func() error) error {
+	return s.conditionalBodies(Conditional{Kind: ConditionalIfElse, Condition: condition}, then,
+		otherwise)
+}
+
+// While captures body as a WHILE loop on s: at each replay the body runs while the word is not
+// 0, deciding before the first iteration and after each one (the body's kernels write it).
+func (s *Stream) While(condition DevicePtr, body func() error) error {
+	return s.conditionalBodies(Conditional{Kind: ConditionalWhile, Condition: condition}, body)
+}
+
+// Switch captures one body per case: at each replay case number word runs, none when the word
+// is not below len(cases). At least one case, at most qd.h's QD_MAX_CONDITIONAL_CASES.
+func (s *Stream) Switch(condition DevicePtr, cases ...func() error) error {
+	return s.conditionalBodies(Conditional{Kind: ConditionalSwitch, Condition: condition,
+		NumCases: uint32(len(cases))}, cases...)
+}
+
+// conditionalBodies opens c, calls each body in its turn (NextBranch between them) and closes
+// it. A body that fails or panics still has the conditional closed behind it (the capture then
+// holds whatever it queued): its error is returned, with the closing's own failure (a stream
+// that joined the body and has not joined back) added to it.
+func (s *Stream) conditionalBodies(c Conditional, bodies ...func() error) (err error) {
+	for i, body := range bodies {
+		if body == nil {
+			return newError(StatusInvalidArgument, "body %d of the conditional is nil", i)
+		}
+	}
+	if c.Kind == ConditionalSwitch && len(bodies) == 0 {
+		return newError(StatusInvalidArgument, "a Switch needs at least one case")
+	}
+	if err := s.BeginConditional(c); err != nil {
+		return err
+	}
+	closed := false
+	defer func() {
+		if closed {
+			return
+		}
+		if endErr := s.EndConditional(); endErr != nil {
+			if err == nil {
+				err = endErr
+			} else {
+				err = fmt.Errorf("%w (and closing the conditional failed: %v)", err, endErr)
+			}
+		}
+	}()
+	for i, body := range bodies {
+		if i > 0 {
+			if err := s.NextBranch(); err != nil {
+				return err
+			}
+		}
+		if err := body(); err != nil {
+			return err
+		}
+	}
+	closed = true
+	return s.EndConditional()
 }
