@@ -21,6 +21,7 @@
 mod active;
 mod args;
 mod callback;
+mod conditional;
 mod context;
 mod error;
 mod event;
@@ -35,6 +36,7 @@ mod trace;
 mod transfer;
 
 pub use active::ActiveGuard;
+pub use conditional::Conditional;
 pub use args::{DevicePtr, KernelArg, KernelArgs, LaunchConfig, Pod};
 pub use context::{device_count, device_info, version, Backend, Context, ContextBuilder, DeviceInfo, Stats};
 pub use error::{Error, Result};

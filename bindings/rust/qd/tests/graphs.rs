@@ -19,6 +19,7 @@ fn a_replay_equals_the_direct_calls_and_an_update_changes_later_replays() {
     let src = DeviceBuffer::<u32>::alloc(&s, 1).unwrap();
     let dst = DeviceBuffer::<u32>::alloc(&s, 2).unwrap();
     s.copy_from_slice(&src, &[5]).unwrap();
+    s.memset(&dst, 0).unwrap(); // a new allocation holds whatever its memory held before
     let capture = |add: u32| {
         let c = s.begin_capture().unwrap();
         let kids = s.fork(1).unwrap();
@@ -163,5 +164,91 @@ fn an_if_conditional_runs_its_body_only_when_its_word_is_not_zero() {
         s.begin_conditional(qd::ConditionalKind::Switch, word.0, 0),
         Err(qd::Error::InvalidArgument(_))
     ));
+    drop(c.end().unwrap());
+}
+
+#[test]
+fn a_conditional_guard_and_the_closure_forms_decide_at_each_replay() {
+    let ctx = cpu();
+    let m = load(&ctx);
+    let k = Kernels::new(&m);
+    let s = Stream::new(&ctx).unwrap();
+    let buf = DeviceBuffer::<u32>::alloc(&s, 4).unwrap(); // [0] the word, [1..3] the bodies'
+    s.memset(&buf, 0).unwrap();
+    let word = buf.device_ptr();
+    let slot = |i: u64| qd::DevicePtr(word.0 + 4 * i);
+    let c = s.begin_capture().unwrap();
+    {
+        let mut branch = s.conditional(qd::ConditionalKind::IfElse, word.0, 0).unwrap();
+        // SAFETY: write_value into the live buffer, which outlives the replays.
+        unsafe { s.launch(&k.write_value, &ONE, (slot(1), 11u32)).unwrap() };
+        branch.next_branch().unwrap();
+        assert!(matches!(branch.next_branch(), Err(qd::Error::InvalidOperation(_))), "two bodies");
+        // SAFETY: as above.
+        unsafe { s.launch(&k.write_value, &ONE, (slot(1), 21u32)).unwrap() };
+        branch.end().unwrap();
+    }
+    // SAFETY (both closures): as above.
+    s.if_then(word.0, |s| unsafe { s.launch(&k.write_value, &ONE, (slot(2), 12u32)) }).unwrap();
+    s.if_else(
+        word.0,
+        |s| unsafe { s.launch(&k.write_value, &ONE, (slot(3), 13u32)) },
+        |s| unsafe { s.launch(&k.write_value, &ONE, (slot(3), 23u32)) },
+    )
+    .unwrap();
+    let graph = c.end().unwrap();
+    for (value, want) in [(0u32, [21u32, 0, 23]), (1, [11, 12, 13])] {
+        s.synchronize().unwrap();
+        for i in 1..4 {
+            poke(slot(i), 0);
+        }
+        poke(word, value);
+        // SAFETY: buf is live.
+        unsafe { graph.launch(&s).unwrap() };
+        s.synchronize().unwrap();
+        assert_eq!([peek(slot(1)), peek(slot(2)), peek(slot(3))], want, "word {value}");
+    }
+}
+
+#[test]
+fn a_while_loop_runs_until_its_body_zeroes_the_word() {
+    let ctx = cpu();
+    let m = load(&ctx);
+    let k = Kernels::new(&m);
+    let s = Stream::new(&ctx).unwrap();
+    let buf = DeviceBuffer::<u32>::alloc(&s, 2).unwrap(); // [0] the word, [1] the count
+    s.memset(&buf, 0).unwrap();
+    let word = buf.device_ptr();
+    let count = qd::DevicePtr(word.0 + 4);
+    let c = s.begin_capture().unwrap();
+    s.while_loop(word.0, |s| {
+        // SAFETY: add_value on the live buffer's elements: count += 1, word -= 1.
+        unsafe {
+            s.launch(&k.add_value, &ONE, (count, count, 1u32))?;
+            s.launch(&k.add_value, &ONE, (word, word, u32::MAX))
+        }
+    })
+    .unwrap();
+    let graph = c.end().unwrap();
+    s.synchronize().unwrap();
+    poke(word, 5);
+    // SAFETY: buf is live.
+    unsafe { graph.launch(&s).unwrap() };
+    s.synchronize().unwrap();
+    assert_eq!((peek(word), peek(count)), (0, 5));
+}
+
+#[test]
+fn a_failing_body_or_a_dropped_guard_leaves_no_conditional_open() {
+    let ctx = cpu();
+    let s = Stream::new(&ctx).unwrap();
+    let buf = DeviceBuffer::<u32>::alloc(&s, 1).unwrap();
+    let word = buf.device_ptr();
+    let c = s.begin_capture().unwrap();
+    let failed = s.while_loop(word.0, |_| Err(qd::Error::InvalidArgument("the body's own".into())));
+    assert!(matches!(failed, Err(qd::Error::InvalidArgument(m)) if m == "the body's own"));
+    drop(s.conditional(qd::ConditionalKind::If, word.0, 0).unwrap());
+    assert!(matches!(s.end_conditional(), Err(qd::Error::InvalidOperation(_))), "none open");
+    assert!(ctx.take_drop_errors().is_empty());
     drop(c.end().unwrap());
 }
