@@ -47,6 +47,12 @@ struct CUDA_KERNEL_NODE_PARAMS {
     CUcontext ctx;
 };
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;  // CUstreamCaptureMode
+// CUgraphExecUpdateResultInfo (cuGraphExecUpdate_v2).
+struct CUgraphExecUpdateResultInfo {
+    int result;  // CUgraphExecUpdateResult
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+};
 
 // From the one header that holds qd's CUDA constants (src/backends/cuda/cuda_constants.h).
 constexpr CUresult CUDA_SUCCESS = qd::cuda_abi::kSuccess;
@@ -107,6 +113,8 @@ struct Driver {
                                           size_t *num_deps) = nullptr;
     CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
                                                const CUDA_KERNEL_NODE_PARAMS *) = nullptr;
+    // Optional: a whole-graph update, the anchor of B11's update figures.
+    CUresult (*cuGraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *) = nullptr;
     // Optional: several GPUs (B10).
     CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
                                   CUstream) = nullptr;
@@ -170,6 +178,7 @@ struct Driver {
         optional(cuGraphDestroy, "cuGraphDestroy");
         optional(cuStreamGetCaptureInfo_v2, "cuStreamGetCaptureInfo_v2");
         optional(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
+        optional(cuGraphExecUpdate, "cuGraphExecUpdate_v2");
         optional(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
         if (!ok) return false;
         CUresult r = cuInit(0);
@@ -187,6 +196,7 @@ struct Driver {
     bool has_node_rebind() const {
         return has_graphs() && cuStreamGetCaptureInfo_v2 && cuGraphExecKernelNodeSetParams;
     }
+    bool has_graph_update() const { return has_graphs() && cuGraphExecUpdate; }
 
     std::string name(CUresult r) const {
         const char *n = nullptr;
