@@ -4,6 +4,9 @@
 // before it (held back by a gate, never by timing); a refused rebind changes nothing; an update
 // takes the other graph's values, its rebound ones included; the validation mode checks the
 // rebound values at the next replay.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -391,6 +394,36 @@ TEST_P(GraphRebindTest, RebindAfterUpdate_LeavesTheOtherGraphsValues) {
     EXPECT_EQ(word(s, buf + 12), 4u);
     EXPECT_EQ(word(s, buf + 16), 0u) << "a rebind of the other graph changed the updated one";
     EXPECT_QD_OK(qd_graph_destroy(from));
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(GraphRebindTest, Rebind_ThenATraceStarts_TheReissuedReplayRunsTheReboundValues) {
+    QDT_REQUIRE_REBIND();
+    // Captured and rebound with no observer attached (a driver graph on CUDA, whose replays
+    // need no values of qd's); the trace attached afterwards needs replays re-issued, and the
+    // next replay re-issues the nodes: with the rebound values.
+    qd_stream s = new_stream();
+    const uint64_t buf = block(s, 4);
+    qd_graph g = capture_write(s, buf, 1);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(rebind(g, 0, buf + 4, 2));
+    char dir[] = "/tmp/qd-rebind-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    const std::string path = std::string(dir) + "/trace.json";
+    const qd_status started = qd_trace_start(ctx_, path.c_str());
+    if (started == QD_ERROR_INVALID_OPERATION) {  // QD_TRACE traces this run already
+        EXPECT_QD_OK(qd_graph_destroy(g));
+        ::rmdir(dir);
+        GTEST_SKIP() << "the context is traced already: " << qd_last_error_message();
+    }
+    ASSERT_QD_OK(started);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_QD_OK(qd_trace_stop(ctx_));
+    ::unlink(path.c_str());
+    ::rmdir(dir);
+    EXPECT_EQ(word(s, buf + 4), 2u) << "the replay after the trace started lost the rebind";
+    EXPECT_EQ(word(s, buf), 1u);
     EXPECT_QD_OK(qd_graph_destroy(g));
 }
 
