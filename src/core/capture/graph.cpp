@@ -75,7 +75,18 @@ qd_status Graph::launch(Stream &stream) {
         }
     }
     if (native) return submit_graph_launch(stream, *native);
-    // The re-issue path.
+    // The re-issue path. The values are let go of under the lock, after the last use of the
+    // operations pointing into them: a rebind that then finds the block unshared writes it in
+    // place, ordered after this replay's reads (graph_rebind.cpp).
+    struct LetGo {
+        std::mutex &mutex;
+        std::shared_ptr<const ReboundArgs> &values;
+        ~LetGo() {
+            if (!values) return;
+            std::lock_guard<std::mutex> lock(mutex);
+            values.reset();
+        }
+    } let_go{mutex_, rebound};
     const auto &nodes = data->nodes;
     GraphBlocks *blocks = data->blocks.get();
     CaptureRouter *router = c.capture();
@@ -193,9 +204,9 @@ qd_status Graph::update_from(const Graph &from) {
     // from's values as they are now, its rebound arguments included, taken before this graph's
     // lock (two graphs updated from each other at once take one lock each at a time).
     std::shared_ptr<const GraphData> theirs;
-    std::shared_ptr<const ReboundArgs> from_rebound;
+    std::shared_ptr<ReboundArgs> rebound;  // the graph's own copy (later rebinds are its own)
     std::shared_ptr<backend::Graph> from_native;
-    from.values(&theirs, &from_rebound, &from_native);
+    from.values(&theirs, &rebound, &from_native);
     std::lock_guard<std::mutex> lock(mutex_);
     const GraphData *mine = data_.get();
     if (mine->lanes != theirs->lanes)
@@ -217,9 +228,6 @@ qd_status Graph::update_from(const Graph &from) {
                         "%s allocates inside a native driver graph (graph memory nodes), whose "
                         "blocks cannot be given to another graph: capture it again instead",
                         d == mine ? "the graph" : "the other graph");
-    // This graph's own copy of from's rebound values (a later rebind of either writes its own).
-    std::shared_ptr<ReboundArgs> rebound;
-    if (from_rebound) rebound = std::make_shared<ReboundArgs>(*from_rebound);
     if (native_ && from_native) {
         qd_status st = native_->update(*from_native);
         if (st != QD_SUCCESS) return st;

@@ -96,14 +96,14 @@ class Graph : public Object {
         std::lock_guard<std::mutex> lock(mutex_);
         return data_;
     }
-    // What a qd_graph_update from this graph takes, under one lock: the nodes, the rebound
-    // argument values (null: none rebound since the capture or the last update) and the
+    // What a qd_graph_update from this graph takes, under one lock: the nodes, a copy of the
+    // rebound argument values (null: none rebound since the capture or the last update) and the
     // instantiated driver graph (null: recorded only).
-    void values(std::shared_ptr<const GraphData> *data, std::shared_ptr<const ReboundArgs> *rebound,
+    void values(std::shared_ptr<const GraphData> *data, std::shared_ptr<ReboundArgs> *rebound,
                 std::shared_ptr<backend::Graph> *native) const {
         std::lock_guard<std::mutex> lock(mutex_);
         *data = data_;
-        *rebound = rebound_;
+        *rebound = rebound_ ? std::make_shared<ReboundArgs>(*rebound_) : nullptr;
         *native = native_;
     }
 
@@ -117,7 +117,9 @@ class Graph : public Object {
     mutable std::mutex mutex_;
     std::shared_ptr<const GraphData> data_;
     // The kernel nodes' argument values (rebound_args.h), made by the first rebind after the
-    // capture or an update that brought none; written in place while only the graph holds it.
+    // capture or an update that brought none. Held besides only by the replays that re-issue
+    // the nodes, which take and let go of it under mutex_; written in place while the graph
+    // alone holds it.
     std::shared_ptr<ReboundArgs> rebound_;
     std::shared_ptr<backend::Graph> native_;
 };

@@ -1,6 +1,5 @@
 // Rebinding one kernel node of a graph (qd.h, qd_graph_set_kernel_args): new argument values
 // for every later replay, without a new capture (core/capture/graph.h).
-#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -43,9 +42,8 @@ qd_status Graph::set_kernel_args(uint32_t node, const qd_arg *args, uint32_t num
         fresh = std::make_shared<ReboundArgs>(data);
     else if (rebound_.use_count() > 1)  // a replay holds it: it keeps the values it took
         fresh = std::make_shared<ReboundArgs>(*target);
-    // A replay takes its reference under the lock, so none can come now; one that let go
-    // finished reading before (the acquire pairs with the release of its count's decrement).
-    std::atomic_thread_fence(std::memory_order_acquire);
+    // Replays take their reference and let go of it under the lock (graph.h): none comes now,
+    // and one that let go has read the block before this write.
     if (fresh) target = fresh.get();
     if (native_) {
         qd_status st = native_->set_kernel_args(node, *n.kernel->impl, n.dims, args, num_args);
