@@ -818,6 +818,10 @@ void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Se
 //   vs-update: the same rebind + replay against qd_graph_update from a graph captured
 //     beforehand (two of them, alternated, so every update changes a value) + qd_graph_launch;
 //     the capture is not timed. Bar: the update at least 10x the rebind.
+//   INFO, to read the two bars by: each call alone against its driver call (rebind, replay,
+//     update: where qd's time goes); the update alone over the rebind alone (the bar's two
+//     calls without the replay both sides share); and the raw driver's own update + replay
+//     over its rebind + replay (the most a wrapper's vs-update ratio can be).
 // ---------------------------------------------------------------------------------------------
 
 constexpr int kB11Nodes = 100;
@@ -828,7 +832,14 @@ constexpr double kB11UpdateBar = 10.0;
 void bench_rebind(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
     const bool vs_raw = opt.selected("B11 rebind+replay-100 vs-raw");
     const bool vs_update = opt.selected("B11 rebind+replay-100 vs-update");
-    if (!vs_raw && !vs_update) return;
+    const bool rebind_raw = opt.selected("B11 rebind-100 vs-raw");
+    const bool replay_raw = opt.selected("B11 replay-100 vs-raw");
+    const bool update_raw = opt.selected("B11 update-100 vs-raw");
+    const bool update_rebind = opt.selected("B11 update-100 vs-rebind");
+    const bool raw_ceiling = opt.selected("B11 raw update+replay-100 vs-rebind+replay");
+    const bool needs_raw = vs_raw || rebind_raw || replay_raw;
+    const bool needs_fresh = vs_update || update_raw || update_rebind;
+    if (!needs_raw && !needs_fresh && !raw_ceiling) return;
     if (g_qd_on_hip) {
         std::printf(
             "# B11 skipped: qd's HIP backend does not rebind the nodes of driver graphs "
@@ -852,69 +863,131 @@ void bench_rebind(const qdbench::Options &opt, qdbench::Report &report, Setup &s
     qd_graph graph = capture(0);
     QD(qd_graph_launch(graph, s.stream));  // instantiated before the timing, as the raw one
     QD(qd_stream_synchronize(s.stream));
-    uint64_t value = 1;
     const int n = 20;
-    auto rebind_side = [&] {
+    // n calls of `body`, then the synchronize (not timed): microseconds per call.
+    auto timed = [&](auto &&body) {
         auto t0 = Clock::now();
-        for (int i = 0; i < n; ++i) {
-            const qd_arg arg = {&value, sizeof value};
-            QD(qd_graph_set_kernel_args(graph, kB11Node, &arg, 1));
-            QD(qd_graph_launch(graph, s.stream));
-            ++value;
-        }
+        for (int i = 0; i < n; ++i) body();
         auto t1 = Clock::now();
         QD(qd_stream_synchronize(s.stream));
         return elapsed_ns(t0, t1) / n / 1000.0;
     };
-    if (vs_raw && !g_raw.has_node_rebind())
+    uint64_t value = 1;
+    auto qd_rebind = [&] {
+        const qd_arg arg = {&value, sizeof value};
+        QD(qd_graph_set_kernel_args(graph, kB11Node, &arg, 1));
+        ++value;
+    };
+    auto qd_replay = [&] { QD(qd_graph_launch(graph, s.stream)); };
+    auto rebind_side = [&] {
+        return timed([&] {
+            qd_rebind();
+            qd_replay();
+        });
+    };
+    auto info = [&](const char *name, const Samples &smp, const char *unit, const char *anchor_unit,
+                    bool paired) {
+        Figure fig;
+        fig.bench = "B11";
+        fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = unit;
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = anchor_unit;
+        fig.has_ratio = true;
+        fig.ratio = paired ? qdbench::median_paired_ratio(smp) : fig.qd / fig.anchor;
+        fig.bar =
+            "none (INFO: " + qdbench::fmt((fig.qd - fig.anchor) * 1000.0) + " ns more per call)";
+        fig.verdict = Verdict::Info;
+        report_figure(report, fig, &smp);
+    };
+    qd_graph fresh[2] = {0, 0};
+    if (needs_fresh) {
+        fresh[0] = capture(1000);
+        fresh[1] = capture(2000);
+    }
+    int next = 0;
+    auto qd_update = [&] {
+        QD(qd_graph_update(graph, fresh[next]));
+        next ^= 1;
+    };
+
+    const bool raw_ok = g_raw.has_node_rebind();
+    if (needs_raw && !raw_ok)
         std::printf(
             "# B11 vs-raw skipped: the driver lacks cuStreamGetCaptureInfo_v2 or "
             "cuGraphExecKernelNodeSetParams_v2\n");
-    if (vs_raw && g_raw.has_node_rebind()) {
-        CUstream rs = nullptr;
+    const bool raw_update_ok = raw_ok && g_raw.has_graph_update();
+    if ((update_raw || raw_ceiling) && !raw_update_ok)
+        std::printf(
+            "# B11 update figures against the driver skipped: the driver lacks "
+            "cuGraphExecUpdate_v2\n");
+    // The raw graph: the same 100 launches captured on a raw stream, its kernel nodes noted.
+    CUstream rs = nullptr;
+    rawcuda::CUgraph raw_graph = nullptr, raw_fresh[2] = {nullptr, nullptr};
+    rawcuda::CUgraphExec exec = nullptr;
+    std::vector<rawcuda::CUgraphNode> nodes;
+    if (raw_ok) {
         RAW(cuStreamCreate(&rs, rawcuda::CU_STREAM_NON_BLOCKING));
-        RAW(cuStreamBeginCapture(rs, rawcuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-        std::vector<rawcuda::CUgraphNode> nodes;
-        for (int i = 0; i < kB11Nodes; ++i) {
-            uint64_t v = uint64_t(i);
-            void *params[1] = {&v};
-            RAW(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, rs, params, nullptr));
-            int status = 0;
-            unsigned long long id = 0;
-            rawcuda::CUgraph cg = nullptr;
-            const rawcuda::CUgraphNode *deps = nullptr;
-            size_t num = 0;
-            RAW(cuStreamGetCaptureInfo_v2(rs, &status, &id, &cg, &deps, &num));
-            if (num != 1) die("B11: finding a captured kernel node", std::to_string(num));
-            nodes.push_back(deps[0]);
-        }
-        rawcuda::CUgraph raw_graph = nullptr;
-        RAW(cuStreamEndCapture(rs, &raw_graph));
-        rawcuda::CUgraphExec exec = nullptr;
+        auto raw_capture = [&](uint64_t base, std::vector<rawcuda::CUgraphNode> *noted) {
+            RAW(cuStreamBeginCapture(rs, rawcuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+            for (int i = 0; i < kB11Nodes; ++i) {
+                uint64_t v = base + uint64_t(i);
+                void *params[1] = {&v};
+                RAW(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, rs, params, nullptr));
+                if (!noted) continue;
+                int status = 0;
+                unsigned long long id = 0;
+                rawcuda::CUgraph cg = nullptr;
+                const rawcuda::CUgraphNode *deps = nullptr;
+                size_t num = 0;
+                RAW(cuStreamGetCaptureInfo_v2(rs, &status, &id, &cg, &deps, &num));
+                if (num != 1) die("B11: finding a captured kernel node", std::to_string(num));
+                noted->push_back(deps[0]);
+            }
+            rawcuda::CUgraph g = nullptr;
+            RAW(cuStreamEndCapture(rs, &g));
+            return g;
+        };
+        raw_graph = raw_capture(0, &nodes);
         RAW(cuGraphInstantiateWithFlags(&exec, raw_graph, 0));
         RAW(cuGraphLaunch(exec, s.native));
         RAW(cuStreamSynchronize(s.native));
-        uint64_t raw_value = 1;
-        auto raw_side = [&] {
-            auto t0 = Clock::now();
-            for (int i = 0; i < n; ++i) {
-                void *params[1] = {&raw_value};
-                rawcuda::CUDA_KERNEL_NODE_PARAMS p{};
-                p.func = f;
-                p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-                p.blockDimX = p.blockDimY = p.blockDimZ = 1;
-                p.kernelParams = params;
-                RAW(cuGraphExecKernelNodeSetParams(exec, nodes[kB11Node], &p));
-                RAW(cuGraphLaunch(exec, s.native));
-                ++raw_value;
-            }
-            auto t1 = Clock::now();
-            RAW(cuStreamSynchronize(s.native));
-            return elapsed_ns(t0, t1) / n / 1000.0;
-        };
+        if (raw_update_ok) {
+            raw_fresh[0] = raw_capture(1000, nullptr);
+            raw_fresh[1] = raw_capture(2000, nullptr);
+        }
+    }
+    uint64_t raw_value = 1;
+    auto raw_rebind = [&] {
+        void *params[1] = {&raw_value};
+        rawcuda::CUDA_KERNEL_NODE_PARAMS p{};
+        p.func = f;
+        p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+        p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+        p.kernelParams = params;
+        RAW(cuGraphExecKernelNodeSetParams(exec, nodes[kB11Node], &p));
+        ++raw_value;
+    };
+    auto raw_replay = [&] { RAW(cuGraphLaunch(exec, s.native)); };
+    int raw_next = 0;
+    auto raw_update = [&] {
+        rawcuda::CUgraphExecUpdateResultInfo info{};
+        RAW(cuGraphExecUpdate(exec, raw_fresh[raw_next], &info));
+        raw_next ^= 1;
+    };
+    auto raw_rebind_side = [&] {
+        return timed([&] {
+            raw_rebind();
+            raw_replay();
+        });
+    };
+
+    if (vs_raw && raw_ok) {
         qdbench::Options many = opt;
         many.repeats = opt.repeats * 20;
-        Samples smp = qdbench::alternate(many, rebind_side, raw_side);
+        Samples smp = qdbench::alternate(many, rebind_side, raw_rebind_side);
         Figure fig;
         fig.bench = "B11";
         fig.name = "rebind+replay-100 vs-raw";
@@ -929,23 +1002,61 @@ void bench_rebind(const qdbench::Options &opt, qdbench::Report &report, Setup &s
                   qdbench::fmt(fig.qd / fig.anchor) + "x)";
         fig.verdict = fig.ratio <= kB11RawBar ? Verdict::Pass : Verdict::Miss;
         report_figure(report, fig, &smp);
-        RAW(cuGraphExecDestroy(exec));
-        RAW(cuGraphDestroy(raw_graph));
-        RAW(cuStreamDestroy(rs));
+    }
+    if (rebind_raw && raw_ok) {
+        qdbench::Options many = opt;
+        many.repeats = opt.repeats * 20;
+        info("rebind-100 vs-raw",
+             qdbench::alternate(
+                 many, [&] { return timed(qd_rebind); }, [&] { return timed(raw_rebind); }),
+             "us (qd_graph_set_kernel_args alone)", "us (cuGraphExecKernelNodeSetParams alone)",
+             true);
+    }
+    if (replay_raw && raw_ok) {
+        qdbench::Options many = opt;
+        many.repeats = opt.repeats * 20;
+        info("replay-100 vs-raw",
+             qdbench::alternate(
+                 many, [&] { return timed(qd_replay); }, [&] { return timed(raw_replay); }),
+             "us (qd_graph_launch alone)", "us (cuGraphLaunch alone)", true);
+    }
+    if (update_raw && raw_update_ok)
+        info("update-100 vs-raw",
+             qdbench::alternate(
+                 opt, [&] { return timed(qd_update); }, [&] { return timed(raw_update); }),
+             "us (qd_graph_update alone)", "us (cuGraphExecUpdate alone)", true);
+    double raw_update_ratio = 0;  // the driver's own vs-update ratio, once measured
+    if (raw_ceiling && raw_update_ok) {
+        Samples smp = qdbench::alternate(
+            opt,
+            [&] {
+                return timed([&] {
+                    raw_update();
+                    raw_replay();
+                });
+            },
+            raw_rebind_side);
+        Figure fig;
+        fig.bench = "B11";
+        fig.name = "raw update+replay-100 vs-rebind+replay";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us (cuGraphExecUpdate + cuGraphLaunch)";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "us (cuGraphExecKernelNodeSetParams + cuGraphLaunch)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = "none (INFO: the driver's own vs-update ratio, the most qd's can be)";
+        fig.verdict = Verdict::Info;
+        report_figure(report, fig, &smp);
+        raw_update_ratio = fig.ratio;
     }
     if (vs_update) {
-        qd_graph fresh[2] = {capture(1000), capture(2000)};
-        int next = 0;
         auto update_side = [&] {
-            auto t0 = Clock::now();
-            for (int i = 0; i < n; ++i) {
-                QD(qd_graph_update(graph, fresh[next]));
-                QD(qd_graph_launch(graph, s.stream));
-                next ^= 1;
-            }
-            auto t1 = Clock::now();
-            QD(qd_stream_synchronize(s.stream));
-            return elapsed_ns(t0, t1) / n / 1000.0;
+            return timed([&] {
+                qd_update();
+                qd_replay();
+            });
         };
         Samples smp = qdbench::alternate(opt, update_side, rebind_side);
         Figure fig;
@@ -959,12 +1070,36 @@ void bench_rebind(const qdbench::Options &opt, qdbench::Report &report, Setup &s
         fig.anchor_unit = "us (qd_graph_set_kernel_args + qd_graph_launch)";
         fig.has_ratio = true;
         fig.ratio = fig.qd / fig.anchor;
-        fig.bar = ">= " + qdbench::fmt(kB11UpdateBar) + "x (the update over the rebind)";
+        fig.bar = ">= " + qdbench::fmt(kB11UpdateBar) + "x (the update over the rebind";
+        if (raw_update_ratio > 0)
+            fig.bar += "; the driver's own pair " + qdbench::fmt(raw_update_ratio) + "x";
+        fig.bar += ")";
         fig.verdict = fig.ratio >= kB11UpdateBar ? Verdict::Pass : Verdict::Miss;
         report_figure(report, fig, &smp);
-        QD(qd_graph_destroy(fresh[0]));
-        QD(qd_graph_destroy(fresh[1]));
     }
+    if (update_rebind) {
+        Samples smp = qdbench::alternate(
+            opt, [&] { return timed(qd_update); }, [&] { return timed(qd_rebind); });
+        Figure fig;
+        fig.bench = "B11";
+        fig.name = "update-100 vs-rebind";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us (qd_graph_update alone)";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "us (qd_graph_set_kernel_args alone)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / fig.anchor;
+        fig.bar = "none (INFO: the vs-update bar's two calls without the replay they share)";
+        fig.verdict = Verdict::Info;
+        report_figure(report, fig, &smp);
+    }
+    if (exec) RAW(cuGraphExecDestroy(exec));
+    for (rawcuda::CUgraph g : {raw_graph, raw_fresh[0], raw_fresh[1]})
+        if (g) RAW(cuGraphDestroy(g));
+    if (rs) RAW(cuStreamDestroy(rs));
+    for (qd_graph g : fresh)
+        if (g) QD(qd_graph_destroy(g));
     QD(qd_graph_destroy(graph));
     QD(qd_kernel_destroy(k));
 }

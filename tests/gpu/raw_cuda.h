@@ -70,6 +70,12 @@ static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams is 256 bytes 
 constexpr int CU_GRAPH_NODE_TYPE_CONDITIONAL = 13;  // CUgraphNodeType
 constexpr int CU_GRAPH_COND_TYPE_WHILE = 1;         // CUgraphConditionalNodeType
 constexpr unsigned CU_GRAPH_COND_ASSIGN_DEFAULT = 0x1;
+// CUgraphExecUpdateResultInfo (cuGraphExecUpdate_v2).
+struct CUgraphExecUpdateResultInfo {
+    int result;  // CUgraphExecUpdateResult
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+};
 
 // From the one header that holds qd's CUDA constants (src/backends/cuda/cuda_constants.h).
 constexpr CUresult CUDA_SUCCESS = qd::cuda_abi::kSuccess;
@@ -140,6 +146,8 @@ struct Driver {
                                CUgraphNodeParams *) = nullptr;
     CUresult (*cuGraphConditionalHandleCreate)(CUgraphConditionalHandle *, CUgraph, CUcontext,
                                                unsigned default_value, unsigned flags) = nullptr;
+    // Optional: a whole-graph update, the anchor of B11's update figures.
+    CUresult (*cuGraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *) = nullptr;
     // Optional: several GPUs (B10).
     CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
                                   CUstream) = nullptr;
@@ -208,6 +216,7 @@ struct Driver {
         optional(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2");
         optional(cuGraphAddNode, "cuGraphAddNode_v2");
         optional(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate");
+        optional(cuGraphExecUpdate, "cuGraphExecUpdate_v2");
         optional(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
         if (!ok) return false;
         CUresult r = cuInit(0);
@@ -225,6 +234,7 @@ struct Driver {
     bool has_node_rebind() const {
         return has_graphs() && cuStreamGetCaptureInfo_v2 && cuGraphExecKernelNodeSetParams;
     }
+    bool has_graph_update() const { return has_graphs() && cuGraphExecUpdate; }
 
     bool has_conditional_nodes() const {
         return cuGraphCreate && cuGraphAddKernelNode && cuGraphAddNode &&

@@ -4,6 +4,9 @@
 // before it (held back by a gate, never by timing); a refused rebind changes nothing; an update
 // takes the other graph's values, its rebound ones included; the validation mode checks the
 // rebound values at the next replay.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -348,6 +351,161 @@ TEST_P(GraphRebindTest, Validation_SeesTheReboundPointer_FailModeRefusesTheRepla
     ASSERT_QD_OK(qd_stream_synchronize(s));
     EXPECT_EQ(v, 2u);
     EXPECT_EQ(get_stats(c).hazards_reported, 1u);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+    kernels.reset();
+}
+
+TEST_P(GraphRebindTest, Rebind_ManyInARowThenOneReplay_RunsEachNodesLastValues) {
+    QDT_REQUIRE_REBIND();
+    qd_stream s = new_stream();
+    const uint64_t buf = block(s, 8);
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), buf + 0, 1));
+    ASSERT_QD_OK(launch_write_value(s, kernels_->write_value(), buf + 4, 2));
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    // The two nodes rebound in turn, each to a word of its own half, no replay between: only
+    // the last values of each node run, written over what the earlier rebinds left.
+    const uint32_t n = uint32_t(scaled(1000, 100));
+    for (uint32_t i = 0; i < n; ++i) ASSERT_QD_OK(rebind(g, i % 2, buf + 8 + 4 * (i % 2), 10 + i));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(word(s, buf + 8), 10 + n - 2) << "node 0 ran other values than its last rebind's";
+    EXPECT_EQ(word(s, buf + 12), 10 + n - 1) << "node 1 ran other values than its last rebind's";
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(GraphRebindTest, RebindAfterUpdate_LeavesTheOtherGraphsValues) {
+    QDT_REQUIRE_REBIND();
+    qd_stream s = new_stream();
+    const uint64_t buf = block(s, 8);
+    qd_graph g = capture_write(s, buf + 0, 1);
+    qd_graph from = capture_write(s, buf + 4, 2);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(rebind(from, 0, buf + 8, 3));
+    ASSERT_QD_OK(qd_graph_update(g, from));  // g takes from's rebound values
+    // Each graph's later rebinds are its own.
+    ASSERT_QD_OK(rebind(g, 0, buf + 12, 4));
+    ASSERT_QD_OK(qd_graph_launch(from, s));
+    EXPECT_EQ(word(s, buf + 8), 3u);
+    EXPECT_EQ(word(s, buf + 12), 0u) << "a rebind of the updated graph changed the other one";
+    ASSERT_QD_OK(rebind(from, 0, buf + 16, 5));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    EXPECT_EQ(word(s, buf + 12), 4u);
+    EXPECT_EQ(word(s, buf + 16), 0u) << "a rebind of the other graph changed the updated one";
+    EXPECT_QD_OK(qd_graph_destroy(from));
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+TEST_P(GraphRebindTest, Rebind_ThenATraceStarts_TheReissuedReplayRunsTheReboundValues) {
+    QDT_REQUIRE_REBIND();
+    // Captured and rebound with no observer attached (a driver graph on CUDA, whose replays
+    // need no values of qd's); the trace attached afterwards needs replays re-issued, and the
+    // next replay re-issues the nodes: with the rebound values.
+    qd_stream s = new_stream();
+    const uint64_t buf = block(s, 4);
+    qd_graph g = capture_write(s, buf, 1);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(rebind(g, 0, buf + 4, 2));
+    char dir[] = "/tmp/qd-rebind-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    const std::string path = std::string(dir) + "/trace.json";
+    const qd_status started = qd_trace_start(ctx_, path.c_str());
+    if (started == QD_ERROR_INVALID_OPERATION) {  // QD_TRACE traces this run already
+        EXPECT_QD_OK(qd_graph_destroy(g));
+        ::rmdir(dir);
+        GTEST_SKIP() << "the context is traced already: " << qd_last_error_message();
+    }
+    ASSERT_QD_OK(started);
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_QD_OK(qd_trace_stop(ctx_));
+    ::unlink(path.c_str());
+    ::rmdir(dir);
+    EXPECT_EQ(word(s, buf + 4), 2u) << "the replay after the trace started lost the rebind";
+    EXPECT_EQ(word(s, buf), 1u);
+    EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+namespace {
+
+// Rebinds node 0 of a graph to (dst, value) from the first hazard report.
+struct RebindFromHandler {
+    qd_graph graph = 0;
+    uint64_t dst = 0;
+    uint32_t value = 0;
+    int calls = 0;
+    qd_status status = QD_SUCCESS;
+    static void on_hazard(const qd_hazard *, void *user) {
+        auto *r = static_cast<RebindFromHandler *>(user);
+        if (r->calls++ != 0) return;
+        const qd_arg args[2] = {{&r->dst, sizeof r->dst}, {&r->value, sizeof r->value}};
+        r->status = qd_graph_set_kernel_args(r->graph, 0, args, 2);
+    }
+};
+
+}  // namespace
+
+TEST_P(GraphRebindTest, Rebind_DuringAReplaysSubmission_TheReplayKeepsTheValuesItTook) {
+    QDT_RACES_ON_PURPOSE();
+    QDT_REQUIRE_KERNELS();
+    // The validation mode re-issues a replay's nodes and reports a hazard in it to the handler
+    // before any of them is queued: the handler's rebind comes while the replay holds the
+    // values it took.
+    qd_context_desc desc = make_desc(backend(), 8, 4);
+    desc.flags = QD_CONTEXT_VALIDATE;
+    qd_context c = 0;
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    extra_contexts_.push_back(c);
+    std::string why;
+    std::unique_ptr<TestKernels> kernels = make_test_kernels(backend(), c, &why);
+    if (!kernels) {
+        ASSERT_FALSE(is_cpu()) << why;
+        GTEST_SKIP() << "no test kernels for " << backend_name(backend()) << ": " << why;
+    }
+    qd_stream a = 0, s = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &a));
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    uint64_t clean = 0, raced = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &clean));
+    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &raced));
+    ASSERT_QD_OK(qd_memset_async(s, clean, 0, 64));
+    ASSERT_QD_OK(qd_memset_async(s, raced, 0, 64));
+    ASSERT_QD_OK(qd_context_synchronize(c));
+
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(launch_write_value(s, kernels->write_value(), clean, 1));
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    WriteArgs w(raced, 2);
+    ASSERT_QD_OK(qd_graph_set_kernel_args(g, 0, w.args, 2));
+    // Stream a writes `raced`, ordered with nothing on s (a Flag proves it ran first).
+    ASSERT_QD_OK(launch_write_value(a, kernels->write_value(), raced, 7));
+    Flag ran;
+    ASSERT_QD_OK(ran.enqueue(a));
+    ASSERT_TRUE(ran.wait());
+    RebindFromHandler handler;
+    handler.graph = g;
+    handler.dst = clean + 4;
+    handler.value = 3;
+    ASSERT_QD_OK(qd_context_set_hazard_handler(c, &RebindFromHandler::on_hazard, &handler));
+    ASSERT_QD_OK(qd_graph_launch(g, s));  // reported, not refused
+    ASSERT_EQ(handler.calls, 1);
+    ASSERT_QD_OK(handler.status);
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    ASSERT_QD_OK(qd_stream_synchronize(a));  // a's write ordered before the reads below
+    uint32_t v[2] = {0, 0};
+    ASSERT_QD_OK(qd_memcpy_async(s, (uint64_t)(uintptr_t)&v[0], raced, 4));
+    ASSERT_QD_OK(qd_memcpy_async(s, (uint64_t)(uintptr_t)&v[1], clean + 4, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(v[0], 2u) << "the replay did not run the values it took";
+    EXPECT_EQ(v[1], 0u) << "the replay ran the values of a rebind that came after it took them";
+    // The next replay runs the handler's values.
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_memcpy_async(s, (uint64_t)(uintptr_t)&v[1], clean + 4, 4));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(v[1], 3u);
+    ASSERT_QD_OK(qd_context_set_hazard_handler(c, nullptr, nullptr));
     EXPECT_QD_OK(qd_graph_destroy(g));
     kernels.reset();
 }

@@ -53,20 +53,40 @@ bool same_shape(const GraphData &a, const GraphData &b, std::string *where) {
 }  // namespace
 
 qd_status Graph::launch(Stream &stream) {
-    std::shared_ptr<const GraphData> data = this->data();
-    if (data->nodes.empty()) return QD_SUCCESS;
     Context &c = *stream.ctx;
-    // Blocks a driver capture made exist only inside the driver graph's launches: such a graph
-    // is always launched whole. So is a graph with conditionals, even with an observer that
-    // needs replays attached (qd.h, "Conditionals"): its device work cannot run on the host.
-    if (std::shared_ptr<backend::Graph> native = this->native())
-        if (native_graphs(c) || data->has_conditionals || (data->blocks && data->blocks->native()))
-            return submit_graph_launch(stream, *native);
-    // The re-issue path: the nodes and their rebound argument values as they are now, taken
-    // together (a driver replay needs neither copy); a rebind or update after this point
-    // changes later replays only.
-    Rebound rebound;
-    values(&data, &rebound);
+    // What this replay launches, taken under one lock (a rebind or update after it changes
+    // later replays only): the driver graph, or the nodes and their rebound values.
+    std::shared_ptr<backend::Graph> native;
+    std::shared_ptr<const GraphData> data;
+    std::shared_ptr<const ReboundArgs> rebound;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const GraphData &d = *data_;
+        if (d.nodes.empty()) return QD_SUCCESS;
+        // Blocks a driver capture made exist only inside the driver graph's launches: such a
+        // graph is always launched whole. So is a graph with conditionals, even with an
+        // observer that needs replays attached (qd.h, "Conditionals"): its device work cannot
+        // run on the host.
+        if (native_ && (native_graphs(c) || d.has_conditionals || (d.blocks && d.blocks->native())))
+            native = native_;
+        else {
+            data = data_;
+            rebound = rebound_;
+        }
+    }
+    if (native) return submit_graph_launch(stream, *native);
+    // The re-issue path. The values are let go of under the lock, after the last use of the
+    // operations pointing into them: a rebind that then finds the block unshared writes it in
+    // place, ordered after this replay's reads (graph_rebind.cpp).
+    struct LetGo {
+        std::mutex &mutex;
+        std::shared_ptr<const ReboundArgs> &values;
+        ~LetGo() {
+            if (!values) return;
+            std::lock_guard<std::mutex> lock(mutex);
+            values.reset();
+        }
+    } let_go{mutex_, rebound};
     const auto &nodes = data->nodes;
     GraphBlocks *blocks = data->blocks.get();
     CaptureRouter *router = c.capture();
@@ -125,9 +145,9 @@ qd_status Graph::launch(Stream &stream) {
         if (n.kind == OpKind::Launch) {
             Op &op = ops.add(n.kind, *on[n.lane], OpOrigin::GraphLaunch);
             op_of(n, &op, nullptr);
-            if (launch < rebound.size() && rebound[launch]) {
-                op.args = rebound[launch]->args.data();  // kept alive by `rebound`
-                op.num_args = uint32_t(rebound[launch]->args.size());
+            if (rebound && launch < rebound->count() && rebound->rebound(uint32_t(launch))) {
+                op.args = rebound->args(uint32_t(launch));  // kept alive by `rebound`
+                op.num_args = rebound->num_args(uint32_t(launch));
             }
             ++launch;
             continue;
@@ -181,7 +201,14 @@ qd_status Graph::launch(Stream &stream) {
 }
 
 qd_status Graph::update_from(const Graph &from) {
-    const std::shared_ptr<const GraphData> mine = data(), theirs = from.data();
+    // from's values as they are now, its rebound arguments included, taken before this graph's
+    // lock (two graphs updated from each other at once take one lock each at a time).
+    std::shared_ptr<const GraphData> theirs;
+    std::shared_ptr<ReboundArgs> rebound;  // the graph's own copy (later rebinds are its own)
+    std::shared_ptr<backend::Graph> from_native;
+    from.values(&theirs, &rebound, &from_native);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const GraphData *mine = data_.get();
     if (mine->lanes != theirs->lanes)
         return fail(QD_ERROR_INVALID_OPERATION,
                     "the graphs differ in shape: %u streams here, %u in the other graph",
@@ -195,34 +222,26 @@ qd_status Graph::update_from(const Graph &from) {
         return fail(QD_ERROR_INVALID_OPERATION, "the graphs differ in shape at %s", where.c_str());
     // A driver graph's blocks live only in its own launches: its operations cannot move to
     // another graph, nor another graph's into it.
-    for (const GraphData *d : {mine.get(), theirs.get()})
+    for (const GraphData *d : {mine, theirs.get()})
         if (d->blocks && d->blocks->native())
             return fail(QD_ERROR_INVALID_OPERATION,
                         "%s allocates inside a native driver graph (graph memory nodes), whose "
                         "blocks cannot be given to another graph: capture it again instead",
-                        d == mine.get() ? "the graph" : "the other graph");
-    // from's values as they are now, its rebound arguments included.
-    std::shared_ptr<const GraphData> from_data;
-    Rebound from_rebound;
-    from.values(&from_data, &from_rebound);
-    std::lock_guard<std::mutex> write(write_mutex_);
-    const std::shared_ptr<backend::Graph> native = this->native(), from_native = from.native();
-    if (native && from_native) {
-        qd_status st = native->update(*from_native);
+                        d == mine ? "the graph" : "the other graph");
+    if (native_ && from_native) {
+        qd_status st = native_->update(*from_native);
         if (st != QD_SUCCESS) return st;
         // The driver took from's captured values; its rebound ones go on top.
-        for (size_t k = 0; k < from_rebound.size(); ++k) {
-            if (!from_rebound[k]) continue;
-            const GraphNode &n = from_data->nodes[from_data->launches[k]];
-            st = native->set_kernel_args(uint32_t(k), *n.kernel->impl, n.dims,
-                                         from_rebound[k]->args.data(),
-                                         uint32_t(from_rebound[k]->args.size()));
+        for (uint32_t k = 0; rebound && k < rebound->count(); ++k) {
+            if (!rebound->rebound(k)) continue;
+            const GraphNode &n = theirs->nodes[theirs->launches[k]];
+            st = native_->set_kernel_args(k, *n.kernel->impl, n.dims, rebound->args(k),
+                                          rebound->num_args(k));
             if (st != QD_SUCCESS) return st;
         }
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    data_ = std::move(from_data);
-    rebound_ = std::move(from_rebound);
+    data_ = std::move(theirs);
+    rebound_ = std::move(rebound);
     // Values from a recording-only graph: later replays re-issue them.
     if (!from_native) native_.reset();
     return QD_SUCCESS;

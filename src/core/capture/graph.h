@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/capture/rebound_args.h"
 #include "core/context.h"
 #include "core/submit.h"
 
@@ -20,12 +21,7 @@ namespace qd::core {
 
 struct Conditional;
 
-// The argument values of one launch: the bytes, and the qd_arg list pointing into them.
-struct ArgValues {
-    std::vector<uint8_t> bytes;
-    std::vector<qd_arg> args;  // points into bytes (fixed once made)
-};
-// A copy of `args` (qd_launch's copy at capture, qd_graph_set_kernel_args' at a rebind).
+// A copy of `args` (qd_launch's copy at capture).
 void copy_args(const qd_arg *args, uint32_t num_args, std::vector<uint8_t> *bytes,
                std::vector<qd_arg> *out);
 
@@ -100,29 +96,31 @@ class Graph : public Object {
         std::lock_guard<std::mutex> lock(mutex_);
         return data_;
     }
-    // The values a replay queued now uses: the nodes, and per kernel node its rebound argument
-    // values (empty, or null for a node never rebound: the captured ones).
-    using Rebound = std::vector<std::shared_ptr<const ArgValues>>;
-    void values(std::shared_ptr<const GraphData> *data, Rebound *rebound) const {
+    // What a qd_graph_update from this graph takes, under one lock: the nodes, a copy of the
+    // rebound argument values (null: none rebound since the capture or the last update) and the
+    // instantiated driver graph (null: recorded only).
+    void values(std::shared_ptr<const GraphData> *data, std::shared_ptr<ReboundArgs> *rebound,
+                std::shared_ptr<backend::Graph> *native) const {
         std::lock_guard<std::mutex> lock(mutex_);
         *data = data_;
-        *rebound = rebound_;
-    }
-    // The instantiated driver graph, or null (recorded only).
-    std::shared_ptr<backend::Graph> native() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return native_;
+        *rebound = rebound_ ? std::make_shared<ReboundArgs>(*rebound_) : nullptr;
+        *native = native_;
     }
 
     std::shared_ptr<Context> ctx;
 
   private:
-    // Serialises the calls that change the values (update, rebind), so the driver graph and
-    // the recorded values change together; replays only take mutex_.
-    std::mutex write_mutex_;
+    // One lock for all of it. A rebind or an update holds it for the whole call, the driver
+    // graph's change included, so rebinds and updates are serialised and the driver graph and
+    // the recorded values change together; a replay holds it only to take what it launches
+    // (the driver graph's own lock orders its launches after such a change).
     mutable std::mutex mutex_;
     std::shared_ptr<const GraphData> data_;
-    Rebound rebound_;
+    // The kernel nodes' argument values (rebound_args.h), made by the first rebind after the
+    // capture or an update that brought none. Held besides only by the replays that re-issue
+    // the nodes, which take and let go of it under mutex_; written in place while the graph
+    // alone holds it.
+    std::shared_ptr<ReboundArgs> rebound_;
     std::shared_ptr<backend::Graph> native_;
 };
 
