@@ -1,0 +1,241 @@
+"""After ``ctx.close()``, every object the context owns refuses before any C call (README,
+"Ownership"): ``closed`` is True, ``handle`` 0, and every public method and property of its
+class raises ``ObjectClosedError`` without calling C; ``close()`` (and the finalizer) makes no
+C call at all. The methods are read from the classes themselves, so a method added later is
+covered with no edit here (a new required parameter needs its value in ``_ARGUMENTS``, and the
+test says so).
+
+"No C call" is checked on this thread's ``qd_last_error_message()``: every C call with a handle
+of a closed context fails and writes it, so a message left as this test set it means no call
+was made. The suite runs in both FFI modes and with and without ``qd._speedups``
+(tools/test-all), so the compiled launch and record refuse here too."""
+
+from __future__ import annotations
+
+import gc
+import inspect
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+import pytest
+
+import qd
+from qd import _lib
+
+_SENTINEL_MESSAGE = "count is NULL"  # what qd_device_count(999, NULL) writes
+
+
+def _reset_message() -> None:
+    _lib.C.qd_device_count(999, _lib.NULL)
+    assert _lib.last_error_message() == _SENTINEL_MESSAGE
+
+
+def _no_c_call(what: str) -> None:
+    message = _lib.last_error_message()
+    assert message == _SENTINEL_MESSAGE, f"{what} called C after its context closed: {message!r}"
+
+
+# Methods that may return on a closed object: closing again does nothing, and these open a
+# `with` block whose entry is what refuses (checked on the object they return).
+_MAY_RETURN = {"close", "release", "unload"}
+_RETURNS_SCOPE = {"capture", "conditional"}
+# Python's protocols a closed object must refuse too (the other dunders call no C).
+_PROTOCOLS = ("__cuda_stream__", "__call__", "__enter__", "__dlpack__", "__dlpack_device__")
+
+
+def _public_members(cls: type) -> Iterator[Tuple[str, Any]]:
+    """(name, static attribute) of every public method and property of ``cls``, and of the
+    protocols in _PROTOCOLS it defines; not class or static methods (they take no instance)."""
+    for name in sorted(dir(cls)):
+        if name.startswith("_") and name not in _PROTOCOLS:
+            continue
+        attr = inspect.getattr_static(cls, name)
+        if isinstance(attr, (classmethod, staticmethod)):
+            continue
+        if isinstance(attr, property) or callable(attr):
+            yield name, attr
+
+
+@pytest.fixture
+def live(cpu_module_path: str) -> Iterator[SimpleNamespace]:
+    """Open objects of a second context, the arguments of the calls: a closed object must
+    refuse for itself, not because an argument of its closed context did."""
+    ctx = qd.Context("cpu")
+    s = ctx.create_stream()
+    noop = ctx.load_module(cpu_module_path).get_kernel("noop")
+    with s.capture() as graph:
+        noop.launch(stream=s)
+    ns = SimpleNamespace(ctx=ctx, stream=s, event=ctx.create_event(),
+                         timing=ctx.create_event(timing=True), graph=graph,
+                         lease=ctx.acquire_stream())
+    yield ns
+    ctx.close()
+
+
+def _arguments(live: SimpleNamespace) -> Dict[str, Any]:
+    """A value for each parameter, by name, of the methods of the context's children."""
+    return {
+        "stream": live.stream, "event": live.event, "end": live.timing, "other": live.graph,
+        "children": [live.lease], "n": 1, "name": "noop", "index": 0, "access": "read",
+        "node": 0, "kind": qd.CONDITIONAL_IF, "condition": 0, "num_cases": 0,
+        "timing": False, "refresh": False, "dtype": "uint8", "shape": None,
+    }
+
+
+def _call(bound: Callable[..., Any], args: Dict[str, Any], what: str) -> Any:
+    positional: List[Any] = []
+    keywords: Dict[str, Any] = {}
+    for p in inspect.signature(bound).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in args:
+            value = args[p.name]
+        elif p.default is not p.empty:
+            continue
+        else:
+            pytest.fail(f"{what}: no test value for its parameter {p.name!r}; add one to "
+                        "_arguments in this file")
+        if p.kind is p.KEYWORD_ONLY:
+            keywords[p.name] = value
+        else:
+            positional.append(value)
+    return bound(*positional, **keywords)
+
+
+def _children(ctx: qd.Context, module_path: str) -> Dict[str, Any]:
+    """One object of every kind the context owns, each used before the close."""
+    owned = ctx.create_stream()
+    lease = ctx.acquire_stream()
+    forked = owned.fork(1)[0]
+    module = ctx.load_module(module_path)
+    kernel = module.get_kernel("noop")
+    for _ in range(3):  # its launch learns the signature: the compiled / made fast paths
+        kernel.launch(1, 2.0, stream=owned)
+    with owned.capture() as graph:
+        kernel.launch(stream=owned)
+    launcher = kernel.prepare(7)
+    launcher(stream=owned)
+    graph.launch(stream=owned)
+    owned.join([forked])
+    forked = owned.fork(1)[0]
+    objects = {
+        "owned stream": owned, "lease": lease, "forked lease": forked,
+        "default stream": ctx.default_stream, "event": ctx.create_event(),
+        "timing event": ctx.create_event(timing=True), "record event": owned.record(),
+        "timing record event": owned.record(timing=True), "module": module, "kernel": kernel,
+        "host-function kernel": qd.Kernel.from_host_fn(ctx, lambda info, args: None),
+        "graph": graph, "launcher": launcher,
+    }
+    owned.synchronize()
+    return objects
+
+
+@pytest.mark.parametrize("via", ["close", "with"])
+def test_every_method_of_a_closed_contexts_children_raises_object_closed_before_c(
+        cpu_module_path: str, live: SimpleNamespace, via: str) -> None:
+    ctx = qd.Context("cpu")
+    objects = _children(ctx, cpu_module_path)
+    if via == "close":
+        ctx.close()
+    else:
+        with ctx:
+            pass
+    args = _arguments(live)
+    checked = set()
+    wrong: List[str] = []
+    for label, obj in objects.items():
+        cls = type(obj)
+        if hasattr(cls, "closed") and not obj.closed:
+            wrong.append(f"{label}.closed is False")
+        if hasattr(cls, "handle") and obj.handle != 0:
+            wrong.append(f"{label}.handle is {obj.handle:#x}")
+        # Closing last: the calls before it must refuse because the context closed.
+        members = sorted(_public_members(cls), key=lambda m: m[0] in _MAY_RETURN)
+        for name, attr in members:
+            checked.add(f"{cls.__name__}.{name}")
+            problem = _refusal(obj, name, attr, args, f"{label}.{name}")
+            if problem:
+                wrong.append(problem)
+    # The methods that reach C, as a floor: the generated walk found them.
+    for expected in ("Stream.synchronize", "Stream.query", "Stream.wait", "Stream.record",
+                     "Event.query", "Event.record", "Graph.launch", "Kernel.launch",
+                     "Launcher.launch", "Module.get_kernel"):
+        assert expected in checked
+    assert not wrong, "after ctx.close():\n" + "\n".join(wrong)
+
+
+def _refusal(obj: Any, name: str, attr: Any, args: Dict[str, Any], what: str) -> str:
+    """What is wrong with ``obj.name`` on a closed object ("" if nothing): a property or a
+    method that does not raise ObjectClosedError (but closing again, and `with` on what is not
+    a stream, which return), or that calls C."""
+    _reset_message()
+    try:
+        if isinstance(attr, property):
+            try:
+                getattr(obj, name)
+            except qd.ObjectClosedError:
+                pass
+        elif name in _MAY_RETURN or (name == "__enter__" and not isinstance(obj, qd.Stream)):
+            _call(getattr(obj, name), args, what)
+        else:
+            try:
+                result = _call(getattr(obj, name), args, what)
+                if name in _RETURNS_SCOPE:
+                    result.__enter__()
+            except qd.ObjectClosedError:
+                pass
+            else:
+                return f"{what} returned {result!r}"
+    except Exception as exc:  # noqa: BLE001 (what is wrong is reported)
+        return f"{what} raised {type(exc).__name__}: {exc}"
+    message = _lib.last_error_message()
+    if message != _SENTINEL_MESSAGE:
+        return f"{what} called C: {message!r}"
+    return ""
+
+
+def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
+        cpu_module_path: str, live: SimpleNamespace) -> None:
+    ctx = qd.Context("cpu")
+    objects = _children(ctx, cpu_module_path)
+    buf = qd.alloc(64, stream=objects["owned stream"])
+    ctx.close()
+    kernel = live.ctx.load_module(cpu_module_path).get_kernel("noop")
+    calls = {
+        "alloc": lambda s: qd.alloc(64, stream=s),
+        "free": lambda s: qd.free(buf, stream=s),
+        "memset": lambda s: qd.memset(bytearray(8), 0, stream=s),
+        "memcpy": lambda s: qd.memcpy(bytearray(8), bytes(8), stream=s),
+        "launch_host_fn": lambda s: qd.launch_host_fn(lambda: None, stream=s),
+        "launch_parallel": lambda s: qd.launch_parallel([qd.Task(kernel)], stream=s),
+        "live kernel launch": lambda s: kernel.launch(stream=s),
+        "live kernel launch with arguments": lambda s: kernel.launch(1, 2.0, stream=s),
+        "live event record": lambda s: live.event.record(stream=s),
+        "live graph launch": lambda s: live.graph.launch(stream=s),
+        "live stream wait": lambda s: live.stream.wait(s),
+    }
+    for _ in range(3):
+        kernel.launch(1, 2.0, stream=live.stream)  # learned: the compiled / made fast paths
+    for label in ("owned stream", "lease", "forked lease", "default stream"):
+        for name, call in calls.items():
+            _reset_message()
+            with pytest.raises(qd.ObjectClosedError):
+                call(objects[label])
+            _no_c_call(f"{name}(stream={label})")
+    for label in ("event", "record event"):
+        _reset_message()
+        with pytest.raises(qd.ObjectClosedError):
+            live.stream.wait(objects[label])
+        _no_c_call(f"wait({label})")
+
+
+def test_finalizers_of_a_closed_contexts_children_make_no_c_call(cpu_module_path: str) -> None:
+    ctx = qd.Context("cpu")
+    objects = _children(ctx, cpu_module_path)
+    ctx.close()
+    gc.collect()  # what earlier tests left: its finalizers are not under test here
+    for label in list(objects):
+        _reset_message()
+        del objects[label]
+        gc.collect()
+        _no_c_call(f"the finalizer of the {label}")
