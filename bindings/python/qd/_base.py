@@ -132,6 +132,19 @@ def _int(value: Any, lo: int, hi: int, ctype: str, what: str) -> int:
     return value
 
 
+def _index(value: Any, what: str) -> int:
+    """An int, or an int-like value (``__index__``: a NumPy integer), as an int; any other
+    Python type is ArgumentTypeError (the range is the caller's to check)."""
+    if type(value) is int:
+        return value
+    if value is None or isinstance(value, (float, complex, str, bytes, bytearray)):
+        raise ArgumentTypeError(f"{what} must be an int, not {type(value).__name__}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{what} must be an int, not {type(value).__name__}") from None
+
+
 def _u64(value: Any, what: str) -> int:
     if type(value) is int and 0 <= value <= _U64_MAX:
         return value

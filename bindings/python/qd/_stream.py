@@ -32,7 +32,7 @@ from ._errors import (
     Status,
 )
 from ._base import (
-    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _f_event_destroy, _f_event_query, _f_event_record,
+    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _index, _f_event_destroy, _f_event_query, _f_event_record,
     _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
     _f_stream_wait, _stream_type_error, _u32, _u64,
 )
@@ -108,6 +108,9 @@ def _cuda_stream_handle(obj: Any) -> int:
     except (TypeError, ValueError):
         raise ArgumentTypeError(
             f"__cuda_stream__ must return (version, handle), not {result!r}") from None
+    # Each element's Python type first (ArgumentTypeError), then its value.
+    ver = _index(ver, "the version of __cuda_stream__'s (version, handle)")
+    native = _index(native, "the handle of __cuda_stream__'s (version, handle)")
     if ver != 0:
         raise InvalidArgumentError(f"unsupported __cuda_stream__ protocol version {ver}")
     return _u64(native, "native stream")
