@@ -213,6 +213,9 @@ def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
         "live event record": lambda s: live.event.record(stream=s),
         "live graph launch": lambda s: live.graph.launch(stream=s),
         "live stream wait": lambda s: live.stream.wait(s),
+        "live context set_active_stream": lambda s: live.ctx.set_active_stream(s),
+        "live context active_stream": lambda s: live.ctx.active_stream(s).__enter__(),
+        "Stream.from_external into a live context": lambda s: qd.Stream.from_external(live.ctx, s),
     }
     for _ in range(3):
         kernel.launch(1, 2.0, stream=live.stream)  # learned: the compiled / made fast paths
@@ -239,3 +242,39 @@ def test_finalizers_of_a_closed_contexts_children_make_no_c_call(cpu_module_path
         del objects[label]
         gc.collect()
         _no_c_call(f"the finalizer of the {label}")
+
+
+def test_a_closed_contexts_buffers_refuse_as_freed_memory_before_c(
+        live: SimpleNamespace) -> None:
+    """Its buffers were freed by the close: each public method and property, and the address
+    and DLPack protocols, returns (reading 0, freed) or raises InvalidAddressError (as a freed
+    buffer does) or ObjectClosedError, and never calls C."""
+    ctx = qd.Context("cpu")
+    s = ctx.create_stream()
+    buf = qd.alloc(64, stream=s)
+    objects = {"device buffer": buf, "view": buf.view("uint8", (64,)),
+               "host buffer": ctx.host_alloc(64)}
+    s.synchronize()
+    ctx.close()
+    args = _arguments(live)
+    wrong: List[str] = []
+    for label, obj in objects.items():
+        members = sorted(_public_members(type(obj)), key=lambda m: m[0] in _MAY_RETURN)
+        for name, attr in list(members) + [("__index__", None)]:
+            what = f"{label}.{name}"
+            _reset_message()
+            try:
+                if isinstance(attr, property):
+                    getattr(obj, name)
+                else:
+                    # (the protocols with their defaults: __dlpack__'s stream is a CUstream)
+                    _call(getattr(obj, name), {} if name.startswith("__") else args, what)
+            except (qd.InvalidAddressError, qd.ObjectClosedError):
+                pass
+            except Exception as exc:  # noqa: BLE001 (what is wrong is reported)
+                wrong.append(f"{what} raised {type(exc).__name__}: {exc}")
+            message = _lib.last_error_message()
+            if message != _SENTINEL_MESSAGE:
+                wrong.append(f"{what} called C: {message!r}")
+        assert getattr(obj, "address") == 0, label
+    assert not wrong, "after ctx.close():\n" + "\n".join(wrong)
