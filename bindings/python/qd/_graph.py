@@ -57,6 +57,9 @@ class Graph(_ContextChild):
         return f"<qd.Graph {state}>"
 
     def _closed_error(self) -> Exception:
+        if self._pending and not self._ctx._h:
+            return ObjectClosedError("this qd.Graph's capture was ended by closing its "
+                                     "qd.Context: the graph was never made")
         if self._pending:
             return InvalidOperationError(
                 "this qd.Graph is still being captured: use it after the `with "

@@ -225,11 +225,35 @@ def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
             with pytest.raises(qd.ObjectClosedError):
                 call(objects[label])
             _no_c_call(f"{name}(stream={label})")
+    closed_kernel, launcher = objects["kernel"], objects["launcher"]
+    for name, call in {"closed kernel launch with arguments": lambda: closed_kernel.launch(
+            1, 2.0, stream=live.stream), "closed kernel's launcher": lambda: launcher(
+                stream=live.stream)}.items():
+        _reset_message()
+        with pytest.raises(qd.ObjectClosedError):
+            call()
+        _no_c_call(name)
     for label in ("event", "record event"):
         _reset_message()
         with pytest.raises(qd.ObjectClosedError):
             live.stream.wait(objects[label])
         _no_c_call(f"wait({label})")
+
+
+def test_a_graph_whose_capture_the_close_ended_raises_object_closed(
+        cpu_module_path: str, live: SimpleNamespace) -> None:
+    ctx = qd.Context("cpu")
+    s = ctx.create_stream()
+    with pytest.raises(qd.ObjectClosedError, match="closed inside"):
+        with s.capture() as graph:
+            ctx.close()
+    assert graph.closed and graph.handle == 0
+    for call in (lambda: graph.launch(stream=live.stream), lambda: graph.kernel_node_count,
+                 lambda: graph.update(live.graph), lambda: graph.set_kernel_args(0)):
+        _reset_message()
+        with pytest.raises(qd.ObjectClosedError, match="closing its qd.Context"):
+            call()
+        _no_c_call("a graph whose capture the close ended")
 
 
 def test_finalizers_of_a_closed_contexts_children_make_no_c_call(cpu_module_path: str) -> None:
