@@ -33,6 +33,7 @@ from ._errors import (
     ArgumentTypeError,
     HandleTypeError,
     InvalidArgumentError,
+    ObjectClosedError,
     QdError,
     Status,
     error_for_status,
@@ -163,7 +164,9 @@ def _err(status: int, ctx: Optional["Context"] = None) -> QdError:
     if ctx is not None:
         try:
             if status == Status.ERROR_INVALID_HANDLE and not ctx._h:
-                exc = type(exc)(exc.message + " (its qd.Context was closed)", status)
+                # The call passed its closed check and the context closed before C resolved
+                # the handle (another thread): the same exception as a call made after it.
+                exc = ObjectClosedError(exc.message + " (its qd.Context was closed)", status)
             elif status == Status.ERROR_DEVICE_LOST and ctx._cb_errors:
                 exc.__cause__ = ctx._cb_errors[0]  # reported here: not again, nor warned about
                 ctx._cb_errors.clear()

@@ -302,3 +302,17 @@ def test_a_closed_contexts_buffers_refuse_as_freed_memory_before_c(
                 wrong.append(f"{what} called C: {message!r}")
         assert getattr(obj, "address") == 0, label
     assert not wrong, "after ctx.close():\n" + "\n".join(wrong)
+
+
+def test_a_call_that_lost_the_race_with_close_raises_object_closed() -> None:
+    """A call that passed its closed check while another thread closed the context gets
+    QD_ERROR_INVALID_HANDLE from C (qd.h, "Threads"): it raises ObjectClosedError, as the same
+    call made after the close does. (The race itself is timing; its outcome is this.)"""
+    ctx = qd.Context("cpu")
+    s = ctx.create_stream()
+    stale = s._c
+    ctx.close()
+    status = qd._base._f_stream_query(stale)  # what the call sends C once the close has run
+    assert status == qd.Status.ERROR_INVALID_HANDLE
+    exc = qd._base._err(status, ctx)
+    assert isinstance(exc, qd.ObjectClosedError) and "its qd.Context was closed" in str(exc)
