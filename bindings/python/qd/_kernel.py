@@ -66,8 +66,8 @@ class Module(_ContextChild):
         return f"<qd.Module {'closed' if self.closed else hex(self._h)}>"
 
     def _closed_error(self) -> ObjectClosedError:
-        return ObjectClosedError(f"this qd.Module (handle {self._key:#x}) was "
-                                 f"{'closed with its qd.Context' if _with_context(self) else 'unloaded'}")
+        how = "closed with its qd.Context" if _with_context(self) else "unloaded"
+        return ObjectClosedError(f"this qd.Module (handle {self._key:#x}) was {how}")
 
     def get_kernel(self, name: str) -> "Kernel":
         """Find a kernel by name (``qd_kernel_get``).

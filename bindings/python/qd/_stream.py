@@ -32,8 +32,8 @@ from ._errors import (
     Status,
 )
 from ._base import (
-    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _index, _f_event_destroy, _f_event_query, _f_event_record,
-    _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
+    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _index, _f_event_destroy, _f_event_query,
+    _f_event_record, _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
     _f_stream_wait, _stream_type_error, _u32, _u64,
 )
 from ._callbacks import _check_callback_errors
