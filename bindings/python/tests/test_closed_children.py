@@ -8,7 +8,9 @@ test says so).
 "No C call" is checked on this thread's ``qd_last_error_message()``: every C call with a handle
 of a closed context fails and writes it, so a message left as this test set it means no call
 was made. The suite runs in both FFI modes and with and without ``qd._speedups``
-(tools/test-all), so the compiled launch and record refuse here too."""
+(tools/test-all), so the compiled launch and record refuse here too. The walks run on the CPU
+backend and, where a CUDA device and a PTX image of the test kernels are found (as in
+test_gpu_interop.py), on CUDA too (with a borrowed stream); otherwise those skip, saying why."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import pytest
 
 import qd
 from qd import _lib
+from test_gpu_interop import CUDA_REASON, ptx  # noqa: F401 (the PTX image fixture)
 
 _SENTINEL_MESSAGE = "count is NULL"  # what qd_device_count(999, NULL) writes
 
@@ -57,15 +60,32 @@ def _public_members(cls: type) -> Iterator[Tuple[str, Any]]:
 
 
 @pytest.fixture
-def live(cpu_module_path: str) -> Iterator[SimpleNamespace]:
+def target(request: pytest.FixtureRequest) -> SimpleNamespace:
+    """The backend under test (CPU unless a test is parametrized with _ON_EACH_BACKEND) and a
+    kernel of it that takes one uint64 and does nothing with 0: (backend, image, name)."""
+    backend = getattr(request, "param", "cpu")
+    if backend == "cpu":
+        return SimpleNamespace(backend="cpu", image=request.getfixturevalue("cpu_module_path"),
+                               name="noop")
+    if CUDA_REASON:
+        pytest.skip(CUDA_REASON)
+    return SimpleNamespace(backend=backend, image=request.getfixturevalue("ptx"),
+                           name="qd_test_spin")
+
+
+_ON_EACH_BACKEND = pytest.mark.parametrize("target", ["cpu", "cuda"], indirect=True)
+
+
+@pytest.fixture
+def live(target: SimpleNamespace) -> Iterator[SimpleNamespace]:
     """Open objects of a second context, the arguments of the calls: a closed object must
     refuse for itself, not because an argument of its closed context did."""
-    ctx = qd.Context("cpu")
+    ctx = qd.Context(target.backend)
     s = ctx.create_stream()
-    noop = ctx.load_module(cpu_module_path).get_kernel("noop")
+    kernel = ctx.load_module(target.image).get_kernel(target.name)
     with s.capture() as graph:
-        noop.launch(stream=s)
-    ns = SimpleNamespace(ctx=ctx, stream=s, event=ctx.create_event(),
+        kernel.launch(0, stream=s)
+    ns = SimpleNamespace(ctx=ctx, stream=s, event=ctx.create_event(), kernel=kernel,
                          timing=ctx.create_event(timing=True), graph=graph,
                          lease=ctx.acquire_stream())
     yield ns
@@ -76,7 +96,7 @@ def _arguments(live: SimpleNamespace) -> Dict[str, Any]:
     """A value for each parameter, by name, of the methods of the context's children."""
     return {
         "stream": live.stream, "event": live.event, "end": live.timing, "other": live.graph,
-        "children": [live.lease], "n": 1, "name": "noop", "index": 0, "access": "read",
+        "children": [live.lease], "n": 1, "name": live.kernel.name, "index": 0, "access": "read",
         "node": 0, "kind": qd.CONDITIONAL_IF, "condition": 0, "num_cases": 0,
         "timing": False, "refresh": False, "dtype": "uint8", "shape": None,
     }
@@ -102,18 +122,18 @@ def _call(bound: Callable[..., Any], args: Dict[str, Any], what: str) -> Any:
     return bound(*positional, **keywords)
 
 
-def _children(ctx: qd.Context, module_path: str) -> Dict[str, Any]:
+def _children(ctx: qd.Context, target: SimpleNamespace) -> Dict[str, Any]:
     """One object of every kind the context owns, each used before the close."""
     owned = ctx.create_stream()
     lease = ctx.acquire_stream()
     forked = owned.fork(1)[0]
-    module = ctx.load_module(module_path)
-    kernel = module.get_kernel("noop")
+    module = ctx.load_module(target.image)
+    kernel = module.get_kernel(target.name)
     for _ in range(3):  # its launch learns the signature: the compiled / made fast paths
-        kernel.launch(1, 2.0, stream=owned)
+        kernel.launch(0, stream=owned)
     with owned.capture() as graph:
-        kernel.launch(stream=owned)
-    launcher = kernel.prepare(7)
+        kernel.launch(0, stream=owned)
+    launcher = kernel.prepare(0)
     launcher(stream=owned)
     graph.launch(stream=owned)
     owned.join([forked])
@@ -123,18 +143,22 @@ def _children(ctx: qd.Context, module_path: str) -> Dict[str, Any]:
         "default stream": ctx.default_stream, "event": ctx.create_event(),
         "timing event": ctx.create_event(timing=True), "record event": owned.record(),
         "timing record event": owned.record(timing=True), "module": module, "kernel": kernel,
-        "host-function kernel": qd.Kernel.from_host_fn(ctx, lambda info, args: None),
         "graph": graph, "launcher": launcher,
     }
+    if target.backend == "cpu":
+        objects["host-function kernel"] = qd.Kernel.from_host_fn(ctx, lambda info, args: None)
+    else:  # a borrowed stream: the native stream of another context's stream
+        objects["borrowed stream"] = qd.Stream.from_external(ctx, ctx.create_stream())
     owned.synchronize()
     return objects
 
 
+@_ON_EACH_BACKEND
 @pytest.mark.parametrize("via", ["close", "with"])
 def test_every_method_of_a_closed_contexts_children_raises_object_closed_before_c(
-        cpu_module_path: str, live: SimpleNamespace, via: str) -> None:
-    ctx = qd.Context("cpu")
-    objects = _children(ctx, cpu_module_path)
+        target: SimpleNamespace, live: SimpleNamespace, via: str) -> None:
+    ctx = qd.Context(target.backend)
+    objects = _children(ctx, target)
     if via == "close":
         ctx.close()
     else:
@@ -194,13 +218,14 @@ def _refusal(obj: Any, name: str, attr: Any, args: Dict[str, Any], what: str) ->
     return ""
 
 
+@_ON_EACH_BACKEND
 def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
-        cpu_module_path: str, live: SimpleNamespace) -> None:
-    ctx = qd.Context("cpu")
-    objects = _children(ctx, cpu_module_path)
+        target: SimpleNamespace, live: SimpleNamespace) -> None:
+    ctx = qd.Context(target.backend)
+    objects = _children(ctx, target)
     buf = qd.alloc(64, stream=objects["owned stream"])
     ctx.close()
-    kernel = live.ctx.load_module(cpu_module_path).get_kernel("noop")
+    kernel = live.kernel
     calls = {
         "alloc": lambda s: qd.alloc(64, stream=s),
         "free": lambda s: qd.free(buf, stream=s),
@@ -209,7 +234,7 @@ def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
         "launch_host_fn": lambda s: qd.launch_host_fn(lambda: None, stream=s),
         "launch_parallel": lambda s: qd.launch_parallel([qd.Task(kernel)], stream=s),
         "live kernel launch": lambda s: kernel.launch(stream=s),
-        "live kernel launch with arguments": lambda s: kernel.launch(1, 2.0, stream=s),
+        "live kernel launch with arguments": lambda s: kernel.launch(0, stream=s),
         "live event record": lambda s: live.event.record(stream=s),
         "live graph launch": lambda s: live.graph.launch(stream=s),
         "live stream wait": lambda s: live.stream.wait(s),
@@ -218,7 +243,7 @@ def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
         "Stream.from_external into a live context": lambda s: qd.Stream.from_external(live.ctx, s),
     }
     for _ in range(3):
-        kernel.launch(1, 2.0, stream=live.stream)  # learned: the compiled / made fast paths
+        kernel.launch(0, stream=live.stream)  # learned: the compiled / made fast paths
     for label in ("owned stream", "lease", "forked lease", "default stream"):
         for name, call in calls.items():
             _reset_message()
@@ -227,7 +252,7 @@ def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
             _no_c_call(f"{name}(stream={label})")
     closed_kernel, launcher = objects["kernel"], objects["launcher"]
     for name, call in {"closed kernel launch with arguments": lambda: closed_kernel.launch(
-            1, 2.0, stream=live.stream), "closed kernel's launcher": lambda: launcher(
+            0, stream=live.stream), "closed kernel's launcher": lambda: launcher(
                 stream=live.stream)}.items():
         _reset_message()
         with pytest.raises(qd.ObjectClosedError):
@@ -241,7 +266,7 @@ def test_calls_that_name_a_closed_contexts_stream_raise_object_closed_before_c(
 
 
 def test_a_graph_whose_capture_the_close_ended_raises_object_closed(
-        cpu_module_path: str, live: SimpleNamespace) -> None:
+        live: SimpleNamespace) -> None:
     ctx = qd.Context("cpu")
     s = ctx.create_stream()
     with pytest.raises(qd.ObjectClosedError, match="closed inside"):
@@ -256,9 +281,11 @@ def test_a_graph_whose_capture_the_close_ended_raises_object_closed(
         _no_c_call("a graph whose capture the close ended")
 
 
-def test_finalizers_of_a_closed_contexts_children_make_no_c_call(cpu_module_path: str) -> None:
-    ctx = qd.Context("cpu")
-    objects = _children(ctx, cpu_module_path)
+@_ON_EACH_BACKEND
+def test_finalizers_of_a_closed_contexts_children_make_no_c_call(
+        target: SimpleNamespace) -> None:
+    ctx = qd.Context(target.backend)
+    objects = _children(ctx, target)
     ctx.close()
     gc.collect()  # what earlier tests left: its finalizers are not under test here
     for label in list(objects):
@@ -268,12 +295,13 @@ def test_finalizers_of_a_closed_contexts_children_make_no_c_call(cpu_module_path
         _no_c_call(f"the finalizer of the {label}")
 
 
+@_ON_EACH_BACKEND
 def test_a_closed_contexts_buffers_refuse_as_freed_memory_before_c(
-        live: SimpleNamespace) -> None:
+        target: SimpleNamespace, live: SimpleNamespace) -> None:
     """Its buffers were freed by the close: each public method and property, and the address
     and DLPack protocols, returns (reading 0, freed) or raises InvalidAddressError (as a freed
     buffer does) or ObjectClosedError, and never calls C."""
-    ctx = qd.Context("cpu")
+    ctx = qd.Context(target.backend)
     s = ctx.create_stream()
     buf = qd.alloc(64, stream=s)
     objects = {"device buffer": buf, "view": buf.view("uint8", (64,)),
