@@ -33,6 +33,7 @@ from ._errors import (
     ArgumentTypeError,
     HandleTypeError,
     InvalidArgumentError,
+    ObjectClosedError,
     QdError,
     Status,
     error_for_status,
@@ -132,6 +133,19 @@ def _int(value: Any, lo: int, hi: int, ctype: str, what: str) -> int:
     return value
 
 
+def _index(value: Any, what: str) -> int:
+    """An int, or an int-like value (``__index__``: a NumPy integer), as an int; any other
+    Python type is ArgumentTypeError (the range is the caller's to check)."""
+    if type(value) is int:
+        return value
+    if value is None or isinstance(value, (float, complex, str, bytes, bytearray)):
+        raise ArgumentTypeError(f"{what} must be an int, not {type(value).__name__}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{what} must be an int, not {type(value).__name__}") from None
+
+
 def _u64(value: Any, what: str) -> int:
     if type(value) is int and 0 <= value <= _U64_MAX:
         return value
@@ -150,7 +164,9 @@ def _err(status: int, ctx: Optional["Context"] = None) -> QdError:
     if ctx is not None:
         try:
             if status == Status.ERROR_INVALID_HANDLE and not ctx._h:
-                exc = type(exc)(exc.message + " (its qd.Context was closed)", status)
+                # The call passed its closed check and the context closed before C resolved
+                # the handle (another thread): the same exception as a call made after it.
+                exc = ObjectClosedError(exc.message + " (its qd.Context was closed)", status)
             elif status == Status.ERROR_DEVICE_LOST and ctx._cb_errors:
                 exc.__cause__ = ctx._cb_errors[0]  # reported here: not again, nor warned about
                 ctx._cb_errors.clear()

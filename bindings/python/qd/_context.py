@@ -555,10 +555,13 @@ class Context(_NoCopy):
         another stream is made active on this thread, the thread ends, or the context closes.
         (It also keeps the context alive meanwhile, as the stream does.)
         """
-        # The fast path checks nothing before the C call: a closed stream or context has _c 0,
-        # which C refuses (QD_ERROR_INVALID_HANDLE); the error is then named below.
+        # The fast path checks no handle before the C call: a closed stream or context has _c
+        # 0, which C refuses (QD_ERROR_INVALID_HANDLE); the error is then named below. A stream
+        # of another context is refused here when that context was closed (its _c is not 0).
         if type(stream) is not Stream and not isinstance(stream, Stream):
             raise _stream_type_error(stream)
+        if stream._ctx is not self and not stream._ctx._h:
+            raise stream._closed_error()
         rec = self._tls.rec
         if _SP is not None:
             prev = _sp_set_active(self._h, stream._h)

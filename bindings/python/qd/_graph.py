@@ -22,7 +22,7 @@ from ._errors import (HandleTypeError, InvalidArgumentError, InvalidOperationErr
                       ObjectClosedError, Status)
 from ._base import _C_ZERO, _NoCopy, _err, _f_stream_query
 from ._callbacks import _Keep, _capture_keeps, _enqueue
-from ._stream import Stream, _ContextChild, _as_stream
+from ._stream import Stream, _ContextChild, _as_stream, _with_context
 from ._kernel import _pack_args
 
 if TYPE_CHECKING:
@@ -57,11 +57,15 @@ class Graph(_ContextChild):
         return f"<qd.Graph {state}>"
 
     def _closed_error(self) -> Exception:
+        if self._pending and not self._ctx._h:
+            return ObjectClosedError("this qd.Graph's capture was ended by closing its "
+                                     "qd.Context: the graph was never made")
         if self._pending:
             return InvalidOperationError(
                 "this qd.Graph is still being captured: use it after the `with "
                 "stream.capture()` block")
-        return ObjectClosedError(f"this qd.Graph (handle {self._key:#x}) was closed")
+        return ObjectClosedError(f"this qd.Graph (handle {self._key:#x}) was closed"
+                                 f"{_with_context(self)}")
 
     _destroy = staticmethod(_f_graph_destroy)
 
@@ -81,8 +85,10 @@ class Graph(_ContextChild):
         try:
             if self._h:
                 self._h = 0
+                if not self._ctx._h:
+                    return  # destroyed with its context, which let go of what it kept
                 _f_graph_destroy(self._c)
-                if self._keep is not None and self._launched and self._ctx._h:
+                if self._keep is not None and self._launched:
                     # Replays may still run: held until the next Context.synchronize (no qd
                     # call from a finalizer beyond the destroy).
                     self._ctx._held.retired.append(self._keep)
@@ -99,9 +105,9 @@ class Graph(_ContextChild):
         """
         if type(stream) is not Stream:
             stream = _as_stream(stream, self._ctx)
-        if not stream._h:
+        if not stream._h or not stream._ctx._h:
             raise stream._closed_error()
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         status = _f_graph_launch(self._c, stream._c)
         if status:
@@ -113,7 +119,7 @@ class Graph(_ContextChild):
         """The graph's kernel nodes (``qd_graph_kernel_node_count``): its launches in the order
         they were queued during the capture (a ``launch_parallel``'s tasks in task order),
         numbered from 0; launches inside a conditional's body are not among them."""
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         out = c_uint32()
         status = _C.qd_graph_kernel_node_count(self._h, _ref(out))
@@ -132,7 +138,7 @@ class Graph(_ContextChild):
                 size of arguments than the captured launch's.
             NotSupportedError: the driver cannot rebind a node of its graph (HIP).
         """
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node <= 0xFFFFFFFF:
             raise InvalidArgumentError(f"node must be an int in [0, 2**32), not {node!r}")
@@ -155,9 +161,9 @@ class Graph(_ContextChild):
         """
         if not isinstance(other, Graph):
             raise HandleTypeError(f"update() takes a qd.Graph, not {type(other).__name__}")
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
-        if not other._h:
+        if not other._h or not other._ctx._h:
             raise other._closed_error()
         status = _C.qd_graph_update(self._h, other._h)
         if status:

@@ -13,7 +13,6 @@ makes the consumer's stream wait for it with a qd event (no host synchronisation
 from __future__ import annotations
 
 import ctypes
-import operator
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -29,7 +28,7 @@ from ctypes import (
 )
 from typing import Any, Dict, Optional, Tuple
 
-from ._base import Backend
+from ._base import Backend, _index
 from ._errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -92,16 +91,19 @@ class DeviceArray:
             raise ArgumentTypeError(f"buffer must be a qd.DeviceBuffer, not {type(buffer).__name__}")
         ts = typestr(dtype)
         size = itemsize(ts)
-        offset = operator.index(offset)
+        offset = _index(offset, "offset")
         if offset < 0 or offset > buffer.size or offset % size:
             raise InvalidArgumentError(f"offset {offset} is outside the buffer or not a multiple "
                                        f"of the item size {size}")
         if shape is None:
             shape = ((buffer.size - offset) // size,)
         elif isinstance(shape, int) or hasattr(type(shape), "__index__"):
-            shape = (operator.index(shape),)
+            shape = (_index(shape, "shape"),)
+        elif isinstance(shape, (tuple, list)):
+            shape = tuple(_index(d, "each dimension of shape") for d in shape)
         else:
-            shape = tuple(operator.index(d) for d in shape)
+            raise ArgumentTypeError(
+                f"shape must be an int or a tuple of ints, not {type(shape).__name__}")
         if any(d < 0 for d in shape):
             raise InvalidArgumentError(f"negative dimension in shape {shape}")
         count = 1
@@ -162,7 +164,7 @@ class DeviceArray:
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
         return _dlpack(self.buffer, self.address, self.shape, self.dtype,
-                       self._order_stream(), stream, copy)
+                       self._order_stream(), stream, max_version, dl_device, copy)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -292,8 +294,6 @@ def _sync_consumer(producer: Any, consumer: Any) -> None:
         return
     if consumer is None:
         consumer = 1  # DLPack: None means the legacy default stream on CUDA
-    if type(consumer) is not int:
-        raise ArgumentTypeError(f"__dlpack__(stream=) takes an int, not {type(consumer).__name__}")
     from ._stream import Stream
 
     ctx = producer._ctx
@@ -310,8 +310,31 @@ def _sync_consumer(producer: Any, consumer: Any) -> None:
         borrowed.close()  # forgets it; the consumer's stream lives on
 
 
+def _pair_of_ints(value: Any) -> bool:
+    return (isinstance(value, tuple) and len(value) == 2 and
+            all(type(v) is int or (hasattr(type(v), "__index__") and type(v) is not bool)
+                for v in value))
+
+
+def _dlpack_argument_types(consumer: Any, max_version: Any, dl_device: Any, copy: Any) -> None:
+    """``__dlpack__``'s arguments of a wrong Python type: ArgumentTypeError, before their values
+    are looked at (the array API: ``stream`` an int or None, ``max_version`` and ``dl_device``
+    a pair of ints or None, ``copy`` a bool or None)."""
+    if consumer is not None and type(consumer) is not int:
+        raise ArgumentTypeError(f"__dlpack__(stream=) takes an int, not {type(consumer).__name__}")
+    if max_version is not None and not _pair_of_ints(max_version):
+        raise ArgumentTypeError(
+            f"__dlpack__(max_version=) takes (major, minor) ints, not {max_version!r}")
+    if dl_device is not None and not _pair_of_ints(dl_device):
+        raise ArgumentTypeError(
+            f"__dlpack__(dl_device=) takes (device_type, device_id) ints, not {dl_device!r}")
+    if copy is not None and type(copy) is not bool:
+        raise ArgumentTypeError(f"__dlpack__(copy=) takes a bool, not {type(copy).__name__}")
+
+
 def _dlpack(buffer: Any, address: int, shape: Tuple[int, ...], ts: str, producer: Any,
-            consumer: Any, copy: Any) -> Any:
+            consumer: Any, max_version: Any, dl_device: Any, copy: Any) -> Any:
+    _dlpack_argument_types(consumer, max_version, dl_device, copy)
     device = _dlpack_device(buffer)
     if copy:
         raise NotSupportedError("__dlpack__(copy=True): qd exports its memory without copying")

@@ -41,7 +41,7 @@ from ._base import (
     _f_launch_parallel, _f_module_unload, _u32,
 )
 from ._callbacks import _enqueue
-from ._stream import Stream, _as_stream, _ContextChild, _stream_c
+from ._stream import Stream, _as_stream, _ContextChild, _stream_c, _with_context
 from ._memory import DeviceBuffer, HostBuffer
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ class Module(_ContextChild):
         return f"<qd.Module {'closed' if self.closed else hex(self._h)}>"
 
     def _closed_error(self) -> ObjectClosedError:
-        return ObjectClosedError(f"this qd.Module (handle {self._key:#x}) was unloaded")
+        how = "closed with its qd.Context" if _with_context(self) else "unloaded"
+        return ObjectClosedError(f"this qd.Module (handle {self._key:#x}) was {how}")
 
     def get_kernel(self, name: str) -> "Kernel":
         """Find a kernel by name (``qd_kernel_get``).
@@ -74,7 +75,7 @@ class Module(_ContextChild):
         Raises:
             NotFoundError: the module has no kernel of that name.
         """
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         if isinstance(name, str):
             raw_name = name.encode("utf-8")
@@ -213,6 +214,9 @@ class Kernel(_ContextChild):
         return f"<qd.Kernel {self._name!r} {'closed' if self.closed else hex(self._h)}>"
 
     def _closed_error(self) -> ObjectClosedError:
+        if _with_context(self):
+            return ObjectClosedError(f"this qd.Kernel {self._name!r} (handle {self._key:#x}) "
+                                     "was closed with its qd.Context")
         return ObjectClosedError(
             f"this qd.Kernel {self._name!r} (handle {self._key:#x}) was closed or its module "
             "was unloaded")
@@ -272,10 +276,10 @@ class Kernel(_ContextChild):
             grid, block: an int or a sequence of 1 to 3 ints (x, y, z); each at least 1.
             shared_mem: bytes of shared memory per block.
         """
-        if type(stream) is not Stream or not stream._h:
+        if type(stream) is not Stream or not stream._h or not stream._ctx._h:
             stream = _as_stream(stream, self._ctx)
         sc = stream._c
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         if grid is _ONE and block is _ONE and shared_mem is _ZERO:  # the defaults, as passed
             cfg, addr = _DEFAULT_CONFIG, _DEFAULT_ADDRESS
@@ -373,7 +377,7 @@ class Kernel(_ContextChild):
         The Launcher keeps its argument values as ctypes objects (``launcher.args``); changing
         one in place (``launcher.args[1].value = 7``) changes the next launches.
         """
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         return Launcher(self, args, _make_config(grid, block, shared_mem))
 
@@ -631,9 +635,9 @@ class Launcher:
         kernel = self._kernel
         if not isinstance(stream, Stream):
             stream = _as_stream(stream, kernel._ctx)
-        if not stream._h:
+        if not stream._h or not stream._ctx._h:
             raise stream._closed_error()
-        if not kernel._h:
+        if not kernel._h or not kernel._ctx._h:
             raise kernel._closed_error()
         status = _f_launch(stream._c, self._kc, self._cfg_ref, self._arr_ref, self._n)
         if status:
@@ -696,7 +700,7 @@ def launch_parallel(tasks: Iterable[Union[Task, Tuple[int, Kernel, Any, Any, Seq
     size = sizeof(_lib.Task)
     for slot, t in zip(arr, items):
         k = t.kernel
-        if not k._h:
+        if not k._h or not k._ctx._h:
             raise k._closed_error()
         slot.struct_size = size
         slot.group = t.group

@@ -117,7 +117,7 @@ class DeviceBuffer(_NoCopy):
         CUDA, the consumer's ``stream`` (a CUstream int; 1 or None: the legacy default
         stream; -1: no ordering) is made to wait for ``buf.stream`` with a qd event."""
         return _interop._dlpack(self, self._address, (self._size,), "|u1", self._stream,
-                                stream, copy)
+                                stream, max_version, dl_device, copy)
 
     @property
     def address(self) -> int:

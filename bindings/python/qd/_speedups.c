@@ -476,8 +476,9 @@ static void event_destroy(PyObject *h) {
     Py_END_ALLOW_THREADS
 }
 
-/* Event.__del__: a live record event goes back to its context's pool while the context is open
- * and the pool has room; any other live event is destroyed. Never raises (as __del__, which
+/* Event.__del__: a live event of a closed context is only forgotten (the context's destroy
+ * destroyed it); a live record event goes back to its context's pool while the pool has room;
+ * any other live event is destroyed. Never raises (as __del__, which
  * ignores every error: a field missing stops it where the Python one would stop). */
 static void event_finalize(PyObject *self) {
     FieldsObject *e = (FieldsObject *)self;
@@ -493,12 +494,13 @@ static void event_finalize(PyObject *self) {
         Py_INCREF(o_zero);
         e->f[F_H] = o_zero; /* h: now this function's reference */
         PyObject *pool = e->f[F_B], *ctx = e->f[F_CTX], *c = e->f[F_C];
-        if (pool == Py_None) {
+        if (!ctx || !attr_open(ctx, s_h)) {
+            /* destroyed with its context: no C call (or a field missing, as in Python) */
+        } else if (pool == Py_None) {
             event_destroy(h);
-        } else if (!pool || !ctx) {
+        } else if (!pool) {
             /* a field missing: the Python one stops here too */
-        } else if (!attr_open(ctx, s_h) || !PyList_Check(pool) ||
-                   PyList_Size(pool) >= record_pool_max) {
+        } else if (!PyList_Check(pool) || PyList_Size(pool) >= record_pool_max) {
             event_destroy(h);
         } else if (c) {
             PyObject *pair = e->f[F_PAIR]; /* as record() took it, if it still says h and c */

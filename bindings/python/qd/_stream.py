@@ -32,8 +32,8 @@ from ._errors import (
     Status,
 )
 from ._base import (
-    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _f_event_destroy, _f_event_query, _f_event_record,
-    _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
+    Backend, _C_ZERO, _MAX_POOL, _NoCopy, _err, _index, _f_event_destroy, _f_event_query,
+    _f_event_record, _f_event_sync, _f_release, _f_stream_destroy, _f_stream_query, _f_stream_sync,
     _f_stream_wait, _stream_type_error, _u32, _u64,
 )
 from ._callbacks import _check_callback_errors
@@ -57,7 +57,7 @@ def _stream_c(stream: Any, ctx: Optional["Context"] = None) -> c_uint64:
     With ``ctx`` (a call whose kernel, event or buffer names its context), an object with
     ``__cuda_stream__`` is accepted too (see _foreign_stream)."""
     if isinstance(stream, Stream):
-        if stream._h:
+        if stream._h and stream._ctx._h:
             return stream._c
         raise stream._closed_error()
     return _as_stream(stream, ctx)._c
@@ -108,6 +108,9 @@ def _cuda_stream_handle(obj: Any) -> int:
     except (TypeError, ValueError):
         raise ArgumentTypeError(
             f"__cuda_stream__ must return (version, handle), not {result!r}") from None
+    # Each element's Python type first (ArgumentTypeError), then its value.
+    ver = _index(ver, "the version of __cuda_stream__'s (version, handle)")
+    native = _index(native, "the handle of __cuda_stream__'s (version, handle)")
     if ver != 0:
         raise InvalidArgumentError(f"unsupported __cuda_stream__ protocol version {ver}")
     return _u64(native, "native stream")
@@ -127,7 +130,15 @@ def _import_stream(ctx: "Context", native: int, owner: Any) -> "Stream":
 
 
 class _ContextChild(_NoCopy):
-    """What every object a context owns (Stream, Event, Module, Kernel) answers alike."""
+    """What every object a context owns (Stream, Event, Module, Kernel, Graph) answers alike.
+
+    Open means both handles are: the object's own ``_h`` (0 once it was closed) and its
+    context's (0 once the context was closed, which destroyed every child in C). Every method
+    that calls C tests both first (``if not self._h or not self._ctx._h``) and raises the
+    object's ``_closed_error()``; ``close()`` and the finalizer of a child whose context was
+    closed only forget the handle. The context never walks its children: its own ``_h`` is
+    the one fact they consult, so a child made by another thread while the context closes is
+    closed all the same, and the context keeps no list of its children."""
 
     __slots__ = ()
 
@@ -157,6 +168,11 @@ class _ContextChild(_NoCopy):
     def _close(self) -> None:
         if not self._h:  # type: ignore[attr-defined]
             return
+        if not self._ctx._h:  # type: ignore[attr-defined]  # destroyed with its context
+            self._h = 0
+            self._c = _C_ZERO
+            self._after_close()
+            return
         status = type(self)._destroy(self._c)  # type: ignore[attr-defined]
         self._h = 0
         self._c = _C_ZERO
@@ -174,9 +190,15 @@ class _ContextChild(_NoCopy):
         try:
             if self._h:  # type: ignore[attr-defined]
                 self._h = 0
-                type(self)._destroy(self._c)  # type: ignore[attr-defined]
+                if self._ctx._h:  # type: ignore[attr-defined]  # (else destroyed with it)
+                    type(self)._destroy(self._c)  # type: ignore[attr-defined]
         except BaseException:
             pass
+
+
+def _with_context(obj: Any) -> str:
+    """The end of a closed object's message: who closed it, when it was its context."""
+    return " with its qd.Context" if obj._h and not obj._ctx._h else ""
 
 
 class StreamKind(enum.Enum):
@@ -253,7 +275,7 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
         queued work still completes. Idempotent; does nothing on default-stream wrappers."""
         if not self._h:
             return
-        if self._kind is _LEASED:  # the fast path: a closed context's handle is refused by C
+        if self._kind is _LEASED and self._ctx._h:  # the fast path
             status = _sp_release(self._h) if _SP is not None else _f_release(self._c)
             self._h = 0
             self._c = _C_ZERO
@@ -301,7 +323,7 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
     def __del__(self) -> None:
         try:
             h = self._h
-            if h:
+            if h and self._ctx._h:  # (a closed context destroyed it)
                 kind = self._kind
                 if kind is _OWNED or kind is _BORROWED:
                     self._h = 0
@@ -324,7 +346,7 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
             CallbackError: a Python host callback / host kernel of this context raised.
             DeviceLostError: the context was lost (e.g. a host kernel returned non-zero).
         """
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         status = _f_stream_sync(self._c)
         if status:
@@ -336,7 +358,7 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
 
     def query(self) -> bool:
         """True if all work queued on the stream has completed (never blocks)."""
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         status = _f_stream_query(self._c)
         if status == 0:
@@ -363,7 +385,7 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
         Raises:
             WrongContextError: the event or stream belongs to a context of another backend.
         """
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         if isinstance(event, Stream):
             self._wait_stream(event)
@@ -371,7 +393,7 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
         if not isinstance(event, Event):
             raise HandleTypeError(
                 f"wait() takes a qd.Event or a qd.Stream, not {type(event).__name__}")
-        if not event._h:
+        if not event._h or not event._ctx._h:
             raise event._closed_error()
         status = _f_stream_wait(self._c, event._c)
         if status:
@@ -710,8 +732,10 @@ class Event(*_EVENT_BASES):  # type: ignore[misc]
                 h = self._h
                 if h:
                     self._h = 0
+                    if not self._ctx._h:
+                        return  # destroyed with its context
                     pool = self._pooled
-                    if pool is None or not self._ctx._h or len(pool) >= _RECORD_POOL:
+                    if pool is None or len(pool) >= _RECORD_POOL:
                         _f_event_destroy(self._c)
                     else:
                         pool.append((h, self._c))
@@ -728,7 +752,8 @@ class Event(*_EVENT_BASES):  # type: ignore[misc]
         return f"<qd.Event {'timing ' if self._timing else ''}{state}>"
 
     def _closed_error(self) -> ObjectClosedError:
-        return ObjectClosedError(f"this qd.Event (handle {self._key:#x}) was closed")
+        return ObjectClosedError(f"this qd.Event (handle {self._key:#x}) was closed"
+                                 f"{_with_context(self)}")
 
     _destroy = staticmethod(_f_event_destroy)
 
@@ -745,7 +770,7 @@ class Event(*_EVENT_BASES):  # type: ignore[misc]
         """Record the event on ``stream`` (required): it completes when all work queued on
         the stream so far has completed. Returns the event."""
         sc = _stream_c(stream, self._ctx)
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         status = _f_event_record(sc, self._c)
         if status:
@@ -754,7 +779,7 @@ class Event(*_EVENT_BASES):  # type: ignore[misc]
 
     def query(self) -> bool:
         """True if the most recent record has completed (or it was never recorded)."""
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         status = _f_event_query(self._c)
         if status == 0:
@@ -770,7 +795,7 @@ class Event(*_EVENT_BASES):  # type: ignore[misc]
 
     def synchronize(self) -> None:
         """Block until the most recent record has completed."""
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         status = _f_event_sync(self._c)
         if status:
@@ -789,9 +814,9 @@ class Event(*_EVENT_BASES):  # type: ignore[misc]
         """
         if not isinstance(end, Event):
             raise HandleTypeError(f"end must be a qd.Event, not {type(end).__name__}")
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
-        if not end._h:
+        if not end._h or not end._ctx._h:
             raise end._closed_error()
         ms = c_float()
         status = _C.qd_event_elapsed_ms(self._h, end._h, _ref(ms))
