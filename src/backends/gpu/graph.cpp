@@ -508,8 +508,11 @@ qd_status GpuCapture::begin_conditional(Stream &lane, qd_conditional_kind kind, 
     if (r != t.success || graph == nullptr)
         return dc_->fail_call(r != t.success ? r : t.invalid_value, QD_ERROR_INVALID_OPERATION,
                               Fn::stream_get_capture_info, s.last_kernel());
-    // Default 0 at every launch: a graph whose value is never set does not repeat a stale one.
-    r = t.graph_conditional_handle_create(&open.handle, graph, dc_->native, 0,
+    // The value is assigned its default at every launch of the graph, so a stale value is
+    // never repeated: 0, except for a WHILE without a word, whose body's own kernels decide
+    // each next iteration (qd.h: the first one always runs).
+    const unsigned initial = condition == 0 && kind == QD_CONDITIONAL_WHILE ? 1 : 0;
+    r = t.graph_conditional_handle_create(&open.handle, graph, dc_->native, initial,
                                           t.conditional_assign_default);
     if (r != t.success)
         return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION, Fn::graph_conditional_handle_create,
