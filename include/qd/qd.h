@@ -1211,7 +1211,10 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  * HIP (5.2 has no conditional nodes), and a GPU context that records without a driver graph
  * (the trace or validation attached at the capture: it cannot run device work inline on the
  * host): qd_stream_begin_conditional is QD_ERROR_NOT_SUPPORTED.
- * qd_graph_update needs the same conditionals, with bodies of the same shape.
+ * qd_graph_update needs the same conditionals, with bodies of the same shape. (CUDA) The
+ * driver updates no conditional node's parameters and each capture has handles of its own, so
+ * where it refuses to update a graph with conditionals, the graph takes from's driver graph and
+ * is instantiated again at its next launch or rebind (a cost of one instantiation).
  * The launches inside a body are not kernel nodes ("Kernel nodes": qd_graph_set_kernel_args
  * rebinds the graph's own launches only). Memory inside a graph is allocated and freed outside
  * its conditionals: qd_mem_alloc_async and qd_mem_free_async on a stream that records into a

@@ -1122,6 +1122,65 @@ TEST_F(GpuBackend, NativeConditional_BodiesAreCapturedIntoTheNodesGraphs_TheLane
     c->shutdown();
 }
 
+// The driver updates no conditional node's parameters, and each capture has handles of its
+// own: an update the driver refuses between two graphs with conditionals (whose shapes the core
+// checked) takes the other graph's source, instantiated again at the next launch. Without
+// conditionals the refusal stays a refusal and the graph keeps its values.
+TEST_F(GpuBackend, NativeConditional_UpdateRefusedByTheDriver_ReinstantiatesFromTheOtherGraph) {
+    gpu::DriverTable t = cond_table();
+    t.graph_exec_update = [](gpu::NativeGraphExec, gpu::NativeGraph,
+                             gpu::GraphExecUpdateInfo *info) -> gpu::Result {
+        *info = gpu::GraphExecUpdateInfo{5, nullptr, nullptr};  // PARAMETERS_CHANGED
+        return qd::cuda_abi::kGraphExecUpdateFailure;
+    };
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::shared_ptr<Module> m;
+        const char ptx[] = "// fake ptx";
+        ASSERT_EQ(c->load_module(ptx, sizeof ptx, &m), QD_SUCCESS);
+        // Captures `name` followed by an IF without a word (or no IF).
+        auto capture = [&](const char *name, bool conditional) {
+            std::shared_ptr<Kernel> k;
+            EXPECT_EQ(m->get_kernel(name, &k), QD_SUCCESS);
+            std::unique_ptr<Capture> cap;
+            EXPECT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+            uint64_t v = 7, h = 0;
+            const qd_arg args[2] = {{&v, 8}, {&v, 4}};
+            EXPECT_EQ(s->launch(*k, kOneThread, args, std::string(name) == "k0" ? 0 : 1),
+                      QD_SUCCESS);
+            bool done = false;
+            if (conditional) {
+                EXPECT_EQ(cap->begin_conditional(*s, QD_CONDITIONAL_IF, 1, 0, &h), QD_SUCCESS);
+                EXPECT_EQ(cap->end_conditional(*s, &done), QD_SUCCESS);
+            }
+            std::shared_ptr<Graph> g;
+            EXPECT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+            return g;
+        };
+        for (bool conditional : {true, false}) {
+            auto g = capture("k0", conditional), from = capture("k1", conditional);
+            ASSERT_EQ(g->launch(*s), QD_SUCCESS) << qd::last_error_message();  // instantiated
+            ASSERT_EQ(g_fake.launches.back().kernel, "k0");
+            const qd_status st = g->update(*from);
+            ASSERT_EQ(g->launch(*s), QD_SUCCESS) << qd::last_error_message();
+            if (conditional) {
+                EXPECT_EQ(st, QD_SUCCESS) << qd::last_error_message();
+                EXPECT_EQ(g_fake.launches.back().kernel, "k1") << "from's graph was not taken";
+            } else {
+                EXPECT_EQ(st, QD_ERROR_INVALID_OPERATION);
+                EXPECT_EQ(g_fake.launches.back().kernel, "k0") << "the refused update changed it";
+            }
+        }
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
 // A capture abandoned with a conditional open ends the body's capture and the origin's, and
 // destroys its body stream (TearDown checks that nothing leaked).
 TEST_F(GpuBackend, NativeConditional_AbandonedOpen_EndsEveryCapture_LaneRestored) {

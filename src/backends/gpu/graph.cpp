@@ -40,11 +40,12 @@ void graph_host_trampoline(void *raw) {
 struct GraphSource {
     GraphSource(std::shared_ptr<DeviceContext> dc, NativeGraph graph,
                 std::vector<std::unique_ptr<GraphHostCall>> calls,
-                std::vector<NativeGraphNode> kernel_nodes)
+                std::vector<NativeGraphNode> kernel_nodes, bool conditionals)
         : dc(std::move(dc)),
           graph(graph),
           calls(std::move(calls)),
-          kernel_nodes(std::move(kernel_nodes)) {}
+          kernel_nodes(std::move(kernel_nodes)),
+          conditionals(conditionals) {}
     ~GraphSource() { dc->release_graph(graph); }
     GraphSource(const GraphSource &) = delete;
     GraphSource &operator=(const GraphSource &) = delete;
@@ -55,6 +56,7 @@ struct GraphSource {
     // The kernel node of each launch, in launch order (null where the driver did not say):
     // what set_kernel_args names in an executable instantiated from this graph.
     const std::vector<NativeGraphNode> kernel_nodes;
+    const bool conditionals;  // the graph has conditional nodes (GpuGraph::update)
 };
 
 // The epilogue of a launch with host functions: drops the launch's reference to its source.
@@ -123,6 +125,16 @@ class GpuGraph final : public Graph {
         }
         GraphExecUpdateInfo info{};
         Result r = t.graph_exec_update(exec_, source->graph, &info);
+        if (r != t.success && source->conditionals && source_->conditionals) {
+            // The driver updates no conditional node's parameters, and each capture made its
+            // own handles; the core checked that the shapes match. The graph takes from's
+            // source and is instantiated again at its next use (the executable is freed once
+            // the launches in flight are done).
+            dc_->release_graph_exec(exec_);
+            exec_ = nullptr;
+            source_ = std::move(source);
+            return QD_SUCCESS;
+        }
         if (r != t.success) {
             if (info.result != 0)
                 return qd::fail(QD_ERROR_INVALID_OPERATION,
@@ -324,8 +336,8 @@ class GpuCapture final : public Capture {
                                   origin_->last_kernel());
         }
         if (nodes_lost_) kernel_nodes_.assign(kernel_nodes_.size(), nullptr);
-        auto source =
-            std::make_shared<GraphSource>(dc_, graph, std::move(calls_), std::move(kernel_nodes_));
+        auto source = std::make_shared<GraphSource>(dc_, graph, std::move(calls_),
+                                                    std::move(kernel_nodes_), conditionals_);
         *out = std::make_shared<GpuGraph>(dc_, std::move(source));
         return QD_SUCCESS;
     }
@@ -396,6 +408,7 @@ class GpuCapture final : public Capture {
     std::vector<NativeStream> spare_;         // body streams not recording a body now
     std::vector<NativeStream> body_streams_;  // every body stream made (destroyed at the end)
     std::string failed_;                      // why a conditional broke the capture, if it did
+    bool conditionals_ = false;               // a conditional node was added
 };
 
 // --- Conditionals -----------------------------------------------------------------------------
@@ -549,6 +562,7 @@ qd_status GpuCapture::begin_conditional(Stream &lane, qd_conditional_kind kind, 
         return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION, Fn::stream_begin_capture_to_graph,
                               s.last_kernel());
     spare_.pop_back();
+    conditionals_ = true;
     *handle = open.handle;
     s.redirect(open.body);
     open_.push_back(std::move(open));
