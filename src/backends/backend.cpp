@@ -19,7 +19,8 @@ qd_status Capture::begin_conditional(Stream &, qd_conditional_kind, uint32_t, ui
                                      uint64_t *) {
     return fail(QD_ERROR_NOT_SUPPORTED,
                 "qd_stream_begin_conditional: this backend's driver graphs cannot hold "
-                "conditional nodes");
+                "conditional nodes (CUDA's need driver 12.3, and 12.8 for IF_ELSE and SWITCH); "
+                "nothing was queued and the capture goes on");
 }
 
 qd_status Capture::next_branch(Stream &, bool *done) {
