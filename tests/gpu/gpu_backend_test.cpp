@@ -995,6 +995,7 @@ TEST_F(GpuBackend, NativeConditional_OldDriverOrMissingEntry_NotSupportedNamingT
         {true, 12020, QD_CONDITIONAL_WHILE, 1, "12.2"},
         {true, 12060, QD_CONDITIONAL_IF_ELSE, 2, "12.8"},
         {true, 12060, QD_CONDITIONAL_SWITCH, 3, "12.6"},
+        {true, 12070, QD_CONDITIONAL_SWITCH, 1, "12.8"},  // one case: still a SWITCH node
     };
     for (const Case &k : cases) {
         gpu::DriverTable t = cond_table();

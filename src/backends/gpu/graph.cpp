@@ -436,7 +436,8 @@ qd_status GpuCapture::refuse_conditionals(qd_conditional_kind kind, uint32_t bod
                             "conditional node into a driver graph: it lacks %s (%s); nothing "
                             "was queued and the capture goes on",
                             t.api_name, symbol_name(t, fn), versions);
-    const int minimum = bodies > 1 ? 12080 : 12030;
+    // CU_GRAPH_COND_TYPE_SWITCH, and an IF with two bodies, are CUDA 12.8.
+    const int minimum = kind == QD_CONDITIONAL_SWITCH || bodies > 1 ? 12080 : 12030;
     const int version = driver_version();
     if (version < minimum)
         return qd::fail(QD_ERROR_NOT_SUPPORTED,
