@@ -367,7 +367,7 @@ static inline gq_result gq_graph_destroy(qd_graph graph) {
 
 /* qd_stream_begin_conditional (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE,
  * INVALID_OPERATION, OUT_OF_MEMORY, OVERFLOW, INVALID_ADDRESS, NOT_SUPPORTED, DEVICE_LOST, FORKED,
- * INTERNAL. */
+ * LAUNCH_FAILED, INTERNAL. */
 static inline gq_result gq_stream_begin_conditional(qd_stream stream,
                                                     const qd_conditional_desc *desc) {
     return gq_finish(qd_stream_begin_conditional(stream, desc));
@@ -380,7 +380,7 @@ static inline gq_result gq_stream_next_branch(qd_stream stream) {
 }
 
 /* qd_stream_end_conditional (since 0.3): SUCCESS, INVALID_HANDLE, INVALID_OPERATION, OUT_OF_MEMORY,
- * DEVICE_LOST, FORKED, INTERNAL. */
+ * DEVICE_LOST, FORKED, LAUNCH_FAILED, INTERNAL. */
 static inline gq_result gq_stream_end_conditional(qd_stream stream) {
     return gq_finish(qd_stream_end_conditional(stream));
 }

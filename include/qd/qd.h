@@ -862,7 +862,8 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
  *  - QD_ERROR_INVALID_ARGUMENT: fn is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_NOT_SUPPORTED: ("Graphs") stream is capturing natively on a HIP runtime whose
- *    host functions are stream callbacks, which a capture cannot hold.
+ *    host functions are stream callbacks, which a capture cannot hold; (from 0.3 on) stream
+ *    records into a conditional's body of a CUDA driver graph ("Conditionals").
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data);
 
@@ -1186,21 +1187,34 @@ QD_API qd_status qd_graph_destroy(qd_graph graph);
  * of the context) that the graph's kernels write; its value at the decision point (before the
  * node, and for WHILE after each iteration, with every operation of the body done) is the
  * value. The word is read as the graph runs, never at capture. Without a word (condition 0)
- * the graph's own kernels would set the value with cudaGraphSetConditional on the handle
- * qd_conditional_handle returns, which needs a CUDA driver graph (see below).
+ * the graph's own kernels set the value with cudaGraphSetConditional on the handle
+ * qd_conditional_handle returns, which needs a CUDA driver graph (see below). Its value is
+ * assigned at each launch of the graph: 1 for a WHILE (the first iteration always runs and
+ * the body's kernels decide each next one: a do-while), 0 for the other kinds.
  *
  * CPU: a replay queues one host task per conditional node on the node's stream, which reads
  * the word and runs the chosen body's operations inline on that worker, in their captured
  * order (a topological order of the body), a nested conditional the same way. It waits on no
  * other stream or worker, so it cannot deadlock; a body's branches run one after another
  * there. The trace and the validation mode see the host task, not the operations inside it.
- * CUDA and HIP: not yet. qd_stream_begin_conditional on a capture of a GPU context returns
- * QD_ERROR_NOT_SUPPORTED: this libqd does not put conditional nodes into driver graphs yet
- * (CUDA's need driver 12.3, and 12.8 for IF_ELSE and SWITCH; HIP 5.2 has none, so there it
- * stays unsupported), and a GPU context that records without a driver graph (the trace or
- * validation attached) cannot run device work inline on the host. So in this release no
- * capture has a native conditional handle.
- * qd_graph_update needs the same conditionals, with bodies of the same shape.
+ * CUDA: a conditional is a conditional node of the driver graph (CUDA 12.3 for IF and WHILE,
+ * 12.8 for IF_ELSE and SWITCH; an older driver is QD_ERROR_NOT_SUPPORTED naming both
+ * versions). Its bodies are captured by the driver into the node's body graphs. With a
+ * condition word, a one-thread kernel of qd's, built into libqd for every GPU architecture
+ * nvcc 13 targets (sm_75 to sm_121), sets the node's value from the word just before the node
+ * and, for WHILE, at the end of each iteration; on a GPU it has no code for, a conditional
+ * with a word is QD_ERROR_NOT_SUPPORTED (condition 0 still works). The driver allows kernels,
+ * copies, sets and nested conditionals in a body: qd_launch_host_fn on a stream that records
+ * into a body is QD_ERROR_NOT_SUPPORTED (nothing queued, the capture goes on). A replay is one
+ * driver launch, also with the trace or validation attached later (they see the launch, not
+ * the operations inside it).
+ * HIP (5.2 has no conditional nodes), and a GPU context that records without a driver graph
+ * (the trace or validation attached at the capture: it cannot run device work inline on the
+ * host): qd_stream_begin_conditional is QD_ERROR_NOT_SUPPORTED.
+ * qd_graph_update needs the same conditionals, with bodies of the same shape. (CUDA) The
+ * driver updates no conditional node's parameters and each capture has handles of its own, so
+ * where it refuses to update a graph with conditionals, the graph takes from's driver graph and
+ * is instantiated again at its next launch or rebind (a cost of one instantiation).
  * The launches inside a body are not kernel nodes ("Kernel nodes": qd_graph_set_kernel_args
  * rebinds the graph's own launches only). Memory inside a graph is allocated and freed outside
  * its conditionals: qd_mem_alloc_async and qd_mem_free_async on a stream that records into a
@@ -1245,9 +1259,13 @@ typedef struct qd_conditional_desc {
  *  - QD_ERROR_INVALID_ADDRESS: the word's 4 bytes run past the end of the allocation they
  *    start in, or start exactly at a block's end (as qd_memset_async's range).
  *  - QD_ERROR_INVALID_OPERATION: stream is not capturing.
- *  - QD_ERROR_NOT_SUPPORTED: stream's context is a GPU one (CUDA, HIP: see above; the message
- *    names the driver versions conditional nodes need); condition is 0 (only a CUDA driver
- *    graph lets kernels set the value).
+ *  - QD_ERROR_NOT_SUPPORTED: (CUDA) the driver is older than the kind needs, or lacks an entry
+ *    point (the message names the versions: 12.3, 12.8 for IF_ELSE and SWITCH); qd's condition
+ *    kernel has no code for this GPU (condition is not 0); (HIP) always; (CUDA, HIP) the capture
+ *    records without a driver graph (the trace or validation is attached); condition is 0 and
+ *    the capture is not a CUDA driver graph (only one lets kernels set the value).
+ *  - QD_ERROR_LAUNCH_FAILED: (CUDA) qd's condition kernel could not be queued before the node;
+ *    it is then left in the graph, setting a value no node reads.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc);
 
@@ -1257,7 +1275,9 @@ QD_API qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditio
  *  - QD_ERROR_INVALID_OPERATION: no conditional is open on stream (its own; one opened on
  *    another stream is that stream's); the conditional is IF or WHILE (one body), or its
  *    last body is open already (IF_ELSE's else body; SWITCH's case num_cases-1); a stream
- *    that joined the body has not joined back (the message names it).
+ *    that joined the body has not joined back (the message names it); (CUDA) the driver
+ *    could not capture the next body: the call moved on all the same, and
+ *    qd_stream_end_capture fails (nothing recorded).
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_next_branch(qd_stream stream);
 
@@ -1266,7 +1286,10 @@ QD_API qd_status qd_stream_next_branch(qd_stream stream);
  *  later cases) are empty. Refused, nothing changes.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: no conditional is open on stream; a stream that joined the
- *    body has not joined back (the message names it).
+ *    body has not joined back (the message names it); (CUDA) the driver could not close the
+ *    node: it is closed all the same, and qd_stream_end_capture fails (nothing recorded).
+ *  - QD_ERROR_LAUNCH_FAILED: (CUDA) qd's condition kernel could not be queued at the end of a
+ *    WHILE body (nothing changed: the conditional stays open).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_end_conditional(qd_stream stream);
 
@@ -1275,8 +1298,8 @@ QD_API qd_status qd_stream_end_conditional(qd_stream stream);
  *  - QD_ERROR_INVALID_ARGUMENT: handle is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
  *  - QD_ERROR_INVALID_OPERATION: no conditional is open on stream.
- *  - QD_ERROR_NOT_SUPPORTED: the capture is not a CUDA driver graph (none is in this release:
- *    see above).
+ *  - QD_ERROR_NOT_SUPPORTED: the capture is not a CUDA driver graph (the CPU backend, HIP, or
+ *    the trace or validation attached at the capture).
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_conditional_handle(qd_stream stream, uint64_t *handle);
 

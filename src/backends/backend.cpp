@@ -15,6 +15,24 @@ qd_status Stream::begin_capture(std::unique_ptr<Capture> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native graphs");
 }
 
+qd_status Capture::begin_conditional(Stream &, qd_conditional_kind, uint32_t, uint64_t,
+                                     uint64_t *) {
+    return fail(QD_ERROR_NOT_SUPPORTED,
+                "qd_stream_begin_conditional: this backend's driver graphs cannot hold "
+                "conditional nodes (CUDA's need driver 12.3, and 12.8 for IF_ELSE and SWITCH); "
+                "nothing was queued and the capture goes on");
+}
+
+qd_status Capture::next_branch(Stream &, bool *done) {
+    *done = false;
+    return fail(QD_ERROR_NOT_SUPPORTED, "this backend's driver graphs have no conditional nodes");
+}
+
+qd_status Capture::end_conditional(Stream &, bool *done) {
+    *done = false;
+    return fail(QD_ERROR_NOT_SUPPORTED, "this backend's driver graphs have no conditional nodes");
+}
+
 qd_status Context::import_stream(uint64_t, std::shared_ptr<Stream> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native streams to import");
 }

@@ -177,6 +177,22 @@ class Capture {
     // the next kernel node in launch order (Graph::set_kernel_args). Never fails: a node it
     // cannot find makes that rebind QD_ERROR_NOT_SUPPORTED later.
     virtual void launched(Stream &lane) { (void)lane; }
+    // Conditionals (qd.h, "Conditionals"; core/capture/conditionals.cpp calls these after its
+    // own checks, under its capture lock). begin_conditional adds a conditional node of `kind`
+    // with `bodies` bodies at `lane`'s place (the graph, or the body `lane` records into) and
+    // sends the operations queued on `lane` from now on into its first body; with a condition
+    // word (`condition` != 0) the node's value is read from it before the node (and, for
+    // WHILE, after each iteration); *handle is the node's native handle
+    // (qd_conditional_handle). next_branch moves `lane` to the next body; end_conditional
+    // closes the innermost conditional `lane` opened: what follows on `lane` runs after the
+    // whole node. A refusal (QD_ERROR_NOT_SUPPORTED naming the driver version needed, the
+    // default) changes nothing and the capture goes on. A driver failure after the body's
+    // capture ended cannot be undone: the step is done all the same (*done true, the lane
+    // back where the conditional was opened) and the capture's end() fails.
+    virtual qd_status begin_conditional(Stream &lane, qd_conditional_kind kind, uint32_t bodies,
+                                        uint64_t condition, uint64_t *handle);
+    virtual qd_status next_branch(Stream &lane, bool *done);
+    virtual qd_status end_conditional(Stream &lane, bool *done);
     // End the capture on its origin (the graph is instantiated at its first launch, so one made
     // only to update another never is). Every stream that joined must
     // have joined back (the core checks that first). On failure the capture is over all the

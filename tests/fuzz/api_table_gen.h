@@ -484,6 +484,7 @@ inline constexpr qd_status kListed_qd_stream_begin_conditional[] = {
     QD_ERROR_NOT_SUPPORTED,
     QD_ERROR_DEVICE_LOST,
     QD_ERROR_FORKED,
+    QD_ERROR_LAUNCH_FAILED,
     QD_ERROR_INTERNAL,
 };
 inline constexpr qd_status kListed_qd_stream_next_branch[] = {
@@ -501,6 +502,7 @@ inline constexpr qd_status kListed_qd_stream_end_conditional[] = {
     QD_ERROR_OUT_OF_MEMORY,
     QD_ERROR_DEVICE_LOST,
     QD_ERROR_FORKED,
+    QD_ERROR_LAUNCH_FAILED,
     QD_ERROR_INTERNAL,
 };
 inline constexpr qd_status kListed_qd_conditional_handle[] = {

@@ -890,6 +890,321 @@ TEST_F(GpuBackend, NativeCapture_CanAllocate_FromCuda11_4AndHip5_7_ElseNotSuppor
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Conditional nodes in a native capture (graph.cpp, "Conditionals")
+// ---------------------------------------------------------------------------------------------
+
+// The conditional entries over the fake: what the GPU layer asked of them. A body stream
+// "captures" into the body graph it was given (its launches are noted with their stream).
+struct CondFake {
+    gpu::DriverTable base;  // the fake's own entries, which these wrap
+    int version = 12080;
+    int handle_creates = 0;
+    unsigned handle_flags = 0;
+    std::vector<gpu::GraphNodeParams> added;  // graph_add_node's parameters
+    std::vector<size_t> added_deps;           // and its number of dependencies
+    gpu::NativeGraph bodies[2] = {reinterpret_cast<gpu::NativeGraph>(0xB0D0),
+                                  reinterpret_cast<gpu::NativeGraph>(0xB0D1)};
+    std::map<gpu::NativeStream, gpu::NativeGraph> body_captures;      // open ones
+    std::vector<gpu::NativeGraph> began;                              // every body capture begun
+    std::vector<std::pair<std::string, gpu::NativeStream>> launches;  // kernel, stream
+    std::vector<std::pair<gpu::NativeStream, gpu::NativeGraphNode>> deps_set;
+};
+CondFake g_cond;
+
+gpu::DriverTable cond_table() {
+    gpu::DriverTable t = fake_table();
+    g_cond = CondFake{};
+    g_cond.base = t;
+    t.driver_get_version = [](int *v) -> gpu::Result {
+        *v = g_cond.version;
+        return kOk;
+    };
+    t.graph_conditional_handle_create = [](gpu::ConditionalHandle *h, gpu::NativeGraph,
+                                           gpu::NativeContext, unsigned, unsigned flags) {
+        ++g_cond.handle_creates;
+        g_cond.handle_flags = flags;
+        *h = 42;
+        return kOk;
+    };
+    t.graph_add_node = [](gpu::NativeGraphNode *node, gpu::NativeGraph,
+                          const gpu::NativeGraphNode *, size_t n, gpu::GraphNodeParams *p) {
+        p->conditional.bodies = g_cond.bodies;
+        g_cond.added.push_back(*p);
+        g_cond.added_deps.push_back(n);
+        *node = reinterpret_cast<gpu::NativeGraphNode>(0xC0DE);
+        return kOk;
+    };
+    t.stream_begin_capture_to_graph = [](gpu::NativeStream s, gpu::NativeGraph g,
+                                         const gpu::NativeGraphNode *, const void *, size_t, int) {
+        g_cond.body_captures[s] = g;
+        g_cond.began.push_back(g);
+        return kOk;
+    };
+    t.stream_end_capture = [](gpu::NativeStream s, gpu::NativeGraph *g) {
+        auto it = g_cond.body_captures.find(s);
+        if (it == g_cond.body_captures.end()) return g_cond.base.stream_end_capture(s, g);
+        *g = it->second;
+        g_cond.body_captures.erase(it);
+        return kOk;
+    };
+    t.stream_update_capture_dependencies = [](gpu::NativeStream s, gpu::NativeGraphNode *deps,
+                                              size_t n, unsigned) {
+        if (n == 1) g_cond.deps_set.emplace_back(s, deps[0]);
+        return kOk;
+    };
+    t.launch_kernel = [](gpu::NativeFunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned shared, gpu::NativeStream s,
+                         void **params, void **extra) {
+        // The fake's functions start with their name (fake_gpu_driver.cpp, Param2).
+        g_cond.launches.emplace_back(*reinterpret_cast<const char *const *>(f), s);
+        if (g_cond.body_captures.count(s)) return kOk;  // recorded into the body
+        return g_cond.base.launch_kernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+    };
+    static const char image[] = "// the condition kernel";
+    t.condition_image = image;
+    t.condition_kernel_name = "k2";  // takes 8 + 4 bytes: the handle and (part of) the word
+    t.graph_node_conditional = 13;
+    t.conditional_if = 0;
+    t.conditional_while = 1;
+    t.conditional_switch = 2;
+    t.conditional_assign_default = 1;
+    t.set_capture_dependencies = 1;
+    return t;
+}
+
+gpu::NativeStream native_of(const Stream &s) {
+    return reinterpret_cast<gpu::NativeStream>(static_cast<uintptr_t>(s.native_handle()));
+}
+
+// Without the entries (HIP 5.2, a CUDA driver before 12.3), or with a driver older than the
+// kind needs (12.3 for IF and WHILE, 12.8 for IF_ELSE and SWITCH), begin_conditional is
+// QD_ERROR_NOT_SUPPORTED naming the version; nothing is created or queued and the capture
+// goes on.
+TEST_F(GpuBackend, NativeConditional_OldDriverOrMissingEntry_NotSupportedNamingTheVersion) {
+    struct Case {
+        bool entries;
+        int version;
+        qd_conditional_kind kind;
+        uint32_t bodies;
+        const char *named;
+    };
+    const Case cases[] = {
+        {false, 12080, QD_CONDITIONAL_IF, 1, "12.3"},
+        {true, 12020, QD_CONDITIONAL_IF, 1, "12.3"},
+        {true, 12020, QD_CONDITIONAL_WHILE, 1, "12.2"},
+        {true, 12060, QD_CONDITIONAL_IF_ELSE, 2, "12.8"},
+        {true, 12060, QD_CONDITIONAL_SWITCH, 3, "12.6"},
+        {true, 12070, QD_CONDITIONAL_SWITCH, 1, "12.8"},  // one case: still a SWITCH node
+    };
+    for (const Case &k : cases) {
+        gpu::DriverTable t = cond_table();
+        g_cond.version = k.version;
+        if (!k.entries) {
+            t = fake_table();
+            t.symbol[static_cast<size_t>(gpu::Fn::graph_conditional_handle_create)] =
+                "cuGraphConditionalHandleCreate";
+        }
+        std::unique_ptr<Driver> d;
+        ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+        std::unique_ptr<Context> c;
+        ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+        {
+            std::shared_ptr<Stream> s;
+            ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+            std::unique_ptr<Capture> cap;
+            ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS) << qd::last_error_message();
+            const size_t streams = g_fake.streams.size();
+            uint64_t handle = 0;
+            EXPECT_EQ(cap->begin_conditional(*s, k.kind, k.bodies, 0x1000, &handle),
+                      QD_ERROR_NOT_SUPPORTED)
+                << k.version;
+            const std::string why = qd::last_error_message();
+            EXPECT_NE(why.find(k.named), std::string::npos) << why;
+            if (!k.entries) {
+                EXPECT_NE(why.find("cuGraphConditionalHandleCreate"), std::string::npos) << why;
+                EXPECT_NE(why.find("HIP has none"), std::string::npos) << why;
+            }
+            EXPECT_EQ(g_cond.handle_creates, 0);
+            EXPECT_TRUE(g_cond.added.empty());
+            EXPECT_TRUE(g_cond.launches.empty()) << "the condition kernel was queued";
+            EXPECT_EQ(g_fake.streams.size(), streams) << "a body stream was made";
+            // The capture goes on: the lane still records into it.
+            auto k0 = kernel("k0");
+            ASSERT_EQ(s->launch(*k0, kOneThread, nullptr, 0), QD_SUCCESS);
+            EXPECT_TRUE(g_fake.launches.empty()) << "the launch ran instead of being captured";
+            std::shared_ptr<Graph> g;
+            EXPECT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+        }
+        c->synchronize();
+        c->shutdown();
+    }
+}
+
+// begin_conditional adds the node after the condition kernel on the lane, and the lane's
+// operations go to a body stream capturing into the node's body graph; next_branch moves it
+// to the next body; a WHILE's body ends with the condition kernel again; the end makes the node
+// the lane's dependency set and restores the lane. The body stream is the capture's: made
+// once, destroyed with it.
+TEST_F(GpuBackend, NativeConditional_BodiesAreCapturedIntoTheNodesGraphs_TheLaneComesBack) {
+    gpu::DriverTable t = cond_table();
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::shared_ptr<Module> m;
+        const char ptx[] = "// fake ptx";
+        ASSERT_EQ(c->load_module(ptx, sizeof ptx, &m), QD_SUCCESS);
+        std::shared_ptr<Kernel> k0;
+        ASSERT_EQ(m->get_kernel("k0", &k0), QD_SUCCESS);
+        const gpu::NativeStream own = native_of(*s);
+        const size_t streams = g_fake.streams.size();
+        std::unique_ptr<Capture> cap;
+        ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+        ASSERT_EQ(s->launch(*k0, kOneThread, nullptr, 0), QD_SUCCESS);  // before the node
+        uint64_t handle = 0;
+        ASSERT_EQ(cap->begin_conditional(*s, QD_CONDITIONAL_IF_ELSE, 2, 0x1000, &handle),
+                  QD_SUCCESS)
+            << qd::last_error_message();
+        EXPECT_EQ(handle, 42u);
+        EXPECT_EQ(g_cond.handle_flags, 1u) << "CU_GRAPH_COND_ASSIGN_DEFAULT (default 0)";
+        ASSERT_EQ(g_cond.launches.size(), 2u);
+        EXPECT_EQ(g_cond.launches[1], std::make_pair(std::string("k2"), own))
+            << "the condition kernel runs on the lane before the node";
+        ASSERT_EQ(g_cond.added.size(), 1u);
+        EXPECT_EQ(g_cond.added[0].type, 13);
+        EXPECT_EQ(g_cond.added[0].conditional.type, 0);
+        EXPECT_EQ(g_cond.added[0].conditional.size, 2u);
+        EXPECT_EQ(g_cond.added[0].conditional.handle, 42u);
+        EXPECT_EQ(g_cond.added_deps[0], 1u) << "the node follows the condition kernel";
+        ASSERT_EQ(g_fake.streams.size(), streams + 1) << "one body stream";
+        ASSERT_EQ(g_cond.began, std::vector<gpu::NativeGraph>{g_cond.bodies[0]});
+        ASSERT_EQ(s->launch(*k0, kOneThread, nullptr, 0), QD_SUCCESS);
+        const gpu::NativeStream body = g_cond.launches.back().second;
+        EXPECT_NE(body, own) << "a launch inside the body went to the lane's own stream";
+        EXPECT_EQ(g_cond.body_captures.count(body), 1u);
+        EXPECT_EQ(native_of(*s), own) << "the stream's native handle is its own";
+        bool done = false;
+        ASSERT_EQ(cap->next_branch(*s, &done), QD_SUCCESS) << qd::last_error_message();
+        EXPECT_TRUE(done);
+        EXPECT_EQ(g_cond.began.back(), g_cond.bodies[1]);
+        ASSERT_EQ(s->launch(*k0, kOneThread, nullptr, 0), QD_SUCCESS);
+        EXPECT_EQ(g_cond.launches.back().second, body);
+        ASSERT_EQ(cap->end_conditional(*s, &done), QD_SUCCESS) << qd::last_error_message();
+        EXPECT_TRUE(done);
+        EXPECT_TRUE(g_cond.body_captures.empty()) << "the body's capture was not ended";
+        ASSERT_EQ(g_cond.deps_set.size(), 1u);
+        EXPECT_EQ(g_cond.deps_set[0].first, own);
+        EXPECT_EQ(g_cond.deps_set[0].second, reinterpret_cast<gpu::NativeGraphNode>(0xC0DE));
+        ASSERT_EQ(s->launch(*k0, kOneThread, nullptr, 0), QD_SUCCESS);
+        EXPECT_EQ(g_cond.launches.back().second, own) << "the lane came back";
+        // A WHILE with a word decides again at the end of each iteration; the body stream is
+        // reused.
+        const size_t before = g_cond.launches.size();
+        ASSERT_EQ(cap->begin_conditional(*s, QD_CONDITIONAL_WHILE, 1, 0x1000, &handle), QD_SUCCESS);
+        EXPECT_EQ(g_fake.streams.size(), streams + 1) << "the body stream was not reused";
+        ASSERT_EQ(cap->end_conditional(*s, &done), QD_SUCCESS);
+        ASSERT_EQ(g_cond.launches.size(), before + 2);
+        EXPECT_EQ(g_cond.launches.back(), std::make_pair(std::string("k2"), body))
+            << "the WHILE body ends with the condition kernel";
+        // Condition 0: no kernel of qd's; the handle is for the user's kernels.
+        ASSERT_EQ(cap->begin_conditional(*s, QD_CONDITIONAL_IF, 1, 0, &handle), QD_SUCCESS);
+        ASSERT_EQ(cap->end_conditional(*s, &done), QD_SUCCESS);
+        EXPECT_EQ(g_cond.launches.size(), before + 2) << "condition 0 queued a kernel";
+        std::shared_ptr<Graph> g;
+        ASSERT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+        cap.reset();
+        EXPECT_EQ(g_fake.streams.size(), streams) << "the body stream outlived the capture";
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
+// The driver updates no conditional node's parameters, and each capture has handles of its
+// own: an update the driver refuses between two graphs with conditionals (whose shapes the core
+// checked) takes the other graph's source, instantiated again at the next launch. Without
+// conditionals the refusal stays a refusal and the graph keeps its values.
+TEST_F(GpuBackend, NativeConditional_UpdateRefusedByTheDriver_ReinstantiatesFromTheOtherGraph) {
+    gpu::DriverTable t = cond_table();
+    t.graph_exec_update = [](gpu::NativeGraphExec, gpu::NativeGraph,
+                             gpu::GraphExecUpdateInfo *info) -> gpu::Result {
+        *info = gpu::GraphExecUpdateInfo{5, nullptr, nullptr};  // PARAMETERS_CHANGED
+        return qd::cuda_abi::kGraphExecUpdateFailure;
+    };
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::shared_ptr<Module> m;
+        const char ptx[] = "// fake ptx";
+        ASSERT_EQ(c->load_module(ptx, sizeof ptx, &m), QD_SUCCESS);
+        // Captures `name` followed by an IF without a word (or no IF).
+        auto capture = [&](const char *name, bool conditional) {
+            std::shared_ptr<Kernel> k;
+            EXPECT_EQ(m->get_kernel(name, &k), QD_SUCCESS);
+            std::unique_ptr<Capture> cap;
+            EXPECT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+            uint64_t v = 7, h = 0;
+            const qd_arg args[2] = {{&v, 8}, {&v, 4}};
+            EXPECT_EQ(s->launch(*k, kOneThread, args, std::string(name) == "k0" ? 0 : 1),
+                      QD_SUCCESS);
+            bool done = false;
+            if (conditional) {
+                EXPECT_EQ(cap->begin_conditional(*s, QD_CONDITIONAL_IF, 1, 0, &h), QD_SUCCESS);
+                EXPECT_EQ(cap->end_conditional(*s, &done), QD_SUCCESS);
+            }
+            std::shared_ptr<Graph> g;
+            EXPECT_EQ(cap->end(&g), QD_SUCCESS) << qd::last_error_message();
+            return g;
+        };
+        for (bool conditional : {true, false}) {
+            auto g = capture("k0", conditional), from = capture("k1", conditional);
+            ASSERT_EQ(g->launch(*s), QD_SUCCESS) << qd::last_error_message();  // instantiated
+            ASSERT_EQ(g_fake.launches.back().kernel, "k0");
+            const qd_status st = g->update(*from);
+            ASSERT_EQ(g->launch(*s), QD_SUCCESS) << qd::last_error_message();
+            if (conditional) {
+                EXPECT_EQ(st, QD_SUCCESS) << qd::last_error_message();
+                EXPECT_EQ(g_fake.launches.back().kernel, "k1") << "from's graph was not taken";
+            } else {
+                EXPECT_EQ(st, QD_ERROR_INVALID_OPERATION);
+                EXPECT_EQ(g_fake.launches.back().kernel, "k0") << "the refused update changed it";
+            }
+        }
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
+// A capture abandoned with a conditional open ends the body's capture and the origin's, and
+// destroys its body stream (TearDown checks that nothing leaked).
+TEST_F(GpuBackend, NativeConditional_AbandonedOpen_EndsEveryCapture_LaneRestored) {
+    gpu::DriverTable t = cond_table();
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::unique_ptr<Capture> cap;
+        ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+        uint64_t handle = 0;
+        ASSERT_EQ(cap->begin_conditional(*s, QD_CONDITIONAL_IF, 1, 0, &handle), QD_SUCCESS);
+        cap.reset();
+        EXPECT_TRUE(g_cond.body_captures.empty());
+        EXPECT_TRUE(g_fake.captures.empty());
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
 TEST_F(GpuBackend, NativeCapture_ContextSynchronizeSkipsCapturingStreams_AbandonEndsIt) {
     auto s = stream(), other = stream();
     auto k = kernel("k0");

@@ -48,6 +48,9 @@ std::string config_path(const char *env, const char *built) {
 std::string cubin_path() { return config_path("QD_GPU_TEST_CUBIN", QD_GPU_TEST_CUBIN); }
 std::string ptx_path() { return config_path("QD_GPU_TEST_PTX", QD_GPU_TEST_PTX); }
 std::string fatbin_path() { return config_path("QD_GPU_TEST_FATBIN", QD_GPU_TEST_FATBIN); }
+std::string conditional_cubin_path() {
+    return config_path("QD_GPU_TEST_CONDITIONAL_CUBIN", QD_GPU_TEST_CONDITIONAL_CUBIN);
+}
 std::string fault_child_path() { return config_path("QD_GPU_FAULT_CHILD", QD_GPU_FAULT_CHILD); }
 
 std::vector<char> read_file(const std::string &path) {
@@ -288,6 +291,52 @@ TEST_F(Gpu, ModuleLoad_PtxCubinAndFatbinAllLoadAndRun) {
     EXPECT_EQ(h[2], 44u);
     QD_OK(qd_module_unload(from_ptx));
     QD_OK(qd_module_unload(from_fatbin));
+}
+
+// A WHILE without a condition word (qd.h, "Conditionals"): the first iteration runs, and the
+// body's own kernel decides each next one through the handle qd_conditional_handle gives
+// (cudaGraphSetConditional). Counting down from n ends at 0 only after exactly n iterations.
+TEST_F(Gpu, Conditional_WhileWithoutAWord_TheBodysKernelSetsTheHandle_RunsNIterations) {
+    std::vector<char> image = read_file(conditional_cubin_path());
+    if (image.empty())
+        GTEST_SKIP() << "conditional test kernels not built (no nvcc?): cannot read '"
+                     << conditional_cubin_path() << "'";
+    qd_module m = 0;
+    QD_OK(qd_module_load(ctx_, image.data(), image.size(), &m));
+    qd_kernel k = 0;
+    QD_OK(qd_kernel_get(m, "qdt_count_down_and_continue", &k));
+    uint64_t counter = alloc(sizeof(uint32_t));
+    QD_OK(qd_stream_begin_capture(stream_));
+    qd_conditional_desc d = QD_CONDITIONAL_DESC_INIT;
+    d.kind = QD_CONDITIONAL_WHILE;
+    d.condition = 0;
+    const qd_status st = qd_stream_begin_conditional(stream_, &d);
+    if (st == QD_ERROR_NOT_SUPPORTED) {
+        const std::string why = qd_last_error_message();
+        qd_graph g = 0;
+        QD_OK(qd_stream_end_capture(stream_, &g));
+        QD_OK(qd_graph_destroy(g));
+        QD_OK(qd_module_unload(m));
+        GTEST_SKIP() << "conditionals: " << why;
+    }
+    QD_OK(st);
+    uint64_t handle = 0;
+    QD_OK(qd_conditional_handle(stream_, &handle));
+    QD_OK(launch(stream_, k, {{&handle, sizeof handle}, {&counter, sizeof counter}}));
+    QD_OK(qd_stream_end_conditional(stream_));
+    qd_graph g = 0;
+    QD_OK(qd_stream_end_capture(stream_, &g));
+    uint32_t *word = host<uint32_t>(1);
+    for (uint32_t n : {5u, 1u, 17u}) {
+        *word = n;
+        QD_OK(qd_memcpy_async(stream_, counter, addr(word), sizeof *word));
+        QD_OK(qd_graph_launch(g, stream_));
+        QD_OK(qd_memcpy_async(stream_, addr(word), counter, sizeof *word));
+        QD_OK(qd_stream_synchronize(stream_));
+        EXPECT_EQ(*word, 0u) << "from " << n << ": not exactly " << n << " iterations";
+    }
+    QD_OK(qd_graph_destroy(g));
+    QD_OK(qd_module_unload(m));
 }
 
 TEST_F(Gpu, ModuleLoad_BadImages_InvalidImageWithAReason) {

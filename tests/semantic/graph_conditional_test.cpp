@@ -324,6 +324,9 @@ TEST_P(GraphConditionalTest, Misuse_IsRefusedAndLeavesTheCaptureAsItWas) {
         EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "condition word",
                       qd_stream_begin_conditional(s, &bad));
         EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, "native handle", qd_conditional_handle(s, &h));
+    } else {
+        // A driver graph: the conditional has a native handle for the graph's own kernels.
+        EXPECT_QD_OK(qd_conditional_handle(s, &h));
     }
     // One body only; the capture cannot end with the conditional open.
     EXPECT_QD_ERR(QD_ERROR_INVALID_OPERATION, "one body", qd_stream_next_branch(s));
@@ -528,7 +531,15 @@ TEST_P(GraphConditionalTest, Update_WithConditionals_ChecksAllocationSizes_Takes
     uint32_t add = 500;
     qd_arg args[3] = {{&dst, sizeof dst}, {&src, sizeof src}, {&add, sizeof add}};
     ASSERT_QD_OK(qd_graph_set_kernel_args(same, 0, args, 3));
-    ASSERT_QD_OK(qd_graph_update(g, same));
+    const qd_status update_st = qd_graph_update(g, same);
+    if (update_st == QD_ERROR_INVALID_OPERATION &&
+        std::string(qd_last_error_message()).find("native driver graph") != std::string::npos) {
+        // qd.h: a driver graph's blocks (graph memory nodes) cannot move to another graph.
+        const std::string why = qd_last_error_message();
+        for (qd_graph x : {g, bigger, same}) EXPECT_QD_OK(qd_graph_destroy(x));
+        GTEST_SKIP() << "update of graphs that allocate in a driver graph: " << why;
+    }
+    ASSERT_QD_OK(update_st);
     set_word(s, buf, 1);
     ASSERT_QD_OK(qd_graph_launch(g, s));
     EXPECT_EQ(word(s, buf + kWord), 500u) << "the update did not take the rebound values";

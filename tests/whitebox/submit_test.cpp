@@ -519,8 +519,9 @@ TEST(SubmitGraph, NativeCapture_UnlessAnAttachedObserverNeedsReplay_EitherWayRec
     ASSERT_EQ(qd_context_destroy(ctx), QD_SUCCESS);
 }
 
-// A native (driver) capture refuses a conditional with QD_ERROR_NOT_SUPPORTED naming the driver
-// versions, and records on as if it had not been asked: nothing changed.
+// A native (driver) capture whose backend refuses a conditional (backend::Capture's default:
+// QD_ERROR_NOT_SUPPORTED naming the driver versions) records on as if it had not been asked:
+// nothing changed.
 TEST(SubmitGraph, NativeCapture_RefusesAConditional_AndRecordsOnUnchanged) {
     qd_context ctx = 0;
     qd_context_desc d = QD_CONTEXT_DESC_INIT;

@@ -1223,7 +1223,7 @@ SIGNATURES: Dict[str, Signature] = {
             "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
             "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_OVERFLOW",
             "QD_ERROR_INVALID_ADDRESS", "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_DEVICE_LOST",
-            "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+            "QD_ERROR_FORKED", "QD_ERROR_LAUNCH_FAILED", "QD_ERROR_INTERNAL",
         ),
         "0.3",
         "Graphs",
@@ -1248,7 +1248,7 @@ SIGNATURES: Dict[str, Signature] = {
         (
             "QD_SUCCESS", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_INVALID_OPERATION",
             "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED",
-            "QD_ERROR_INTERNAL",
+            "QD_ERROR_LAUNCH_FAILED", "QD_ERROR_INTERNAL",
         ),
         "0.3",
         "Graphs",

@@ -87,5 +87,13 @@ inline constexpr unsigned long kStreamLegacy = 0x1;  // CU_STREAM_LEGACY
 inline constexpr unsigned long kStreamPerThread = 0x2;  // CU_STREAM_PER_THREAD
 inline constexpr int kStreamCaptureModeRelaxed = 2;     // CU_STREAM_CAPTURE_MODE_RELAXED
 inline constexpr int kStreamCaptureStatusNone = 0;      // CU_STREAM_CAPTURE_STATUS_NONE
+// Conditional nodes (CUDA 12.3+).
+inline constexpr int kGraphNodeTypeConditional = 13;      // CU_GRAPH_NODE_TYPE_CONDITIONAL
+inline constexpr int kGraphCondTypeIf = 0;                // CU_GRAPH_COND_TYPE_IF
+inline constexpr int kGraphCondTypeWhile = 1;             // CU_GRAPH_COND_TYPE_WHILE
+inline constexpr int kGraphCondTypeSwitch = 2;            // CU_GRAPH_COND_TYPE_SWITCH
+inline constexpr unsigned kGraphCondAssignDefault = 0x1;  // CU_GRAPH_COND_ASSIGN_DEFAULT
+inline constexpr unsigned kStreamSetCaptureDependencies =
+    0x1;  // CU_STREAM_SET_CAPTURE_DEPENDENCIES
 
 }  // namespace qd::cuda_abi

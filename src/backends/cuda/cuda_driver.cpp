@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/condition_kernel_image.h"
 #include "backends/cuda/cuda_constants.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
@@ -150,6 +151,14 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::stream_get_capture_info, {"cuStreamGetCaptureInfo_v2"}},
     {Fn::graph_exec_kernel_node_set_params,
      {"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"}},
+    // Conditional nodes (optional): cuGraphConditionalHandleCreate and
+    // cuStreamBeginCaptureToGraph are CUDA 12.3; cuGraphAddNode is the 12.2 symbol without edge
+    // data (cuda.h maps the name to cuGraphAddNode_v2, which adds it; qd passes none), as
+    // cuStreamUpdateCaptureDependencies is 11.3's (cuda.h: _v2).
+    {Fn::graph_conditional_handle_create, {"cuGraphConditionalHandleCreate"}},
+    {Fn::graph_add_node, {"cuGraphAddNode"}},
+    {Fn::stream_begin_capture_to_graph, {"cuStreamBeginCaptureToGraph"}},
+    {Fn::stream_update_capture_dependencies, {"cuStreamUpdateCaptureDependencies"}},
     {Fn::device_can_access_peer, {"cuDeviceCanAccessPeer"}},
     {Fn::ctx_enable_peer_access, {"cuCtxEnablePeerAccess"}},
     {Fn::device_get_mem_pool, {"cuDeviceGetMemPool"}},
@@ -212,6 +221,16 @@ gpu::DriverTable cuda_constants() {
     t.capture_mode = kStreamCaptureModeRelaxed;
     t.capture_status_none = kStreamCaptureStatusNone;
     t.rebind_requires = "CUDA 11.3 (driver 465) or newer";
+    t.graph_node_conditional = kGraphNodeTypeConditional;
+    t.conditional_if = kGraphCondTypeIf;
+    t.conditional_while = kGraphCondTypeWhile;
+    t.conditional_switch = kGraphCondTypeSwitch;
+    t.conditional_assign_default = kGraphCondAssignDefault;
+    t.set_capture_dependencies = kStreamSetCaptureDependencies;
+    t.condition_image = kConditionKernelImage;
+    t.condition_kernel_name = kConditionKernelName;
+    t.condition_kernel_architectures = kConditionKernelArchitectures;
+    t.no_binary_for_gpu = kNoBinaryForGpu;
     return t;
 }
 

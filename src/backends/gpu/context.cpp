@@ -112,11 +112,11 @@ qd_status GpuContext::synchronize() {
         // allowed during a capture and waits only for work queued outside it).
         if (dc_->open_captures.load(std::memory_order_acquire) > 0) {
             int capture_status = t.capture_status_none;
-            if (t.stream_is_capturing(stream->native(), &capture_status) == t.success &&
+            if (t.stream_is_capturing(stream->own(), &capture_status) == t.success &&
                 capture_status != t.capture_status_none)
                 continue;
         }
-        Result r = t.stream_synchronize(stream->native());
+        Result r = t.stream_synchronize(stream->own());
         if (r != t.success) {
             status =
                 dc_->fail_call(r, QD_ERROR_INTERNAL, Fn::stream_synchronize, stream->last_kernel());

@@ -55,6 +55,7 @@ DeviceContext::~DeviceContext() {
             t.event_destroy(e);
         }
         tails_.clear();
+        if (condition_module_) t.module_unload(condition_module_);
     }
     // The primary context stays retained by every other library that uses it; releasing ours
     // only drops qd's reference.
@@ -249,6 +250,48 @@ void DeviceContext::run_deferred() {
         has_deferred_.store(false, std::memory_order_relaxed);
     }
     for (const Deferred &d : work) release(d.kind, d.handle);
+}
+
+qd_status DeviceContext::condition_kernel(NativeFunction *out) {
+    std::lock_guard<std::mutex> lock(condition_mutex_);
+    if (condition_function_) {
+        *out = condition_function_;
+        return QD_SUCCESS;
+    }
+    if (!t.condition_image)
+        return fail(QD_ERROR_NOT_SUPPORTED,
+                    "this %s backend has no condition kernel of qd's, so a conditional cannot "
+                    "take a condition word; give condition 0 and set the value from the graph's "
+                    "own kernels (qd_conditional_handle)",
+                    t.api_name);
+    NativeModule module = nullptr;
+    Result r = t.module_load_data(&module, t.condition_image, 0, nullptr, nullptr);
+    if (r != t.success) {
+        if (r == t.no_binary_for_gpu) {
+            int major = 0, minor = 0;
+            t.device_get_attribute(&major, t.attr_compute_major, device);
+            t.device_get_attribute(&minor, t.attr_compute_minor, device);
+            return fail(QD_ERROR_NOT_SUPPORTED,
+                        "qd's condition kernel has no code for this GPU (sm_%d%d; libqd carries "
+                        "it for %s), so a conditional cannot take a condition word here; a "
+                        "conditional with condition 0 whose kernels set the value themselves "
+                        "(qd_conditional_handle) still works",
+                        major, minor, t.condition_kernel_architectures);
+        }
+        return fail_call(r, QD_ERROR_NOT_SUPPORTED, Fn::module_load_data, nullptr);
+    }
+    NativeFunction function = nullptr;
+    r = t.module_get_function(&function, module, t.condition_kernel_name);
+    // Its code is loaded now, not by a launch that could wait for work in flight (README.md).
+    if (r == t.success && t.func_load) r = t.func_load(function);
+    if (r != t.success) {
+        t.module_unload(module);
+        return fail_call(r, QD_ERROR_INTERNAL, Fn::module_get_function, nullptr);
+    }
+    condition_module_ = module;
+    condition_function_ = function;
+    *out = function;
+    return QD_SUCCESS;
 }
 
 void DeviceContext::shut_down() {

@@ -63,6 +63,31 @@ struct KernelNodeParams {
     NativeContext ctx;
 };
 
+// CUgraphConditionalHandle: a 64-bit value naming one conditional node's value in a graph.
+using ConditionalHandle = uint64_t;
+
+// CUDA_CONDITIONAL_NODE_PARAMS: `bodies` is filled by graph_add_node with the node's body
+// graphs (`size` of them), which the node owns.
+struct ConditionalNodeParams {
+    ConditionalHandle handle;
+    int type;       // DriverTable::conditional_if / _while / _switch
+    unsigned size;  // the number of bodies
+    NativeGraph *bodies;
+    NativeContext ctx;
+};
+
+// CUgraphNodeParams: {type, reserved[3], a 232-byte union, reserved}; qd fills the
+// conditional member only (the rest stays zero, as the driver requires).
+struct GraphNodeParams {
+    int type;  // DriverTable::graph_node_conditional
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        ConditionalNodeParams conditional;
+    };
+    long long reserved2;
+};
+
 // CUmemAccessDesc / hipMemAccessDesc: {location {type, id}, flags}, three ints in both.
 struct MemAccessDesc {
     int location_type;  // DriverTable::mem_location_device
@@ -153,6 +178,21 @@ struct MemAccessDesc {
        const NativeGraphNode **dependencies, size_t *num_dependencies))                            \
     X(graph_exec_kernel_node_set_params, false,                                                    \
       (NativeGraphExec exec, NativeGraphNode node, const KernelNodeParams *params))                \
+    /* optional, conditional nodes in a driver graph (qd.h, "Conditionals"; graph.cpp): */         \
+    /* without all four, and stream_get_capture_info, qd_stream_begin_conditional on a native */   \
+    /* capture is QD_ERROR_NOT_SUPPORTED naming the missing entry and the version needed */        \
+    X(graph_conditional_handle_create, false,                                                      \
+      (ConditionalHandle * handle, NativeGraph graph, NativeContext ctx, unsigned default_value,   \
+       unsigned flags))                                                                            \
+    X(graph_add_node, false,                                                                       \
+      (NativeGraphNode * node, NativeGraph graph, const NativeGraphNode *dependencies,             \
+       size_t num_dependencies, GraphNodeParams *params))                                          \
+    X(stream_begin_capture_to_graph, false,                                                        \
+      (NativeStream stream, NativeGraph graph, const NativeGraphNode *dependencies,                \
+       const void *edge_data, size_t num_dependencies, int mode))                                  \
+    X(stream_update_capture_dependencies, false,                                                   \
+      (NativeStream stream, NativeGraphNode * dependencies, size_t num_dependencies,               \
+       unsigned flags))                                                                            \
     /* optional, several devices (qd.h): without device_can_access_peer no two devices are */      \
     /* peers; without ctx_enable_peer_access, device_get_mem_pool or mem_pool_set_access */        \
     /* peer access cannot be granted; without memcpy_peer_async a copy between contexts is */      \
@@ -241,6 +281,24 @@ struct DriverTable {
     int capture_status_none = 0;         // stream_is_capturing: the stream is not capturing
     int mem_location_device = 0;         // MemAccessDesc::location_type of a device
     int mem_access_read_write = 0;       // MemAccessDesc::flags: read and write
+
+    // Conditional nodes (graph_add_node): CU_GRAPH_NODE_TYPE_CONDITIONAL, the
+    // CUgraphConditionalNodeType values, CU_GRAPH_COND_ASSIGN_DEFAULT and
+    // CU_STREAM_SET_CAPTURE_DEPENDENCIES.
+    int graph_node_conditional = 0;
+    int conditional_if = 0;
+    int conditional_while = 0;
+    int conditional_switch = 0;
+    unsigned conditional_assign_default = 0;
+    unsigned set_capture_dependencies = 0;
+    // The image (a fat binary with one cubin per architecture) holding the kernel
+    // `condition_kernel_name`(handle, const uint32_t *word), which sets a conditional's value
+    // from a condition word; null where the vendor has none. Loaded once per device context,
+    // at the first conditional with a condition word (DeviceContext::condition_kernel).
+    const void *condition_image = nullptr;
+    const char *condition_kernel_name = "";
+    const char *condition_kernel_architectures = "";  // for messages: "sm_75 sm_80 ..."
+    Result no_binary_for_gpu = 0;  // module_load_data: the image has no code for this device
 
     // What a driver needs to rebind a kernel node of a driver graph (stream_get_capture_info and
     // graph_exec_kernel_node_set_params), for the QD_ERROR_NOT_SUPPORTED message: "CUDA 11.3".

@@ -107,6 +107,12 @@ class DeviceContext {
     // the streams the driver says are capturing (their work is recorded, not run, and a
     // synchronize would invalidate the capture).
     std::atomic<int> open_captures{0};
+
+    // qd's condition kernel (DriverTable::condition_image): loaded at the first call, kept
+    // until this context is destroyed (its graphs, which launch it, hold the context). With
+    // this context current. QD_ERROR_NOT_SUPPORTED when the vendor has none or the image has
+    // no code for this device (the message says a kernel setting the handle itself works).
+    qd_status condition_kernel(NativeFunction *out);
     void release_device_now(DevicePtr address);
 
     // Waits for (and destroys) the tail events; runs deferred releases.
@@ -146,6 +152,10 @@ class DeviceContext {
     std::mutex deferred_mutex_;
     std::vector<Deferred> deferred_;
     std::atomic<bool> has_deferred_{false};
+
+    std::mutex condition_mutex_;
+    NativeModule condition_module_ = nullptr;  // unloaded by the destructor
+    NativeFunction condition_function_ = nullptr;
 };
 
 // Makes the DeviceContext's device current on the calling thread for one scope, by the
@@ -280,12 +290,21 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     qd_status memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, Context &src_ctx,
                           uint64_t bytes) override;  // peer.cpp
     int32_t priority() const override { return priority_; }
+    // The stream's own native stream (qd_stream_native_handle), whatever a capture redirects.
     uint64_t native_handle() const override { return reinterpret_cast<uintptr_t>(stream_); }
 
     void forget() override { forgotten_.store(true, std::memory_order_release); }
     bool forgotten() const { return forgotten_.load(std::memory_order_acquire); }
 
-    NativeStream native() const { return stream_; }
+    // Where this stream's operations go: its own native stream, or, while a conditional is
+    // open on it in a native capture (graph.cpp), the capture's stream that records the
+    // conditional's body. One relaxed load: the capture swaps it under the core's capture lock,
+    // which every operation on a capturing stream takes too.
+    NativeStream native() const { return active_.load(std::memory_order_relaxed); }
+    // Its own native stream: what is synchronized, queried, destroyed and begins a capture.
+    NativeStream own() const { return stream_; }
+    // The capture's redirection (graph.cpp): `to` until it restores own() or the previous one.
+    void redirect(NativeStream to) { active_.store(to, std::memory_order_relaxed); }
     bool owned() const { return owned_; }
     const std::shared_ptr<DeviceContext> &device_context() const { return dc_; }
     const char *last_kernel() const { return last_kernel_.load(std::memory_order_relaxed); }
@@ -309,6 +328,7 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     std::shared_ptr<DeviceContext> dc_;
     const DriverTable &t_;
     const NativeStream stream_;
+    std::atomic<NativeStream> active_;  // native(): stream_ unless a capture redirects it
     const bool owned_;
     const int32_t priority_;
     // Set on every launch (one relaxed store); points into DeviceContext's interned names.

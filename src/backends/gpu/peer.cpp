@@ -86,11 +86,11 @@ qd_status GpuStream::memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, C
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
     Result r =
-        t_.memcpy_peer_async(dst, d.native, src, s.native, static_cast<size_t>(bytes), stream_);
+        t_.memcpy_peer_async(dst, d.native, src, s.native, static_cast<size_t>(bytes), native());
     if (r == t_.invalid_value && t_.stream_calls_use_stream_context) {
         r = again_in_own_context(r, [&] {
             return t_.memcpy_peer_async(dst, d.native, src, s.native, static_cast<size_t>(bytes),
-                                        stream_);
+                                        native());
         });
     }
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memcpy_peer_async);

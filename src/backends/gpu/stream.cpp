@@ -32,7 +32,12 @@ void host_trampoline(void *raw) {
 
 GpuStream::GpuStream(std::shared_ptr<DeviceContext> dc, NativeStream stream, bool owned,
                      int32_t priority)
-    : dc_(std::move(dc)), t_(dc_->t), stream_(stream), owned_(owned), priority_(priority) {}
+    : dc_(std::move(dc)),
+      t_(dc_->t),
+      stream_(stream),
+      active_(stream),
+      owned_(owned),
+      priority_(priority) {}
 
 // Returns at once: the driver releases an owned native stream only after its work completes.
 // A borrowed (imported) stream is never destroyed, only forgotten.
@@ -55,7 +60,7 @@ qd_status GpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg
 
     Result r = t_.launch_kernel(k.function(), dims.grid[0], dims.grid[1], dims.grid[2],
                                 dims.block[0], dims.block[1], dims.block[2], dims.shared_mem_bytes,
-                                stream_, num_args ? params : nullptr, nullptr);
+                                native(), num_args ? params : nullptr, nullptr);
     // A sticky error reported here belongs to earlier work: name the previous kernel.
     if (r != t_.success) return fail(r, QD_ERROR_LAUNCH_FAILED, Fn::launch_kernel);
     last_kernel_.store(k.name(), std::memory_order_relaxed);
@@ -66,7 +71,7 @@ qd_status GpuStream::record(Event &event) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
     auto &e = static_cast<GpuEvent &>(event);
-    Result r = t_.event_record(e.native(), stream_);
+    Result r = t_.event_record(e.native(), native());
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::event_record);
     e.note_recorded(last_kernel());
     return QD_SUCCESS;
@@ -77,7 +82,7 @@ qd_status GpuStream::wait(Event &event) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
     auto &e = static_cast<GpuEvent &>(event);
-    Result r = t_.stream_wait_event(stream_, e.native(), 0);
+    Result r = t_.stream_wait_event(native(), e.native(), 0);
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::stream_wait_event);
     return QD_SUCCESS;
 }
@@ -109,7 +114,7 @@ qd_status GpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
     DevicePtr ptr = 0;
-    Result r = t_.mem_alloc_async(&ptr, static_cast<size_t>(with_end_guard(bytes)), stream_);
+    Result r = t_.mem_alloc_async(&ptr, static_cast<size_t>(with_end_guard(bytes)), native());
     if (r != t_.success) return fail(r, QD_ERROR_OUT_OF_MEMORY, Fn::mem_alloc_async);
     *address = ptr;
     return QD_SUCCESS;
@@ -118,7 +123,7 @@ qd_status GpuStream::mem_alloc(uint64_t bytes, uint64_t *address) {
 qd_status GpuStream::mem_free(uint64_t address) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
-    Result r = t_.mem_free_async(address, stream_);
+    Result r = t_.mem_free_async(address, native());
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::mem_free_async);
     return QD_SUCCESS;
 }
@@ -129,10 +134,10 @@ qd_status GpuStream::mem_free(uint64_t address) {
 qd_status GpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
-    Result r = t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_);
+    Result r = t_.memcpy_async(dst, src, static_cast<size_t>(bytes), native());
     if (r == t_.invalid_value && t_.stream_calls_use_stream_context) {
         r = again_in_own_context(
-            r, [&] { return t_.memcpy_async(dst, src, static_cast<size_t>(bytes), stream_); });
+            r, [&] { return t_.memcpy_async(dst, src, static_cast<size_t>(bytes), native()); });
     }
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memcpy_async);
     return QD_SUCCESS;
@@ -141,7 +146,7 @@ qd_status GpuStream::memcpy(uint64_t dst, uint64_t src, uint64_t bytes) {
 qd_status GpuStream::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
-    Result r = t_.memset_d8_async(dst, value, static_cast<size_t>(bytes), stream_);
+    Result r = t_.memset_d8_async(dst, value, static_cast<size_t>(bytes), native());
     if (r != t_.success) return fail(r, QD_ERROR_INVALID_ADDRESS, Fn::memset_d8_async);
     return QD_SUCCESS;
 }
@@ -150,7 +155,7 @@ qd_status GpuStream::host_fn(qd_host_fn fn, void *user_data) {
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
     auto call = std::make_unique<HostCall>(HostCall{fn, user_data, dc_.get()});
-    Result r = t_.launch_host_func(stream_, host_trampoline, call.get());
+    Result r = t_.launch_host_func(native(), host_trampoline, call.get());
     // On failure the driver never calls the trampoline, so fn is never called and the payload
     // is ours to free.
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::launch_host_func);

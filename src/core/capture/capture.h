@@ -42,7 +42,10 @@
 // Conditionals (core/capture/conditional.h): each lane records into a frame, the capture's
 // graph or the body of a conditional open on it; a replay that re-issues operations queues
 // each conditional node as one host task that decides and runs a body inline (the CPU
-// backend). Native captures refuse conditionals for now.
+// backend). A native capture also hands each conditional to the driver after the router's own
+// checks (backend::Capture::begin_conditional, next_branch, end_conditional: a conditional
+// node whose bodies the driver records), and a graph with conditionals is always launched
+// whole there.
 #pragma once
 
 #include <qd/qd.h>

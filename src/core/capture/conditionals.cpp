@@ -109,17 +109,12 @@ qd_status CaptureRouter::begin_conditional(Stream &stream, uint64_t handle,
                     (unsigned long long)handle);
     Capture &c = *it->second.capture;
     const uint32_t lane = it->second.lane;
-    if (c.native)
-        return fail(QD_ERROR_NOT_SUPPORTED,
-                    "qd_stream_begin_conditional: this libqd does not put conditionals into a "
-                    "driver graph yet (CUDA's conditional nodes need driver 12.3, and 12.8 for "
-                    "IF_ELSE and SWITCH; HIP 5.2 has none); the CPU backend runs them");
-    if (!ctx_.impl().runs_inline())
+    if (!c.native && !ctx_.impl().runs_inline())
         return fail(QD_ERROR_NOT_SUPPORTED,
                     "qd_stream_begin_conditional: this capture records without a driver graph "
                     "(the trace or validation is attached, or the driver has no graphs), and "
                     "this backend cannot run a conditional's device work on the host");
-    if (desc.condition == 0)
+    if (!c.native && desc.condition == 0)
         return fail(QD_ERROR_NOT_SUPPORTED,
                     "qd_stream_begin_conditional: condition 0 (the kernels set the value with "
                     "cudaGraphSetConditional) needs a CUDA driver graph; give a condition word");
@@ -145,10 +140,18 @@ qd_status CaptureRouter::begin_conditional(Stream &stream, uint64_t handle,
     c.frames.reserve(c.frames.size() + 1);
     f.prev.reserve(f.prev.size() + 1);
     f.set_tail(lane, f.tail(lane));
+    f.data->nodes.reserve(f.data->nodes.size() + 1);
+    // A native capture: the driver's conditional node, its bodies recorded by the driver
+    // (backend::Capture::begin_conditional); refused, nothing changed.
+    if (c.native) {
+        qd_status st = c.native->begin_conditional(*stream.impl, desc.kind, n, desc.condition,
+                                                   &body->native_handle);
+        if (st != QD_SUCCESS) return st;
+    }
+    for (auto &frame : c.frames) frame->data->has_conditionals = true;
     f.data->nodes.push_back(std::move(node));
     f.prev.push_back(f.tail(lane));
     f.set_tail(lane, int32_t(f.data->nodes.size() - 1));
-    for (auto &frame : c.frames) frame->data->has_conditionals = true;
     c.lane_frame[lane] = body.get();
     c.frames.push_back(std::move(body));
     return QD_SUCCESS;
@@ -180,12 +183,19 @@ qd_status CaptureRouter::next_branch(Stream &stream, uint64_t handle) {
     }
     st = check_body_joined(c, *body, handle);
     if (st != QD_SUCCESS) return st;
+    // A native capture: the driver records the next body; a failure once the body's capture
+    // ended moves on all the same (the capture then fails at its end).
+    if (c.native) {
+        bool done = false;
+        st = c.native->next_branch(*stream.impl, &done);
+        if (!done) return st;
+    }
     close_body(c, *body);
     body->branch += 1;
     body->data = body->cond->bodies[body->branch];
     body->tails.clear();
     body->prev.clear();
-    return QD_SUCCESS;
+    return st;
 }
 
 qd_status CaptureRouter::end_conditional(Stream &stream, uint64_t handle) {
@@ -203,13 +213,20 @@ qd_status CaptureRouter::end_conditional(Stream &stream, uint64_t handle) {
     if (st != QD_SUCCESS) return st;
     st = check_body_joined(c, *body, handle);
     if (st != QD_SUCCESS) return st;
+    // A native capture: the driver closes its node; a failure once the body's capture ended
+    // closes it all the same (the capture then fails at its end).
+    if (c.native) {
+        bool done = false;
+        st = c.native->end_conditional(*stream.impl, &done);
+        if (!done) return st;
+    }
     close_body(c, *body);
     c.lane_frame[lane] = body->parent;
     auto pos =
         std::find_if(c.frames.begin(), c.frames.end(),
                      [&](const std::unique_ptr<CaptureFrame> &p) { return p.get() == body; });
     c.frames.erase(pos);
-    return QD_SUCCESS;
+    return st;
 }
 
 qd_status CaptureRouter::conditional_handle(Stream &stream, uint64_t handle, uint64_t *out) {
@@ -224,10 +241,12 @@ qd_status CaptureRouter::conditional_handle(Stream &stream, uint64_t handle, uin
     CaptureFrame *body = nullptr;
     qd_status st = owned_body(c, it->second.lane, handle, "qd_conditional_handle", &body);
     if (st != QD_SUCCESS) return st;
-    (void)out;
-    return fail(QD_ERROR_NOT_SUPPORTED,
-                "qd_conditional_handle: the capture is not a CUDA driver graph, so its "
-                "conditionals have no native handle (give a condition word instead)");
+    if (!c.native)
+        return fail(QD_ERROR_NOT_SUPPORTED,
+                    "qd_conditional_handle: the capture is not a CUDA driver graph, so its "
+                    "conditionals have no native handle (give a condition word instead)");
+    *out = body->native_handle;
+    return QD_SUCCESS;
 }
 
 void CaptureRouter::keep_run(std::unique_ptr<ConditionalRun> run) {

@@ -24,6 +24,7 @@ struct CaptureFrame {
     std::shared_ptr<Conditional> cond;
     uint32_t branch = 0;
     uint32_t owner = 0;
+    uint64_t native_handle = 0;  // a native capture's conditional handle (qd_conditional_handle)
     CaptureFrame *parent = nullptr;
 
     int32_t tail(uint32_t lane) const { return lane < tails.size() ? tails[lane] : -1; }

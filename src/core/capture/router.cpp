@@ -113,6 +113,12 @@ qd_status CaptureRouter::record_node(Capture &c, uint32_t lane, const Op &op) {
 qd_status CaptureRouter::submit_native(Capture &c, uint32_t lane, const Op &op) {
     qd_status st = QD_SUCCESS;
     std::shared_ptr<backend::Event> proxy;
+    const bool in_body = c.lane_frame[lane] != &c.root();
+    if (op.kind == OpKind::HostFn && in_body)
+        return fail(QD_ERROR_NOT_SUPPORTED,
+                    "qd_launch_host_fn on a stream that records into a conditional's body of a "
+                    "driver graph: the driver allows no host functions inside conditional "
+                    "bodies; nothing was queued and the capture goes on");
     if (op.kind == OpKind::HostFn) {
         st = c.native->host_fn(*op.stream->impl, op.fn, op.user_data);
     } else {
@@ -129,8 +135,10 @@ qd_status CaptureRouter::submit_native(Capture &c, uint32_t lane, const Op &op) 
         }
         if (st == QD_SUCCESS) st = submit_unobserved(driver);
         if (st == QD_SUCCESS && proxy) c.proxies.push_back(proxy);
-        // The driver's node of this launch, for qd_graph_set_kernel_args.
-        if (st == QD_SUCCESS && op.kind == OpKind::Launch) c.native->launched(*op.stream->impl);
+        // The driver's node of this launch, for qd_graph_set_kernel_args: the graph's own
+        // launches only, as GraphData::launches (a launch inside a body is no kernel node).
+        if (st == QD_SUCCESS && op.kind == OpKind::Launch && !in_body)
+            c.native->launched(*op.stream->impl);
     }
     if (st != QD_SUCCESS) {
         if (proxy) ctx_.event_pool().put(std::move(proxy));

@@ -277,7 +277,8 @@ extern "C" {
     /// `qd_stream_begin_conditional`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
     /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`,
     /// `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_OVERFLOW`, `QD_ERROR_INVALID_ADDRESS`,
-    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`,
+    /// `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`.
     pub fn qd_stream_begin_conditional(
         stream: qd_stream,
         desc: *const qd_conditional_desc,
@@ -288,7 +289,7 @@ extern "C" {
     pub fn qd_stream_next_branch(stream: qd_stream) -> qd_status;
     /// `qd_stream_end_conditional`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
     /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_OUT_OF_MEMORY`,
-    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`.
     pub fn qd_stream_end_conditional(stream: qd_stream) -> qd_status;
     /// `qd_conditional_handle`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
     /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`,
