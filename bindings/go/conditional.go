@@ -37,8 +37,9 @@ type Conditional struct {
 
 // BeginConditional opens a conditional on s, which must be capturing
 // (qd_stream_begin_conditional): the work queued on s from now on is its first body. Close
-// the body with NextBranch (IF_ELSE, SWITCH) or EndConditional. In this release only the CPU
-// backend runs conditionals; a GPU context's capture refuses them with ErrNotSupported.
+// the body with NextBranch (IF_ELSE, SWITCH) or EndConditional. CPU contexts and CUDA driver
+// graphs (driver 12.3 on; 12.8 for IF_ELSE and SWITCH) run conditionals; elsewhere the capture
+// refuses them with ErrNotSupported and the reason.
 func (s *Stream) BeginConditional(c Conditional) error {
 	h, err := s.handle()
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *Stream) EndConditional() error {
 
 // ConditionalHandle is the native handle of the innermost conditional open on s, for kernels
 // that set its value themselves (qd_conditional_handle); ErrNotSupported where the capture is
-// not a CUDA driver graph (none is in this release).
+// not a CUDA driver graph.
 func (s *Stream) ConditionalHandle() (uint64, error) {
 	h, err := s.handle()
 	if err != nil {

@@ -480,7 +480,7 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
     def conditional_handle(self) -> int:
         """The native handle of the innermost conditional open on this stream
         (``qd_conditional_handle``), for kernels that set its value themselves; raises
-        NotSupportedError where the capture is not a CUDA driver graph (none is yet)."""
+        NotSupportedError where the capture is not a CUDA driver graph."""
         self._check()
         out = c_uint64()
         status = _C.qd_conditional_handle(self._h, _ref(out))

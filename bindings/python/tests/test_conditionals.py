@@ -20,7 +20,7 @@ def _word(ctx: qd.Context):
 @pytest.fixture
 def cpu(ctx: qd.Context) -> qd.Context:
     if ctx.backend != qd.Backend.CPU:
-        pytest.skip("conditionals run on CPU contexts in this release")
+        pytest.skip("these cases use host kernels and a host word: CPU contexts only")
     return ctx
 
 

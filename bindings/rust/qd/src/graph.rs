@@ -256,8 +256,8 @@ impl<'ctx> Stream<'ctx> {
     /// address of the `u32` word the graph's kernels write (memory of the context);
     /// `num_cases` is a [`ConditionalKind::Switch`]'s number of bodies, 0 for the other kinds.
     /// Close it with [`Stream::end_conditional`] ([`Stream::next_branch`] between an IF_ELSE's
-    /// or a SWITCH's bodies). CPU contexts in this release: a GPU context's capture refuses it
-    /// with [`crate::Error::NotSupported`].
+    /// or a SWITCH's bodies). CPU contexts, and CUDA driver graphs from driver 12.3 on (12.8 for
+    /// IF_ELSE and SWITCH); elsewhere [`crate::Error::NotSupported`] with the reason.
     pub fn begin_conditional(&self, kind: ConditionalKind, condition: u64, num_cases: u32) -> Result<()> {
         let desc = qd_sys::qd_conditional_desc {
             kind: kind as qd_sys::qd_conditional_kind,
@@ -285,8 +285,7 @@ impl<'ctx> Stream<'ctx> {
 
     /// The native handle of the innermost conditional open on this stream
     /// (`qd_conditional_handle`), for kernels that set its value themselves;
-    /// [`crate::Error::NotSupported`] where the capture is not a CUDA driver graph (none is
-    /// yet).
+    /// [`crate::Error::NotSupported`] where the capture is not a CUDA driver graph.
     pub fn conditional_handle(&self) -> Result<u64> {
         let mut h = 0u64;
         // SAFETY: valid output.
