@@ -268,12 +268,27 @@ def _types(api: Dict[str, Any], types: _Types) -> List[str]:
         "",
         "",
         "class _Described(Structure):",
-        '    """A qd descriptor: ``struct_size`` is set to this struct\'s size on construction."""',
+        '    """A qd descriptor as its INIT macro makes it: ``struct_size`` is this struct\'s size,',
+        "    the fields the macro sets (``_init_values_``: an array field's value is every element's)",
+        "    have its values, and a nested descriptor is made the same way; a field given to the",
+        '    constructor keeps the value given."""',
+        "",
+        "    _init_values_: Dict[str, int] = {}",
         "",
         "    def __init__(self, *args: object, **kwargs: object) -> None:",
         "        super().__init__(*args, **kwargs)",
         "        if not self.struct_size:",
         "            self.struct_size = sizeof(self)",
+        "        given = set(kwargs).union(name for name, _ in self._fields_[:len(args)])",
+        "        for name, ctype in self._fields_:",
+        "            if name in given:",
+        "                continue",
+        "            if name in self._init_values_:",
+        "                value = self._init_values_[name]",
+        "                length = getattr(ctype, \"_length_\", None)",
+        "                setattr(self, name, ctype(*[value] * length) if length else value)",
+        "            elif isinstance(ctype, type) and issubclass(ctype, _Described):",
+        "                setattr(self, name, ctype())",
     ]
     types.used.update({"Structure", "sizeof"})
     items: List[Tuple[str, Dict[str, Any]]] = [("struct", s) for s in api["structs"]]
@@ -320,6 +335,9 @@ def _struct(s: Dict[str, Any], types: _Types) -> List[str]:
     for f in s["fields"]:
         out.append(f'        ("{f["name"]}", {types.field(f)}),')
     out.append("    ]")
+    if described and s.get("init_values"):
+        values = ", ".join(f"{_s(k)}: {v}" for k, v in s["init_values"].items())
+        out.append(f"    _init_values_ = {{{values}}}  # {s['init_macro']}")
     return out
 
 

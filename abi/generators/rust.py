@@ -36,13 +36,12 @@ How C maps to Rust:
   is not unique) or a float.
 - Items marked experimental (behind `QD_EXPERIMENTAL`) are left out: qd-sys is the stable ABI.
 
-INIT constants. The description names each struct's INIT macro but not what it sets; the
-values follow one rule, which the generated test checks against the C macros with cc:
-`struct_size` is `size_of` the struct; a field whose type is a struct with an INIT macro is
-that INIT; a field listed in INIT_VALUES below has the value given there (every element of an
-array); every other field is zero (0, a null pointer, None). When a new INIT macro sets
-something else, the test fails naming the field: add it to INIT_VALUES. A struct-typed field
-whose struct has no INIT macro stops abi/gen with a message.
+INIT constants, from the description (each struct's INIT macro and its `init_values`, which
+abi/describe parses from the macro and checks with the compiler): `struct_size` is `size_of`
+the struct; a field whose type is a struct with an INIT macro is that INIT; a field in
+`init_values` has the value given there (every element of an array); every other field is zero
+(0, a null pointer, None). The generated test checks them against the C macros with cc. A
+struct-typed field whose struct has no INIT macro stops abi/gen with a message.
 
 Everything here uses what common.py offers (GENERATED_MARK, first_line, camel,
 stable_functions) and nothing it lacks.
@@ -58,15 +57,6 @@ from . import common
 
 SYS = "bindings/rust/qd-sys"
 QD = "bindings/rust/qd"
-
-#: INIT macro values other than zero and struct_size (see the module doc): struct -> field ->
-#: value of the field, or of every element of an array field.
-INIT_VALUES: Dict[str, Dict[str, int]] = {
-    # A launch of one block of one thread: QD_LAUNCH_CONFIG_INIT's grid and block are {1, 1, 1}.
-    "qd_launch_config": {"grid": 1, "block": 1},
-    # QD_CONDITIONAL_DESC_INIT's kind is QD_CONDITIONAL_IF.
-    "qd_conditional_desc": {"kind": 1},
-}
 
 #: The width rustfmt gives lines; generated lines and doc paragraphs stay within it.
 WIDTH = 100
@@ -406,8 +396,8 @@ def init_value(types: Types, s: Dict[str, Any], f: Dict[str, Any]) -> str:
             raise GenError(f"{s['init_macro']}: field {name} is a {ctype}, which has no INIT "
                            "macro (extend the INIT rule in abi/generators/rust.py)")
         value = inner["init_macro"]
-    elif name in INIT_VALUES.get(s["name"], {}):
-        value = str(INIT_VALUES[s["name"]][name])
+    elif name in s.get("init_values", {}):
+        value = str(s["init_values"][name])
     else:
         value = zero(types, ctype)
     return f"[{value}; {f['array_length']}]" if f.get("array_length") else value

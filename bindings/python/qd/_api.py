@@ -94,12 +94,27 @@ class Status:
 
 
 class _Described(Structure):
-    """A qd descriptor: ``struct_size`` is set to this struct's size on construction."""
+    """A qd descriptor as its INIT macro makes it: ``struct_size`` is this struct's size,
+    the fields the macro sets (``_init_values_``: an array field's value is every element's)
+    have its values, and a nested descriptor is made the same way; a field given to the
+    constructor keeps the value given."""
+
+    _init_values_: Dict[str, int] = {}
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         if not self.struct_size:
             self.struct_size = sizeof(self)
+        given = set(kwargs).union(name for name, _ in self._fields_[:len(args)])
+        for name, ctype in self._fields_:
+            if name in given:
+                continue
+            if name in self._init_values_:
+                value = self._init_values_[name]
+                length = getattr(ctype, "_length_", None)
+                setattr(self, name, ctype(*[value] * length) if length else value)
+            elif isinstance(ctype, type) and issubclass(ctype, _Described):
+                setattr(self, name, ctype())
 
 
 class ContextDesc(_Described):
@@ -137,6 +152,7 @@ class LaunchConfig(_Described):
         ("block", c_uint32 * 3),
         ("shared_mem_bytes", c_uint32),
     ]
+    _init_values_ = {"grid": 1, "block": 1}  # QD_LAUNCH_CONFIG_INIT
 
 
 class Arg(Structure):
@@ -227,6 +243,7 @@ class ConditionalDesc(_Described):
         ("num_cases", c_uint32),
         ("condition", c_uint64),
     ]
+    _init_values_ = {"kind": 1}  # QD_CONDITIONAL_DESC_INIT
 
 
 class Hazard(Structure):

@@ -5,6 +5,8 @@ abi/gen --check)."""
 
 from __future__ import annotations
 
+import ctypes
+
 import pytest
 
 import qd
@@ -42,3 +44,18 @@ def test_backend_enum_is_qd_backend() -> None:
     header = {name[len("QD_BACKEND_"):]: value for name, value in vars(_api).items()
               if name.startswith("QD_BACKEND_")}
     assert {m.name: m.value for m in qd.Backend} == header
+
+
+def test_descriptor_mirrors_start_as_their_init_macros_and_keep_what_is_given() -> None:
+    # QD_LAUNCH_CONFIG_INIT: one block of one thread; QD_CONDITIONAL_DESC_INIT: an IF;
+    # QD_TASK_INIT: its config is QD_LAUNCH_CONFIG_INIT.
+    cfg = _api.LaunchConfig()
+    assert (cfg.struct_size, list(cfg.grid), list(cfg.block)) == (ctypes.sizeof(cfg), [1] * 3,
+                                                                   [1] * 3)
+    assert _api.ConditionalDesc().kind == _api.QD_CONDITIONAL_IF
+    task = _api.Task()
+    assert (task.config.struct_size, list(task.config.grid)) == (ctypes.sizeof(cfg), [1] * 3)
+    assert _api.ConditionalDesc(kind=_api.QD_CONDITIONAL_WHILE).kind == _api.QD_CONDITIONAL_WHILE
+    given = (ctypes.c_uint32 * 3)(4, 5, 6)
+    assert list(_api.LaunchConfig(grid=given).grid) == [4, 5, 6]
+    assert list(_api.LaunchConfig(0, given).grid) == [4, 5, 6]

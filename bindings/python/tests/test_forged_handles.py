@@ -159,11 +159,6 @@ def world(cpu_module_path: str) -> Iterator[World]:
 # ---------------------------------------------------------------------------------------------
 
 
-# Fields whose INIT macro sets a value other than zero that the call checks (an enum with no
-# zero member): QD_CONDITIONAL_DESC_INIT's kind.
-_NONZERO_INIT = {("qd_conditional_desc", "kind"): _api.QD_CONDITIONAL_IF}
-
-
 def _struct(c_name: str, w: World, forge: Tuple[str, ...], value: int) -> Any:
     """A valid instance of a struct's mirror: live handles, ones in integer arrays (grid and
     block), nested structs likewise, NULL pointers; ``value`` at the field path ``forge``."""
@@ -171,9 +166,9 @@ def _struct(c_name: str, w: World, forge: Tuple[str, ...], value: int) -> Any:
     for field, ctype in obj._fields_:
         c_type = _api.FIELD_TYPES[c_name][field]
         here = forge[:1] == (field,)
-        if (c_name, field) in _NONZERO_INIT:
-            setattr(obj, field, _NONZERO_INIT[(c_name, field)])
-        elif c_type in _api.HANDLES:
+        if field in getattr(obj, "_init_values_", {}):
+            continue  # as the INIT macro sets it (the mirror's constructor did)
+        if c_type in _api.HANDLES:
             setattr(obj, field, value if here else w.live[c_type][0])
         elif c_type in _api.FIELD_TYPES:
             setattr(obj, field, _struct(c_type, w, forge[1:] if here else (), value))
