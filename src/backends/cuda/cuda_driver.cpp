@@ -150,6 +150,8 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::stream_get_capture_info, {"cuStreamGetCaptureInfo_v2"}},
     {Fn::graph_exec_kernel_node_set_params,
      {"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"}},
+    // Uploading a graph ahead of its first launch (optional, CUDA 11.1+).
+    {Fn::graph_upload, {"cuGraphUpload"}},
     {Fn::device_can_access_peer, {"cuDeviceCanAccessPeer"}},
     {Fn::ctx_enable_peer_access, {"cuCtxEnablePeerAccess"}},
     {Fn::device_get_mem_pool, {"cuDeviceGetMemPool"}},
@@ -212,6 +214,7 @@ gpu::DriverTable cuda_constants() {
     t.capture_mode = kStreamCaptureModeRelaxed;
     t.capture_status_none = kStreamCaptureStatusNone;
     t.rebind_requires = "CUDA 11.3 (driver 465) or newer";
+    t.upload_requires = "CUDA 11.1 (driver 455) or newer";
     return t;
 }
 
