@@ -32,7 +32,7 @@ def test_debug_dot_writes_each_operation_and_the_fork_and_join_edges(kernels, ct
     nodes = re.findall(r"^\s*n\d+ \[label=\"([^\"]*)\"", text, re.M)
     # memset, the fork's record and 2 waits, 2 launches, the join's 2 records and 2 waits
     assert len(nodes) == 1 + 1 + 2 + 2 + 2 + 2
-    assert sum(label.startswith("qd_test_add_one\\ngrid (1,1,1) block (2,1,1)")
+    assert sum(label.endswith("add_one\\ngrid (1,1,1) block (2,1,1)")
                for label in nodes) == 2
     assert len(re.findall(r'label="fork"', text)) == 2
     assert len(re.findall(r'label="join"', text)) == 2

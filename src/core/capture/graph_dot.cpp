@@ -122,7 +122,9 @@ class DotWriter {
             }
             l = "host fn";
             if (verbose_)
-                l += format("\\nfn %p\\nuser_data %p", reinterpret_cast<void *>(n.fn), n.user_data);
+                l += format("\\nfn 0x%" PRIxPTR "\\nuser_data 0x%" PRIxPTR,
+                            reinterpret_cast<uintptr_t>(n.fn),
+                            reinterpret_cast<uintptr_t>(n.user_data));
             return l;
         case OpKind::Record: return "record";
         case OpKind::Wait: return "wait";
