@@ -18,7 +18,7 @@ func forkedWrites(t *testing.T, s *qd.Stream, k testKernels, host *qd.HostBuffer
 	kids, err := s.Fork(2)
 	must(t, err)
 	for i, kid := range kids {
-		must(t, kid.Launch(k.writeValue, qd.LaunchConfig{}, qd.Address(host.Ptr()+uint64(4*i)),
+		must(t, kid.Launch(k.writeValue, qd.LaunchConfig{}, qd.Address(host.Ptr()+qd.DevicePtr(4*i)),
 			qd.Uint32(value+uint32(i))))
 	}
 	must(t, s.Join(kids))
