@@ -112,9 +112,9 @@ TEST_P(GraphDotTest, DebugDot_ParallelLaunch_HasEveryOperationAndItsForkAndJoinE
     EXPECT_EQ(d.labelled("join"), 3) << d.text;
     EXPECT_EQ(d.labelled("event"), 0) << d.text;
     EXPECT_EQ(d.with("3 kernel nodes"), 1) << d.text;
-    // Lane order: origin memset -> record -> 3 waits (4 nodes, 3 edges); each group's lane
+    // Lane order: origin memset -> record -> 3 waits (5 nodes, 4 edges); each group's lane
     // wait -> launch -> record (2 edges each); fork 3 + join 3.
-    EXPECT_EQ(d.edges, 3 + 3 * 2 + 3 + 3) << d.text;
+    EXPECT_EQ(d.edges, 4 + 3 * 2 + 3 + 3) << d.text;
     EXPECT_EQ(d.with(" args "), 0) << "no argument sizes without QD_GRAPH_DOT_VERBOSE";
     EXPECT_QD_OK(qd_graph_destroy(g));
 }
@@ -216,9 +216,10 @@ TEST_P(GraphDotTest, DebugDot_EmptyGraph_IsAValidDigraphWithNoNodes) {
 
 TEST_P(GraphDotTest, DebugDot_BadArguments_AreRefusedAndWriteNothing) {
     qd_stream s = new_stream();
+    const uint64_t buf = alloc(s, 4);
     qd_graph g = 0;
     ASSERT_QD_OK(qd_stream_begin_capture(s));
-    ASSERT_QD_OK(qd_memset_async(s, alloc(s, 4), 0, 4));
+    ASSERT_QD_OK(qd_memset_async(s, buf, 0, 4));
     ASSERT_QD_OK(qd_stream_end_capture(s, &g));
     const std::string file = path("refused.dot");
     EXPECT_QD_ERR(QD_ERROR_INVALID_ARGUMENT, "path", qd_graph_debug_dot(g, nullptr, 0));
