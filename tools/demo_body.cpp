@@ -31,7 +31,7 @@ namespace {
 // the results copied back) captured on `stream` as a graph, which is written as DOT and
 // destroyed: nothing of it runs. "-" writes it to standard output (through a temporary file:
 // qd_graph_debug_dot writes a path).
-void write_parallel_graph_dot(qd_stream stream, qd_kernel kernel,
+void write_parallel_graph_dot(qd_context ctx, qd_stream stream, qd_kernel kernel,
                               const std::vector<TaskArgs> &tasks,
                               const std::vector<uint32_t> &groups, uint64_t device_output,
                               uint64_t output_bytes, const DemoOptions &options) {
@@ -46,15 +46,17 @@ void write_parallel_graph_dot(qd_stream stream, qd_kernel kernel,
         launch.num_args = 1;
         launches[i] = launch;
     }
-    std::vector<double> results(tasks.size());
+    // Pinned: a driver capture takes a copy to pageable memory badly (the graph is never run).
+    void *results = nullptr;
+    check(qd_host_alloc(ctx, output_bytes, &results), "qd_host_alloc");
     qd_graph graph = 0;
     check(qd_stream_begin_capture(stream), "qd_stream_begin_capture");
     check(qd_memset_async(stream, device_output, 0, output_bytes), "qd_memset_async");
     check(qd_launch_parallel(stream, launches.data(), static_cast<uint32_t>(launches.size())),
           "qd_launch_parallel");
-    check(qd_memcpy_async(stream, reinterpret_cast<uintptr_t>(results.data()), device_output,
-                          output_bytes),
-          "qd_memcpy_async");
+    check(
+        qd_memcpy_async(stream, reinterpret_cast<uintptr_t>(results), device_output, output_bytes),
+        "qd_memcpy_async");
     check(qd_stream_end_capture(stream, &graph), "qd_stream_end_capture");
     std::string path = options.graph_dot;
     const bool to_stdout = path == "-";
@@ -68,6 +70,7 @@ void write_parallel_graph_dot(qd_stream stream, qd_kernel kernel,
     const qd_status status = qd_graph_debug_dot(graph, path.c_str(), options.graph_dot_flags);
     const std::string message = status == QD_SUCCESS ? "" : qd_last_error_message();
     check(qd_graph_destroy(graph), "qd_graph_destroy");
+    check(qd_host_free(ctx, results), "qd_host_free");  // the graph never ran
     if (status == QD_SUCCESS && to_stdout) {
         std::ifstream in(path);
         std::cout << in.rdbuf();
@@ -117,7 +120,7 @@ int run_demo_body(qd_context ctx, const DemoOptions &options, const std::vector<
     }
 
     if (!options.graph_dot.empty()) {
-        write_parallel_graph_dot(stream, kernel, tasks, groups, device_output, output_bytes,
+        write_parallel_graph_dot(ctx, stream, kernel, tasks, groups, device_output, output_bytes,
                                  options);
         check(qd_mem_free_async(stream, device_input), "qd_mem_free_async");
         check(qd_mem_free_async(stream, device_output), "qd_mem_free_async");
