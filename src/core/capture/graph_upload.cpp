@@ -9,13 +9,20 @@
 namespace qd::core {
 
 qd_status Graph::upload(Stream &stream) {
-    const std::shared_ptr<const GraphData> data = this->data();
     Context &c = *stream.ctx;
     // The graph's launches are the driver graph's (the same rule as Graph::launch): the driver
-    // instantiates it and uploads it on the stream.
-    if (std::shared_ptr<backend::Graph> native = this->native())
-        if (native_graphs(c) || data->has_conditionals || (data->blocks && data->blocks->native()))
-            return submit_graph_upload(stream, *native);
+    // instantiates it and uploads it on the stream. Taken under the graph's lock, as a replay
+    // takes what it launches.
+    std::shared_ptr<backend::Graph> native;
+    std::shared_ptr<const GraphData> data;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        data = data_;
+        const GraphData &d = *data_;
+        if (native_ && (native_graphs(c) || d.has_conditionals || (d.blocks && d.blocks->native())))
+            native = native_;
+    }
+    if (native) return submit_graph_upload(stream, *native);
     // A replay that re-issues the nodes takes a pooled event per wait across lanes, and one
     // after the whole replay of a graph with blocks (Graph::launch): made now, into the pool,
     // so the first replay finds them there. As many as the replay takes with every lane on a
