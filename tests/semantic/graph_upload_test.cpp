@@ -2,7 +2,10 @@
 // the same results; on the CPU (re-issue) path it makes the pooled events the first replay takes;
 // it is refused on a capturing stream (the capture goes on), with a destroyed graph or stream,
 // and across contexts.
+#include <unistd.h>
+
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "qd_test.h"
@@ -122,6 +125,36 @@ TEST_P(GraphUploadTest, Upload_OnACapturingStream_IsRefusedAndTheCaptureGoesOn) 
     EXPECT_EQ(count, 1u);
     EXPECT_QD_OK(qd_graph_destroy(captured));
     EXPECT_QD_OK(qd_graph_destroy(g));
+}
+
+// A lost context (qd.h, "Lost contexts"): the upload touches the device, and the DOT is refused
+// as every other call on the context's graphs is; the graph is still destroyed.
+TEST_P(GraphUploadTest, UploadAndDebugDot_OnALostContext_AreDeviceLost) {
+    QDT_REQUIRE_CPU();  // the CPU test module's fault kernel
+    QDT_REQUIRE_KERNELS();
+    qd_context c = 0;
+    qd_context_desc desc = make_desc(QD_BACKEND_CPU, 2, 1);
+    ASSERT_QD_OK(qd_context_create(&desc, &c));
+    std::string path = cpu_module_path();
+    std::string why;
+    auto mk = make_module_kernels(c, path.data(), path.size(), &why);
+    ASSERT_TRUE(mk) << why;
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
+    qd_graph g = 0;
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(launch0(s, mk->noop()));
+    ASSERT_QD_OK(qd_stream_end_capture(s, &g));
+    ASSERT_QD_OK(launch0(s, mk->fault()));
+    EXPECT_QD(QD_ERROR_DEVICE_LOST, qd_stream_synchronize(s));
+    EXPECT_QD_ERR(QD_ERROR_DEVICE_LOST, mk->fault_name().c_str(), qd_graph_upload(g, s));
+    const std::string dot = "/tmp/qd_graph_upload_lost_" + std::to_string(::getpid()) + ".dot";
+    EXPECT_QD(QD_ERROR_DEVICE_LOST, qd_graph_debug_dot(g, dot.c_str(), 0));
+    EXPECT_EQ(::access(dot.c_str(), F_OK), -1) << "a refused call wrote the file";
+    EXPECT_QD_OK(qd_graph_destroy(g));
+    mk.reset();
+    EXPECT_QD_OK(qd_stream_destroy(s));
+    EXPECT_QD_OK(qd_context_destroy(c));
 }
 
 QDT_INSTANTIATE_BACKENDS(GraphUploadTest);
