@@ -1,9 +1,15 @@
 // The one body of `qd demo` (demo_body.h).
 #include "demo_body.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace qd_tool {
@@ -18,6 +24,68 @@ std::vector<double> demo_input(const DemoOptions &options) {
     }
     return input;
 }
+
+namespace {
+
+// qd graph dot: the demo's parallel run (the output zeroed, one qd_launch_parallel of every task,
+// the results copied back) captured on `stream` as a graph, which is written as DOT and
+// destroyed: nothing of it runs. "-" writes it to standard output (through a temporary file:
+// qd_graph_debug_dot writes a path).
+void write_parallel_graph_dot(qd_context ctx, qd_stream stream, qd_kernel kernel,
+                              const std::vector<TaskArgs> &tasks,
+                              const std::vector<uint32_t> &groups, uint64_t device_output,
+                              uint64_t output_bytes, const DemoOptions &options) {
+    std::vector<qd_arg> args(tasks.size());
+    std::vector<qd_task> launches(tasks.size());
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        args[i] = qd_arg{&tasks[i], sizeof(TaskArgs)};
+        qd_task launch = QD_TASK_INIT;
+        launch.group = groups[i];
+        launch.kernel = kernel;
+        launch.args = &args[i];
+        launch.num_args = 1;
+        launches[i] = launch;
+    }
+    // Pinned: a driver capture takes a copy to pageable memory badly (the graph is never run).
+    void *results = nullptr;
+    check(qd_host_alloc(ctx, output_bytes, &results), "qd_host_alloc");
+    qd_graph graph = 0;
+    check(qd_stream_begin_capture(stream), "qd_stream_begin_capture");
+    check(qd_memset_async(stream, device_output, 0, output_bytes), "qd_memset_async");
+    check(qd_launch_parallel(stream, launches.data(), static_cast<uint32_t>(launches.size())),
+          "qd_launch_parallel");
+    check(
+        qd_memcpy_async(stream, reinterpret_cast<uintptr_t>(results), device_output, output_bytes),
+        "qd_memcpy_async");
+    check(qd_stream_end_capture(stream, &graph), "qd_stream_end_capture");
+    std::string path = options.graph_dot;
+    const bool to_stdout = path == "-";
+    if (to_stdout) {
+        char name[] = "/tmp/qd-graph-dot-XXXXXX";
+        const int fd = ::mkstemp(name);
+        if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
+        ::close(fd);
+        path = name;
+    }
+    const qd_status status = qd_graph_debug_dot(graph, path.c_str(), options.graph_dot_flags);
+    const std::string message = status == QD_SUCCESS ? "" : qd_last_error_message();
+    check(qd_graph_destroy(graph), "qd_graph_destroy");
+    check(qd_host_free(ctx, results), "qd_host_free");  // the graph never ran
+    if (status == QD_SUCCESS && to_stdout) {
+        std::ifstream in(path);
+        std::cout << in.rdbuf();
+        std::cout.flush();
+    }
+    if (to_stdout) std::remove(path.c_str());
+    if (status != QD_SUCCESS)
+        throw QdError(std::string("qd_graph_debug_dot: ") + qd_status_name(status) + ": " +
+                      message);
+    if (!to_stdout)
+        std::printf("wrote %s: the graph of %u groups x %u tasks (qd_launch_parallel)\n",
+                    path.c_str(), options.groups, options.tasks_per_group);
+}
+
+}  // namespace
 
 int run_demo_body(qd_context ctx, const DemoOptions &options, const std::vector<double> &input,
                   const DemoKernel &demo) {
@@ -49,6 +117,16 @@ int run_demo_body(qd_context ctx, const DemoOptions &options, const std::vector<
                                      iterations});
             groups.push_back(g);
         }
+    }
+
+    if (!options.graph_dot.empty()) {
+        write_parallel_graph_dot(ctx, stream, kernel, tasks, groups, device_output, output_bytes,
+                                 options);
+        check(qd_mem_free_async(stream, device_input), "qd_mem_free_async");
+        check(qd_mem_free_async(stream, device_output), "qd_mem_free_async");
+        check(qd_stream_synchronize(stream), "qd_stream_synchronize");
+        check(qd_stream_destroy(stream), "qd_stream_destroy");
+        return 0;
     }
 
     auto run = [&](bool parallel, std::vector<double> &results) {

@@ -27,7 +27,8 @@ struct DemoKernel {
 // The demo's input: deterministic values in [0, 1), one slice of kSliceElements per task.
 std::vector<double> demo_input(const DemoOptions &options);
 
-// Runs the demo on a stream of its own in ctx and prints it; 0 when the serial and parallel
+// Runs the demo on a stream of its own in ctx and prints it (with options.graph_dot set: writes
+// the graph of its parallel run instead, write_parallel_graph_dot); 0 when the serial and parallel
 // results are bit-identical, 1 when they differ. The caller keeps and destroys the kernel.
 int run_demo_body(qd_context ctx, const DemoOptions &options, const std::vector<double> &input,
                   const DemoKernel &kernel);

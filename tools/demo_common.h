@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace qd_tool {
@@ -27,6 +28,10 @@ struct DemoOptions {
     uint32_t groups = 16;
     uint32_t tasks_per_group = 4;
     double task_ms = 3.0;
+    // qd graph dot: capture the parallel run as a graph and write it as DOT to this path ("-":
+    // standard output) instead of running the demo; graph_dot_flags: qd_graph_debug_dot's.
+    std::string graph_dot;
+    uint32_t graph_dot_flags = 0;
 };
 
 // Owns a context; destroying it releases every stream, event, kernel and allocation in it, so

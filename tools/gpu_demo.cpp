@@ -48,20 +48,21 @@ uint32_t calibrate_gpu_iterations(qd_context ctx, qd_stream stream, qd_kernel ke
 #endif
 
 std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) {
+    // qd graph dot may write the graph to standard output: these notes go to stderr then.
+    FILE *note = options.graph_dot.empty() ? stdout : stderr;
 #ifndef QD_DEMO_HAVE_PTX
-    (void)options;
-    std::printf(
-        "qd demo: this qd was built without nvcc, so it carries no GPU kernel; %s is "
-        "available but the demo runs on the CPU\n",
-        qd_backend_name(backend));
+    std::fprintf(note,
+                 "qd demo: this qd was built without nvcc, so it carries no GPU kernel; %s is "
+                 "available but the demo runs on the CPU\n",
+                 qd_backend_name(backend));
     return std::nullopt;
 #else
     // One kernel image: PTX, built by nvcc. A HIP runtime over an NVIDIA device loads it; on an
     // AMD device the HIP runtime refuses it (no HIP code object is built yet), and the demo
     // then says so and runs on the CPU.
     if (backend != QD_BACKEND_CUDA && backend != QD_BACKEND_HIP) {
-        std::printf("qd demo: no demo kernel for %s yet; the demo runs on the CPU\n",
-                    qd_backend_name(backend));
+        std::fprintf(note, "qd demo: no demo kernel for %s yet; the demo runs on the CPU\n",
+                     qd_backend_name(backend));
         return std::nullopt;
     }
     const std::vector<double> input = demo_input(options);
@@ -70,10 +71,10 @@ std::optional<int> run_gpu_demo(qd_backend backend, const DemoOptions &options) 
     qd_module module = 0;
     if (qd_status st = qd_module_load(ctx.get(), kDemoPtx, sizeof kDemoPtx, &module);
         st == QD_ERROR_INVALID_IMAGE && backend == QD_BACKEND_HIP) {
-        std::printf(
-            "qd demo: the HIP device does not take the demo's PTX kernel (%s); the demo "
-            "runs on the CPU\n",
-            qd_last_error_message());
+        std::fprintf(note,
+                     "qd demo: the HIP device does not take the demo's PTX kernel (%s); the demo "
+                     "runs on the CPU\n",
+                     qd_last_error_message());
         return std::nullopt;
     } else {
         check(st, "qd_module_load");

@@ -3,6 +3,7 @@
 //   qd info                     library version, and every backend with its devices
 //   qd demo [--backend B] ...   a stream-parallel workload on the best backend, checked and timed
 //   qd bench [--json FILE] ...  the benchmark suites that apply to this machine (bench_cmd.cpp)
+//   qd graph dot [-o FILE] ...  the demo's parallel run captured as a graph, written as DOT
 //   qd --help
 //
 // The tool uses only the public C API (include/qd/qd.h), like any other user of libqd.
@@ -45,6 +46,13 @@ const char *const kUsageHead =
     "      --tasks N                tasks per group, run in order (default 4)\n"
     "      --task-ms MS             target time of one task (default 3)\n"
     "      --trace FILE.json        write the demo's timeline (as QD_TRACE=FILE.json does)\n"
+    "  graph dot [options]  capture the demo's parallel run (the output zeroed, one\n"
+    "                       qd_launch_parallel of every task, the results copied back) as a\n"
+    "                       graph and write it as Graphviz DOT (qd_graph_debug_dot); nothing\n"
+    "                       runs. Takes demo's --backend, --groups and --tasks, and:\n"
+    "      -o FILE.dot              write it there (default: - for standard output)\n"
+    "      --verbose                label launches with their argument sizes, copies and sets\n"
+    "                               with their addresses (QD_GRAPH_DOT_VERBOSE)\n"
     "  trace view TRACE.json -o PAGE.html\n"
     "                       draw a QD_TRACE timeline as one self-contained HTML page (lanes per\n"
     "                       stream, slices, the arrows from records to waits; zoom and hover)\n";
@@ -244,6 +252,63 @@ int usage_error(const std::string &message) {
     return 2;
 }
 
+// One option of qd demo (also qd graph dot's): an empty string when it was taken, else the
+// usage error.
+std::string parse_demo_option(const std::string &arg, const char *value, DemoOptions &options) {
+    if (arg == "--backend") {
+        options.backend = parse_backend(value);
+        if (!options.backend) return std::string("unknown backend ") + value;
+    } else if (arg == "--groups") {
+        // The default stream pool has 32 streams; more groups share them round-robin.
+        if (!parse_count(value, 1, 4096, &options.groups)) return "--groups takes 1..4096";
+    } else if (arg == "--tasks") {
+        if (!parse_count(value, 1, 1024, &options.tasks_per_group)) return "--tasks takes 1..1024";
+    } else if (arg == "--trace") {
+        // The library reads QD_TRACE when a context is created (core/trace/observer.h).
+        if (*value == '\0' || ::setenv("QD_TRACE", value, 1) != 0)
+            return "--trace takes a file name";
+    } else if (arg == "--task-ms") {
+        char *end = nullptr;
+        options.task_ms = std::strtod(value, &end);
+        if (end == value || *end != '\0' || !(options.task_ms > 0.0) || options.task_ms > 1000)
+            return "--task-ms takes a number of milliseconds in (0, 1000]";
+    } else {
+        return "unknown option " + arg;
+    }
+    return "";
+}
+
+// qd graph dot [-o FILE] [--verbose] [demo options].
+int graph_main(int argc, char **argv) {
+    if (argc < 1 || std::strcmp(argv[0], "dot") != 0)
+        return usage_error("graph: the subcommand is dot (qd graph dot [-o FILE.dot])");
+    DemoOptions options;
+    options.graph_dot = "-";
+    options.task_ms = 0.01;  // nothing runs: the calibration stays short
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            std::fputs(kUsage.c_str(), stdout);
+            return 0;
+        }
+        if (arg == "--verbose") {
+            options.graph_dot_flags |= QD_GRAPH_DOT_VERBOSE;
+            continue;
+        }
+        if (i + 1 >= argc) return usage_error("graph dot: unknown option or missing value: " + arg);
+        const char *value = argv[++i];
+        if (arg == "-o") {
+            if (*value == '\0') return usage_error("graph dot: -o takes a file name (or -)");
+            options.graph_dot = value;
+            continue;
+        }
+        if (arg == "--trace") return usage_error("graph dot: unknown option --trace");
+        const std::string error = parse_demo_option(arg, value, options);
+        if (!error.empty()) return usage_error("graph dot: " + error);
+    }
+    return run_demo(options);
+}
+
 int demo_main(int argc, char **argv) {
     DemoOptions options;
     for (int i = 0; i < argc; ++i) {
@@ -254,28 +319,8 @@ int demo_main(int argc, char **argv) {
         }
         if (i + 1 >= argc) return usage_error("demo: unknown option or missing value: " + arg);
         const char *value = argv[++i];
-        if (arg == "--backend") {
-            options.backend = parse_backend(value);
-            if (!options.backend) return usage_error(std::string("demo: unknown backend ") + value);
-        } else if (arg == "--groups") {
-            // The default stream pool has 32 streams; more groups share them round-robin.
-            if (!parse_count(value, 1, 4096, &options.groups))
-                return usage_error("demo: --groups takes 1..4096");
-        } else if (arg == "--tasks") {
-            if (!parse_count(value, 1, 1024, &options.tasks_per_group))
-                return usage_error("demo: --tasks takes 1..1024");
-        } else if (arg == "--trace") {
-            // The library reads QD_TRACE when a context is created (core/trace/observer.h).
-            if (*value == '\0' || ::setenv("QD_TRACE", value, 1) != 0)
-                return usage_error("demo: --trace takes a file name");
-        } else if (arg == "--task-ms") {
-            char *end = nullptr;
-            options.task_ms = std::strtod(value, &end);
-            if (end == value || *end != '\0' || !(options.task_ms > 0.0) || options.task_ms > 1000)
-                return usage_error("demo: --task-ms takes a number of milliseconds in (0, 1000]");
-        } else {
-            return usage_error("demo: unknown option " + arg);
-        }
+        const std::string error = parse_demo_option(arg, value, options);
+        if (!error.empty()) return usage_error("demo: " + error);
     }
     return run_demo(options);
 }
@@ -294,6 +339,7 @@ int main(int argc, char **argv) {
         if (command == "demo") return demo_main(argc - 2, argv + 2);
         if (command == "bench") return bench_main(argc - 2, argv + 2);
         if (command == "trace") return run_trace(argc - 2, argv + 2);
+        if (command == "graph") return graph_main(argc - 2, argv + 2);
     } catch (const QdError &error) {
         std::fprintf(stderr, "qd %s: %s\n", command.c_str(), error.what());
         return 1;

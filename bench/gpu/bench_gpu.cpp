@@ -1,4 +1,4 @@
-// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11 and B12 of
+// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12 and B13 of
 // docs/benchmarks.md: qd against the raw CUDA driver, side by side in one process, alternated
 // repeat by repeat (bench/harness.h).
 //
@@ -805,6 +805,107 @@ void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Se
         add("update+replay-64", "capture with a new argument + qd_graph_update + qd_graph_launch",
             qdbench::alternate(opt, update_side, direct_side));
     QD(qd_graph_destroy(graph));
+    QD(qd_kernel_destroy(k));
+}
+
+// ---------------------------------------------------------------------------------------------
+// B13: the first replay of a graph after qd_graph_upload, host time (enqueue only: the clock
+// stops before the synchronize). Each round captures a fresh graph of 64 gpu_empty1 launches
+// and uploads it (qd_graph_upload + synchronize), untimed, then times its first qd_graph_launch;
+// the anchor is the same on the raw driver (a raw capture of the same launches on a raw stream,
+// cuGraphInstantiateWithFlags + cuGraphUpload + synchronize, untimed; the first cuGraphLaunch
+// timed on qd's native stream), alternated round by round. Bar: <= 1.1x (paired ratio).
+// "first-launch-no-upload" (INFO) times the first qd_graph_launch of a fresh graph never
+// uploaded, against the same anchor: what the upload takes off the first launch.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kB13Launches = 64;
+constexpr double kB13Bar = 1.1;
+
+void bench_upload(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    const bool uploaded = opt.selected("B13 first-launch-64 after-upload");
+    const bool plain = opt.selected("B13 first-launch-64 no-upload");
+    if (!uploaded && !plain) return;
+    if (!g_raw.has_upload()) {
+        std::printf("SKIP B13: the driver lacks cuGraphUpload (CUDA 11.1) or graph entries\n");
+        return;
+    }
+    qd_kernel k = s.qd_kernel_named("gpu_empty1");
+    CUfunction f = s.raw_kernel_named("gpu_empty1");
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    uint64_t value = 0;
+    const qd_arg arg = {&value, sizeof value};
+    auto fresh = [&](bool upload) {
+        qd_graph g = 0;
+        QD(qd_stream_begin_capture(s.stream));
+        for (int i = 0; i < kB13Launches; ++i) QD(qd_launch(s.stream, k, &cfg, &arg, 1));
+        QD(qd_stream_end_capture(s.stream, &g));
+        if (upload) QD(qd_graph_upload(g, s.stream));
+        QD(qd_stream_synchronize(s.stream));
+        return g;
+    };
+    auto qd_side = [&](bool upload) {
+        qd_graph g = fresh(upload);
+        auto t0 = Clock::now();
+        QD(qd_graph_launch(g, s.stream));
+        auto t1 = Clock::now();
+        QD(qd_stream_synchronize(s.stream));
+        QD(qd_graph_destroy(g));
+        return elapsed_ns(t0, t1) / 1000.0;
+    };
+    CUstream rs = nullptr;
+    RAW(cuStreamCreate(&rs, rawcuda::CU_STREAM_NON_BLOCKING));
+    auto raw_side = [&] {
+        RAW(cuStreamBeginCapture(rs, rawcuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        for (int i = 0; i < kB13Launches; ++i) {
+            void *params[1] = {&value};
+            RAW(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, rs, params, nullptr));
+        }
+        rawcuda::CUgraph graph = nullptr;
+        RAW(cuStreamEndCapture(rs, &graph));
+        rawcuda::CUgraphExec exec = nullptr;
+        RAW(cuGraphInstantiateWithFlags(&exec, graph, 0));
+        RAW(cuGraphUpload(exec, s.native));
+        RAW(cuStreamSynchronize(s.native));
+        auto t0 = Clock::now();
+        RAW(cuGraphLaunch(exec, s.native));
+        auto t1 = Clock::now();
+        RAW(cuStreamSynchronize(s.native));
+        RAW(cuGraphExecDestroy(exec));
+        RAW(cuGraphDestroy(graph));
+        return elapsed_ns(t0, t1) / 1000.0;
+    };
+    auto add = [&](const char *name, const Samples &smp, bool bar) {
+        Figure fig;
+        fig.bench = "B13";
+        fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = "us";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "us (first cuGraphLaunch after cuGraphUpload)";
+        fig.has_ratio = true;
+        fig.ratio = qdbench::median_paired_ratio(smp);
+        if (bar) {
+            fig.bar = "<= " + qdbench::fmt(kB13Bar) + "x (paired ratio)";
+            fig.verdict = fig.ratio <= kB13Bar ? Verdict::Pass : Verdict::Miss;
+        } else {
+            fig.bar = "none (the first launch without qd_graph_upload; INFO)";
+            fig.verdict = Verdict::Info;
+        }
+        report_figure(report, fig, &smp);
+    };
+    if (uploaded)
+        add("first-launch-64 after-upload",
+            qdbench::alternate(
+                opt, [&] { return qd_side(true); }, raw_side),
+            true);
+    if (plain)
+        add("first-launch-64 no-upload",
+            qdbench::alternate(
+                opt, [&] { return qd_side(false); }, raw_side),
+            false);
+    RAW(cuStreamDestroy(rs));
     QD(qd_kernel_destroy(k));
 }
 
@@ -1745,6 +1846,7 @@ int main(int argc, char **argv) {
     bench_graph_fanout(opt, report, s);
     bench_graph_replay(opt, report, s);
     bench_rebind(opt, report, s);
+    bench_upload(opt, report, s);
     bench_events_memory(opt, report, s);
     // After the others but B10: a qd loop that never ended would stop the run here.
     bench_device_loop(opt, report, s);

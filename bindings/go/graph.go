@@ -1,5 +1,6 @@
 package qd
 
+// #include <stdlib.h>
 // #include "qdgo.h"
 import "C"
 
@@ -167,6 +168,54 @@ func (g *Graph) Update(from *Graph) error {
 		g.owned = append(g.owned, theirs...)
 		g.mu.Unlock()
 	}
+	return err
+}
+
+// Upload prepares the graph's replays on s ahead of the first Launch (qd_graph_upload, as
+// cuGraphUpload), so that the first launch costs what later ones do. It is ordered on s like a
+// launch and runs nothing; a Launch afterwards, on any stream, gives the same results as without
+// it. On the CPU backend it only makes the pooled events a replay takes.
+//
+// Errors: ErrWrongContext for a stream of another context; ErrInvalidOperation when s is
+// capturing (the capture goes on); ErrNotSupported where the CUDA driver lacks cuGraphUpload
+// (before CUDA 11.1).
+func (g *Graph) Upload(s *Stream) error {
+	gh, err := g.handle()
+	if err != nil {
+		return err
+	}
+	sh, err := s.handle()
+	if err != nil {
+		return err
+	}
+	err = resultError(C.gq_graph_upload(gh, sh))
+	runtime.KeepAlive(g)
+	runtime.KeepAlive(s)
+	return err
+}
+
+// DebugDot writes the graph to path as a Graphviz DOT digraph (qd_graph_debug_dot, as
+// cuGraphDebugDotPrint), from the operations qd recorded at capture, on every backend: a cluster
+// per stream ("lane N"), a node per operation (kernel name, grid and block; bytes of copies,
+// sets and allocations; records and waits), the lanes' order and the fork, join and event
+// edges; a conditional's bodies as clusters. verbose adds argument sizes and addresses
+// (QD_GRAPH_DOT_VERBOSE). The file is written whole.
+//
+// Errors: ErrInvalidArgument when path is empty, a directory or special file, or cannot be
+// written.
+func (g *Graph) DebugDot(path string, verbose bool) error {
+	gh, err := g.handle()
+	if err != nil {
+		return err
+	}
+	var flags C.uint32_t
+	if verbose {
+		flags = C.QD_GRAPH_DOT_VERBOSE
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	err = resultError(C.gq_graph_debug_dot(gh, cpath, flags))
+	runtime.KeepAlive(g)
 	return err
 }
 

@@ -365,6 +365,18 @@ static inline gq_result gq_graph_destroy(qd_graph graph) {
     return gq_finish(qd_graph_destroy(graph));
 }
 
+/* qd_graph_upload (since 0.3): SUCCESS, INVALID_HANDLE, WRONG_CONTEXT, INVALID_OPERATION,
+ * OUT_OF_MEMORY, NOT_SUPPORTED, DEVICE_LOST, FORKED, LAUNCH_FAILED, INTERNAL. */
+static inline gq_result gq_graph_upload(qd_graph graph, qd_stream stream) {
+    return gq_finish(qd_graph_upload(graph, stream));
+}
+
+/* qd_graph_debug_dot (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, OUT_OF_MEMORY,
+ * DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_result gq_graph_debug_dot(qd_graph graph, const char *path, uint32_t flags) {
+    return gq_finish(qd_graph_debug_dot(graph, path, flags));
+}
+
 /* qd_stream_begin_conditional (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE,
  * INVALID_OPERATION, OUT_OF_MEMORY, OVERFLOW, INVALID_ADDRESS, NOT_SUPPORTED, DEVICE_LOST, FORKED,
  * LAUNCH_FAILED, INTERNAL. */

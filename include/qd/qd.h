@@ -1163,6 +1163,59 @@ QD_API qd_status qd_graph_set_kernel_args(qd_graph graph, uint32_t node, const q
  *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or already destroyed. */
 QD_API qd_status qd_graph_destroy(qd_graph graph);
 
+/** (since 0.3) Prepare graph's replays on stream ahead of the first qd_graph_launch, so that the
+ *  first launch costs what later ones do (as cuGraphUpload). Stream-ordered: the upload runs
+ *  after the work already queued on stream, and a launch on any stream after this call returns
+ *  uses what it prepared; the results of every replay are the same with or without it.
+ *  CUDA and HIP, a graph launched as the driver graph: instantiates it if no launch did yet,
+ *  then queues cuGraphUpload on stream (HIP: hipGraphUpload where the runtime has it, else it
+ *  instantiates only). CPU, and every graph whose replays re-issue its operations (a driver without
+ *  graph entries, the trace or validation attached): a replay needs only the pooled events of
+ *  its branches, which this creates in the context's event pool now; nothing is queued, and it
+ *  is cheap. Calling it again, or after a launch, is allowed and does nothing more.
+ *  Refused while stream is capturing (as CUDA refuses cuGraphUpload on a capturing stream): an
+ *  upload is no operation of a graph, and the capture stays as it was.
+ *  Threads: any; concurrent with replays, updates and rebinds of graph.
+ *  - QD_ERROR_INVALID_HANDLE: graph or stream is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context than graph.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing.
+ *  - QD_ERROR_NOT_SUPPORTED: (CUDA) the driver lacks cuGraphUpload (the message names the
+ *    minimum driver version: CUDA 11.1); nothing was instantiated or queued.
+ *  - QD_ERROR_LAUNCH_FAILED: (CUDA, HIP) the driver refused the upload (the message names its
+ *    reason).
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_upload(qd_graph graph, qd_stream stream);
+
+/** Flags of qd_graph_debug_dot (since 0.3). */
+enum qd_graph_dot_flags {
+    /** Label every node with its details too: a launch's argument sizes and shared memory, the
+     *  addresses of copies, sets and blocks, a host function's pointers. */
+    QD_GRAPH_DOT_VERBOSE = 1u << 0
+};
+
+/** (since 0.3) Write graph to path as a Graphviz DOT digraph (as cuGraphDebugDotPrint does), from
+ *  the operations qd recorded at capture: the same output on every backend, for a graph that
+ *  is launched as a driver graph too. Each stream of the capture is a cluster "lane N" (lane 0:
+ *  the stream the capture began on); each operation a node: a launch labelled with its kernel's
+ *  name, grid and block; a copy, set, alloc or free with its bytes; a host function; a record
+ *  and a wait (the ordering points of fork, join, qd_launch_parallel and events recorded and
+ *  waited inside the capture); a conditional, with each of its bodies a cluster of its own.
+ *  Edges are the dependencies as recorded: the order of one lane (solid), and each wait on its
+ *  record (dashed; a lane joins the capture by a wait, and the lane it waited on started it:
+ *  "fork" from a lane to a lane it started, "join" back, else "event"); a conditional's edges
+ *  to the first operations of its bodies are labelled with the body ("then", "else", "case N",
+ *  "body"); a free's dotted edge names the alloc of its block. Values a qd_graph_update or
+ *  qd_graph_set_kernel_args gave later are not shown: the shape is the same. path is written
+ *  whole (a temporary file next to it, renamed over it), never left half-written.
+ *  flags: 0 or QD_GRAPH_DOT_VERBOSE.
+ *  Threads: any; concurrent with replays, updates and rebinds of graph.
+ *  - QD_ERROR_INVALID_ARGUMENT: path is NULL or empty; flags has unknown bits; path cannot be
+ *    written (its directory does not exist or is not writable), or path exists and is not a
+ *    regular file (a directory, FIFO, device or socket, which is never replaced).
+ *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or destroyed.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_graph_debug_dot(qd_graph graph, const char *path, uint32_t flags);
+
 /* Conditionals (since 0.3): branches and loops decided on the device inside a captured graph.
  *
  * qd_stream_begin_conditional, on a capturing stream, adds a conditional node to the capture

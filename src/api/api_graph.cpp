@@ -1,4 +1,4 @@
-// Graphs: capture, replay, update, rebind and destroy (qd.h, "Graphs"; core/capture/capture.h does the
+// Graphs: capture, replay, upload, update, rebind, DOT and destroy (qd.h, "Graphs"; core/capture/capture.h does the
 // work).
 #include <cstring>
 
@@ -54,6 +54,31 @@ QD_API qd_status qd_graph_update(qd_graph graph, qd_graph from) {
 
 QD_API qd_status qd_graph_destroy(qd_graph graph) {
     return api::guarded([&]() -> qd_status { return core::graph_destroy(graph); });
+}
+
+QD_API qd_status qd_graph_upload(qd_graph graph, qd_stream stream) {
+    return api::guarded([&]() -> qd_status {
+        api::Arg<core::Graph> g{{"graph"}, graph};
+        api::Arg<core::Stream> s{{"stream"}, stream};
+        qd_status st = api::resolve_same_context(g, s);
+        if (st != QD_SUCCESS) return st;
+        return core::graph_upload(*g.obj, *s.obj, stream);
+    });
+}
+
+QD_API qd_status qd_graph_debug_dot(qd_graph graph, const char *path, uint32_t flags) {
+    return api::guarded([&]() -> qd_status {
+        // Order of checks: qd.h, Conventions, "Which error wins".
+        if (!path) return api::null_argument("path");
+        if (*path == '\0') return fail(QD_ERROR_INVALID_ARGUMENT, "path is empty");
+        if (flags & ~uint32_t(QD_GRAPH_DOT_VERBOSE))
+            return fail(QD_ERROR_INVALID_ARGUMENT,
+                        "flags 0x%x has unknown bits (0 or QD_GRAPH_DOT_VERBOSE)", flags);
+        core::Graph *g = nullptr;
+        qd_status st = core::resolve_usable(graph, &g);
+        if (st != QD_SUCCESS) return st;
+        return core::graph_debug_dot(*g, path, flags);
+    });
 }
 
 QD_API qd_status qd_graph_kernel_node_count(qd_graph graph, uint32_t *count) {

@@ -156,6 +156,14 @@ class Graph {
         (void)index, (void)kernel, (void)dims, (void)args, (void)num_args;
         return QD_ERROR_NOT_SUPPORTED;
     }
+    // qd_graph_upload: prepare the launches ahead of the first (instantiate; where the driver
+    // can, upload on `stream`, ordered there like a launch). Repeating it is allowed.
+    // QD_ERROR_NOT_SUPPORTED (naming the driver version needed) when the driver cannot, with
+    // nothing instantiated or queued.
+    virtual qd_status upload(Stream &stream) {
+        (void)stream;
+        return QD_SUCCESS;
+    }
 };
 
 // An open native capture (Stream::begin_capture). Destroying it without end() abandons it:

@@ -352,4 +352,10 @@ inline qd_status submit_graph_launch(Stream &s, backend::Graph &graph) {
     return graph.launch(*s.impl);
 }
 
+// qd_graph_upload of a native driver graph (core/capture/graph_upload.cpp): ordered on s like a
+// launch, and no operation of the graph (it runs none), so no observer sees it.
+inline qd_status submit_graph_upload(Stream &s, backend::Graph &graph) {
+    return graph.upload(*s.impl);
+}
+
 }  // namespace qd::core

@@ -473,6 +473,27 @@ inline constexpr qd_status kListed_qd_graph_destroy[] = {
     QD_ERROR_INVALID_HANDLE,
     QD_ERROR_INTERNAL,
 };
+inline constexpr qd_status kListed_qd_graph_upload[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_WRONG_CONTEXT,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_LAUNCH_FAILED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_graph_debug_dot[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
 inline constexpr qd_status kListed_qd_stream_begin_conditional[] = {
     QD_SUCCESS,
     QD_ERROR_INVALID_ARGUMENT,
@@ -607,11 +628,13 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_event_query", kListed_qd_event_query, sizeof kListed_qd_event_query / sizeof(qd_status)},
     {"qd_event_record", kListed_qd_event_record, sizeof kListed_qd_event_record / sizeof(qd_status)},
     {"qd_event_synchronize", kListed_qd_event_synchronize, sizeof kListed_qd_event_synchronize / sizeof(qd_status)},
+    {"qd_graph_debug_dot", kListed_qd_graph_debug_dot, sizeof kListed_qd_graph_debug_dot / sizeof(qd_status)},
     {"qd_graph_destroy", kListed_qd_graph_destroy, sizeof kListed_qd_graph_destroy / sizeof(qd_status)},
     {"qd_graph_kernel_node_count", kListed_qd_graph_kernel_node_count, sizeof kListed_qd_graph_kernel_node_count / sizeof(qd_status)},
     {"qd_graph_launch", kListed_qd_graph_launch, sizeof kListed_qd_graph_launch / sizeof(qd_status)},
     {"qd_graph_set_kernel_args", kListed_qd_graph_set_kernel_args, sizeof kListed_qd_graph_set_kernel_args / sizeof(qd_status)},
     {"qd_graph_update", kListed_qd_graph_update, sizeof kListed_qd_graph_update / sizeof(qd_status)},
+    {"qd_graph_upload", kListed_qd_graph_upload, sizeof kListed_qd_graph_upload / sizeof(qd_status)},
     {"qd_host_alloc", kListed_qd_host_alloc, sizeof kListed_qd_host_alloc / sizeof(qd_status)},
     {"qd_host_free", kListed_qd_host_free, sizeof kListed_qd_host_free / sizeof(qd_status)},
     {"qd_kernel_destroy", kListed_qd_kernel_destroy, sizeof kListed_qd_kernel_destroy / sizeof(qd_status)},
@@ -1042,6 +1065,18 @@ inline qd_status qd_graph_set_kernel_args__null_args([[maybe_unused]] const Valu
 inline qd_status qd_graph_destroy__graph([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_graph_destroy(h);
 }
+inline qd_status qd_graph_upload__graph([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_graph_upload(h, v.handle(kStream));
+}
+inline qd_status qd_graph_upload__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_graph_upload(v.handle(kGraph), h);
+}
+inline qd_status qd_graph_debug_dot__graph([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_graph_debug_dot(h, v.string("path"), v.value<uint32_t>());
+}
+inline qd_status qd_graph_debug_dot__null_path([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_graph_debug_dot(h, nullptr, v.value<uint32_t>());
+}
 inline qd_status qd_stream_begin_conditional__stream([[maybe_unused]] const Values &v, uint64_t h) {
     qd_conditional_desc desc_ = make_qd_conditional_desc(v);
     return qd_stream_begin_conditional(h, &desc_);
@@ -1175,6 +1210,9 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_graph_kernel_node_count", "graph", kGraph, 1, &gen::qd_graph_kernel_node_count__graph},
     {"qd_graph_set_kernel_args", "graph", kGraph, 1, &gen::qd_graph_set_kernel_args__graph},
     {"qd_graph_destroy", "graph", kGraph, 1, &gen::qd_graph_destroy__graph},
+    {"qd_graph_upload", "graph", kGraph, 2, &gen::qd_graph_upload__graph},
+    {"qd_graph_upload", "stream", kStream, 2, &gen::qd_graph_upload__stream},
+    {"qd_graph_debug_dot", "graph", kGraph, 1, &gen::qd_graph_debug_dot__graph},
     {"qd_stream_begin_conditional", "stream", kStream, 1, &gen::qd_stream_begin_conditional__stream},
     {"qd_stream_next_branch", "stream", kStream, 1, &gen::qd_stream_next_branch__stream},
     {"qd_stream_end_conditional", "stream", kStream, 1, &gen::qd_stream_end_conditional__stream},
@@ -1235,6 +1273,7 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_stream_end_capture", "graph", &gen::qd_stream_end_capture__null_graph},
     {"qd_graph_kernel_node_count", "count", &gen::qd_graph_kernel_node_count__null_count},
     {"qd_graph_set_kernel_args", "args", &gen::qd_graph_set_kernel_args__null_args},
+    {"qd_graph_debug_dot", "path", &gen::qd_graph_debug_dot__null_path},
     {"qd_stream_begin_conditional", "desc", &gen::qd_stream_begin_conditional__null_desc},
     {"qd_conditional_handle", "handle", &gen::qd_conditional_handle__null_handle},
     {"qd_trace_start", "path", &gen::qd_trace_start__null_path},

@@ -788,6 +788,80 @@ TEST_F(GpuBackend, NativeGraph_SetKernelArgs_WithoutTheEntries_NotSupportedNamin
     c->shutdown();
 }
 
+// One kernel launch captured natively on a context of driver t, ended as a graph; `run` gets the
+// stream and the graph.
+template <class Run>
+void with_native_graph(const gpu::DriverTable &t, Run run) {
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> s;
+        ASSERT_EQ(c->create_stream(0, 0, &s), QD_SUCCESS);
+        std::shared_ptr<Module> m;
+        std::shared_ptr<Kernel> k;
+        const char ptx[] = "// fake ptx";
+        ASSERT_EQ(c->load_module(ptx, sizeof ptx, &m), QD_SUCCESS);
+        ASSERT_EQ(m->get_kernel("k1", &k), QD_SUCCESS);
+        std::unique_ptr<Capture> cap;
+        ASSERT_EQ(s->begin_capture(&cap), QD_SUCCESS);
+        uint64_t v = 1;
+        const qd_arg arg = {&v, 8};
+        ASSERT_EQ(s->launch(*k, kOneThread, &arg, 1), QD_SUCCESS);
+        std::shared_ptr<Graph> g;
+        ASSERT_EQ(cap->end(&g), QD_SUCCESS);
+        run(*s, *g);
+    }
+    c->synchronize();
+    c->shutdown();
+}
+
+TEST_F(GpuBackend, NativeGraph_Upload_InstantiatesAndUploadsOnce_TheLaunchReusesIt) {
+    with_native_graph(fake_table(), [](Stream &s, Graph &g) {
+        EXPECT_EQ(g_fake.execs.size(), 0u) << "instantiated before the upload";
+        ASSERT_EQ(g.upload(s), QD_SUCCESS) << qd::last_error_message();
+        EXPECT_EQ(g_fake.execs.size(), 1u);
+        EXPECT_EQ(g_fake.graph_uploads, 1);
+        ASSERT_EQ(g.upload(s), QD_SUCCESS);
+        EXPECT_EQ(g_fake.execs.size(), 1u) << "a second upload instantiated again";
+        ASSERT_EQ(g.launch(s), QD_SUCCESS);
+        EXPECT_EQ(g_fake.execs.size(), 1u) << "the launch instantiated again";
+        EXPECT_EQ(g_fake.graph_launches, 1);
+        EXPECT_EQ(g_fake.launches.size(), 1u);
+    });
+}
+
+TEST_F(GpuBackend, NativeGraph_Upload_WithoutTheEntry_NotSupportedNamingTheVersion_NothingMade) {
+    gpu::DriverTable t = fake_table();
+    t.graph_upload = nullptr;
+    t.symbol[static_cast<size_t>(gpu::Fn::graph_upload)] = "cuGraphUpload";
+    EXPECT_TRUE(gpu::has_native_graphs(t)) << "uploading is not needed for native graphs";
+    with_native_graph(t, [](Stream &s, Graph &g) {
+        EXPECT_EQ(g.upload(s), QD_ERROR_NOT_SUPPORTED);
+        const std::string msg = qd::last_error_message();
+        EXPECT_NE(msg.find("cuGraphUpload"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("11.1"), std::string::npos) << msg;
+        EXPECT_EQ(g_fake.execs.size(), 0u) << "a refused upload instantiated the graph";
+        ASSERT_EQ(g.launch(s), QD_SUCCESS);
+        EXPECT_EQ(g_fake.graph_launches, 1) << "the graph still launches";
+    });
+}
+
+TEST_F(GpuBackend, NativeGraph_Upload_WithoutTheEntryWhereItIsOptional_InstantiatesOnly) {
+    // HIP: a runtime without hipGraphUpload (DriverTable::upload_requires null).
+    gpu::DriverTable t = fake_table();
+    t.graph_upload = nullptr;
+    t.upload_requires = nullptr;
+    with_native_graph(t, [](Stream &s, Graph &g) {
+        ASSERT_EQ(g.upload(s), QD_SUCCESS) << qd::last_error_message();
+        EXPECT_EQ(g_fake.execs.size(), 1u);
+        EXPECT_EQ(g_fake.graph_uploads, 0);
+        ASSERT_EQ(g.launch(s), QD_SUCCESS);
+        EXPECT_EQ(g_fake.execs.size(), 1u);
+    });
+}
+
 TEST_F(GpuBackend, NativeCapture_StreamCallbackHostFns_RefusedWithNotSupported_CaptureGoesOn) {
     // A HIP runtime without hipLaunchHostFunc: host functions are stream callbacks, which a
     // capture cannot hold. A host function inside a capture is refused; nothing is queued.

@@ -131,6 +131,8 @@ struct Driver {
     CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
     CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
     CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+    // Optional: uploading an instantiated graph ahead of its first launch (B13; CUDA 11.1).
+    CUresult (*cuGraphUpload)(CUgraphExec, CUstream) = nullptr;
     // Optional: rebinding a kernel node of an instantiated graph (B11).
     CUresult (*cuStreamGetCaptureInfo_v2)(CUstream, int *status, unsigned long long *id,
                                           CUgraph *graph, const CUgraphNode **deps,
@@ -210,6 +212,7 @@ struct Driver {
         optional(cuGraphLaunch, "cuGraphLaunch");
         optional(cuGraphExecDestroy, "cuGraphExecDestroy");
         optional(cuGraphDestroy, "cuGraphDestroy");
+        optional(cuGraphUpload, "cuGraphUpload");
         optional(cuStreamGetCaptureInfo_v2, "cuStreamGetCaptureInfo_v2");
         optional(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
         optional(cuGraphCreate, "cuGraphCreate");
@@ -231,6 +234,7 @@ struct Driver {
         return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
                cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
     }
+    bool has_upload() const { return has_graphs() && cuGraphUpload; }
     bool has_node_rebind() const {
         return has_graphs() && cuStreamGetCaptureInfo_v2 && cuGraphExecKernelNodeSetParams;
     }

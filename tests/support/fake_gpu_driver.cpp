@@ -32,6 +32,7 @@ void Fake::reset() {
     execs.clear();
     capture_mode = -1;
     graph_launches = 0;
+    graph_uploads = 0;
     hold_host_fns = false;
     held_host_fns.clear();
     streams.clear();
@@ -443,6 +444,13 @@ Result f_graph_exec_kernel_node_set_params(gpu::NativeGraphExec exec, gpu::Nativ
     x->args[index] = arg_bytes(*p, params->params);
     return kOk;
 }
+Result f_graph_upload(gpu::NativeGraphExec exec, gpu::NativeStream) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.execs.count(reinterpret_cast<FakeGraph *>(exec))) return 400;
+    ++g_fake.graph_uploads;
+    return kOk;
+}
 Result f_graph_exec_destroy(gpu::NativeGraphExec exec) {
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     auto *x = reinterpret_cast<FakeGraph *>(exec);
@@ -646,6 +654,8 @@ gpu::DriverTable fake_table() {
     t.stream_get_capture_info = f_stream_get_capture_info;
     t.graph_exec_kernel_node_set_params = f_graph_exec_kernel_node_set_params;
     t.rebind_requires = "CUDA 11.3 (driver 465) or newer";
+    t.graph_upload = f_graph_upload;
+    t.upload_requires = "CUDA 11.1 (driver 455) or newer";
     t.capture_mode = 2;
     t.device_can_access_peer = f_device_can_access_peer;
     t.ctx_enable_peer_access = f_ctx_enable_peer_access;

@@ -129,6 +129,7 @@ struct Fake {
     std::set<FakeGraph *> execs;
     int capture_mode = -1;  // the mode of the last stream_begin_capture
     int graph_launches = 0;
+    int graph_uploads = 0;  // graph_upload calls on a known executable
     // Host functions are held (queued, not run) until run_held_host_fns(): "in flight".
     bool hold_host_fns = false;
     std::vector<std::pair<gpu::HostFn, void *>> held_host_fns;

@@ -50,6 +50,8 @@ QD_CONTEXT_VALIDATE = 1
 QD_CONTEXT_VALIDATE_FAIL = 2
 # enum qd_event_flags
 QD_EVENT_TIMING = 1
+# enum qd_graph_dot_flags
+QD_GRAPH_DOT_VERBOSE = 1
 # qd_conditional_kind
 QD_CONDITIONAL_IF = 1
 QD_CONDITIONAL_IF_ELSE = 2
@@ -469,6 +471,8 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_graph_kernel_node_count": (c_int32, [c_uint64, POINTER(c_uint32)]),
     "qd_graph_set_kernel_args": (c_int32, [c_uint64, c_uint32, POINTER(Arg), c_uint32]),
     "qd_graph_destroy": (c_int32, [c_uint64]),
+    "qd_graph_upload": (c_int32, [c_uint64, c_uint64]),
+    "qd_graph_debug_dot": (c_int32, [c_uint64, c_char_p, c_uint32]),
     "qd_stream_begin_conditional": (c_int32, [c_uint64, POINTER(ConditionalDesc)]),
     "qd_stream_next_branch": (c_int32, [c_uint64]),
     "qd_stream_end_conditional": (c_int32, [c_uint64]),
@@ -1230,6 +1234,36 @@ SIGNATURES: Dict[str, Signature] = {
         "0.2",
         "Graphs",
     ),
+    "qd_graph_upload": Signature(
+        "qd_status",
+        (
+            Param("graph", "qd_graph", "handle", of="qd_graph", handle=True),
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_WRONG_CONTEXT",
+            "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_NOT_SUPPORTED",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_LAUNCH_FAILED",
+            "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
+    "qd_graph_debug_dot": Signature(
+        "qd_status",
+        (
+            Param("graph", "qd_graph", "handle", of="qd_graph", handle=True),
+            Param("path", "const char *", "string"),
+            Param("flags", "uint32_t", "value", of="uint32_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED",
+            "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Graphs",
+    ),
     "qd_stream_begin_conditional": Signature(
         "qd_status",
         (
@@ -1443,6 +1477,7 @@ typedef enum {
 enum qd_stream_flags { QD_STREAM_NON_BLOCKING = 1 };
 enum qd_context_flags { QD_CONTEXT_VALIDATE = 1, QD_CONTEXT_VALIDATE_FAIL = 2 };
 enum qd_event_flags { QD_EVENT_TIMING = 1 };
+enum qd_graph_dot_flags { QD_GRAPH_DOT_VERBOSE = 1 };
 typedef enum {
     QD_CONDITIONAL_IF = 1,
     QD_CONDITIONAL_IF_ELSE = 2,
@@ -1638,6 +1673,8 @@ qd_status qd_graph_set_kernel_args(
     const qd_arg *args,
     uint32_t num_args);
 qd_status qd_graph_destroy(qd_graph graph);
+qd_status qd_graph_upload(qd_graph graph, qd_stream stream);
+qd_status qd_graph_debug_dot(qd_graph graph, const char *path, uint32_t flags);
 qd_status qd_stream_begin_conditional(qd_stream stream, const qd_conditional_desc *desc);
 qd_status qd_stream_next_branch(qd_stream stream);
 qd_status qd_stream_end_conditional(qd_stream stream);

@@ -8,15 +8,18 @@
     graph.launch(stream=other)           # qd_graph_launch: any stream of the same context
     graph.update(new_graph)              # qd_graph_update: same shape, new argument values
     graph.set_kernel_args(0, buf, 7)     # qd_graph_set_kernel_args: one launch's new values
+    graph.upload(stream)                 # qd_graph_upload: the first replay costs what later ones do
+    graph.debug_dot("graph.dot")         # qd_graph_debug_dot: the graph as Graphviz DOT
     graph.close()                        # qd_graph_destroy: replays in flight still complete
 """
 
 from __future__ import annotations
 
+import os
 from ctypes import c_uint32, c_uint64
-from typing import TYPE_CHECKING, Any, List, Optional, Set
+from typing import TYPE_CHECKING, Any, List, Optional, Set, Union
 
-from . import _lib
+from . import _api, _lib
 from ._lib import C as _C, H as _H, ref as _ref
 from ._errors import (HandleTypeError, InvalidArgumentError, InvalidOperationError,
                       ObjectClosedError, Status)
@@ -113,6 +116,50 @@ class Graph(_ContextChild):
         if status:
             raise _err(status, self._ctx)
         self._launched.add(stream)
+
+    def upload(self, stream: Stream) -> None:
+        """Prepare the replays on ``stream`` ahead of the first ``launch`` (``qd_graph_upload``,
+        as ``cuGraphUpload``), so that the first launch costs what later ones do. Ordered on
+        ``stream`` like a launch; a launch on any stream afterwards uses it, and gives the same
+        results as without it. On the CPU backend it only makes the pooled events a replay
+        takes (cheap). Calling it again does nothing more.
+
+        Raises:
+            WrongContextError: the stream belongs to another context.
+            InvalidOperationError: the stream is capturing (the capture goes on).
+            NotSupportedError: the CUDA driver lacks cuGraphUpload (before CUDA 11.1).
+        """
+        if type(stream) is not Stream:
+            stream = _as_stream(stream, self._ctx)
+        if not stream._h:
+            raise stream._closed_error()
+        if not self._h:
+            raise self._closed_error()
+        status = _C.qd_graph_upload(self._h, stream._h)
+        if status:
+            raise _err(status, self._ctx)
+
+    def debug_dot(self, path: Union[str, "os.PathLike[str]"], *, verbose: bool = False) -> None:
+        """Write the graph to ``path`` as a Graphviz DOT digraph (``qd_graph_debug_dot``, as
+        ``cuGraphDebugDotPrint``), from the operations qd recorded at capture, on every
+        backend: a cluster per stream ("lane N"), a node per operation (kernel name, grid and
+        block; bytes of copies, sets and allocations; records and waits), the lanes' order, and
+        the fork, join and event edges; a conditional's bodies as clusters. ``verbose`` adds
+        argument sizes and addresses (``QD_GRAPH_DOT_VERBOSE``). The file is written whole.
+
+        Raises:
+            InvalidArgumentError: path is empty, a directory or special file, or cannot be
+                written.
+        """
+        raw = os.fsencode(path)
+        if not isinstance(verbose, bool):
+            raise InvalidArgumentError(f"verbose must be a bool, not {verbose!r}")
+        if not self._h:
+            raise self._closed_error()
+        flags = _api.QD_GRAPH_DOT_VERBOSE if verbose else 0
+        status = _C.qd_graph_debug_dot(self._h, raw, flags)
+        if status:
+            raise _err(status, self._ctx)
 
     @property
     def kernel_node_count(self) -> int:

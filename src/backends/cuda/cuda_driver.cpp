@@ -159,6 +159,8 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::graph_add_node, {"cuGraphAddNode"}},
     {Fn::stream_begin_capture_to_graph, {"cuStreamBeginCaptureToGraph"}},
     {Fn::stream_update_capture_dependencies, {"cuStreamUpdateCaptureDependencies"}},
+    // Uploading a graph ahead of its first launch (optional, CUDA 11.1+).
+    {Fn::graph_upload, {"cuGraphUpload"}},
     {Fn::device_can_access_peer, {"cuDeviceCanAccessPeer"}},
     {Fn::ctx_enable_peer_access, {"cuCtxEnablePeerAccess"}},
     {Fn::device_get_mem_pool, {"cuDeviceGetMemPool"}},
@@ -231,6 +233,7 @@ gpu::DriverTable cuda_constants() {
     t.condition_kernel_name = kConditionKernelName;
     t.condition_kernel_architectures = kConditionKernelArchitectures;
     t.no_binary_for_gpu = kNoBinaryForGpu;
+    t.upload_requires = "CUDA 11.1 (driver 455) or newer";
     return t;
 }
 

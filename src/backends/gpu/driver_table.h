@@ -193,6 +193,9 @@ struct MemAccessDesc {
     X(stream_update_capture_dependencies, false,                                                   \
       (NativeStream stream, NativeGraphNode * dependencies, size_t num_dependencies,               \
        unsigned flags))                                                                            \
+    /* optional, qd_graph_upload: without it an upload instantiates only where */                  \
+    /* DriverTable::upload_requires is null, else it is QD_ERROR_NOT_SUPPORTED naming that */      \
+    X(graph_upload, false, (NativeGraphExec exec, NativeStream stream))                            \
     /* optional, several devices (qd.h): without device_can_access_peer no two devices are */      \
     /* peers; without ctx_enable_peer_access, device_get_mem_pool or mem_pool_set_access */        \
     /* peer access cannot be granted; without memcpy_peer_async a copy between contexts is */      \
@@ -303,6 +306,10 @@ struct DriverTable {
     // What a driver needs to rebind a kernel node of a driver graph (stream_get_capture_info and
     // graph_exec_kernel_node_set_params), for the QD_ERROR_NOT_SUPPORTED message: "CUDA 11.3".
     const char *rebind_requires = "";
+    // What a driver needs to upload a driver graph (graph_upload), for the
+    // QD_ERROR_NOT_SUPPORTED message: "CUDA 11.1". Null: without the entry, qd_graph_upload only
+    // instantiates the graph (a runtime whose upload is optional).
+    const char *upload_requires = nullptr;
 
     // False when launch_host_func is a stream-callback fallback (a HIP runtime without
     // hipLaunchHostFunc): a stream callback cannot be captured, so a host function inside a

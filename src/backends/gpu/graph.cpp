@@ -194,6 +194,36 @@ class GpuGraph final : public Graph {
         return QD_SUCCESS;
     }
 
+    // qd_graph_upload: the executable (instantiated now if no launch made it), then one
+    // cuGraphUpload on the stream where the driver has it; serialised with launches, updates
+    // and rebinds like them. Without the entry: refused where the table names the version it
+    // needs (CUDA), else instantiated only (HIP).
+    qd_status upload(Stream &stream) override {
+        auto &s = static_cast<GpuStream &>(stream);
+        const DriverTable &t = dc_->t;
+        const bool can_upload = has_entry(t, Fn::graph_upload);
+        if (!can_upload && t.upload_requires)
+            return qd::fail(QD_ERROR_NOT_SUPPORTED,
+                            "this %s driver cannot upload a graph ahead of its first launch: it "
+                            "lacks %s (uploading needs %s); nothing was instantiated or queued",
+                            t.api_name, symbol_name(t, Fn::graph_upload), t.upload_requires);
+        DriverEntry entry(*dc_, true, s.last_kernel());
+        if (!entry.ok()) return entry.status();
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!exec_) {
+            ScopedCurrent current(*dc_);  // instantiate names no stream
+            if (!current.ok())
+                return dc_->fail_call(current.status(), QD_ERROR_INTERNAL, current.failed_entry(),
+                                      nullptr);
+            if (qd_status st = instantiate_locked(); st != QD_SUCCESS) return st;
+        }
+        if (!can_upload) return QD_SUCCESS;
+        Result r = t.graph_upload(exec_, s.native());
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_LAUNCH_FAILED, Fn::graph_upload, s.last_kernel());
+        return QD_SUCCESS;
+    }
+
     std::shared_ptr<GraphSource> source() {
         std::lock_guard<std::mutex> lock(mutex_);
         return source_;

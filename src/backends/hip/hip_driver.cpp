@@ -203,6 +203,9 @@ constexpr gpu::SymbolBinding kDirect[] = {
     {Fn::graph_launch, {"hipGraphLaunch"}},
     {Fn::graph_exec_destroy, {"hipGraphExecDestroy"}},
     {Fn::graph_destroy, {"hipGraphDestroy"}},
+    // Optional: where the runtime lacks it, qd_graph_upload instantiates only
+    // (DriverTable::upload_requires stays null).
+    {Fn::graph_upload, {"hipGraphUpload"}},
     {Fn::device_can_access_peer, {"hipDeviceCanAccessPeer"}},
     // Deprecated in HIP but exported, and the one that takes the peer's context as CUDA's does;
     // it grants access from the current device, which ScopedCurrent has made ours.

@@ -190,6 +190,10 @@ qd_status end_capture(Stream &s, uint64_t stream, uint64_t *graph);
 qd_status graph_launch(Graph &g, Stream &s, uint64_t stream);
 qd_status graph_update(Graph &g, const Graph &from);
 qd_status graph_destroy(uint64_t graph);
+// graph_upload.cpp: refused while s captures.
+qd_status graph_upload(Graph &g, Stream &s, uint64_t stream);
+// graph_dot.cpp: path non-empty and flags checked by api/.
+qd_status graph_debug_dot(const Graph &g, const char *path, uint32_t flags);
 // qd_stream_begin_conditional, _next_branch, _end_conditional, qd_conditional_handle (desc is
 // checked by api/: struct_size, kind, num_cases).
 qd_status begin_conditional(Stream &s, uint64_t stream, const qd_conditional_desc &desc);

@@ -82,6 +82,9 @@ class Graph : public Object {
 
     // qd_graph_launch: `stream` is of this graph's context, usable and not capturing.
     qd_status launch(Stream &stream);
+    // qd_graph_upload (graph_upload.cpp): `stream` is of this graph's context, usable and not
+    // capturing.
+    qd_status upload(Stream &stream);
     // qd_graph_update: the shapes must match (QD_ERROR_INVALID_OPERATION names the difference).
     // The graph takes from's values as they are now, its rebound arguments included.
     qd_status update_from(const Graph &from);

@@ -86,6 +86,10 @@ pub const QD_CONTEXT_VALIDATE_FAIL: u32 = 2;
 /// `QD_EVENT_TIMING`: a value of `enum qd_event_flags`.
 pub const QD_EVENT_TIMING: u32 = 1;
 
+// enum qd_graph_dot_flags (since 0.3).
+/// `QD_GRAPH_DOT_VERBOSE`: a value of `enum qd_graph_dot_flags`.
+pub const QD_GRAPH_DOT_VERBOSE: u32 = 1;
+
 // enum qd_conditional_kind (since 0.3).
 /// `QD_CONDITIONAL_IF`: a value of `qd_conditional_kind`.
 pub const QD_CONDITIONAL_IF: qd_conditional_kind = 1;

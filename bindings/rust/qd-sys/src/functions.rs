@@ -274,6 +274,15 @@ extern "C" {
     /// `qd_graph_destroy`, since 0.2 (`QD_0.2`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_HANDLE`,
     /// `QD_ERROR_INTERNAL`.
     pub fn qd_graph_destroy(graph: qd_graph) -> qd_status;
+    /// `qd_graph_upload`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_HANDLE`,
+    /// `QD_ERROR_WRONG_CONTEXT`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_OUT_OF_MEMORY`,
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`,
+    /// `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_graph_upload(graph: qd_graph, stream: qd_stream) -> qd_status;
+    /// `qd_graph_debug_dot`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_OUT_OF_MEMORY`,
+    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_graph_debug_dot(graph: qd_graph, path: *const c_char, flags: u32) -> qd_status;
     /// `qd_stream_begin_conditional`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
     /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`,
     /// `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_OVERFLOW`, `QD_ERROR_INVALID_ADDRESS`,

@@ -720,6 +720,8 @@ fn every_function_has_the_type_of_the_description() {
     let _: unsafe extern "C" fn(qd_graph, u32, *const qd_arg, u32) -> qd_status =
         qd_graph_set_kernel_args;
     let _: unsafe extern "C" fn(qd_graph) -> qd_status = qd_graph_destroy;
+    let _: unsafe extern "C" fn(qd_graph, qd_stream) -> qd_status = qd_graph_upload;
+    let _: unsafe extern "C" fn(qd_graph, *const c_char, u32) -> qd_status = qd_graph_debug_dot;
     let _: unsafe extern "C" fn(qd_stream, *const qd_conditional_desc) -> qd_status =
         qd_stream_begin_conditional;
     let _: unsafe extern "C" fn(qd_stream) -> qd_status = qd_stream_next_branch;

@@ -5,7 +5,10 @@ use crate::args::KernelArgs;
 use crate::error::{check, Result};
 use crate::module::Kernel;
 use crate::stream::Stream;
+use std::ffi::CString;
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// A capture in progress on a stream, from [`Stream::begin_capture`] until [`Capture::end`].
 ///
@@ -168,6 +171,35 @@ impl<'ctx> Graph<'ctx> {
     pub unsafe fn launch(&self, stream: &Stream<'_>) -> Result<()> {
         // SAFETY: plain handle call.
         check(unsafe { qd_sys::qd_graph_launch(self.raw, stream.raw()) })
+    }
+
+    /// Prepare the replays on `stream` ahead of the first [`Graph::launch`] (`qd_graph_upload`,
+    /// as `cuGraphUpload`), so that the first launch costs what later ones do. Ordered on
+    /// `stream` like a launch; it runs nothing, and a launch afterwards (on any stream) gives
+    /// the same results as without it. On the CPU backend it only makes the pooled events a
+    /// replay takes. Errors: [`crate::Error::WrongContext`] for a stream of another context,
+    /// [`crate::Error::InvalidOperation`] when `stream` is capturing (the capture goes on),
+    /// [`crate::Error::NotSupported`] where the CUDA driver lacks `cuGraphUpload` (before 11.1).
+    pub fn upload(&self, stream: &Stream<'_>) -> Result<()> {
+        // SAFETY: plain handle call.
+        check(unsafe { qd_sys::qd_graph_upload(self.raw, stream.raw()) })
+    }
+
+    /// Write the graph to `path` as a Graphviz DOT digraph (`qd_graph_debug_dot`, as
+    /// `cuGraphDebugDotPrint`), from the operations qd recorded at capture, on every backend:
+    /// a cluster per stream ("lane N"), a node per operation (kernel name, grid and block;
+    /// bytes of copies, sets and allocations; records and waits), the lanes' order and the
+    /// fork, join and event edges; a conditional's bodies as clusters. `verbose` adds argument
+    /// sizes and addresses (`QD_GRAPH_DOT_VERBOSE`). The file is written whole.
+    /// Errors: [`crate::Error::InvalidArgument`] when `path` is empty, a directory or special
+    /// file, contains a NUL byte, or cannot be written.
+    pub fn debug_dot(&self, path: impl AsRef<Path>, verbose: bool) -> Result<()> {
+        let cpath = CString::new(path.as_ref().as_os_str().as_bytes()).map_err(|_| {
+            crate::Error::with_message(qd_sys::QD_ERROR_INVALID_ARGUMENT, "DOT path contains a NUL byte")
+        })?;
+        let flags = if verbose { qd_sys::QD_GRAPH_DOT_VERBOSE } else { 0 };
+        // SAFETY: a NUL-terminated path that outlives the call.
+        check(unsafe { qd_sys::qd_graph_debug_dot(self.raw, cpath.as_ptr(), flags) })
     }
 
     /// Give this graph the values of `from`, a graph captured from the same calls with other
