@@ -1,4 +1,4 @@
-// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12 and B13 of
+// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12 and B5u of
 // docs/benchmarks.md: qd against the raw CUDA driver, side by side in one process, alternated
 // repeat by repeat (bench/harness.h).
 //
@@ -809,7 +809,7 @@ void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Se
 }
 
 // ---------------------------------------------------------------------------------------------
-// B13: the first replay of a graph after qd_graph_upload, host time (enqueue only: the clock
+// B5u: the first replay of a graph after qd_graph_upload, host time (enqueue only: the clock
 // stops before the synchronize). Each round captures a fresh graph of 64 gpu_empty1 launches
 // and uploads it (qd_graph_upload + synchronize), untimed, then times its first qd_graph_launch;
 // the anchor is the same on the raw driver (a raw capture of the same launches on a raw stream,
@@ -819,15 +819,15 @@ void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Se
 // uploaded, against the same anchor: what the upload takes off the first launch.
 // ---------------------------------------------------------------------------------------------
 
-constexpr int kB13Launches = 64;
-constexpr double kB13Bar = 1.1;
+constexpr int kB5uLaunches = 64;
+constexpr double kB5uBar = 1.1;
 
 void bench_upload(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
-    const bool uploaded = opt.selected("B13 first-launch-64 after-upload");
-    const bool plain = opt.selected("B13 first-launch-64 no-upload");
+    const bool uploaded = opt.selected("B5u first-launch-64 after-upload");
+    const bool plain = opt.selected("B5u first-launch-64 no-upload");
     if (!uploaded && !plain) return;
     if (!g_raw.has_upload()) {
-        std::printf("SKIP B13: the driver lacks cuGraphUpload (CUDA 11.1) or graph entries\n");
+        std::printf("SKIP B5u: the driver lacks cuGraphUpload (CUDA 11.1) or graph entries\n");
         return;
     }
     qd_kernel k = s.qd_kernel_named("gpu_empty1");
@@ -838,7 +838,7 @@ void bench_upload(const qdbench::Options &opt, qdbench::Report &report, Setup &s
     auto fresh = [&](bool upload) {
         qd_graph g = 0;
         QD(qd_stream_begin_capture(s.stream));
-        for (int i = 0; i < kB13Launches; ++i) QD(qd_launch(s.stream, k, &cfg, &arg, 1));
+        for (int i = 0; i < kB5uLaunches; ++i) QD(qd_launch(s.stream, k, &cfg, &arg, 1));
         QD(qd_stream_end_capture(s.stream, &g));
         if (upload) QD(qd_graph_upload(g, s.stream));
         QD(qd_stream_synchronize(s.stream));
@@ -857,7 +857,7 @@ void bench_upload(const qdbench::Options &opt, qdbench::Report &report, Setup &s
     RAW(cuStreamCreate(&rs, rawcuda::CU_STREAM_NON_BLOCKING));
     auto raw_side = [&] {
         RAW(cuStreamBeginCapture(rs, rawcuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-        for (int i = 0; i < kB13Launches; ++i) {
+        for (int i = 0; i < kB5uLaunches; ++i) {
             void *params[1] = {&value};
             RAW(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, rs, params, nullptr));
         }
@@ -877,7 +877,7 @@ void bench_upload(const qdbench::Options &opt, qdbench::Report &report, Setup &s
     };
     auto add = [&](const char *name, const Samples &smp, bool bar) {
         Figure fig;
-        fig.bench = "B13";
+        fig.bench = "B5u";
         fig.name = name;
         fig.qd = median_of(smp.qd);
         fig.unit = "us";
@@ -887,8 +887,8 @@ void bench_upload(const qdbench::Options &opt, qdbench::Report &report, Setup &s
         fig.has_ratio = true;
         fig.ratio = qdbench::median_paired_ratio(smp);
         if (bar) {
-            fig.bar = "<= " + qdbench::fmt(kB13Bar) + "x (paired ratio)";
-            fig.verdict = fig.ratio <= kB13Bar ? Verdict::Pass : Verdict::Miss;
+            fig.bar = "<= " + qdbench::fmt(kB5uBar) + "x (paired ratio)";
+            fig.verdict = fig.ratio <= kB5uBar ? Verdict::Pass : Verdict::Miss;
         } else {
             fig.bar = "none (the first launch without qd_graph_upload; INFO)";
             fig.verdict = Verdict::Info;
