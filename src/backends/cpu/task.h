@@ -21,13 +21,14 @@ class StreamList;
 struct WorkerState;
 
 enum class TaskKind : uint8_t {
-    kLaunch,  // ref: CpuKernel; u.launch + extra (shared memory bytes); arguments follow
-    kHostFn,  // u.host
-    kMemcpy,  // u.copy
-    kMemset,  // u.set + extra (the byte value)
-    kFree,    // u.free_ptr: a stream-ordered free
-    kRecord,  // ref: Marker to complete
-    kWait,    // ref: Marker to wait for
+    kLaunch,        // ref: CpuKernel; u.launch + extra (shared memory bytes); arguments follow
+    kHostFn,        // u.host
+    kHostStatusFn,  // u.status: called whatever happens (run, skipped when lost, abandoned)
+    kMemcpy,        // u.copy
+    kMemset,        // u.set + extra (the byte value)
+    kFree,          // u.free_ptr: a stream-ordered free
+    kRecord,        // ref: Marker to complete
+    kWait,          // ref: Marker to wait for
 };
 
 struct alignas(16) Task {
@@ -53,6 +54,11 @@ struct alignas(16) Task {
             qd_host_fn fn;
             void *user_data;
         } host;
+        struct {
+            qd_host_status_fn fn;
+            void *user_data;
+            uint64_t handle;
+        } status;
         void *free_ptr;
     } u{};
     uint32_t extra = 0;  // launch: shared memory bytes per block; memset: the value
@@ -77,7 +83,9 @@ void pack_launch_args(Task &task, const qd_arg *args, uint32_t num_args) noexcep
 // Runs one task on a worker. Wait tasks never get here (the stream handles them).
 void execute(Task &task, WorkerState &worker) noexcept;
 // Disposes of a task that will never run (its context shut down under it): frees stream-ordered
-// frees so nothing leaks and completes record markers so no waiter hangs. Completing a marker
+// frees so nothing leaks and completes record markers so no waiter hangs. A host status
+// callback is not called here (it runs user code: CpuStream::abandon_all calls it outside its
+// lock, with QD_ERROR_INVALID_HANDLE). Completing a marker
 // may briefly take its host mutex: not under a spin lock (CpuStream::abandon_all completes
 // records itself, outside its lock).
 void abandon(Task &task, StreamList &woken) noexcept;
