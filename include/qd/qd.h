@@ -86,16 +86,17 @@
  *           kernel that faulted. Two groups keep working, so programs can report and clean up:
  *           queries of qd's own bookkeeping (qd_context_get_stats, qd_stream_get_context,
  *           qd_stream_get_priority, qd_stream_priority_range, qd_stream_get_active,
- *           qd_stream_set_active), and cleanup (every *_destroy, qd_stream_release,
- *           qd_module_unload, qd_host_free), which releases the object and returns
- *           QD_SUCCESS. qd_mem_free_async does touch the device and returns
- *           QD_ERROR_DEVICE_LOST; context destroy frees such blocks.
+ *           qd_stream_set_active, and from 0.3 qd_stream_is_capturing and qd_stream_get_flags),
+ *           and cleanup (every *_destroy, qd_stream_release, qd_module_unload, qd_host_free),
+ *           which releases the object and returns QD_SUCCESS. qd_mem_free_async does touch
+ *           the device and returns QD_ERROR_DEVICE_LOST; context destroy frees such blocks.
  *
  * Work queued before a loss. Work that has not started when the context becomes lost never
  *           runs, even though it was queued before the fault: kernels, copies, memsets, graph
  *           replays and host callbacks (qd_launch_host_fn's fn is then never called, on every
- *           backend); work that had started finishes. On the CPU backend records, waits and
- *           frees still complete, so every synchronize returns (QD_ERROR_DEVICE_LOST). qd
+ *           backend; qd_launch_host_status_fn's fn is, once, with QD_ERROR_DEVICE_LOST: that
+ *           is what it is for); work that had started finishes. On the CPU backend records,
+ *           waits and frees still complete, so every synchronize returns (QD_ERROR_DEVICE_LOST). qd
  *           never calls fn or passes its user_data anywhere later, so whoever keeps something
  *           alive for a queued callback (a closure, a buffer: bindings do) must not wait for the
  *           call to release it: when qd_context_destroy returns, every callback queued on the
@@ -1040,8 +1041,9 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * as it was, usable): qd_stream_synchronize and qd_stream_query of it, qd_mem_free_async on it
  * of a block allocated outside the capture, a wait on an event last
  * recorded outside the capture (and so a qd_stream_join into it of a child outside it),
- * qd_stream_destroy and qd_stream_release of it, qd_graph_launch on it, and
- * qd_stream_begin_capture on it again. A call of several parts (qd_stream_fork,
+ * qd_stream_destroy and qd_stream_release of it, qd_graph_launch on it,
+ * qd_stream_begin_capture on it again, and (since 0.3) qd_launch_host_status_fn on it.
+ * A call of several parts (qd_stream_fork,
  * qd_stream_join, qd_launch_parallel) is recorded whole or, refused, not at all. qd_context_synchronize is allowed: captured
  * work never runs, so it waits only for work queued outside captures.
  *

@@ -207,11 +207,10 @@ def _enqueue(stream: Any, fn: Callable[[], Any], errors: list) -> int:
 def _status_trampoline(stream_handle: int, status: int, key: Optional[int]) -> None:
     try:
         fn, errors, stream = _pending.pop(key)
-        code = Status(status)
     except BaseException:  # interpreter shutdown, or an unknown key: nothing to run
         return
     try:
-        fn(stream, code)
+        fn(stream, status)  # an int: a qd.Status value
     except BaseException as exc:  # reported by the next synchronize(); never printed here
         try:
             errors.append(exc)
@@ -225,7 +224,7 @@ ctypes.pythonapi.Py_IncRef(ctypes.py_object(_STATUS_TRAMPOLINE))
 _STATUS_TRAMPOLINE_C = _lib.fnptr(_STATUS_TRAMPOLINE, "qd_host_status_fn")
 
 
-def _enqueue_status(stream: Any, fn: Callable[[Any, Status], Any], errors: list) -> int:
+def _enqueue_status(stream: Any, fn: Callable[[Any, int], Any], errors: list) -> int:
     """qd_launch_host_status_fn of ``fn`` on ``stream`` (a Stream): ``fn(stream, status)`` is
     called once, whatever happens to the context."""
     key = next(_keys)

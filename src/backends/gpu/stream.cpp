@@ -171,10 +171,11 @@ qd_status GpuStream::host_fn(qd_host_fn fn, void *user_data) {
 
 qd_status GpuStream::native_flags(uint32_t *flags) const {
     if (native_flags_ < 0)
-        return fail(QD_ERROR_NOT_SUPPORTED,
-                    "the flags of imported stream %p are unknown: the driver has no %s (CUDA 5.5 "
-                    "and HIP 5.2 have it)",
-                    static_cast<void *>(stream_), symbol_name(t_, Fn::stream_get_flags));
+        return qd::fail(
+            QD_ERROR_NOT_SUPPORTED,
+            "the flags of imported stream %p are unknown: the driver has no %s (CUDA 5.5 "
+            "and HIP 5.2 have it)",
+            static_cast<void *>(stream_), symbol_name(t_, Fn::stream_get_flags));
     *flags = static_cast<uint32_t>(native_flags_);
     return QD_SUCCESS;
 }
