@@ -906,11 +906,13 @@ typedef void (*qd_host_status_fn)(qd_stream stream, qd_status status, void *user
  *    work waits for it, as qd_launch_host_fn's fn (same thread, signal mask and rules: no
  *    blocking qd call on the same context, no driver call on GPUs);
  *  - status QD_ERROR_DEVICE_LOST: the context was lost before fn's turn came (Conventions,
- *    "Work queued before a loss"). fn is then called when the context is destroyed, on the
- *    thread of qd_context_destroy, before it returns (GPU: also when the driver still calls it
- *    after qd saw the loss, on its callback thread);
+ *    "Work queued before a loss"). CPU: fn is called in its turn all the same, on the worker,
+ *    so a synchronize of the stream that returns QD_ERROR_DEVICE_LOST returns after it. GPU:
+ *    when the driver still calls it, on its callback thread; when the driver dropped it (CUDA
+ *    does after a fault), qd_context_destroy calls it on its own thread before it returns.
+ *    Either way fn has been called when qd_context_destroy returns;
  *  - status QD_ERROR_INVALID_HANDLE: the context's destroy began before fn's turn came (a call
- *    that raced the destroy); fn is called by the destroy, as above.
+ *    that raced the destroy): the destroy calls it (CPU: or the last release of the stream).
  *  A context destroyed with such callbacks pending drains first, so they run with QD_SUCCESS
  *  unless it is lost. On a context inherited across fork() the destroy calls none of them.
  *  Not captured: on a capturing stream the call is refused (a graph replays its host nodes, and

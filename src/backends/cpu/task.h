@@ -83,11 +83,10 @@ void pack_launch_args(Task &task, const qd_arg *args, uint32_t num_args) noexcep
 // Runs one task on a worker. Wait tasks never get here (the stream handles them).
 void execute(Task &task, WorkerState &worker) noexcept;
 // Disposes of a task that will never run (its context shut down under it): frees stream-ordered
-// frees so nothing leaks and completes record markers so no waiter hangs. A host status
-// callback is not called here (it runs user code: CpuStream::abandon_all calls it outside its
-// lock, with QD_ERROR_INVALID_HANDLE). Completing a marker
+// frees so nothing leaks and completes record markers so no waiter hangs. Completing a marker
 // may briefly take its host mutex: not under a spin lock (CpuStream::abandon_all completes
-// records itself, outside its lock).
+// records itself, outside its lock). A host status callback is not called here either (it runs
+// user code): CpuStream::abandon_all calls it outside its lock, with QD_ERROR_INVALID_HANDLE.
 void abandon(Task &task, StreamList &woken) noexcept;
 
 // True while the calling thread runs a host kernel or host callback for `scheduler`.
