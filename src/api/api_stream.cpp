@@ -221,9 +221,7 @@ QD_API qd_status qd_stream_get_flags(qd_stream stream, uint32_t *flags) {
         Stream *s = nullptr;
         qd_status st = core::resolve(stream, &s);
         if (st != QD_SUCCESS) return st;
-        if (s->kind == StreamKind::Borrowed) return s->impl->native_flags(flags);
-        *flags = s->flags;
-        return QD_SUCCESS;
+        return core::flags(*s, flags);
     });
 }
 
