@@ -70,6 +70,9 @@ func TestLaunchHostFuncWithStatus_RunsInOrderWithNilStatus(t *testing.T) {
 	if len(order) != 2 || order[1] != "status" || status != nil {
 		t.Fatalf("order %v, status %v; want [plain status], nil", order, status)
 	}
+	if n := ctx.LiveGoFunctions(); n != 0 {
+		t.Fatalf("%d Go functions still kept after their one call", n)
+	}
 	expectIs(t, s.LaunchHostFuncWithStatus(nil), qd.ErrInvalidArgument)
 }
 
