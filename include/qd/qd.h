@@ -96,11 +96,13 @@
  *           replays and host callbacks (qd_launch_host_fn's fn is then never called, on every
  *           backend; qd_launch_host_status_fn's fn is, once, with QD_ERROR_DEVICE_LOST: that
  *           is what it is for); work that had started finishes. On the CPU backend records,
- *           waits and frees still complete, so every synchronize returns (QD_ERROR_DEVICE_LOST). qd
- *           never calls fn or passes its user_data anywhere later, so whoever keeps something
- *           alive for a queued callback (a closure, a buffer: bindings do) must not wait for the
- *           call to release it: when qd_context_destroy returns, every callback queued on the
- *           context has run or been dropped, and what is still kept for one can be released.
+ *           waits and frees still complete, so every synchronize returns
+ *           (QD_ERROR_DEVICE_LOST). A dropped qd_launch_host_fn callback is never called and
+ *           its user_data is passed nowhere later, so whoever keeps something alive for a
+ *           queued callback (a closure, a buffer: bindings do) must not wait for the call to
+ *           release it: when qd_context_destroy returns, every callback queued on the context
+ *           has run or been dropped (or, from qd_launch_host_status_fn, been called), and what
+ *           is still kept for one can be released.
  *
  * Signals.  No qd function is async-signal-safe: never call one from a signal handler. qd's
  *           locks are not re-entrant, so a handler that interrupts a qd call and calls qd
@@ -918,8 +920,7 @@ typedef void (*qd_host_status_fn)(qd_stream stream, qd_status status, void *user
  *  Not captured: on a capturing stream the call is refused (a graph replays its host nodes, and
  *  a replay that the loss drops could not call fn for it; use qd_launch_host_fn in a capture).
  *  It is a host function operation like qd_launch_host_fn's, so the timeline trace and the
- *  validation mode see it (they name no fn: the callback qd runs for it). If this call fails,
- *  fn is never called.
+ *  validation mode see it. If this call fails, fn is never called.
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: fn is NULL.
  *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
