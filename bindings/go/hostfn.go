@@ -60,6 +60,67 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	return nil
 }
 
+// hostStatusCall is one queued host callback with status (LaunchHostFuncWithStatus): qd calls
+// it exactly once after a successful launch, so it always lets go of its handle when it runs.
+type hostStatusCall struct {
+	keeper
+	fn func(status error)
+}
+
+// LaunchHostFuncWithStatus queues fn as LaunchHostFunc does, but qd calls it exactly once
+// whatever happens to the context (qd_launch_host_status_fn, as CuPy's add_callback), so
+// cleanup code in fn runs either way: with status nil when it ran in turn after all earlier
+// work; with an error matching ErrDeviceLost when the context was lost before its turn (fn is
+// then called by the context's Close at the latest); with one matching ErrInvalidHandle when
+// the context's destroy began before its turn. If the call fails, fn is never called.
+//
+// It is never captured: on a capturing stream it returns an error matching
+// ErrInvalidOperation and the capture goes on. fn follows LaunchHostFunc's rules (no blocking
+// call of this context; a panic is recovered and makes the context lost).
+func (s *Stream) LaunchHostFuncWithStatus(fn func(status error)) error {
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	if fn == nil {
+		return newError(StatusInvalidArgument, "host function is nil")
+	}
+	call := &hostStatusCall{fn: fn}
+	call.ctx = s.ctx
+	call.refs.Store(1) // the one call qd makes
+	call.gh = s.ctx.newHandle(call)
+	r := C.gq_launch_go_host_status_fn(h, C.uintptr_t(call.gh))
+	runtime.KeepAlive(s)
+	if r.status != 0 {
+		call.release() // qd never calls fn when the launch fails
+		return statusError(r.status, r.msg)
+	}
+	return nil
+}
+
+// runHostStatusCall is the Go side of gq_host_status_fn_trampoline.
+func runHostStatusCall(h uintptr, status int32) {
+	call, ok := lookupHandle(h).(*hostStatusCall)
+	if !ok {
+		return // a handle of a closed context: nothing to run
+	}
+	var outcome error
+	switch Status(status) {
+	case StatusSuccess:
+	case StatusDeviceLost:
+		outcome = newError(StatusDeviceLost, "the context was lost before this host callback's turn")
+	default:
+		outcome = newError(Status(status), "the context was destroyed before this host callback's turn")
+	}
+	returned := false
+	defer exitGuard(&returned, "a Go host callback")
+	if msg, failed := callGuarded("a Go host callback", func() error { call.fn(outcome); return nil }); failed {
+		call.ctx.fault(msg)
+	}
+	call.release()
+	returned = true
+}
+
 // runHostCall is the Go side of gq_host_fn_trampoline.
 func runHostCall(h uintptr) {
 	call, ok := lookupHandle(h).(*hostCall)

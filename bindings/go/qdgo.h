@@ -81,6 +81,7 @@ static inline gq_ptr gq_finish_ptr(qd_status status, void *ptr) {
 
 /* Host callbacks and Go host kernels: C trampolines (trampolines.c) that call into Go. */
 void gq_host_fn_trampoline(void *user_data);
+void gq_host_status_fn_trampoline(qd_stream stream, qd_status status, void *user_data);
 int32_t gq_host_kernel_trampoline(const qd_host_kernel_info *info, void *const *args);
 
 /* The hidden first argument of every launch of a Go host kernel: which Go function to run and
@@ -252,6 +253,11 @@ static inline gq_result gq_launch_go_host_fn(qd_stream s, uintptr_t handle, uint
     gq_result r = gq_finish(qd_launch_host_fn(s, gq_host_fn_trampoline, (void *)handle));
     r.captured = captured;
     return r;
+}
+/* qd_launch_host_status_fn of a Go function (handle: its runtime/cgo.Handle) through the
+ * trampoline; qd refuses it on a capturing stream, so it is never captured. */
+static inline gq_result gq_launch_go_host_status_fn(qd_stream s, uintptr_t handle) {
+    return gq_launch_host_status_fn(s, gq_host_status_fn_trampoline, (void *)handle);
 }
 /* A graph replay, then (marker non-zero) a host callback after it on the same stream, which
  * runs once the replay has: captured is 1 when the marker was queued. */

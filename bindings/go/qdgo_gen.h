@@ -172,6 +172,21 @@ static inline gq_u64 gq_stream_import(qd_context ctx, uint64_t native) {
     return gq_finish_u64(st, out);
 }
 
+/* qd_stream_is_capturing (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, INTERNAL. */
+static inline gq_u64 gq_stream_is_capturing(qd_stream stream) {
+    int32_t capturing = 0;
+    qd_status st = qd_stream_is_capturing(stream, &capturing);
+    return gq_finish_u64(st, (uint64_t)(uint32_t)capturing);
+}
+
+/* qd_stream_get_flags (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, NOT_SUPPORTED,
+ * INTERNAL. */
+static inline gq_u64 gq_stream_get_flags(qd_stream stream) {
+    uint32_t flags = 0;
+    qd_status st = qd_stream_get_flags(stream, &flags);
+    return gq_finish_u64(st, flags);
+}
+
 /* ---- Events */
 
 /* qd_event_create (since 0.1): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, OUT_OF_MEMORY,
@@ -271,6 +286,13 @@ static inline gq_result gq_launch_parallel(qd_stream stream, const qd_task *task
  * NOT_SUPPORTED, DEVICE_LOST, FORKED, INTERNAL. */
 static inline gq_result gq_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data) {
     return gq_finish(qd_launch_host_fn(stream, fn, user_data));
+}
+
+/* qd_launch_host_status_fn (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE,
+ * INVALID_OPERATION, OUT_OF_MEMORY, DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_result gq_launch_host_status_fn(qd_stream stream, qd_host_status_fn fn,
+                                                 void *user_data) {
+    return gq_finish(qd_launch_host_status_fn(stream, fn, user_data));
 }
 
 /* ---- Memory */

@@ -61,6 +61,10 @@ type StreamOptions struct {
 	NonBlocking bool
 }
 
+// StreamNonBlocking is QD_STREAM_NON_BLOCKING as Stream.Flags reports it: set for a stream made
+// with StreamOptions.NonBlocking, the default stream and pool leases.
+const StreamNonBlocking uint32 = C.QD_STREAM_NON_BLOCKING
+
 func newStream(ctx *Context, h uint64, kind StreamKind) *Stream {
 	s := &Stream{ctx: ctx, kind: kind}
 	s.h.Store(h)
@@ -266,6 +270,38 @@ func (s *Stream) Priority() (int32, error) {
 	v, err := u64Result(C.gq_stream_get_priority(C.qd_stream(h)))
 	runtime.KeepAlive(s)
 	return int32(uint32(v)), err
+}
+
+// IsCapturing reports whether the stream is capturing (qd_stream_is_capturing): the origin of
+// an open capture, or a stream that joined one (a forked child, a stream that waited on an
+// event recorded in it). It queues nothing, so it may be asked in the middle of a capture.
+func (s *Stream) IsCapturing() (bool, error) {
+	h, err := s.handle()
+	if err != nil {
+		return false, err
+	}
+	v, err := u64Result(C.gq_stream_is_capturing(h))
+	runtime.KeepAlive(s)
+	return v != 0, err
+}
+
+// Flags is the qd_stream_flags the stream was created with (qd_stream_get_flags):
+// StreamNonBlocking for the default stream and pool leases; an imported stream's native ones
+// (ErrNotSupported where the driver cannot say).
+func (s *Stream) Flags() (uint32, error) {
+	h, err := s.handle()
+	if err != nil {
+		return 0, err
+	}
+	v, err := u64Result(C.gq_stream_get_flags(h))
+	runtime.KeepAlive(s)
+	return uint32(v), err
+}
+
+// NonBlocking reports whether Flags has StreamNonBlocking.
+func (s *Stream) NonBlocking() (bool, error) {
+	f, err := s.Flags()
+	return f&StreamNonBlocking != 0, err
 }
 
 // NativeHandle is the native stream behind the handle (CUstream, hipStream_t), owned by qd

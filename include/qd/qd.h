@@ -86,20 +86,23 @@
  *           kernel that faulted. Two groups keep working, so programs can report and clean up:
  *           queries of qd's own bookkeeping (qd_context_get_stats, qd_stream_get_context,
  *           qd_stream_get_priority, qd_stream_priority_range, qd_stream_get_active,
- *           qd_stream_set_active), and cleanup (every *_destroy, qd_stream_release,
- *           qd_module_unload, qd_host_free), which releases the object and returns
- *           QD_SUCCESS. qd_mem_free_async does touch the device and returns
- *           QD_ERROR_DEVICE_LOST; context destroy frees such blocks.
+ *           qd_stream_set_active, and from 0.3 qd_stream_is_capturing and qd_stream_get_flags),
+ *           and cleanup (every *_destroy, qd_stream_release, qd_module_unload, qd_host_free),
+ *           which releases the object and returns QD_SUCCESS. qd_mem_free_async does touch
+ *           the device and returns QD_ERROR_DEVICE_LOST; context destroy frees such blocks.
  *
  * Work queued before a loss. Work that has not started when the context becomes lost never
  *           runs, even though it was queued before the fault: kernels, copies, memsets, graph
  *           replays and host callbacks (qd_launch_host_fn's fn is then never called, on every
- *           backend); work that had started finishes. On the CPU backend records, waits and
- *           frees still complete, so every synchronize returns (QD_ERROR_DEVICE_LOST). qd
- *           never calls fn or passes its user_data anywhere later, so whoever keeps something
- *           alive for a queued callback (a closure, a buffer: bindings do) must not wait for the
- *           call to release it: when qd_context_destroy returns, every callback queued on the
- *           context has run or been dropped, and what is still kept for one can be released.
+ *           backend; qd_launch_host_status_fn's fn is, once, with QD_ERROR_DEVICE_LOST: that
+ *           is what it is for); work that had started finishes. On the CPU backend records,
+ *           waits and frees still complete, so every synchronize returns
+ *           (QD_ERROR_DEVICE_LOST). A dropped qd_launch_host_fn callback is never called and
+ *           its user_data is passed nowhere later, so whoever keeps something alive for a
+ *           queued callback (a closure, a buffer: bindings do) must not wait for the call to
+ *           release it: when qd_context_destroy returns, every callback queued on the context
+ *           has run or been dropped (or, from qd_launch_host_status_fn, been called), and what
+ *           is still kept for one can be released.
  *
  * Signals.  No qd function is async-signal-safe: never call one from a signal handler. qd's
  *           locks are not re-entrant, so a handler that interrupts a qd call and calls qd
@@ -687,6 +690,32 @@ QD_API qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native);
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *out);
 
+/** Is the stream capturing (since 0.3)? *capturing is 1 while the stream is the origin of an
+ *  open capture or has joined one ("Graphs": a child of qd_stream_fork or a stream that waited
+ *  on an event recorded inside it), and 0 otherwise (before the capture begins, and from the
+ *  moment qd_stream_end_capture returns). Call it before anything that a capture refuses or
+ *  would record instead of run. It queues nothing and takes no lock, so it may be called on a
+ *  capturing stream without touching the capture, and from a host callback. A capture begun or
+ *  ended by another thread during the call may be seen either way.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: capturing is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed. */
+QD_API qd_status qd_stream_is_capturing(qd_stream stream, int32_t *capturing);
+
+/** The stream's qd_stream_flags (since 0.3): those of qd_stream_desc.flags it was created with;
+ *  QD_STREAM_NON_BLOCKING for the default stream and for pool leases (created so); for a
+ *  borrowed stream (qd_stream_import), QD_STREAM_NON_BLOCKING when the native stream was created
+ *  non-blocking (cuStreamGetFlags, hipStreamGetFlags, read at import) and 0 when it
+ *  synchronises with the legacy default stream. Queues nothing and takes no lock; allowed while
+ *  the stream captures.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: flags is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: stream is borrowed and the driver cannot read a stream's flags
+ *    (no cuStreamGetFlags or hipStreamGetFlags; CUDA 5.5 and HIP 5.2 have them): the message
+ *    names the missing entry. */
+QD_API qd_status qd_stream_get_flags(qd_stream stream, uint32_t *flags);
+
 /* ---------------------------------------------------------------------------------------------
  * Events (since 0.1)
  * ------------------------------------------------------------------------------------------- */
@@ -867,6 +896,41 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data);
 
+/** A host callback that learns how its stream fared (since 0.3): stream is the handle it was
+ *  queued on (it may be stale by the time fn runs: use it to tell callbacks apart, or in a qd
+ *  call that then returns QD_ERROR_INVALID_HANDLE), status is QD_SUCCESS when the earlier work
+ *  of the stream completed, or the reason it will never run (qd_launch_host_status_fn). */
+typedef void (*qd_host_status_fn)(qd_stream stream, qd_status status, void *user_data);
+
+/** Queue a host callback that runs whatever happens to the context (since 0.3), as CUDA's
+ *  cuStreamAddCallback and CuPy's add_callback: fn(stream, status, user_data) is called exactly
+ *  once for every call that returned QD_SUCCESS, so cleanup code in fn runs either way:
+ *  - status QD_SUCCESS: fn runs in stream order, after all earlier work on stream, and later
+ *    work waits for it, as qd_launch_host_fn's fn (same thread, signal mask and rules: no
+ *    blocking qd call on the same context, no driver call on GPUs);
+ *  - status QD_ERROR_DEVICE_LOST: the context was lost before fn's turn came (Conventions,
+ *    "Work queued before a loss"). CPU: fn is called in its turn all the same, on the worker,
+ *    so a synchronize of the stream that returns QD_ERROR_DEVICE_LOST returns after it. GPU:
+ *    when the driver still calls it, on its callback thread; when the driver dropped it (CUDA
+ *    does after a fault), qd_context_destroy calls it on its own thread before it returns.
+ *    Either way fn has been called when qd_context_destroy returns;
+ *  - status QD_ERROR_INVALID_HANDLE: the context's destroy began before fn's turn came (a call
+ *    that raced the destroy): the destroy calls it (CPU: or the last release of the stream).
+ *  A context destroyed with such callbacks pending drains first, so they run with QD_SUCCESS
+ *  unless it is lost. On a context inherited across fork() the destroy calls none of them.
+ *  Not captured: on a capturing stream the call is refused (a graph replays its host nodes, and
+ *  a replay that the loss drops could not call fn for it; use qd_launch_host_fn in a capture).
+ *  It is a host function operation like qd_launch_host_fn's, so the timeline trace and the
+ *  validation mode see it. If this call fails, fn is never called.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: fn is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: stream is 0, not a stream, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs"): nothing is queued and the
+ *    capture goes on.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_launch_host_status_fn(qd_stream stream, qd_host_status_fn fn,
+                                          void *user_data);
+
 /* ---------------------------------------------------------------------------------------------
  * Memory (since 0.1)
  *
@@ -981,8 +1045,9 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * as it was, usable): qd_stream_synchronize and qd_stream_query of it, qd_mem_free_async on it
  * of a block allocated outside the capture, a wait on an event last
  * recorded outside the capture (and so a qd_stream_join into it of a child outside it),
- * qd_stream_destroy and qd_stream_release of it, qd_graph_launch on it, and
- * qd_stream_begin_capture on it again. A call of several parts (qd_stream_fork,
+ * qd_stream_destroy and qd_stream_release of it, qd_graph_launch on it,
+ * qd_stream_begin_capture on it again, and (since 0.3) qd_launch_host_status_fn on it.
+ * A call of several parts (qd_stream_fork,
  * qd_stream_join, qd_launch_parallel) is recorded whole or, refused, not at all. qd_context_synchronize is allowed: captured
  * work never runs, so it waits only for work queued outside captures.
  *

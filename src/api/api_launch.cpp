@@ -68,4 +68,21 @@ QD_API qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_d
     });
 }
 
+QD_API qd_status qd_launch_host_status_fn(qd_stream stream, qd_host_status_fn fn, void *user_data) {
+    return api::guarded([&]() -> qd_status {
+        if (!fn) return api::null_argument("fn");
+        Stream *s = nullptr;
+        qd_status st = core::resolve_usable(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        // The capture refuses it too (a capture begun during the call); this names the call.
+        if (s->capturing())
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_launch_host_status_fn on capturing stream 0x%016llx: a graph's host "
+                        "node runs once per replay, and a replay a loss drops could not call it; "
+                        "nothing was queued, the capture goes on (use qd_launch_host_fn)",
+                        (unsigned long long)stream);
+        return core::submit_host_status_fn(*s, stream, fn, user_data);
+    });
+}
+
 }  // extern "C"

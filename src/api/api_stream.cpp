@@ -203,6 +203,28 @@ QD_API qd_status qd_stream_get_priority(qd_stream stream, int32_t *priority) {
     });
 }
 
+// The state queries read what the stream keeps (no lock, nothing queued), so they answer on a
+// capturing stream without touching its capture, and on a lost context.
+QD_API qd_status qd_stream_is_capturing(qd_stream stream, int32_t *capturing) {
+    return api::guarded([&]() -> qd_status {
+        if (!capturing) return api::null_argument("capturing");
+        Stream *s = nullptr;
+        qd_status st = core::resolve(stream, &s);
+        if (st == QD_SUCCESS) *capturing = s->capturing() ? 1 : 0;
+        return st;
+    });
+}
+
+QD_API qd_status qd_stream_get_flags(qd_stream stream, uint32_t *flags) {
+    return api::guarded([&]() -> qd_status {
+        if (!flags) return api::null_argument("flags");
+        Stream *s = nullptr;
+        qd_status st = core::resolve(stream, &s);
+        if (st != QD_SUCCESS) return st;
+        return core::flags(*s, flags);
+    });
+}
+
 QD_API qd_status qd_stream_priority_range(qd_context ctx, int32_t *least, int32_t *greatest) {
     return api::guarded([&]() -> qd_status {
         if (!least) return api::null_argument("least");

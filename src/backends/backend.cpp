@@ -11,6 +11,15 @@ qd_status Stream::get_native_handle(uint64_t *out) const {
     return QD_SUCCESS;
 }
 
+qd_status Stream::host_status_fn(qd_host_status_fn, uint64_t, void *) {
+    return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no host callbacks with status");
+}
+
+qd_status Stream::native_flags(uint32_t *flags) const {
+    *flags = QD_STREAM_NON_BLOCKING;
+    return QD_SUCCESS;
+}
+
 qd_status Stream::begin_capture(std::unique_ptr<Capture> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native graphs");
 }

@@ -95,12 +95,22 @@ class Stream {
     virtual qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) = 0;
     virtual qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) = 0;
     virtual qd_status host_fn(qd_host_fn fn, void *user_data) = 0;
+    // qd_launch_host_status_fn: fn(handle, status, user_data) is called exactly once once this
+    // returns QD_SUCCESS: in stream order with QD_SUCCESS; with QD_ERROR_DEVICE_LOST when the
+    // context was lost before its turn (where the backend skips the work, or when the context
+    // shuts down); with QD_ERROR_INVALID_HANDLE when the context shut down before its turn.
+    // Never from under a lock of the backend. The default refuses it.
+    virtual qd_status host_status_fn(qd_host_status_fn fn, uint64_t handle, void *user_data);
     // qd_memcpy_peer_async: copy between memory of dst_ctx and of src_ctx (contexts of this
     // backend, one of them this stream's; the core checked both ranges). The default is
     // memcpy(): one address space (the CPU backend).
     virtual qd_status memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, Context &src_ctx,
                                   uint64_t bytes);
 
+    // qd_stream_get_flags of a borrowed native stream: its qd_stream_flags, read when it was
+    // imported, or QD_ERROR_NOT_SUPPORTED with the reason (streams qd creates carry the flags of
+    // their creation in core instead).
+    virtual qd_status native_flags(uint32_t *flags) const;
     // The applied priority (after clamping).
     virtual int32_t priority() const = 0;
     // The native stream (CUstream / hipStream_t); 0 when the backend has none.

@@ -72,8 +72,9 @@ const char *stream_kind_name(StreamKind kind) {
 }
 
 qd_status register_stream(const std::shared_ptr<Context> &ctx,
-                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out) {
-    auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind);
+                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out,
+                          uint32_t flags) {
+    auto stream = std::make_shared<Stream>(ctx, std::move(impl), kind, flags);
     // The table gets a reference of its own: once the handle is in it, a destroy of the context
     // on another thread may drop that reference at any moment. This one is kept until the
     // handle is stored and the observers were told, so the stream is released after the store
@@ -90,7 +91,7 @@ qd_status create_stream(Context &ctx, uint32_t flags, int32_t priority, uint64_t
     std::shared_ptr<backend::Stream> impl;
     qd_status st = ctx.impl().create_stream(flags, priority, &impl);
     if (st != QD_SUCCESS) return st;
-    return register_stream(ctx.shared_from_this(), std::move(impl), StreamKind::Owned, out);
+    return register_stream(ctx.shared_from_this(), std::move(impl), StreamKind::Owned, out, flags);
 }
 
 qd_status import_stream(Context &ctx, uint64_t native, uint64_t *out) {

@@ -26,7 +26,8 @@ qd_status get_kernel(Module &module, const char *name, uint64_t *out);
 qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name, uint64_t *out);
 // A new stream handle of the given kind (the default stream's too, for Context::create).
 qd_status register_stream(const std::shared_ptr<Context> &ctx,
-                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out);
+                          std::shared_ptr<backend::Stream> impl, StreamKind kind, uint64_t *out,
+                          uint32_t flags = QD_STREAM_NON_BLOCKING);
 // qd_stream_end_capture's graph (core/capture.h), made by the capture.
 qd_status register_graph(Context &ctx, std::shared_ptr<Graph> graph, uint64_t *out);
 

@@ -104,6 +104,12 @@ qd_status elapsed_ms(Event &start, Event &end, float *ms) {
 
 int32_t priority(const Stream &stream) { return stream.impl->priority(); }
 
+qd_status flags(const Stream &stream, uint32_t *out) {
+    if (stream.kind == StreamKind::Borrowed) return stream.impl->native_flags(out);
+    *out = stream.flags;
+    return QD_SUCCESS;
+}
+
 void priority_range(Context &ctx, int32_t *least, int32_t *greatest) {
     ctx.impl().priority_range(least, greatest);
 }

@@ -28,6 +28,8 @@ qd_status query(Event &event);
 qd_status elapsed_ms(Event &start, Event &end, float *ms);
 
 int32_t priority(const Stream &stream);
+// qd_stream_get_flags: the flags of its creation; a borrowed stream's from its backend.
+qd_status flags(const Stream &stream, uint32_t *out);
 void priority_range(Context &ctx, int32_t *least, int32_t *greatest);
 
 // Stream-ordered and pinned host allocations, registered with the context (bytes is validated:

@@ -26,12 +26,16 @@ class Stream : public Object, public std::enable_shared_from_this<Stream> {
   public:
     static constexpr Tag kTag = Tag::Stream;
 
-    Stream(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Stream> impl, StreamKind kind)
-        : ctx(std::move(ctx)), impl(std::move(impl)), kind(kind) {}
+    Stream(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Stream> impl, StreamKind kind,
+           uint32_t flags = QD_STREAM_NON_BLOCKING)
+        : ctx(std::move(ctx)), impl(std::move(impl)), kind(kind), flags(flags) {}
 
     std::shared_ptr<Context> ctx;
     std::shared_ptr<backend::Stream> impl;
     const StreamKind kind;
+    // qd_stream_get_flags: the flags it was created with (a borrowed stream's come from its
+    // backend: backend::Stream::native_flags).
+    const uint32_t flags;
     uint32_t pool_slot = 0;  // reserved handle slot, for leases
     // The handle that names the stream now (a lease gets a new one per acquire; 0 while a
     // pooled stream is leased without one, by qd_launch_parallel or a graph replay). Read only

@@ -29,7 +29,9 @@ qd_status dispatch(const Op &op) {
     if (__builtin_expect(op.graph_block, 0)) return graph_block_point(op);
     switch (op.kind) {
     case OpKind::Launch: return s.launch(*op.kernel->impl, *op.dims, op.args, op.num_args);
-    case OpKind::HostFn: return s.host_fn(op.fn, op.user_data);
+    case OpKind::HostFn:
+        if (op.status_fn) return s.host_status_fn(op.status_fn, op.handle, op.user_data);
+        return s.host_fn(op.fn, op.user_data);
     case OpKind::Record: return s.record(*op.event);
     case OpKind::Wait: return s.wait(*op.event);
     case OpKind::MemAlloc: return s.mem_alloc(op.bytes, op.address);

@@ -84,9 +84,12 @@ struct Op {
     Context *dst_ctx = nullptr;
     Context *src_ctx = nullptr;
 
-    // HostFn.
+    // HostFn: fn(user_data), or (qd_launch_host_status_fn) status_fn(stream handle, status,
+    // user_data), which runs once whatever happens to the context, so the capture refuses it.
     qd_host_fn fn = nullptr;
     void *user_data = nullptr;
+    qd_host_status_fn status_fn = nullptr;
+    uint64_t handle = 0;
 
     // A part of a multi-part call (submit_batch below) whose whole list every observer's
     // check_batch() passed: an observer that judged the part there does not judge it again.
@@ -272,6 +275,13 @@ inline qd_status submit_launch(Stream &s, Kernel &k, const backend::LaunchDims &
 inline qd_status submit_host_fn(Stream &s, qd_host_fn fn, void *user_data) {
     QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::HostFn, op_.fn = fn, op_.user_data = user_data))
     return s.impl->host_fn(fn, user_data);
+}
+
+inline qd_status submit_host_status_fn(Stream &s, uint64_t handle, qd_host_status_fn fn,
+                                       void *user_data) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::HostFn, op_.status_fn = fn, op_.handle = handle,
+                            op_.user_data = user_data))
+    return s.impl->host_status_fn(fn, handle, user_data);
 }
 
 inline qd_status submit_record(Stream &s, backend::Event &event, Event *user_event,

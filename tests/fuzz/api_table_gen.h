@@ -213,6 +213,19 @@ inline constexpr qd_status kListed_qd_stream_import[] = {
     QD_ERROR_FORKED,
     QD_ERROR_INTERNAL,
 };
+inline constexpr qd_status kListed_qd_stream_is_capturing[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_stream_get_flags[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_INTERNAL,
+};
 inline constexpr qd_status kListed_qd_event_create[] = {
     QD_SUCCESS,
     QD_ERROR_INVALID_ARGUMENT,
@@ -340,6 +353,16 @@ inline constexpr qd_status kListed_qd_launch_host_fn[] = {
     QD_ERROR_INVALID_HANDLE,
     QD_ERROR_OUT_OF_MEMORY,
     QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_launch_host_status_fn[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
     QD_ERROR_DEVICE_LOST,
     QD_ERROR_FORKED,
     QD_ERROR_INTERNAL,
@@ -643,6 +666,7 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_kernel_set_param_access", kListed_qd_kernel_set_param_access, sizeof kListed_qd_kernel_set_param_access / sizeof(qd_status)},
     {"qd_launch", kListed_qd_launch, sizeof kListed_qd_launch / sizeof(qd_status)},
     {"qd_launch_host_fn", kListed_qd_launch_host_fn, sizeof kListed_qd_launch_host_fn / sizeof(qd_status)},
+    {"qd_launch_host_status_fn", kListed_qd_launch_host_status_fn, sizeof kListed_qd_launch_host_status_fn / sizeof(qd_status)},
     {"qd_launch_parallel", kListed_qd_launch_parallel, sizeof kListed_qd_launch_parallel / sizeof(qd_status)},
     {"qd_mem_alloc_async", kListed_qd_mem_alloc_async, sizeof kListed_qd_mem_alloc_async / sizeof(qd_status)},
     {"qd_mem_free_async", kListed_qd_mem_free_async, sizeof kListed_qd_mem_free_async / sizeof(qd_status)},
@@ -661,8 +685,10 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_stream_fork", kListed_qd_stream_fork, sizeof kListed_qd_stream_fork / sizeof(qd_status)},
     {"qd_stream_get_active", kListed_qd_stream_get_active, sizeof kListed_qd_stream_get_active / sizeof(qd_status)},
     {"qd_stream_get_context", kListed_qd_stream_get_context, sizeof kListed_qd_stream_get_context / sizeof(qd_status)},
+    {"qd_stream_get_flags", kListed_qd_stream_get_flags, sizeof kListed_qd_stream_get_flags / sizeof(qd_status)},
     {"qd_stream_get_priority", kListed_qd_stream_get_priority, sizeof kListed_qd_stream_get_priority / sizeof(qd_status)},
     {"qd_stream_import", kListed_qd_stream_import, sizeof kListed_qd_stream_import / sizeof(qd_status)},
+    {"qd_stream_is_capturing", kListed_qd_stream_is_capturing, sizeof kListed_qd_stream_is_capturing / sizeof(qd_status)},
     {"qd_stream_join", kListed_qd_stream_join, sizeof kListed_qd_stream_join / sizeof(qd_status)},
     {"qd_stream_native_handle", kListed_qd_stream_native_handle, sizeof kListed_qd_stream_native_handle / sizeof(qd_status)},
     {"qd_stream_next_branch", kListed_qd_stream_next_branch, sizeof kListed_qd_stream_next_branch / sizeof(qd_status)},
@@ -704,6 +730,9 @@ inline int32_t noop_qd_host_kernel_fn(const qd_host_kernel_info *, void *const *
     return int32_t(0);
 }
 inline void noop_qd_host_fn(void *) {
+    callback_calls.fetch_add(1);
+}
+inline void noop_qd_host_status_fn(qd_stream, qd_status, void *) {
     callback_calls.fetch_add(1);
 }
 inline void noop_qd_hazard_fn(const qd_hazard *, void *) {
@@ -893,6 +922,20 @@ inline qd_status qd_stream_import__ctx([[maybe_unused]] const Values &v, uint64_
 inline qd_status qd_stream_import__null_out([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_stream_import(h, v.value<uint64_t>(), nullptr);
 }
+inline qd_status qd_stream_is_capturing__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    int32_t capturing_{};
+    return qd_stream_is_capturing(h, &capturing_);
+}
+inline qd_status qd_stream_is_capturing__null_capturing([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_stream_is_capturing(h, nullptr);
+}
+inline qd_status qd_stream_get_flags__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    uint32_t flags_{};
+    return qd_stream_get_flags(h, &flags_);
+}
+inline qd_status qd_stream_get_flags__null_flags([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_stream_get_flags(h, nullptr);
+}
 inline qd_status qd_event_create__ctx([[maybe_unused]] const Values &v, uint64_t h) {
     qd_event out_{};
     return qd_event_create(h, v.value<uint32_t>(), &out_);
@@ -996,6 +1039,12 @@ inline qd_status qd_launch_host_fn__stream([[maybe_unused]] const Values &v, uin
 }
 inline qd_status qd_launch_host_fn__null_fn([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_launch_host_fn(h, nullptr, v.user_data());
+}
+inline qd_status qd_launch_host_status_fn__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_launch_host_status_fn(h, &noop_qd_host_status_fn, v.user_data());
+}
+inline qd_status qd_launch_host_status_fn__null_fn([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_launch_host_status_fn(h, nullptr, v.user_data());
 }
 inline qd_status qd_mem_alloc_async__stream([[maybe_unused]] const Values &v, uint64_t h) {
     uint64_t address_{};
@@ -1177,6 +1226,8 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_stream_priority_range", "ctx", kContext, 1, &gen::qd_stream_priority_range__ctx},
     {"qd_stream_native_handle", "stream", kStream, 1, &gen::qd_stream_native_handle__stream},
     {"qd_stream_import", "ctx", kContext, 1, &gen::qd_stream_import__ctx},
+    {"qd_stream_is_capturing", "stream", kStream, 1, &gen::qd_stream_is_capturing__stream},
+    {"qd_stream_get_flags", "stream", kStream, 1, &gen::qd_stream_get_flags__stream},
     {"qd_event_create", "ctx", kContext, 1, &gen::qd_event_create__ctx},
     {"qd_event_destroy", "event", kEvent, 1, &gen::qd_event_destroy__event},
     {"qd_event_record", "stream", kStream, 2, &gen::qd_event_record__stream},
@@ -1195,6 +1246,7 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_launch_parallel", "stream", kStream, 2, &gen::qd_launch_parallel__stream},
     {"qd_launch_parallel", "tasks[0].kernel", kKernel, 2, &gen::qd_launch_parallel__tasks_0__kernel},
     {"qd_launch_host_fn", "stream", kStream, 1, &gen::qd_launch_host_fn__stream},
+    {"qd_launch_host_status_fn", "stream", kStream, 1, &gen::qd_launch_host_status_fn__stream},
     {"qd_mem_alloc_async", "stream", kStream, 1, &gen::qd_mem_alloc_async__stream},
     {"qd_mem_free_async", "stream", kStream, 1, &gen::qd_mem_free_async__stream},
     {"qd_memcpy_async", "stream", kStream, 1, &gen::qd_memcpy_async__stream},
@@ -1256,6 +1308,8 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_stream_priority_range", "greatest", &gen::qd_stream_priority_range__null_greatest},
     {"qd_stream_native_handle", "native", &gen::qd_stream_native_handle__null_native},
     {"qd_stream_import", "out", &gen::qd_stream_import__null_out},
+    {"qd_stream_is_capturing", "capturing", &gen::qd_stream_is_capturing__null_capturing},
+    {"qd_stream_get_flags", "flags", &gen::qd_stream_get_flags__null_flags},
     {"qd_event_create", "out", &gen::qd_event_create__null_out},
     {"qd_event_elapsed_ms", "ms", &gen::qd_event_elapsed_ms__null_ms},
     {"qd_module_load", "image", &gen::qd_module_load__null_image},
@@ -1267,6 +1321,7 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_launch", "args", &gen::qd_launch__null_args},
     {"qd_launch_parallel", "tasks", &gen::qd_launch_parallel__null_tasks},
     {"qd_launch_host_fn", "fn", &gen::qd_launch_host_fn__null_fn},
+    {"qd_launch_host_status_fn", "fn", &gen::qd_launch_host_status_fn__null_fn},
     {"qd_mem_alloc_async", "address", &gen::qd_mem_alloc_async__null_address},
     {"qd_host_alloc", "out", &gen::qd_host_alloc__null_out},
     {"qd_host_free", "ptr", &gen::qd_host_free__null_ptr},

@@ -479,6 +479,127 @@ TEST_F(GpuBackend, HostFn_InCallbackTrue_DriverCallsRefused_ReleasesDeferred) {
     EXPECT_EQ(g_fake.stream_destroys, destroys + 1);
 }
 
+// qd_launch_host_status_fn in the GPU layer: the driver's call passes QD_SUCCESS and the
+// handle, inside the driver-callback scope, and leaves nothing for the shutdown.
+TEST_F(GpuBackend, HostStatusFn_DriverCallsIt_WithSuccessAndTheHandle_InCallbackScope) {
+    auto s = stream();
+    struct Seen {
+        Context *ctx;
+        int calls = 0;
+        qd_status status = QD_NOT_READY;
+        uint64_t handle = 0;
+        bool in_callback = false;
+    } seen{ctx_.get()};
+    ASSERT_EQ(s->host_status_fn(
+                  [](qd_stream h, qd_status st, void *u) {
+                      auto *p = static_cast<Seen *>(u);
+                      ++p->calls;
+                      p->status = st;
+                      p->handle = h;
+                      p->in_callback = p->ctx->in_callback();
+                  },
+                  0x1234, &seen),
+              QD_SUCCESS)
+        << qd::last_error_message();
+    EXPECT_EQ(seen.calls, 1);
+    EXPECT_EQ(seen.status, QD_SUCCESS);
+    EXPECT_EQ(seen.handle, 0x1234u);
+    EXPECT_TRUE(seen.in_callback);
+    s.reset();
+    ctx_->synchronize();
+    ctx_->shutdown();
+    EXPECT_EQ(seen.calls, 1) << "the shutdown called it again";
+    ctx_.reset();
+}
+
+void count_status(qd_stream, qd_status status, void *u) {
+    auto *seen = static_cast<std::vector<qd_status> *>(u);
+    seen->push_back(status);
+}
+
+// The driver drops host functions queued behind a fault (cuLaunchHostFunc): the shutdown of the
+// context calls each one it never called, once, with QD_ERROR_DEVICE_LOST.
+TEST_F(GpuBackend, HostStatusFn_DroppedByTheDriverAfterAFault_ShutdownCallsItWithDeviceLost) {
+    auto s = stream();
+    auto k = kernel("k1");
+    uint64_t a = 0;
+    qd_arg args[1] = {{&a, 8}};
+    std::vector<qd_status> seen;
+    g_fake.hold_host_fns = true;  // queued, not run: "in flight"
+    ASSERT_EQ(s->launch(*k, kOneThread, args, 1), QD_SUCCESS);
+    ASSERT_EQ(s->host_status_fn(count_status, 1, &seen), QD_SUCCESS);
+    g_fake.sticky = kIllegalAddress;
+    EXPECT_EQ(s->synchronize(), QD_ERROR_DEVICE_LOST);
+    {
+        std::lock_guard<std::mutex> lock(g_fake.mutex);
+        g_fake.held_host_fns.clear();  // the driver drops them
+        g_fake.hold_host_fns = false;
+    }
+    EXPECT_TRUE(seen.empty());
+    g_fake.sticky = kOk;  // let the native releases succeed
+    s.reset();
+    k.reset();
+    ctx_->synchronize();
+    ctx_->shutdown();
+    ASSERT_EQ(seen.size(), 1u) << "not called exactly once by the shutdown";
+    EXPECT_EQ(seen[0], QD_ERROR_DEVICE_LOST);
+    ctx_.reset();
+}
+
+// A launch the driver refused is never called, not even by the shutdown.
+TEST_F(GpuBackend, HostStatusFn_RefusedByTheDriver_IsNeverCalled) {
+    auto s = stream();
+    std::vector<qd_status> seen;
+    g_fake.sticky = kIllegalAddress;
+    EXPECT_NE(s->host_status_fn(count_status, 1, &seen), QD_SUCCESS);
+    g_fake.sticky = kOk;
+    s.reset();
+    ctx_->synchronize();
+    ctx_->shutdown();
+    EXPECT_TRUE(seen.empty()) << "a refused call's fn was called";
+    ctx_.reset();
+}
+
+// qd_stream_get_flags of a borrowed stream: the native flags read at import; without the
+// driver entry, QD_ERROR_NOT_SUPPORTED naming it.
+TEST_F(GpuBackend, ImportedStream_FlagsAreTheNativeOnes_WithoutTheEntryNotSupported) {
+    current_context() = g_fake.primary;
+    gpu::NativeStream blocking = nullptr, non_blocking = nullptr;
+    ASSERT_EQ(f_stream_create(&blocking, 0, 0), kOk);
+    ASSERT_EQ(f_stream_create(&non_blocking, 1, 0), kOk);
+    {
+        std::shared_ptr<Stream> b, nb;
+        ASSERT_EQ(ctx_->import_stream(reinterpret_cast<uintptr_t>(blocking), &b), QD_SUCCESS);
+        ASSERT_EQ(ctx_->import_stream(reinterpret_cast<uintptr_t>(non_blocking), &nb), QD_SUCCESS);
+        uint32_t f = 7;
+        ASSERT_EQ(b->native_flags(&f), QD_SUCCESS);
+        EXPECT_EQ(f, 0u);
+        ASSERT_EQ(nb->native_flags(&f), QD_SUCCESS);
+        EXPECT_EQ(f, uint32_t(QD_STREAM_NON_BLOCKING));
+    }
+    gpu::DriverTable t = fake_table();
+    t.stream_get_flags = nullptr;
+    t.symbol[static_cast<size_t>(gpu::Fn::stream_get_flags)] = "cuStreamGetFlags";
+    std::unique_ptr<Driver> d;
+    ASSERT_EQ(gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d), QD_SUCCESS);
+    std::unique_ptr<Context> c;
+    ASSERT_EQ(d->create_context(qd::backend::ContextParams{}, &c), QD_SUCCESS);
+    {
+        std::shared_ptr<Stream> b;
+        ASSERT_EQ(c->import_stream(reinterpret_cast<uintptr_t>(blocking), &b), QD_SUCCESS);
+        uint32_t f = 7;
+        EXPECT_EQ(b->native_flags(&f), QD_ERROR_NOT_SUPPORTED);
+        EXPECT_EQ(f, 7u);
+        const std::string msg = qd::last_error_message();
+        EXPECT_NE(msg.find("cuStreamGetFlags"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("5.5"), std::string::npos) << msg;
+    }
+    c->synchronize();
+    c->shutdown();
+    EXPECT_EQ(f_stream_destroy(blocking), kOk);
+    EXPECT_EQ(f_stream_destroy(non_blocking), kOk);
+}
+
 TEST_F(GpuBackend, Modules_TextIsTerminated_BadImagesSayWhy) {
     std::shared_ptr<Module> m;
     const char text[] = "// ptx without NUL";

@@ -203,6 +203,11 @@ Result f_stream_get_priority(gpu::NativeStream s, int *p) {
     *p = fs(s)->priority;
     return kOk;
 }
+Result f_stream_get_flags(gpu::NativeStream s, unsigned *flags) {
+    INJECT();
+    *flags = fs(s)->flags;
+    return kOk;
+}
 Result f_stream_get_ctx(gpu::NativeStream s, gpu::NativeContext *c) {
     INJECT();
     *c = fs(s)->ctx;
@@ -623,6 +628,7 @@ gpu::DriverTable fake_table() {
     t.stream_wait_event = f_stream_wait_event;
     t.stream_get_priority = f_stream_get_priority;
     t.stream_get_ctx = f_stream_get_ctx;
+    t.stream_get_flags = f_stream_get_flags;
     t.event_create = f_event_create;
     t.event_destroy = f_event_destroy;
     t.event_record = f_event_record;

@@ -31,6 +31,8 @@ struct Seen {
     bool user_event;
     qd_status status;
     bool captured;
+    qd_host_status_fn status_fn;  // HostFn of qd_launch_host_status_fn
+    uint64_t handle;              // and the stream handle it passes
 };
 
 class Recorder : public qd::core::OpObserver {
@@ -46,7 +48,7 @@ class Recorder : public qd::core::OpObserver {
     void after(const Op &op, qd_status status) override {
         seen.push_back({op.kind, op.origin, reinterpret_cast<uint64_t>(op.stream),
                         op.kernel ? op.kernel->impl->name() : "", op.num_args,
-                        op.user_event != nullptr, status, op.captured});
+                        op.user_event != nullptr, status, op.captured, op.status_fn, op.handle});
     }
     qd_status check_batch(const Op *ops, size_t n) override {
         std::vector<OpKind> list;
@@ -70,6 +72,11 @@ int32_t count_kernel(const qd_host_kernel_info *, void *const *) {
     return 0;
 }
 void count_fn(void *) { g_runs.fetch_add(1); }
+std::atomic<int32_t> g_status{1};
+void count_status_fn(qd_stream, qd_status status, void *) {
+    g_status.store(status);
+    g_runs.fetch_add(1);
+}
 
 class SubmitTest : public ::testing::Test {
   protected:
@@ -101,6 +108,25 @@ class SubmitTest : public ::testing::Test {
     qd::core::Context *core_ = nullptr;
     Recorder rec_;
 };
+
+// qd_launch_host_status_fn is a HostFn like qd_launch_host_fn's: observers see it once, with the
+// function and the stream handle it passes, and a refusal queues nothing (fn never called).
+TEST_F(SubmitTest, HostStatusFn_PassesThroughTheObserverOnceAsAHostFn_ARefusalQueuesNothing) {
+    ASSERT_EQ(qd_launch_host_status_fn(s_, count_status_fn, nullptr), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 1);
+    EXPECT_EQ(g_status.load(), QD_SUCCESS);
+    ASSERT_EQ(rec_.seen.size(), 1u);
+    EXPECT_EQ(rec_.seen[0].kind, OpKind::HostFn);
+    EXPECT_EQ(rec_.seen[0].origin, OpOrigin::Api);
+    EXPECT_EQ(rec_.seen[0].status_fn, &count_status_fn);
+    EXPECT_EQ(rec_.seen[0].handle, s_);
+    rec_.refuse = QD_ERROR_HAZARD;
+    EXPECT_EQ(qd_launch_host_status_fn(s_, count_status_fn, nullptr), QD_ERROR_HAZARD);
+    rec_.refuse = QD_SUCCESS;
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(g_runs.load(), 1) << "a refused call's fn was called";
+}
 
 TEST_F(SubmitTest, EveryApiOperation_PassesThroughTheObserverOnce_WithItsRecord) {
     qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;

@@ -279,6 +279,13 @@ HostFn = CFUNCTYPE(None, c_void_p)
 HostFn.__doc__ = "qd_host_fn: void (*)(void *user_data). A host callback."
 
 
+#: ``qd_host_status_fn``: void (*)(qd_stream stream, qd_status status, void *user_data).
+HostStatusFn = CFUNCTYPE(None, c_uint64, c_int32, c_void_p)
+HostStatusFn.__doc__ = (
+    "qd_host_status_fn: void (*)(qd_stream stream, qd_status status, void *user_data)."
+)
+
+
 #: ``qd_hazard_fn``: void (*)(const qd_hazard *hazard, void *user_data).
 HazardFn = CFUNCTYPE(None, POINTER(Hazard), c_void_p)
 HazardFn.__doc__ = "qd_hazard_fn: void (*)(const qd_hazard *hazard, void *user_data)."
@@ -439,6 +446,8 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_stream_priority_range": (c_int32, [c_uint64, POINTER(c_int32), POINTER(c_int32)]),
     "qd_stream_native_handle": (c_int32, [c_uint64, POINTER(c_uint64)]),
     "qd_stream_import": (c_int32, [c_uint64, c_uint64, POINTER(c_uint64)]),
+    "qd_stream_is_capturing": (c_int32, [c_uint64, POINTER(c_int32)]),
+    "qd_stream_get_flags": (c_int32, [c_uint64, POINTER(c_uint32)]),
     # Events
     "qd_event_create": (c_int32, [c_uint64, c_uint32, POINTER(c_uint64)]),
     "qd_event_destroy": (c_int32, [c_uint64]),
@@ -456,6 +465,7 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_launch": (c_int32, [c_uint64, c_uint64, POINTER(LaunchConfig), POINTER(Arg), c_uint32]),
     "qd_launch_parallel": (c_int32, [c_uint64, POINTER(Task), c_uint32]),
     "qd_launch_host_fn": (c_int32, [c_uint64, HostFn, c_void_p]),
+    "qd_launch_host_status_fn": (c_int32, [c_uint64, HostStatusFn, c_void_p]),
     # Memory
     "qd_mem_alloc_async": (c_int32, [c_uint64, c_uint64, POINTER(c_uint64)]),
     "qd_mem_free_async": (c_int32, [c_uint64, c_uint64]),
@@ -853,6 +863,29 @@ SIGNATURES: Dict[str, Signature] = {
         "0.1",
         "Streams",
     ),
+    "qd_stream_is_capturing": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("capturing", "int32_t *", "out", of="int32_t"),
+        ),
+        ("QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_INTERNAL"),
+        "0.3",
+        "Streams",
+    ),
+    "qd_stream_get_flags": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("flags", "uint32_t *", "out", of="uint32_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Streams",
+    ),
     "qd_event_create": Signature(
         "qd_status",
         (
@@ -1048,6 +1081,21 @@ SIGNATURES: Dict[str, Signature] = {
             "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
         ),
         "0.1",
+        "Launch",
+    ),
+    "qd_launch_host_status_fn": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("fn", "qd_host_status_fn", "callback", of="qd_host_status_fn"),
+            Param("user_data", "void *", "user_data", optional=True),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_DEVICE_LOST",
+            "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
         "Launch",
     ),
     "qd_mem_alloc_async": Signature(
@@ -1510,6 +1558,7 @@ typedef struct qd_conditional_desc qd_conditional_desc;
 typedef struct qd_hazard qd_hazard;
 typedef int32_t (*qd_host_kernel_fn)(const qd_host_kernel_info *info, void *const *args);
 typedef void (*qd_host_fn)(void *user_data);
+typedef void (*qd_host_status_fn)(qd_stream stream, qd_status status, void *user_data);
 typedef void (*qd_hazard_fn)(const qd_hazard *hazard, void *user_data);
 struct qd_context_desc {
     uint32_t struct_size;
@@ -1633,6 +1682,8 @@ qd_status qd_stream_get_priority(qd_stream stream, int32_t *priority);
 qd_status qd_stream_priority_range(qd_context ctx, int32_t *least, int32_t *greatest);
 qd_status qd_stream_native_handle(qd_stream stream, uint64_t *native);
 qd_status qd_stream_import(qd_context ctx, uint64_t native, qd_stream *out);
+qd_status qd_stream_is_capturing(qd_stream stream, int32_t *capturing);
+qd_status qd_stream_get_flags(qd_stream stream, uint32_t *flags);
 qd_status qd_event_create(qd_context ctx, uint32_t flags, qd_event *out);
 qd_status qd_event_destroy(qd_event event);
 qd_status qd_event_record(qd_stream stream, qd_event event);
@@ -1656,6 +1707,7 @@ qd_status qd_launch(
     uint32_t num_args);
 qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint32_t num_tasks);
 qd_status qd_launch_host_fn(qd_stream stream, qd_host_fn fn, void *user_data);
+qd_status qd_launch_host_status_fn(qd_stream stream, qd_host_status_fn fn, void *user_data);
 qd_status qd_mem_alloc_async(qd_stream stream, uint64_t bytes, uint64_t *address);
 qd_status qd_mem_free_async(qd_stream stream, uint64_t address);
 qd_status qd_memcpy_async(qd_stream stream, uint64_t dst, uint64_t src, uint64_t bytes);

@@ -29,7 +29,7 @@ from ._errors import (
     HazardWarning,
     Status,
 )
-from ._base import _f_ctx_destroy, _f_launch_host_fn, _f_stream_query
+from ._base import _f_ctx_destroy, _f_launch_host_fn, _f_launch_host_status_fn, _f_stream_query
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -195,6 +195,43 @@ def _enqueue(stream: Any, fn: Callable[[], Any], errors: list) -> int:
     else:
         for keep in keeps:
             keep.items.append(captured)
+    return status
+
+
+# Host callbacks with status (qd_launch_host_status_fn): a second trampoline. qd calls it exactly
+# once for every call that succeeded, with the status (QD_ERROR_DEVICE_LOST after a loss, by the
+# context's destroy at the latest), so its entry is always popped by the call; a failed call
+# never calls it, and the entry is dropped at once. qd refuses it on a capturing stream.
+
+
+def _status_trampoline(stream_handle: int, status: int, key: Optional[int]) -> None:
+    try:
+        fn, errors, stream = _pending.pop(key)
+    except BaseException:  # interpreter shutdown, or an unknown key: nothing to run
+        return
+    try:
+        fn(stream, status)  # an int: a qd.Status value
+    except BaseException as exc:  # reported by the next synchronize(); never printed here
+        try:
+            errors.append(exc)
+        except BaseException:
+            pass
+
+
+_STATUS_TRAMPOLINE = _lib.HostStatusFn(_status_trampoline)
+# Never freed, as _TRAMPOLINE: C may call it until every context is gone.
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_STATUS_TRAMPOLINE))
+_STATUS_TRAMPOLINE_C = _lib.fnptr(_STATUS_TRAMPOLINE, "qd_host_status_fn")
+
+
+def _enqueue_status(stream: Any, fn: Callable[[Any, int], Any], errors: list) -> int:
+    """qd_launch_host_status_fn of ``fn`` on ``stream`` (a Stream): ``fn(stream, status)`` is
+    called once, whatever happens to the context."""
+    key = next(_keys)
+    _pending[key] = (fn, errors, stream)
+    status = _f_launch_host_status_fn(stream._c, _STATUS_TRAMPOLINE_C, _ptr(key))
+    if status:
+        _pending.pop(key, None)
     return status
 
 

@@ -40,7 +40,7 @@ from ._base import (
     MAX_ARGS, _C_U32, _C_ZERO, _U64_MAX, _err, _f_kernel_destroy, _f_launch,
     _f_launch_parallel, _f_module_unload, _u32,
 )
-from ._callbacks import _enqueue
+from ._callbacks import _enqueue, _enqueue_status
 from ._stream import Stream, _as_stream, _ContextChild, _stream_c, _with_context
 from ._memory import DeviceBuffer, HostBuffer
 
@@ -719,7 +719,7 @@ def launch_parallel(tasks: Iterable[Union[Task, Tuple[int, Kernel, Any, Any, Seq
 # ----------------------------------------------------------------------------------------------
 
 
-def launch_host_fn(fn: Callable[[], Any], *, stream: Stream) -> None:
+def launch_host_fn(fn: Callable[..., Any], *, stream: Stream, with_status: bool = False) -> None:
     """Queue ``fn()`` on ``stream`` (``qd_launch_host_fn``): it runs on a host thread after
     all earlier work on the stream, and later work waits for it.
 
@@ -727,10 +727,21 @@ def launch_host_fn(fn: Callable[[], Any], *, stream: Stream) -> None:
     (they raise InvalidOperationError). If it raises, the exception is reported as a
     CallbackError by the next ``synchronize()`` on the context. ``fn`` is kept alive until it
     has run; if queuing fails it is never called.
+
+    With ``with_status=True`` (``qd_launch_host_status_fn``, as CuPy's ``add_callback``) it is
+    called as ``fn(stream, status)`` exactly once, whatever happens to the context, so cleanup
+    code runs either way: ``status`` is ``Status.SUCCESS`` when it ran in turn, and
+    ``Status.ERROR_DEVICE_LOST`` when the context was lost before its turn (it is then called
+    by the context's destroy at the latest), or ``Status.ERROR_INVALID_HANDLE`` when the
+    context's destroy began before its turn. It cannot be captured: on a capturing stream it
+    raises InvalidOperationError and the capture goes on.
     """
     sc = _stream_c(stream)
     if not callable(fn):
         raise ArgumentTypeError(f"fn must be callable, not {type(fn).__name__}")
-    status = _enqueue(stream, fn, stream._ctx._cb_errors)
+    if with_status:
+        status = _enqueue_status(stream, fn, stream._ctx._cb_errors)
+    else:
+        status = _enqueue(stream, fn, stream._ctx._cb_errors)
     if status:
         raise _err(status, stream._ctx)

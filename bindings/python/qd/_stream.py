@@ -8,6 +8,7 @@ from ctypes import (
     byref,
     c_float,
     c_int32,
+    c_uint32,
     c_uint64,
 )
 from typing import (
@@ -554,6 +555,35 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
         if status:
             raise _err(status, self._ctx)
         return out.value
+
+    @property
+    def is_capturing(self) -> bool:
+        """Whether the stream is capturing (``qd_stream_is_capturing``): the origin of an open
+        capture or a stream that joined one (a forked child, a stream that waited on an event
+        recorded in it). Queues nothing, so it may be asked in the middle of a capture."""
+        self._check()
+        out = c_int32()
+        status = _C.qd_stream_is_capturing(self._h, _ref(out))
+        if status:
+            raise _err(status, self._ctx)
+        return bool(out.value)
+
+    @property
+    def flags(self) -> int:
+        """The ``qd_stream_flags`` the stream was created with (``qd_stream_get_flags``): 1
+        (``QD_STREAM_NON_BLOCKING``) when it was created ``non_blocking``, and for the default
+        stream and pool leases; an imported stream's native ones."""
+        self._check()
+        out = c_uint32()
+        status = _C.qd_stream_get_flags(self._h, _ref(out))
+        if status:
+            raise _err(status, self._ctx)
+        return out.value
+
+    @property
+    def non_blocking(self) -> bool:
+        """Whether ``flags`` has ``STREAM_NON_BLOCKING``."""
+        return bool(self.flags & _api.QD_STREAM_NON_BLOCKING)
 
     @property
     def native_handle(self) -> int:

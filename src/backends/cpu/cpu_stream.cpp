@@ -175,6 +175,15 @@ qd_status CpuStream::host_fn(qd_host_fn fn, void *user_data) {
     });
 }
 
+qd_status CpuStream::host_status_fn(qd_host_status_fn fn, uint64_t handle, void *user_data) {
+    return enqueue(sizeof(Task), [&](void *slot) {
+        Task *task = new (slot) Task(TaskKind::kHostStatusFn, sizeof(Task));
+        task->u.status.fn = fn;
+        task->u.status.user_data = user_data;
+        task->u.status.handle = handle;
+    });
+}
+
 // --- Host waits ------------------------------------------------------------------------------
 
 qd_status CpuStream::synchronize() {
@@ -298,6 +307,9 @@ void CpuStream::abandon_all(StreamList &woken) noexcept {
         // a kernel may dlclose its module, and nothing blocks under a spin lock.
         std::shared_ptr<void> ref;
         bool is_record;
+        qd_host_status_fn status_fn = nullptr;  // called below, outside the lock
+        void *status_data = nullptr;
+        uint64_t status_handle = 0;
         {
             std::lock_guard<SpinLock> lock(lock_);
             Task *task = queue_.front();
@@ -309,12 +321,19 @@ void CpuStream::abandon_all(StreamList &woken) noexcept {
             }
             const uint32_t bytes = task->record_bytes;
             is_record = task->kind == TaskKind::kRecord;
+            if (task->kind == TaskKind::kHostStatusFn) {
+                status_fn = task->u.status.fn;
+                status_data = task->u.status.user_data;
+                status_handle = task->u.status.handle;
+            }
             if (!is_record) abandon(*task, woken);
             ref = std::move(task->ref);
             task->~Task();
             queue_.pop_front(bytes);
         }
         if (is_record) static_cast<Marker *>(ref.get())->complete(Marker::Clock::now(), woken);
+        // The context shut down before its turn (qd_launch_host_status_fn).
+        if (status_fn) status_fn(status_handle, QD_ERROR_INVALID_HANDLE, status_data);
     }
     wake_host_waiters();
 }

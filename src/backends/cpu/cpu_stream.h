@@ -39,6 +39,7 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) override;
     qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) override;
     qd_status host_fn(qd_host_fn fn, void *user_data) override;
+    qd_status host_status_fn(qd_host_status_fn fn, uint64_t handle, void *user_data) override;
     int32_t priority() const override { return priority_; }
 
     // --- Used by the scheduler ---

@@ -65,6 +65,13 @@ void execute(Task &task, WorkerState &worker) noexcept {
             task.u.host.fn(task.u.host.user_data);
         }
         break;
+    case TaskKind::kHostStatusFn: {
+        // Called either way (qd_launch_host_status_fn): the status says whether it ran in turn.
+        CallbackScope scope(worker.scheduler, false);
+        task.u.status.fn(task.u.status.handle, lost ? QD_ERROR_DEVICE_LOST : QD_SUCCESS,
+                         task.u.status.user_data);
+        break;
+    }
     case TaskKind::kMemcpy:
         // memmove: nothing checks that the ranges are disjoint, and memcpy would be undefined.
         if (!lost) std::memmove(task.u.copy.dst, task.u.copy.src, task.u.copy.bytes);

@@ -21,13 +21,14 @@ class StreamList;
 struct WorkerState;
 
 enum class TaskKind : uint8_t {
-    kLaunch,  // ref: CpuKernel; u.launch + extra (shared memory bytes); arguments follow
-    kHostFn,  // u.host
-    kMemcpy,  // u.copy
-    kMemset,  // u.set + extra (the byte value)
-    kFree,    // u.free_ptr: a stream-ordered free
-    kRecord,  // ref: Marker to complete
-    kWait,    // ref: Marker to wait for
+    kLaunch,        // ref: CpuKernel; u.launch + extra (shared memory bytes); arguments follow
+    kHostFn,        // u.host
+    kHostStatusFn,  // u.status: called whatever happens (run, skipped when lost, abandoned)
+    kMemcpy,        // u.copy
+    kMemset,        // u.set + extra (the byte value)
+    kFree,          // u.free_ptr: a stream-ordered free
+    kRecord,        // ref: Marker to complete
+    kWait,          // ref: Marker to wait for
 };
 
 struct alignas(16) Task {
@@ -53,6 +54,11 @@ struct alignas(16) Task {
             qd_host_fn fn;
             void *user_data;
         } host;
+        struct {
+            qd_host_status_fn fn;
+            void *user_data;
+            uint64_t handle;
+        } status;
         void *free_ptr;
     } u{};
     uint32_t extra = 0;  // launch: shared memory bytes per block; memset: the value
@@ -79,7 +85,8 @@ void execute(Task &task, WorkerState &worker) noexcept;
 // Disposes of a task that will never run (its context shut down under it): frees stream-ordered
 // frees so nothing leaks and completes record markers so no waiter hangs. Completing a marker
 // may briefly take its host mutex: not under a spin lock (CpuStream::abandon_all completes
-// records itself, outside its lock).
+// records itself, outside its lock). A host status callback is not called here either (it runs
+// user code): CpuStream::abandon_all calls it outside its lock, with QD_ERROR_INVALID_HANDLE.
 void abandon(Task &task, StreamList &woken) noexcept;
 
 // True while the calling thread runs a host kernel or host callback for `scheduler`.

@@ -117,6 +117,7 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::stream_wait_event, {"cuStreamWaitEvent"}},
     {Fn::stream_get_priority, {"cuStreamGetPriority"}},
     {Fn::stream_get_ctx, {"cuStreamGetCtx"}},
+    {Fn::stream_get_flags, {"cuStreamGetFlags"}},
     {Fn::event_create, {"cuEventCreate"}},
     {Fn::event_destroy, {"cuEventDestroy_v2"}},
     {Fn::event_record, {"cuEventRecord"}},

@@ -73,7 +73,18 @@ qd_status GpuContext::import_stream(uint64_t native, std::shared_ptr<Stream> *ou
     Result r = t.stream_get_priority(stream, &priority);
     if (r != t.success)
         return dc_->fail_call(r, QD_ERROR_INVALID_ARGUMENT, Fn::stream_get_priority, nullptr);
+    // Its flags, for qd_stream_get_flags: a stream of the legacy kind synchronises with the
+    // legacy default stream.
+    int64_t flags = -1;
+    if (t.stream_get_flags) {
+        unsigned native_flags = 0;
+        r = t.stream_get_flags(stream, &native_flags);
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_INVALID_ARGUMENT, Fn::stream_get_flags, nullptr);
+        flags = (native_flags & t.stream_non_blocking_flag) ? QD_STREAM_NON_BLOCKING : 0;
+    }
     auto s = std::make_shared<GpuStream>(dc_, stream, false, priority);
+    s->set_native_flags(flags);
     dc_->counters.streams_imported.fetch_add(1, std::memory_order_relaxed);
     dc_->register_stream(*s);
     *out = std::move(s);

@@ -124,6 +124,21 @@ void DeviceContext::attach_lost_state(LostState *lost) {
     lost_ = lost;
 }
 
+void DeviceContext::add_status_call(StatusCall *call) {
+    std::lock_guard<std::mutex> lock(status_calls_mutex_);
+    status_calls_.insert(call);
+}
+
+bool DeviceContext::take_status_call(StatusCall *call) {
+    std::lock_guard<std::mutex> lock(status_calls_mutex_);
+    return status_calls_.erase(call) != 0;
+}
+
+bool DeviceContext::lost() {
+    std::lock_guard<std::mutex> lock(lost_mutex_);
+    return lost_ != nullptr && lost_->lost();
+}
+
 const char *DeviceContext::intern(const char *name) {
     std::lock_guard<std::mutex> lock(names_mutex_);
     return names_.insert(name).first->c_str();
@@ -296,6 +311,20 @@ qd_status DeviceContext::condition_kernel(NativeFunction *out) {
 
 void DeviceContext::shut_down() {
     shut_down_.store(true, std::memory_order_relaxed);
+    if (!forked()) {
+        // Host status callbacks the driver dropped (a fault) or never reached: each is called
+        // once, here, on the destroying thread, outside every lock.
+        std::unordered_set<StatusCall *> left;
+        {
+            std::lock_guard<std::mutex> lock(status_calls_mutex_);
+            left.swap(status_calls_);
+        }
+        const qd_status status = lost() ? QD_ERROR_DEVICE_LOST : QD_ERROR_INVALID_HANDLE;
+        for (StatusCall *call : left) {
+            call->fn(call->handle, status, call->user_data);
+            delete call;
+        }
+    }
     if (!can_release_now()) return;
     drain_tails();
 }

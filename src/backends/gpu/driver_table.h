@@ -127,6 +127,8 @@ struct MemAccessDesc {
     X(stream_get_priority, true, (NativeStream stream, int *priority))                             \
     /* optional: without it an imported stream's context is not checked */                         \
     X(stream_get_ctx, false, (NativeStream stream, NativeContext * ctx))                           \
+    /* optional: without it an imported stream's flags are unknown (qd_stream_get_flags) */        \
+    X(stream_get_flags, false, (NativeStream stream, unsigned *flags))                             \
     X(event_create, true, (NativeEvent * event, unsigned flags))                                   \
     X(event_destroy, true, (NativeEvent event))                                                    \
     X(event_record, true, (NativeEvent event, NativeStream stream))                                \

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/common/callback_scope.h"
@@ -119,6 +120,21 @@ class DeviceContext {
     qd_status drain_tails();
     void run_deferred();
 
+    // qd_launch_host_status_fn's calls queued and not called yet (stream.cpp). The driver drops
+    // a host function queued behind a fault, so shut_down() calls what is left: after the
+    // destroy's drain, when the driver calls none of them any more.
+    struct StatusCall {
+        qd_host_status_fn fn;
+        void *user_data;
+        uint64_t handle;
+        DeviceContext *owner;
+    };
+    void add_status_call(StatusCall *call);
+    // Removes call; false when it was not there (shut_down() took it).
+    bool take_status_call(StatusCall *call);
+    // Has the owning Context been marked lost?
+    bool lost();
+
     void shut_down();
     bool is_shut_down() const { return shut_down_.load(std::memory_order_relaxed); }
 
@@ -140,6 +156,9 @@ class DeviceContext {
 
     std::mutex lost_mutex_;
     LostState *lost_ = nullptr;
+
+    std::mutex status_calls_mutex_;
+    std::unordered_set<StatusCall *> status_calls_;
 
     std::mutex names_mutex_;
     std::set<std::string> names_;
@@ -286,10 +305,14 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     qd_status memcpy(uint64_t dst, uint64_t src, uint64_t bytes) override;
     qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) override;
     qd_status host_fn(qd_host_fn fn, void *user_data) override;
+    qd_status host_status_fn(qd_host_status_fn fn, uint64_t handle, void *user_data) override;
     qd_status begin_capture(std::unique_ptr<Capture> *out) override;
     qd_status memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, Context &src_ctx,
                           uint64_t bytes) override;  // peer.cpp
     int32_t priority() const override { return priority_; }
+    qd_status native_flags(uint32_t *flags) const override;
+    // A borrowed stream's qd_stream_flags, read at import; -1 when the driver cannot say.
+    void set_native_flags(int64_t flags) { native_flags_ = flags; }
     // The stream's own native stream (qd_stream_native_handle), whatever a capture redirects.
     uint64_t native_handle() const override { return reinterpret_cast<uintptr_t>(stream_); }
 
@@ -331,6 +354,7 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     std::atomic<NativeStream> active_;  // native(): stream_ unless a capture redirects it
     const bool owned_;
     const int32_t priority_;
+    int64_t native_flags_ = QD_STREAM_NON_BLOCKING;  // written once, before it is shared
     // Set on every launch (one relaxed store); points into DeviceContext's interned names.
     std::atomic<const char *> last_kernel_{nullptr};
     std::atomic<bool> forgotten_{false};  // a borrowed stream whose handle is gone

@@ -28,6 +28,17 @@ void host_trampoline(void *raw) {
     call->fn(call->user_data);
 }
 
+// qd_launch_host_status_fn's: called by the driver in stream order, unless shut_down() already
+// called it (it then never reaches here: the driver calls nothing after the destroy's drain).
+void host_status_trampoline(void *raw) {
+    auto *call = static_cast<DeviceContext::StatusCall *>(raw);
+    DeviceContext &dc = *call->owner;
+    if (!dc.take_status_call(call)) return;
+    std::unique_ptr<DeviceContext::StatusCall> owned(call);
+    CallbackScope scope(&dc, true);
+    call->fn(call->handle, dc.lost() ? QD_ERROR_DEVICE_LOST : QD_SUCCESS, call->user_data);
+}
+
 }  // namespace
 
 GpuStream::GpuStream(std::shared_ptr<DeviceContext> dc, NativeStream stream, bool owned,
@@ -160,6 +171,34 @@ qd_status GpuStream::host_fn(qd_host_fn fn, void *user_data) {
     // is ours to free.
     if (r != t_.success) return fail(r, QD_ERROR_INTERNAL, Fn::launch_host_func);
     call.release();  // the trampoline owns it now
+    return QD_SUCCESS;
+}
+
+qd_status GpuStream::native_flags(uint32_t *flags) const {
+    if (native_flags_ < 0)
+        return qd::fail(
+            QD_ERROR_NOT_SUPPORTED,
+            "the flags of imported stream %p are unknown: the driver has no %s (CUDA 5.5 "
+            "and HIP 5.2 have it)",
+            static_cast<void *>(stream_), symbol_name(t_, Fn::stream_get_flags));
+    *flags = static_cast<uint32_t>(native_flags_);
+    return QD_SUCCESS;
+}
+
+qd_status GpuStream::host_status_fn(qd_host_status_fn fn, uint64_t handle, void *user_data) {
+    DriverEntry entry(*dc_, true, last_kernel());
+    if (!entry.ok()) return entry.status();
+    auto call = std::make_unique<DeviceContext::StatusCall>(
+        DeviceContext::StatusCall{fn, user_data, handle, dc_.get()});
+    dc_->add_status_call(call.get());
+    Result r = t_.launch_host_func(stream_, host_status_trampoline, call.get());
+    if (r != t_.success) {
+        // Never called by the driver, and never to be called: fn is not called for a call that
+        // failed.
+        dc_->take_status_call(call.get());
+        return fail(r, QD_ERROR_INTERNAL, Fn::launch_host_func);
+    }
+    call.release();  // the trampoline, or shut_down(), owns it now
     return QD_SUCCESS;
 }
 

@@ -183,6 +183,7 @@ constexpr gpu::SymbolBinding kDirect[] = {
     {Fn::stream_synchronize, {"hipStreamSynchronize"}},
     {Fn::stream_wait_event, {"hipStreamWaitEvent"}},  // qd passes flags 0, all HIP accepts
     {Fn::stream_get_priority, {"hipStreamGetPriority"}},
+    {Fn::stream_get_flags, {"hipStreamGetFlags"}},
     {Fn::event_create, {"hipEventCreateWithFlags"}},
     {Fn::event_destroy, {"hipEventDestroy"}},
     {Fn::event_record, {"hipEventRecord"}},

@@ -244,6 +244,13 @@ qd_status CaptureRouter::record(const Op &op) {
     }
     Capture &c = *lane->second.capture;
     switch (op.kind) {
+    case OpKind::HostFn:
+        if (op.status_fn)
+            return fail(QD_ERROR_INVALID_OPERATION,
+                        "qd_launch_host_status_fn on a capturing stream: a graph's host node "
+                        "runs once per replay, and a replay a loss drops could not call it; "
+                        "nothing was queued, the capture goes on (use qd_launch_host_fn)");
+        break;
     case OpKind::Memcpy:
         if (op.dst_ctx)
             return fail(QD_ERROR_INVALID_OPERATION,

@@ -4,8 +4,9 @@
 
 use crate::types::{
     qd_arg, qd_backend, qd_conditional_desc, qd_context, qd_context_desc, qd_context_stats,
-    qd_device_info, qd_event, qd_graph, qd_hazard_fn, qd_host_fn, qd_host_kernel_fn, qd_kernel,
-    qd_launch_config, qd_module, qd_status, qd_stream, qd_stream_desc, qd_task,
+    qd_device_info, qd_event, qd_graph, qd_hazard_fn, qd_host_fn, qd_host_kernel_fn,
+    qd_host_status_fn, qd_kernel, qd_launch_config, qd_module, qd_status, qd_stream,
+    qd_stream_desc, qd_task,
 };
 use core::ffi::{c_char, c_void};
 
@@ -122,6 +123,13 @@ extern "C" {
     /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`,
     /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
     pub fn qd_stream_import(ctx: qd_context, native: u64, out: *mut qd_stream) -> qd_status;
+    /// `qd_stream_is_capturing`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INTERNAL`.
+    pub fn qd_stream_is_capturing(stream: qd_stream, capturing: *mut i32) -> qd_status;
+    /// `qd_stream_get_flags`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_NOT_SUPPORTED`,
+    /// `QD_ERROR_INTERNAL`.
+    pub fn qd_stream_get_flags(stream: qd_stream, flags: *mut u32) -> qd_status;
 
     // Events.
     /// `qd_event_create`, since 0.1 (`QD_0.1`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_ARGUMENT`,
@@ -207,6 +215,14 @@ extern "C" {
     pub fn qd_launch_host_fn(
         stream: qd_stream,
         fn_: qd_host_fn,
+        user_data: *mut c_void,
+    ) -> qd_status;
+    /// `qd_launch_host_status_fn`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`,
+    /// `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_launch_host_status_fn(
+        stream: qd_stream,
+        fn_: qd_host_status_fn,
         user_data: *mut c_void,
     ) -> qd_status;
 

@@ -34,6 +34,9 @@ pub type qd_host_kernel_fn =
     Option<unsafe extern "C" fn(info: *const qd_host_kernel_info, args: *const *mut c_void) -> i32>;
 /// `qd_host_fn` (since 0.1): a C function pointer; `None` is NULL.
 pub type qd_host_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+/// `qd_host_status_fn` (since 0.3): a C function pointer; `None` is NULL.
+pub type qd_host_status_fn =
+    Option<unsafe extern "C" fn(stream: qd_stream, status: qd_status, user_data: *mut c_void)>;
 /// `qd_hazard_fn` (since 0.2): a C function pointer; `None` is NULL.
 pub type qd_hazard_fn =
     Option<unsafe extern "C" fn(hazard: *const qd_hazard, user_data: *mut c_void)>;

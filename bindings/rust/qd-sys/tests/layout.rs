@@ -678,6 +678,8 @@ fn every_function_has_the_type_of_the_description() {
         qd_stream_priority_range;
     let _: unsafe extern "C" fn(qd_stream, *mut u64) -> qd_status = qd_stream_native_handle;
     let _: unsafe extern "C" fn(qd_context, u64, *mut qd_stream) -> qd_status = qd_stream_import;
+    let _: unsafe extern "C" fn(qd_stream, *mut i32) -> qd_status = qd_stream_is_capturing;
+    let _: unsafe extern "C" fn(qd_stream, *mut u32) -> qd_status = qd_stream_get_flags;
     let _: unsafe extern "C" fn(qd_context, u32, *mut qd_event) -> qd_status = qd_event_create;
     let _: unsafe extern "C" fn(qd_event) -> qd_status = qd_event_destroy;
     let _: unsafe extern "C" fn(qd_stream, qd_event) -> qd_status = qd_event_record;
@@ -706,6 +708,8 @@ fn every_function_has_the_type_of_the_description() {
     let _: unsafe extern "C" fn(qd_stream, *const qd_task, u32) -> qd_status = qd_launch_parallel;
     let _: unsafe extern "C" fn(qd_stream, qd_host_fn, *mut c_void) -> qd_status =
         qd_launch_host_fn;
+    let _: unsafe extern "C" fn(qd_stream, qd_host_status_fn, *mut c_void) -> qd_status =
+        qd_launch_host_status_fn;
     let _: unsafe extern "C" fn(qd_stream, u64, *mut u64) -> qd_status = qd_mem_alloc_async;
     let _: unsafe extern "C" fn(qd_stream, u64) -> qd_status = qd_mem_free_async;
     let _: unsafe extern "C" fn(qd_stream, u64, u64, u64) -> qd_status = qd_memcpy_async;

@@ -1,4 +1,5 @@
-//! Host callbacks in stream order ([`Stream::host_fn`]), panic-safe.
+//! Host callbacks in stream order ([`Stream::host_fn`], and [`Stream::host_fn_with_status`],
+//! called whatever happens to the context), panic-safe.
 //!
 //! A panic in a callback is caught in the C trampoline (it never unwinds into C). On the CPU
 //! backend it then faults the context as a C kernel returning non-zero does: every callback is
@@ -15,8 +16,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+// What a callback calls: host_fn's closure, or host_fn_with_status's, which learns the status.
+enum Call {
+    Plain(Box<dyn FnOnce() + Send + 'static>),
+    Status(Box<dyn FnOnce(Result<()>) + Send + 'static>),
+}
+
 struct Slot {
-    f: Mutex<Option<Box<dyn FnOnce() + Send + 'static>>>,
+    f: Mutex<Option<Call>>,
     panicked: AtomicBool,
 }
 
@@ -43,11 +50,46 @@ impl Stream<'_> {
     /// ([`crate::Capture`]): `f` runs once, and a graph would call it on every replay.
     pub fn host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         self.refuse_if_capturing()?;
-        let slot = Arc::new(Slot { f: Mutex::new(Some(Box::new(f))), panicked: AtomicBool::new(false) });
+        self.queue_call(Call::Plain(Box::new(f)))
+    }
+
+    /// Queue `f` as [`Stream::host_fn`] does, but `f` is called exactly once whatever happens
+    /// to the context (`qd_launch_host_status_fn`, as CuPy's `add_callback`), so cleanup code
+    /// runs either way: with `Ok(())` when it ran in turn after all earlier work; with
+    /// [`crate::Error::DeviceLost`] when the context was lost before its turn (it is then called
+    /// when the context is destroyed at the latest); with [`crate::Error::InvalidHandle`] when
+    /// the context's destroy began before its turn. If this call fails, `f` is never called.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// let ctx = qd::Context::new(qd::Backend::Cpu)?;
+    /// let s = qd::Stream::new(&ctx)?;
+    /// let (tx, rx) = mpsc::channel();
+    /// s.host_fn_with_status(move |status| tx.send(status.is_ok()).unwrap())?;
+    /// s.synchronize()?;
+    /// assert!(rx.recv().unwrap());
+    /// # Ok::<(), qd::Error>(())
+    /// ```
+    ///
+    /// Errors: [`crate::Error::InvalidOperation`] when the stream is capturing a graph (a
+    /// replay the loss drops could not call it): nothing is queued, the capture goes on.
+    pub fn host_fn_with_status<F: FnOnce(Result<()>) + Send + 'static>(&self, f: F) -> Result<()> {
+        self.queue_call(Call::Status(Box::new(f)))
+    }
+
+    fn queue_call(&self, call: Call) -> Result<()> {
+        let with_status = matches!(call, Call::Status(_));
+        let slot = Arc::new(Slot { f: Mutex::new(Some(call)), panicked: AtomicBool::new(false) });
         let guard = if self.context().is_cpu() { Some(guard_kernel(self.context())?) } else { None };
         let for_callback = Arc::into_raw(slot.clone()) as *mut c_void;
-        // SAFETY: `callback` has the C signature; it takes back the Arc reference passed here.
-        let status = unsafe { qd_sys::qd_launch_host_fn(self.raw(), Some(callback), for_callback) };
+        let status = if with_status {
+            // SAFETY: `status_callback` has the C signature; it takes back the Arc reference
+            // passed here, and qd calls it exactly once after a success.
+            unsafe { qd_sys::qd_launch_host_status_fn(self.raw(), Some(status_callback), for_callback) }
+        } else {
+            // SAFETY: `callback` has the C signature; it takes back the Arc reference passed here.
+            unsafe { qd_sys::qd_launch_host_fn(self.raw(), Some(callback), for_callback) }
+        };
         if status != qd_sys::QD_SUCCESS {
             // SAFETY: qd never calls the callback after a failure: the reference is still ours.
             drop(unsafe { Arc::from_raw(for_callback as *const Slot) });
@@ -109,12 +151,40 @@ fn guard_kernel(ctx: &Context) -> Result<qd_sys::qd_kernel> {
 unsafe extern "C" fn callback(user_data: *mut c_void) {
     // SAFETY: `user_data` is the Arc reference host_fn passed for this call.
     let slot = unsafe { Arc::from_raw(user_data as *const Slot) };
-    let f = slot.f.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(f) = f {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-            slot.panicked.store(true, Ordering::Release);
-            std::mem::forget(payload);
+    run(&slot, qd_sys::QD_SUCCESS);
+}
+
+unsafe extern "C" fn status_callback(_stream: qd_sys::qd_stream, status: qd_sys::qd_status, user_data: *mut c_void) {
+    // SAFETY: `user_data` is the Arc reference host_fn_with_status passed for this call.
+    let slot = unsafe { Arc::from_raw(user_data as *const Slot) };
+    run(&slot, status);
+}
+
+// Calls the slot's closure once, catching a panic (it never unwinds into C).
+fn run(slot: &Slot, status: i32) {
+    let call = slot.f.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let result = match call {
+        Some(Call::Plain(f)) => catch_unwind(AssertUnwindSafe(f)),
+        Some(Call::Status(f)) => {
+            let outcome = if status == qd_sys::QD_SUCCESS {
+                Ok(())
+            } else {
+                Err(crate::error::Error::with_message(
+                    status,
+                    if status == qd_sys::QD_ERROR_DEVICE_LOST {
+                        "the context was lost before this host callback's turn"
+                    } else {
+                        "the context was destroyed before this host callback's turn"
+                    },
+                ))
+            };
+            catch_unwind(AssertUnwindSafe(move || f(outcome)))
         }
+        None => Ok(()),
+    };
+    if let Err(payload) = result {
+        slot.panicked.store(true, Ordering::Release);
+        std::mem::forget(payload);
     }
 }
 

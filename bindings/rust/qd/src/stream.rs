@@ -173,6 +173,31 @@ impl<'ctx> Stream<'ctx> {
         Ok(p)
     }
 
+    /// Whether this stream is capturing: the origin of an open capture, or a stream that joined
+    /// one (a forked child, a stream that waited on an event recorded in it). Queues nothing,
+    /// so it may be asked in the middle of a capture.
+    pub fn is_capturing(&self) -> Result<bool> {
+        let mut c = 0;
+        // SAFETY: valid output.
+        check(unsafe { qd_sys::qd_stream_is_capturing(self.raw, &mut c) })?;
+        Ok(c != 0)
+    }
+
+    /// The `qd_stream_flags` this stream was created with (`QD_STREAM_NON_BLOCKING` for the
+    /// default stream and pool leases; an imported stream's native ones).
+    /// Errors: [`crate::Error::NotSupported`] for an imported stream whose driver cannot say.
+    pub fn flags(&self) -> Result<u32> {
+        let mut f = 0;
+        // SAFETY: valid output.
+        check(unsafe { qd_sys::qd_stream_get_flags(self.raw, &mut f) })?;
+        Ok(f)
+    }
+
+    /// Whether [`Stream::flags`] has `QD_STREAM_NON_BLOCKING`.
+    pub fn is_non_blocking(&self) -> Result<bool> {
+        Ok(self.flags()? & qd_sys::QD_STREAM_NON_BLOCKING != 0)
+    }
+
     /// The native stream (`CUstream`, `hipStream_t`), owned by qd and valid while `self`
     /// lives. Errors: [`crate::Error::NotSupported`] on the CPU backend.
     pub fn native_handle(&self) -> Result<u64> {
