@@ -20,7 +20,11 @@ use std::sync::Mutex;
 /// orders those before the free with events, so a free never overtakes a copy. `Drop` frees
 /// on the context's default stream the same way; while a capture begun with
 /// [`Stream::begin_capture`] is open on the context, it frees once the last one has ended
-/// instead (a drop never touches a capture). A failed drop is kept for
+/// instead (a drop never touches another's capture). A buffer allocated on a capturing stream
+/// is the graph's own block (qd.h, "Memory inside a graph"): its drop frees it inside that
+/// capture, on the stream it was allocated on, so drop it before the capture ends (a block the
+/// capture does not free makes [`Capture::end`](crate::Capture::end) fail). A failed drop is
+/// kept for
 /// [`Context::take_drop_errors`]. Kernels are the caller's side of the bargain:
 /// a kernel that uses the buffer on another stream must be ordered before the free (the
 /// `# Safety` of [`Stream::launch`]).
@@ -59,6 +63,9 @@ pub struct DeviceBuffer<'ctx, T: Pod> {
     ctx: &'ctx Context,
     /// Streams that queued work on this buffer through this crate (allocation included).
     used_on: Mutex<Vec<qd_sys::qd_stream>>,
+    /// The stream it was allocated on when that stream was capturing: the block is the graph's
+    /// (qd.h, "Memory inside a graph") and is freed inside the capture, on this stream.
+    in_capture: Option<qd_sys::qd_stream>,
     _t: PhantomData<T>,
 }
 
@@ -84,7 +91,9 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
         let mut addr = 0;
         // SAFETY: valid output.
         check(unsafe { qd_sys::qd_mem_alloc_async(stream.raw(), bytes, &mut addr) })?;
-        Ok(DeviceBuffer { addr, len, ctx: stream.context(), used_on: Mutex::new(vec![stream.raw()]), _t: PhantomData })
+        // Asked only while a capture of this crate is open: no extra call on the common path.
+        let in_capture = (stream.context().captures_open() && stream.is_capturing().unwrap_or(false)).then(|| stream.raw());
+        Ok(DeviceBuffer { addr, len, ctx: stream.context(), used_on: Mutex::new(vec![stream.raw()]), in_capture, _t: PhantomData })
     }
 
     /// Number of elements.
@@ -151,6 +160,18 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
     /// for [`Context::take_drop_errors`].
     fn release(&mut self) {
         let used = self.take_uses();
+        if let Some(stream) = self.in_capture {
+            // The graph's block: freed inside the capture, on the stream it was allocated on,
+            // after the capture's work on it (the capture orders its streams itself). Once the
+            // capture has ended the graph owns the block (freed inside it, or the end was
+            // refused and the capture is still open): nothing is left for the buffer to free.
+            // SAFETY: plain handle/address call.
+            let status = unsafe { qd_sys::qd_mem_free_async(stream, self.addr) };
+            if status != qd_sys::QD_SUCCESS && status != qd_sys::QD_ERROR_INVALID_ADDRESS {
+                self.ctx.drop_failed("DeviceBuffer (a block of a capture)", status);
+            }
+            return;
+        }
         {
             let mut captures = self.ctx.captures.lock().unwrap_or_else(|p| p.into_inner());
             if captures.open > 0 {
@@ -195,6 +216,11 @@ fn free_after_uses(ctx: &Context, addr: u64, used: &[qd_sys::qd_stream], stream:
 }
 
 impl Context {
+    /// Whether a capture begun through this crate is open on this context.
+    pub(crate) fn captures_open(&self) -> bool {
+        self.captures.lock().unwrap_or_else(|p| p.into_inner()).open > 0
+    }
+
     /// Frees deferred while captures were open, when the last one has ended.
     pub(crate) fn capture_ended(&self) {
         let deferred = {

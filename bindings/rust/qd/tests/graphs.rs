@@ -252,3 +252,31 @@ fn a_failing_body_or_a_dropped_guard_leaves_no_conditional_open() {
     assert!(ctx.take_drop_errors().is_empty());
     drop(c.end().unwrap());
 }
+
+#[test]
+fn a_buffer_allocated_and_dropped_inside_a_capture_is_the_graphs_block() {
+    let ctx = cpu();
+    let m = load(&ctx);
+    let k = Kernels::new(&m);
+    let s = Stream::new(&ctx).unwrap();
+    let out = DeviceBuffer::<u32>::alloc(&s, 1).unwrap();
+    s.memset(&out, 0).unwrap();
+    let c = s.begin_capture().unwrap();
+    {
+        let tmp = DeviceBuffer::<u32>::alloc(&s, 1).unwrap(); // a block of the graph
+        // SAFETY: write_value into tmp, then add_value(out, tmp, 1): both live here.
+        unsafe {
+            s.launch(&k.write_value, &ONE, (tmp.device_ptr(), 7u32)).unwrap();
+            s.launch(&k.add_value, &ONE, (&out, &tmp, 1u32)).unwrap();
+        }
+    } // dropped: freed inside the capture, as the graph's own block must be
+    let graph = c.end().expect("the block was freed inside its capture");
+    for _ in 0..3 {
+        // SAFETY: out is live; the graph allocates and frees its own block.
+        unsafe { graph.launch(&s).unwrap() };
+    }
+    let mut back = [0u32];
+    s.copy_to_slice(&mut back, &out).unwrap();
+    assert_eq!(back, [8]);
+    assert!(ctx.take_drop_errors().is_empty(), "{:?}", ctx.take_drop_errors());
+}
