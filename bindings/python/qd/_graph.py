@@ -131,9 +131,9 @@ class Graph(_ContextChild):
         """
         if type(stream) is not Stream:
             stream = _as_stream(stream, self._ctx)
-        if not stream._h:
+        if not stream._h or not stream._ctx._h:
             raise stream._closed_error()
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         status = _C.qd_graph_upload(self._h, stream._h)
         if status:
@@ -154,7 +154,7 @@ class Graph(_ContextChild):
         raw = os.fsencode(path)
         if not isinstance(verbose, bool):
             raise InvalidArgumentError(f"verbose must be a bool, not {verbose!r}")
-        if not self._h:
+        if not self._h or not self._ctx._h:
             raise self._closed_error()
         flags = _api.QD_GRAPH_DOT_VERBOSE if verbose else 0
         status = _C.qd_graph_debug_dot(self._h, raw, flags)

@@ -99,6 +99,7 @@ def _arguments(live: SimpleNamespace) -> Dict[str, Any]:
         "children": [live.lease], "n": 1, "name": live.kernel.name, "index": 0, "access": "read",
         "node": 0, "kind": qd.CONDITIONAL_IF, "condition": 0, "num_cases": 0,
         "timing": False, "refresh": False, "dtype": "uint8", "shape": None,
+        "path": "/nonexistent/qd-closed-children.dot",  # never written: refused before C
     }
 
 
