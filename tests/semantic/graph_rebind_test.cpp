@@ -21,6 +21,34 @@ namespace {
 
 class GraphRebindTest : public BackendTest {
   protected:
+    // A context validating with `flags`, its test kernels, two streams (a, s) and two zeroed
+    // 64-byte blocks allocated on s; skips when the backend has no test kernels.
+    struct Validating {
+        qd_context c = 0;
+        std::unique_ptr<TestKernels> kernels;
+        qd_stream a = 0, s = 0;
+        uint64_t clean = 0, raced = 0;
+    };
+    void make_validating(uint32_t flags, Validating *v) {
+        qd_context_desc desc = make_desc(backend(), 8, 4);
+        desc.flags = flags;
+        ASSERT_QD_OK(qd_context_create(&desc, &v->c));
+        extra_contexts_.push_back(v->c);
+        std::string why;
+        v->kernels = make_test_kernels(backend(), v->c, &why);
+        if (!v->kernels) {
+            ASSERT_FALSE(is_cpu()) << why;
+            GTEST_SKIP() << "no test kernels for " << backend_name(backend()) << ": " << why;
+        }
+        ASSERT_QD_OK(qd_stream_create(v->c, nullptr, &v->a));
+        ASSERT_QD_OK(qd_stream_create(v->c, nullptr, &v->s));
+        for (uint64_t *block : {&v->clean, &v->raced}) {
+            ASSERT_QD_OK(qd_mem_alloc_async(v->s, 64, block));
+            ASSERT_QD_OK(qd_memset_async(v->s, *block, 0, 64));
+        }
+        ASSERT_QD_OK(qd_context_synchronize(v->c));
+    }
+
     // write_value(dst, value)'s arguments, kept alive by the caller.
     struct WriteArgs {
         uint64_t dst;
@@ -300,26 +328,10 @@ TEST_P(GraphRebindTest, Rebind_BeforeTheFirstReplay_Applies) {
 TEST_P(GraphRebindTest, Validation_SeesTheReboundPointer_FailModeRefusesTheReplay) {
     QDT_RACES_ON_PURPOSE();
     QDT_REQUIRE_KERNELS();
-    qd_context_desc desc = make_desc(backend(), 8, 4);
-    desc.flags = QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL;
-    qd_context c = 0;
-    ASSERT_QD_OK(qd_context_create(&desc, &c));
-    extra_contexts_.push_back(c);
-    std::string why;
-    std::unique_ptr<TestKernels> kernels = make_test_kernels(backend(), c, &why);
-    if (!kernels) {
-        ASSERT_FALSE(is_cpu()) << why;
-        GTEST_SKIP() << "no test kernels for " << backend_name(backend()) << ": " << why;
-    }
-    qd_stream a = 0, s = 0;
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &a));
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
-    uint64_t clean = 0, raced = 0;
-    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &clean));
-    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &raced));
-    ASSERT_QD_OK(qd_memset_async(s, clean, 0, 64));
-    ASSERT_QD_OK(qd_memset_async(s, raced, 0, 64));
-    ASSERT_QD_OK(qd_context_synchronize(c));
+    Validating setup;
+    make_validating(QD_CONTEXT_VALIDATE | QD_CONTEXT_VALIDATE_FAIL, &setup);
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto &[c, kernels, a, s, clean, raced] = setup;
 
     qd_graph g = 0;
     ASSERT_QD_OK(qd_stream_begin_capture(s));
@@ -452,26 +464,10 @@ TEST_P(GraphRebindTest, Rebind_DuringAReplaysSubmission_TheReplayKeepsTheValuesI
     // The validation mode re-issues a replay's nodes and reports a hazard in it to the handler
     // before any of them is queued: the handler's rebind comes while the replay holds the
     // values it took.
-    qd_context_desc desc = make_desc(backend(), 8, 4);
-    desc.flags = QD_CONTEXT_VALIDATE;
-    qd_context c = 0;
-    ASSERT_QD_OK(qd_context_create(&desc, &c));
-    extra_contexts_.push_back(c);
-    std::string why;
-    std::unique_ptr<TestKernels> kernels = make_test_kernels(backend(), c, &why);
-    if (!kernels) {
-        ASSERT_FALSE(is_cpu()) << why;
-        GTEST_SKIP() << "no test kernels for " << backend_name(backend()) << ": " << why;
-    }
-    qd_stream a = 0, s = 0;
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &a));
-    ASSERT_QD_OK(qd_stream_create(c, nullptr, &s));
-    uint64_t clean = 0, raced = 0;
-    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &clean));
-    ASSERT_QD_OK(qd_mem_alloc_async(s, 64, &raced));
-    ASSERT_QD_OK(qd_memset_async(s, clean, 0, 64));
-    ASSERT_QD_OK(qd_memset_async(s, raced, 0, 64));
-    ASSERT_QD_OK(qd_context_synchronize(c));
+    Validating setup;
+    make_validating(QD_CONTEXT_VALIDATE, &setup);
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto &[c, kernels, a, s, clean, raced] = setup;
 
     qd_graph g = 0;
     ASSERT_QD_OK(qd_stream_begin_capture(s));
