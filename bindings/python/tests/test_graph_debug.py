@@ -14,6 +14,9 @@ import qd
 
 
 def _parallel_graph(kernels, s: qd.Stream, buf: qd.DeviceBuffer) -> qd.Graph:
+    # Each lane adds to its own half of buf: said so for the validation pass, which otherwise
+    # takes each lane's pointer as reaching to the end of the buffer.
+    kernels.add_one.set_param_access(0, "partitioned")
     with s.capture() as graph:
         qd.memset(buf, 0, stream=s)
         qd.launch_parallel([qd.Task(kernels.add_one, buf.address + 8 * g, ctypes.c_uint32(2),
@@ -64,6 +67,7 @@ def test_upload_then_launch_gives_the_launch_results(kernels, ctx):
     buf = qd.alloc(16, stream=s)
     graph = _parallel_graph(kernels, s, buf)
     other = ctx.create_stream()
+    other.wait(s)  # the allocation on s happens before the graph's memset on other
     graph.upload(s)
     graph.upload(stream=s)
     for _ in range(2):
