@@ -83,7 +83,9 @@ class ChildGraphOverTheGpuLayer : public ::testing::Test {
         ASSERT_EQ(qd_context_default_stream(ctx_, &s_), QD_SUCCESS);
     }
     void TearDown() override {
-        if (ctx_) EXPECT_EQ(qd_context_destroy(ctx_), QD_SUCCESS) << qd_last_error_message();
+        if (ctx_) {
+            EXPECT_EQ(qd_context_destroy(ctx_), QD_SUCCESS) << qd_last_error_message();
+        }
         std::lock_guard<std::mutex> lock(g_fake.mutex);
         EXPECT_TRUE(g_fake.captures.empty()) << g_fake.captures.size() << " captures left open";
     }
