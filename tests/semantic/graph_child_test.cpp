@@ -126,7 +126,8 @@ TEST_P(GraphChildTest, ParentReplay_EqualsTheChildLaunchedDirectly_BetweenEarlie
     EXPECT_EQ(calls.load(), 1) << "the child's callback ran during the parent's capture";
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u) << "the child's lanes kept their leases";
     // The child changes after the launch: the parent keeps the nodes it copied.
-    qd_graph other = capture_child(s, buf, 99, nullptr);
+    std::atomic<int> other_calls{0};
+    qd_graph other = capture_child(s, buf, 99, &other_calls);
     ASSERT_QD_OK(qd_graph_update(child, other));
     ASSERT_QD_OK(qd_graph_destroy(other));
     ASSERT_QD_OK(qd_graph_destroy(child));
@@ -139,6 +140,7 @@ TEST_P(GraphChildTest, ParentReplay_EqualsTheChildLaunchedDirectly_BetweenEarlie
         ASSERT_EQ(words(on, buf), want) << "replay " << i;
         EXPECT_EQ(calls.load(), 2 + i) << "the child's callback runs once per parent replay";
     }
+    EXPECT_EQ(other_calls.load(), 0) << "the parent took the values the child was updated to";
     EXPECT_QD_OK(qd_graph_destroy(parent));
     EXPECT_EQ(get_stats(ctx_).stream_pool_leased, 0u);
 }
