@@ -80,7 +80,13 @@ func (g *Graph) handle() (C.qd_graph, error) {
 	return C.qd_graph(h), nil
 }
 
-// Launch replays the graph on s, a stream of the graph's context (qd_graph_launch).
+// Launch replays the graph on s, a stream of the graph's context (qd_graph_launch). On a
+// capturing stream the graph is recorded into that capture as a child graph (qd.h, "Child
+// graphs"): the graph the capture makes replays g's operations as they are now and keeps g's
+// Go functions, so g may be closed before it.
+//
+// Errors: ErrWrongContext for a stream of another context; ErrNotSupported when s is capturing
+// and the graph allocates or has conditionals (the capture goes on).
 func (g *Graph) Launch(s *Stream) error {
 	gh, err := g.handle()
 	if err != nil {
@@ -90,9 +96,12 @@ func (g *Graph) Launch(s *Stream) error {
 	if err != nil {
 		return err
 	}
+	// On a capturing stream the graph is recorded into the capture (qd.h, "Child graphs"): no
+	// replay runs now, so no marker; the graph that capture makes keeps g's functions instead.
+	capturing := C.gq_capturing(sh, g.ctx.mayCapture()) != 0
 	g.mu.Lock()
 	var marker *hostCall
-	if len(g.owned) > 0 {
+	if len(g.owned) > 0 && !capturing {
 		marker = &hostCall{fn: g.replayDone}
 		marker.ctx = g.ctx
 		marker.refs.Store(1)
@@ -117,6 +126,15 @@ func (g *Graph) Launch(s *Stream) error {
 	}
 	if r.status != 0 {
 		return statusError(r.status, r.msg)
+	}
+	if capturing {
+		g.mu.Lock()
+		theirs := append([]kept(nil), g.owned...)
+		g.mu.Unlock()
+		for _, k := range theirs {
+			k.acquire()
+			g.ctx.adoptCaptured(k)
+		}
 	}
 	return nil
 }

@@ -356,7 +356,7 @@ static inline gq_u64 gq_stream_end_capture(qd_stream stream) {
 }
 
 /* qd_graph_launch (since 0.2): SUCCESS, INVALID_HANDLE, WRONG_CONTEXT, INVALID_OPERATION,
- * OUT_OF_MEMORY, DEVICE_LOST, FORKED, LAUNCH_FAILED, INTERNAL, HAZARD. */
+ * OUT_OF_MEMORY, NOT_SUPPORTED, DEVICE_LOST, FORKED, LAUNCH_FAILED, INTERNAL, HAZARD. */
 static inline gq_result gq_graph_launch(qd_graph graph, qd_stream stream) {
     return gq_finish(qd_graph_launch(graph, stream));
 }

@@ -1045,8 +1045,8 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * as it was, usable): qd_stream_synchronize and qd_stream_query of it, qd_mem_free_async on it
  * of a block allocated outside the capture, a wait on an event last
  * recorded outside the capture (and so a qd_stream_join into it of a child outside it),
- * qd_stream_destroy and qd_stream_release of it, qd_graph_launch on it,
- * qd_stream_begin_capture on it again, and (since 0.3) qd_launch_host_status_fn on it.
+ * qd_stream_destroy and qd_stream_release of it, qd_stream_begin_capture on it again, and
+ * (since 0.3) qd_launch_host_status_fn on it. (Before 0.3 also qd_graph_launch on it.)
  * A call of several parts (qd_stream_fork,
  * qd_stream_join, qd_launch_parallel) is recorded whole or, refused, not at all. qd_context_synchronize is allowed: captured
  * work never runs, so it waits only for work queued outside captures.
@@ -1072,6 +1072,20 @@ QD_API qd_status qd_host_free(qd_context ctx, void *ptr);
  * nothing is queued and the capture goes on. A driver error inside a native capture ends it as
  * a whole: qd_stream_end_capture then returns QD_ERROR_INVALID_OPERATION with the driver's
  * reason, and no graph.
+ *
+ * Child graphs (since 0.3). qd_graph_launch on a capturing stream (the origin, a forked lane,
+ * a stream in a conditional's body) records the graph into the capture, as a child graph node
+ * (cuGraphAddChildGraphNode) would: its operations as they are at the call (its rebound
+ * argument values included; destroying, updating, rebinding or launching it afterwards changes
+ * nothing of the capture), after the work captured on that stream before and before the work
+ * captured there after, its streams' branches keeping their order and concurrency. The
+ * operations are copied into the capture (on CUDA and HIP too, never a driver child node):
+ * qd_graph_debug_dot shows them, its kernel launches are kernel nodes of the new graph in
+ * order, the validation mode checks them at each replay, and a graph captured so may be
+ * launched inside another capture in turn. Refused with QD_ERROR_NOT_SUPPORTED, recording
+ * nothing (the capture goes on): a graph that allocates ("Memory inside a graph"), a graph with
+ * conditionals, and (CUDA, HIP) a graph with host functions on a stream in a conditional's body.
+ * A graph exists only once its capture ended, so it is never launched into its own capture.
  *
  * New arguments without a new capture: capture the same calls again with other values and
  * call qd_graph_update(graph, new_graph), as cuGraphExecUpdate does: the shape must be the
@@ -1141,7 +1155,8 @@ QD_API qd_status qd_stream_begin_capture(qd_stream stream);
 QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
 
 /** Replay graph on stream, a stream of the graph's context (any stream: not necessarily the
- *  one it was captured on). The whole graph starts after the work already queued on stream,
+ *  one it was captured on; from 0.3 on, a capturing stream records it: "Graphs", "Child
+ *  graphs"). The whole graph starts after the work already queued on stream,
  *  and later work on stream waits for all of it. Never blocks. Branches run on pooled streams
  *  that are leased for the call and given back before it returns (their work still runs in
  *  order); if the pool has fewer free streams than the graph has branches, branches share
@@ -1156,8 +1171,11 @@ QD_API qd_status qd_stream_end_capture(qd_stream stream, qd_graph *graph);
  *  the replay there, and stream still waits for every branch queued so far.
  *  - QD_ERROR_INVALID_HANDLE: graph or stream is 0, of the wrong type, or destroyed.
  *  - QD_ERROR_WRONG_CONTEXT: stream belongs to another context than graph.
- *  - QD_ERROR_INVALID_OPERATION: stream is capturing; graph allocates ("Memory inside a
- *    graph") and the call is nested in a replay of it (from a hazard handler).
+ *  - QD_ERROR_INVALID_OPERATION: graph allocates ("Memory inside a graph") and the call is
+ *    nested in a replay of it (from a hazard handler). (Before 0.3: stream is capturing.)
+ *  - QD_ERROR_NOT_SUPPORTED: (from 0.3) stream is capturing and graph allocates, has
+ *    conditionals, or (CUDA, HIP) has host functions and stream is in a conditional's body
+ *    ("Child graphs"): nothing is recorded, the capture goes on.
  *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, an operation of the graph would race or
  *    use freed memory ("Validation"): no operation of the replay is queued.
  *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */

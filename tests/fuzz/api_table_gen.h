@@ -456,6 +456,7 @@ inline constexpr qd_status kListed_qd_graph_launch[] = {
     QD_ERROR_WRONG_CONTEXT,
     QD_ERROR_INVALID_OPERATION,
     QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_NOT_SUPPORTED,
     QD_ERROR_DEVICE_LOST,
     QD_ERROR_FORKED,
     QD_ERROR_LAUNCH_FAILED,

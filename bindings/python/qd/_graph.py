@@ -101,10 +101,14 @@ class Graph(_ContextChild):
     def launch(self, *, stream: Stream) -> None:
         """Replay the graph on ``stream`` (required; any stream of the graph's context): it
         starts after the work queued there so far, and later work there waits for all of it.
+        On a capturing stream the graph is recorded into that capture as a child graph (qd.h,
+        "Child graphs"): its operations as they are now, which the new graph replays; the new
+        graph also keeps this one's callbacks and buffers (this one may be closed).
 
         Raises:
             WrongContextError: the stream belongs to another context.
-            InvalidOperationError: the stream is capturing.
+            NotSupportedError: the stream is capturing and the graph allocates or has
+                conditionals (the capture goes on).
         """
         if type(stream) is not Stream:
             stream = _as_stream(stream, self._ctx)
@@ -112,10 +116,16 @@ class Graph(_ContextChild):
             raise stream._closed_error()
         if not self._h or not self._ctx._h:
             raise self._closed_error()
+        keeps = _capture_keeps(stream) if self._keep is not None else None
         status = _f_graph_launch(self._c, stream._c)
         if status:
             raise _err(status, self._ctx)
-        self._launched.add(stream)
+        if keeps is not None:
+            # Recorded, not run: the captures' graphs replay this graph's callbacks and copies.
+            for keep in keeps:
+                keep.items.append(self._keep)
+        else:
+            self._launched.add(stream)
 
     def upload(self, stream: Stream) -> None:
         """Prepare the replays on ``stream`` ahead of the first ``launch`` (``qd_graph_upload``,

@@ -39,6 +39,10 @@
 // (the CPU backend, a driver without graphs, such an observer attached) the nodes alone serve:
 // a replay re-issues the recorded operations.
 //
+// Child graphs (child_graph.cpp): a qd_graph_launch on a capturing stream re-issues the graph's
+// nodes there, so the capture records them (inlined, never a driver child-graph node); what
+// cannot be recorded so is refused first.
+//
 // Conditionals (core/capture/conditional.h): each lane records into a frame, the capture's
 // graph or the body of a conditional open on it; a replay that re-issues operations queues
 // each conditional node as one host task that decides and runs a body inline (the CPU
@@ -112,6 +116,11 @@ class CaptureRouter {
     // outside its capture or in another one), so a join is refused whole, never half queued.
     qd_status check_join(const Stream &parent, uint64_t parent_handle, Stream *const *children,
                          const uint64_t *handles, uint32_t n) const;
+
+    // A graph launched on `stream`, a lane of a capture (child_graph.cpp): QD_SUCCESS when its
+    // nodes can be recorded into it (Graph::launch then re-issues them there), else the written
+    // refusal. Also QD_SUCCESS when the stream's capture ended meanwhile.
+    qd_status check_child(const Stream &stream, const GraphData &child) const;
 
     // Conditionals (conditionals.cpp; qd.h, "Conditionals"): open one on a capturing stream,
     // go to its next body, close it, and its native handle. Refused, nothing changes.

@@ -59,6 +59,9 @@ qd_status Graph::launch(Stream &stream) {
     std::shared_ptr<backend::Graph> native;
     std::shared_ptr<const GraphData> data;
     std::shared_ptr<const ReboundArgs> rebound;
+    // A launch on a capturing stream makes this graph a child of the capture: its nodes are
+    // re-issued there, and the capture records them (child_graph.cpp).
+    const bool child = stream.capturing();
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const GraphData &d = *data_;
@@ -67,7 +70,8 @@ qd_status Graph::launch(Stream &stream) {
         // graph is always launched whole. So is a graph with conditionals, even with an
         // observer that needs replays attached (qd.h, "Conditionals"): its device work cannot
         // run on the host.
-        if (native_ && (native_graphs(c) || d.has_conditionals || (d.blocks && d.blocks->native())))
+        if (!child && native_ &&
+            (native_graphs(c) || d.has_conditionals || (d.blocks && d.blocks->native())))
             native = native_;
         else {
             data = data_;
@@ -75,6 +79,11 @@ qd_status Graph::launch(Stream &stream) {
         }
     }
     if (native) return submit_graph_launch(stream, *native);
+    CaptureRouter *router = c.capture();
+    if (child && router) {
+        qd_status st = router->check_child(stream, *data);
+        if (st != QD_SUCCESS) return st;
+    }
     // The re-issue path. The values are let go of under the lock, after the last use of the
     // operations pointing into them: a rebind that then finds the block unshared writes it in
     // place, ordered after this replay's reads (graph_rebind.cpp).
@@ -89,7 +98,6 @@ qd_status Graph::launch(Stream &stream) {
     } let_go{mutex_, rebound};
     const auto &nodes = data->nodes;
     GraphBlocks *blocks = data->blocks.get();
-    CaptureRouter *router = c.capture();
     if (data->has_conditionals && (!router || !c.impl().runs_inline()))
         return fail(QD_ERROR_NOT_SUPPORTED,
                     "this graph has conditionals and this backend cannot run them on the host");
@@ -196,7 +204,16 @@ qd_status Graph::launch(Stream &stream) {
     if (done) pool.put(std::move(done));
     for (auto &e : events)
         if (e) pool.put(std::move(e));
-    if (!leases.empty()) c.stream_pool().release_internal(leases);
+    if (!leases.empty()) {
+        // Leases that joined a capture (a child graph's lanes) stay with it until it ends.
+        if (child && router) {
+            std::vector<std::shared_ptr<Stream>> back;
+            for (auto &l : leases)
+                if (!router->keep_lease(l)) back.push_back(std::move(l));
+            leases.swap(back);
+        }
+        c.stream_pool().release_internal(leases);
+    }
     return st;
 }
 

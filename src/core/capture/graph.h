@@ -80,7 +80,9 @@ class Graph : public Object {
           std::shared_ptr<backend::Graph> native)
         : ctx(std::move(ctx)), data_(std::move(data)), native_(std::move(native)) {}
 
-    // qd_graph_launch: `stream` is of this graph's context, usable and not capturing.
+    // qd_graph_launch: `stream` is of this graph's context and usable. On a capturing stream
+    // the nodes as they are now (rebound values included) are re-issued there and so recorded
+    // into its capture (child_graph.cpp), never the driver graph.
     qd_status launch(Stream &stream);
     // qd_graph_upload (graph_upload.cpp): `stream` is of this graph's context, usable and not
     // capturing.

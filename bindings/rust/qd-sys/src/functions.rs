@@ -266,8 +266,8 @@ extern "C" {
     pub fn qd_stream_end_capture(stream: qd_stream, graph: *mut qd_graph) -> qd_status;
     /// `qd_graph_launch`, since 0.2 (`QD_0.2`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_HANDLE`,
     /// `QD_ERROR_WRONG_CONTEXT`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_OUT_OF_MEMORY`,
-    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`,
-    /// `QD_ERROR_HAZARD`.
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`,
+    /// `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`, `QD_ERROR_HAZARD`.
     pub fn qd_graph_launch(graph: qd_graph, stream: qd_stream) -> qd_status;
     /// `qd_graph_update`, since 0.2 (`QD_0.2`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_HANDLE`,
     /// `QD_ERROR_WRONG_CONTEXT`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_DEVICE_LOST`,
