@@ -477,7 +477,7 @@ class Context(_NoCopy):
         n = len(values)
         arr = (c_uint32 * max(n, 1))(*values)
         out = (c_uint64 * max(n, 1))()
-        status = _C.qd_context_split(self._h, arr, n, out)
+        status = _C.qd_context_split(self._h, _ref(arr), n, _ref(out))
         if status:
             raise _err(status, self)
         handles = list(out[:n])
