@@ -264,6 +264,38 @@ TEST_P(SplitTest, PartDestroyedFirst_ParentKeepsWorking) {
     EXPECT_GE(log.threads.size(), 1u);
 }
 
+// A part validates as its parent does (it is made with the parent's flags): an unsynchronised
+// write of one block from two of its streams is reported in the part.
+TEST_P(SplitTest, PartOfAValidatingContext_Validates) {
+    QDT_RACES_ON_PURPOSE();
+    QDT_TWO_COUNTS(counts);
+    qd_context_desc desc = make_desc(backend(), 8, 4);
+    desc.flags = QD_CONTEXT_VALIDATE;
+    qd_context parent = 0;
+    ASSERT_QD_OK(qd_context_create(&desc, &parent));
+    qd_context parts[2] = {0, 0};
+    ASSERT_QD_OK(qd_context_split(parent, counts, 2, parts));
+    struct Count {
+        static void hazard(const qd_hazard *, void *user) { ++*static_cast<int *>(user); }
+    };
+    int reported = 0;
+    ASSERT_QD_OK(qd_context_set_hazard_handler(parts[0], &Count::hazard, &reported));
+    qd_stream a = 0, b = 0;
+    ASSERT_QD_OK(qd_stream_create(parts[0], nullptr, &a));
+    ASSERT_QD_OK(qd_stream_create(parts[0], nullptr, &b));
+    uint64_t block = 0;
+    ASSERT_QD_OK(qd_mem_alloc_async(a, 64, &block));
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    ASSERT_QD_OK(qd_memset_async(a, block, 1, 64));
+    ASSERT_QD_OK(qd_memset_async(b, block, 2, 64));  // no wait: a write-write race
+    ASSERT_QD_OK(qd_context_synchronize(parts[0]));
+    EXPECT_GE(reported, 1);
+    EXPECT_GE(get_stats(parts[0]).hazards_reported, 1u);
+    ASSERT_QD_OK(qd_mem_free_async(a, block));
+    destroy_all(parts, 2);
+    EXPECT_QD_OK(qd_context_destroy(parent));
+}
+
 TEST_P(SplitTest, BadArguments_AreInvalidArgument) {
     const uint32_t counts[2] = {1, 1};
     qd_context parts[2] = {0, 0};
