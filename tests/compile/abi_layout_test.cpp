@@ -90,7 +90,9 @@ TEST(AbiLayout, ContextStats_SizeAndOffsetsArePinned) {
 }
 
 TEST(AbiLayout, DeviceInfo_SizeAndOffsetsArePinned) {
-    EXPECT_EQ(sizeof(qd_device_info), 168u);
+    EXPECT_EQ(sizeof(qd_device_info), 176u);  // 168 in 0.1; 0.3 appended the split rule
+    EXPECT_EQ(offsetof(qd_device_info, split_granularity), 168u);  // since 0.3
+    EXPECT_EQ(offsetof(qd_device_info, split_minimum), 172u);      // since 0.3
     EXPECT_EQ(offsetof(qd_device_info, backend), 4u);
     EXPECT_EQ(offsetof(qd_device_info, device), 8u);
     EXPECT_EQ(offsetof(qd_device_info, driver_version), 12u);
