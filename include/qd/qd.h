@@ -529,7 +529,9 @@ QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out);
  * QD_ERROR_WRONG_CONTEXT, except where contexts may be mixed, as qd_stream_wait_event: work of
  * two parts (or of a part and its parent) is ordered by an event recorded in one and waited on
  * in the other, as between any two contexts of one device; memory moves between them as
- * between two contexts (qd_memcpy_peer_async).
+ * between two contexts (qd_memcpy_peer_async). There is no context-wide record or wait (the
+ * driver's cuGreenCtxRecordEvent): an event names one stream's point, so to order a part's
+ * whole work, record an event on each of its streams that has work and wait on each.
  *
  * Lifetime. A part holds what it needs of the device itself (CUDA: its green context, which
  * retains the device's primary context; CPU: its own workers) and nothing of its parent, so
