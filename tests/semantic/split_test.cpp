@@ -5,7 +5,10 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -262,6 +265,44 @@ TEST_P(SplitTest, PartDestroyedFirst_ParentKeepsWorking) {
     ThreadLog log;
     run_callbacks(ctx_, &log, 2, 4);
     EXPECT_GE(log.threads.size(), 1u);
+}
+
+// The trace and graphs work in a part as in any context: a traced part writes its trace, and a
+// graph captured on a part's stream replays there.
+TEST_P(SplitTest, Part_TracesAndReplaysGraphs) {
+    QDT_TWO_COUNTS(counts);
+    qd_context parts[2] = {0, 0};
+    ASSERT_QD_OK(qd_context_split(ctx_, counts, 2, parts));
+    char dir[] = "/tmp/qd-split-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    const std::string path = std::string(dir) + "/trace.json";
+    ASSERT_QD_OK(qd_trace_start(parts[0], path.c_str()));
+    qd_stream s = 0;
+    ASSERT_QD_OK(qd_stream_create(parts[0], nullptr, &s));
+    struct Counter {
+        static void bump(void *user) { ++*static_cast<std::atomic<int> *>(user); }
+    };
+    std::atomic<int> runs{0};
+    ASSERT_QD_OK(qd_stream_begin_capture(s));
+    ASSERT_QD_OK(qd_launch_host_fn(s, &Counter::bump, &runs));
+    qd_graph graph = 0;
+    ASSERT_QD_OK(qd_stream_end_capture(s, &graph));
+    EXPECT_EQ(runs.load(), 0) << "a captured callback ran at capture";
+    ASSERT_QD_OK(qd_graph_launch(graph, s));
+    ASSERT_QD_OK(qd_graph_launch(graph, s));
+    ASSERT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(runs.load(), 2);
+    EXPECT_QD_OK(qd_graph_destroy(graph));
+    ASSERT_QD_OK(qd_trace_stop(parts[0]));
+    FILE *f = std::fopen(path.c_str(), "rb");
+    ASSERT_NE(f, nullptr) << "the part wrote no trace";
+    std::fseek(f, 0, SEEK_END);
+    EXPECT_GT(std::ftell(f), 0L);
+    std::fclose(f);
+    std::remove(path.c_str());
+    ::rmdir(dir);
+    EXPECT_QD_OK(qd_stream_destroy(s));
+    destroy_all(parts, 2);
 }
 
 // A part validates as its parent does (it is made with the parent's flags): an unsynchronised
