@@ -61,12 +61,12 @@ class GpuSplit : public ::testing::Test {
     std::vector<std::unique_ptr<Context>> parts_;
 };
 
-TEST_F(GpuSplit, TwoParts_OneCutDescriptorAndGreenContextEach_InOrder) {
+TEST_F(GpuSplit, PartsOfTwoSizes_OneCutEach_ThenADescriptorAndGreenContextEach) {
     start();
     ASSERT_EQ(split({16, 112}), QD_SUCCESS) << message();
     ASSERT_EQ(parts_.size(), 2u);
-    EXPECT_EQ(calls(), (std::vector<std::string>{"split 16", "desc 16", "green_create 16",
-                                                 "from_green", "split 112", "desc 112",
+    EXPECT_EQ(calls(), (std::vector<std::string>{"split 16", "split 112", "desc 16",
+                                                 "green_create 16", "from_green", "desc 112",
                                                  "green_create 112", "from_green"}));
     // A part's streams are made in its green context, so they run on its SMs.
     std::shared_ptr<Stream> s;
@@ -85,6 +85,20 @@ TEST_F(GpuSplit, TwoParts_OneCutDescriptorAndGreenContextEach_InOrder) {
     const std::vector<std::string> after = calls();
     EXPECT_EQ(std::count(after.begin(), after.end(), "green_destroy 16"), 1);
     EXPECT_EQ(std::count(after.begin(), after.end(), "green_destroy 112"), 1);
+}
+
+TEST_F(GpuSplit, PartsOfOneSize_OneCutOfNGroups) {
+    start();
+    ASSERT_EQ(split({16, 16, 16}), QD_SUCCESS) << message();
+    ASSERT_EQ(parts_.size(), 3u);
+    const std::vector<std::string> made = calls();
+    ASSERT_FALSE(made.empty());
+    EXPECT_EQ(made[0], "split 16 x3");
+    EXPECT_EQ(std::count(made.begin(), made.end(), "green_create 16"), 3);
+    EXPECT_EQ(std::count_if(made.begin(), made.end(),
+                            [](const std::string &c) { return c.rfind("split", 0) == 0; }),
+              1)
+        << "parts of one size are cut in one call";
 }
 
 TEST_F(GpuSplit, ParentGoesFirst_PartsKeepTheirGreenContexts) {
@@ -187,6 +201,9 @@ TEST_F(GpuSplit, DriverCannotGiveTheCount_InvalidArgument_NothingLeft) {
     EXPECT_EQ(split({16, 24}), QD_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(message().find("cannot give part 1 exactly 24 SMs"), std::string::npos) << message();
     EXPECT_TRUE(parts_.empty());
+    const std::vector<std::string> made = calls();
+    EXPECT_EQ(std::count(made.begin(), made.end(), "green_create 16"), 0)
+        << "a green context was made before every cut succeeded";
     std::lock_guard<std::mutex> lock(g_fake.mutex);
     EXPECT_TRUE(g_fake.greens.empty()) << "the first part's green context was left behind";
     EXPECT_EQ(g_fake.retains, 1) << "only the parent's retain is left";

@@ -1,6 +1,7 @@
 // The fake GPU driver (see fake_gpu_driver.h).
 #include "fake_gpu_driver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -609,22 +610,24 @@ Result f_split_by_count(gpu::DevResource *result, unsigned *groups, const gpu::D
                         gpu::DevResource *remaining, unsigned flags, unsigned min_count) {
     INJECT();
     std::lock_guard<std::mutex> lock(g_fake.mutex);
-    g_fake.partition_calls.push_back("split " + std::to_string(min_count));
-    if (flags != 0 || input->type != qd::cuda_abi::kDevResourceTypeSm || *groups != 1)
+    g_fake.partition_calls.push_back("split " + std::to_string(min_count) +
+                                     (*groups > 1 ? " x" + std::to_string(*groups) : ""));
+    if (flags != 0 || input->type != qd::cuda_abi::kDevResourceTypeSm || *groups == 0)
         return kInvalidValue;
     const unsigned align = g_fake.sm_alignment ? g_fake.sm_alignment : 8;
     unsigned take = (min_count + align - 1) / align * align;
     if (take < g_fake.sm_min_partition) take = g_fake.sm_min_partition;
-    if (take > input->sm.sm_count) {
-        *groups = 0;
-        return kOk;
+    // As many groups as were asked for and fit; the rest of the input is the remainder.
+    const unsigned made = std::min(*groups, take ? input->sm.sm_count / take : 0u);
+    for (unsigned k = 0; k < made; ++k) {
+        result[k] = *input;
+        result[k].sm.sm_count = take;
     }
-    *result = *input;
-    result->sm.sm_count = take;
     if (remaining) {
         *remaining = *input;
-        remaining->sm.sm_count = input->sm.sm_count - take;
+        remaining->sm.sm_count = input->sm.sm_count - made * take;
     }
+    *groups = made;
     return kOk;
 }
 Result f_generate_desc(gpu::NativeResourceDesc *desc, gpu::DevResource *resources, unsigned n) {

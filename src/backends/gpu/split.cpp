@@ -1,7 +1,9 @@
 // SM partitions (qd.h, "SM partitions"): a context split into parts, each a green context over
-// SMs of its own. The device's SM resource is cut one part at a time (each cut takes one group
-// of exactly the part's count and leaves the rest for the next), and each group becomes a
-// resource descriptor, a green context and the CUcontext qd works in.
+// SMs of its own. The device's SM resource is cut into one group per part (parts of one size in
+// one cut; otherwise one cut per part, each taking one group of exactly the part's count and
+// leaving the rest for the next), and each group becomes a resource descriptor, a green context
+// and the CUcontext qd works in.
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -69,26 +71,40 @@ qd_status GpuContext::split(const uint32_t *counts, uint32_t n,
                     "disjoint",
                     static_cast<unsigned long long>(total), dc_->ordinal, whole.sm.sm_count);
 
+    // The cuts first (they make nothing to release). Parts of one size: one cut of n groups,
+    // the driver's documented use; parts of several sizes: one group per cut, each from what
+    // the cut before left over.
+    std::vector<DevResource> groups_made(n);
+    const bool same_size =
+        std::all_of(counts, counts + n, [&](uint32_t c) { return c == counts[0]; });
+    DevResource rest = whole;
+    for (uint32_t i = 0; i < n; i += same_size ? n : 1) {
+        DevResource remaining{};
+        unsigned groups = same_size ? n : 1;
+        r = t.dev_sm_resource_split_by_count(&groups_made[i], &groups, &rest, &remaining, 0,
+                                             counts[i]);
+        if (r != t.success)
+            return dc_->fail_call(r, QD_ERROR_INVALID_ARGUMENT, Fn::dev_sm_resource_split_by_count,
+                                  nullptr);
+        const unsigned wanted = same_size ? n : 1;
+        for (unsigned k = 0; k < wanted; ++k) {
+            const unsigned got = k < groups ? groups_made[i + k].sm.sm_count : 0u;
+            if (groups != wanted || got != counts[i + k])
+                return fail(QD_ERROR_INVALID_ARGUMENT,
+                            "the %s driver cannot give part %u exactly %u SMs of device %u (it "
+                            "offered %u group(s) of %u)",
+                            t.api_name, i + k, counts[i + k], dc_->ordinal, groups, got);
+        }
+        rest = remaining;
+    }
+
     // All or none: a failure below drops the parts made so far, whose DeviceContexts destroy
     // their green contexts.
     std::vector<std::unique_ptr<Context>> parts;
     parts.reserve(n);
-    DevResource rest = whole;
     for (uint32_t i = 0; i < n; ++i) {
-        DevResource group{}, remaining{};
-        unsigned groups = 1;
-        r = t.dev_sm_resource_split_by_count(&group, &groups, &rest, &remaining, 0, counts[i]);
-        if (r != t.success)
-            return dc_->fail_call(r, QD_ERROR_INVALID_ARGUMENT, Fn::dev_sm_resource_split_by_count,
-                                  nullptr);
-        if (groups != 1 || group.sm.sm_count != counts[i])
-            return fail(QD_ERROR_INVALID_ARGUMENT,
-                        "the %s driver cannot give part %u exactly %u SMs of device %u (it "
-                        "offered %u group(s) of %u)",
-                        t.api_name, i, counts[i], dc_->ordinal, groups,
-                        groups ? group.sm.sm_count : 0u);
         NativeResourceDesc desc = nullptr;
-        r = t.dev_resource_generate_desc(&desc, &group, 1);
+        r = t.dev_resource_generate_desc(&desc, &groups_made[i], 1);
         if (r != t.success)
             return dc_->fail_call(r, QD_ERROR_INVALID_ARGUMENT, Fn::dev_resource_generate_desc,
                                   nullptr);
@@ -114,7 +130,6 @@ qd_status GpuContext::split(const uint32_t *counts, uint32_t n,
         part->least_priority = dc_->least_priority;
         part->greatest_priority = dc_->greatest_priority;
         parts.push_back(std::make_unique<GpuContext>(std::move(part)));
-        rest = remaining;
     }
     *out = std::move(parts);
     return QD_SUCCESS;
