@@ -1,4 +1,4 @@
-// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12 and B5u of
+// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12, B17 and B5u of
 // docs/benchmarks.md: qd against the raw CUDA driver, side by side in one process, alternated
 // repeat by repeat (bench/harness.h).
 //
@@ -1784,6 +1784,230 @@ std::vector<char> read_file(const std::string &path) {
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------------
+// B17: SM partitions (qd_context_split over green contexts)
+// ---------------------------------------------------------------------------------------------
+
+// The two parts of B17: the smallest part of at least 16 SMs the device allows, and the rest
+// (rounded down to the granularity). False (a SKIP line) where the device cannot be split.
+bool b17_counts(uint32_t counts[2]) {
+    qd_device_info info = QD_DEVICE_INFO_INIT;
+    QD(qd_device_get_info(QD_BACKEND_CUDA, 0, &info));
+    if (info.split_granularity == 0) {
+        std::printf("SKIP B17: qd reports no SM partitions on this device (driver %u)\n",
+                    info.driver_version);
+        return false;
+    }
+    if (!g_raw.has_green_contexts()) {
+        std::printf("SKIP B17: libcuda.so.1 has no green contexts (CUDA 12.4+)\n");
+        return false;
+    }
+    const uint32_t g = info.split_granularity;
+    uint32_t small = std::max(16u, info.split_minimum);
+    small = (small + g - 1) / g * g;
+    const uint32_t rest = (info.multiprocessors - small) / g * g;
+    if (rest < info.split_minimum) {
+        std::printf("SKIP B17: %u SMs leave no second part\n", info.multiprocessors);
+        return false;
+    }
+    counts[0] = small;
+    counts[1] = rest;
+    return true;
+}
+
+// The raw anchor of B17 split-2way-create: what qd_context_split and a stream in each part
+// cost with the driver alone (one cut per part, a descriptor, a green context and a stream).
+struct B17RawParts {
+    rawcuda::CUgreenCtx green[2] = {nullptr, nullptr};
+    CUstream stream[2] = {nullptr, nullptr};
+};
+
+B17RawParts b17_raw_create(const uint32_t counts[2]) {
+    B17RawParts p;
+    rawcuda::CUdevice dev = 0;
+    RAW(cuDeviceGet(&dev, 0));
+    rawcuda::CUdevResource rest{};
+    RAW(cuDeviceGetDevResource(dev, &rest, rawcuda::CU_DEV_RESOURCE_TYPE_SM));
+    for (int i = 0; i < 2; ++i) {
+        rawcuda::CUdevResource group{}, remaining{};
+        unsigned groups = 1;
+        RAW(cuDevSmResourceSplitByCount(&group, &groups, &rest, &remaining, 0, counts[i]));
+        if (groups != 1) die("B17 raw split", "no group of " + std::to_string(counts[i]));
+        rawcuda::CUdevResourceDesc desc = nullptr;
+        RAW(cuDevResourceGenerateDesc(&desc, &group, 1));
+        RAW(cuGreenCtxCreate(&p.green[i], desc, dev, rawcuda::CU_GREEN_CTX_DEFAULT_STREAM));
+        RAW(cuGreenCtxStreamCreate(&p.stream[i], p.green[i], rawcuda::CU_STREAM_NON_BLOCKING, 0));
+        rest = remaining;
+    }
+    return p;
+}
+
+void b17_raw_destroy(B17RawParts &p) {
+    for (int i = 0; i < 2; ++i) {
+        RAW(cuStreamDestroy(p.stream[i]));
+        RAW(cuGreenCtxDestroy(p.green[i]));
+    }
+}
+
+double p99_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t k = static_cast<size_t>(std::ceil(0.99 * double(v.size())));
+    return v[k == 0 ? 0 : k - 1];
+}
+
+// B17 split-2way-create: qd_context_split into {16, rest} SMs plus one stream in each part,
+// host time, against the raw driver doing the same (alternated). Bar: <= 1.5 ms.
+// B17 isolation-p99 (four set-ups, each the p99 of `samples` launches of a one-block 20 µs
+// kernel, timed from the launch to the end of its stream's synchronize):
+//   alone      the short kernel in the 16-SM part, nothing else running (the reference);
+//   split      the same while the other part runs a saturating kernel back to back. Bar: p99
+//              <= 1.2x the reference;
+//   shared     one context, two streams of the same priority: the saturating kernel on one, the
+//              short kernel on the other (INFO: what the partition buys);
+//   priority   the same with the short kernel's stream at the greatest priority (INFO).
+// The saturating kernel is gpu_fanout_20us over 64 blocks of 1024 threads per SM, kept four
+// launches deep.
+void bench_partitions(const qdbench::Options &opt, qdbench::Report &report, Setup &s,
+                      const std::vector<char> &cubin) {
+    const bool create_fig = opt.selected("B17 split-2way-create");
+    const bool iso_fig = opt.selected("B17 isolation-p99");
+    if (!create_fig && !iso_fig) return;
+    uint32_t counts[2] = {0, 0};
+    if (!b17_counts(counts)) return;
+    std::printf("# B17: parts of %u and %u SMs\n", counts[0], counts[1]);
+
+    if (create_fig) {
+        auto qd_side = [&] {
+            qd_context parts[2] = {0, 0};
+            qd_stream streams[2] = {0, 0};
+            auto t0 = Clock::now();
+            QD(qd_context_split(s.ctx, counts, 2, parts));
+            for (int i = 0; i < 2; ++i) QD(qd_stream_create(parts[i], nullptr, &streams[i]));
+            auto t1 = Clock::now();
+            for (int i = 0; i < 2; ++i) QD(qd_context_destroy(parts[i]));
+            return elapsed_ns(t0, t1) / 1e6;
+        };
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            B17RawParts p = b17_raw_create(counts);
+            auto t1 = Clock::now();
+            b17_raw_destroy(p);
+            return elapsed_ns(t0, t1) / 1e6;
+        };
+        Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B17";
+        fig.name = "split-2way-create";
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ms";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "ms (cuDevSmResourceSplitByCount+cuGreenCtxCreate+stream, x2)";
+        fig.has_ratio = true;
+        fig.ratio = qdbench::median_paired_ratio(smp);
+        fig.bar = "<= 1.5 ms";
+        fig.verdict = fig.qd <= 1.5 ? Verdict::Pass : Verdict::Miss;
+        report_figure(report, fig, &smp);
+    }
+    if (!iso_fig) return;
+
+    qd_device_info info = QD_DEVICE_INFO_INIT;
+    QD(qd_device_get_info(QD_BACKEND_CUDA, 0, &info));
+    qd_context parts[2] = {0, 0};
+    QD(qd_context_split(s.ctx, counts, 2, parts));
+    qd_module modules[2] = {0, 0};
+    qd_kernel kernels[2] = {0, 0};
+    qd_stream part_streams[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+        QD(qd_module_load(parts[i], cubin.data(), cubin.size(), &modules[i]));
+        QD(qd_kernel_get(modules[i], "gpu_fanout_20us", &kernels[i]));
+        QD(qd_stream_create(parts[i], nullptr, &part_streams[i]));
+    }
+    const qd_kernel shared_kernel = s.qd_kernel_named("gpu_fanout_20us");
+    int32_t least = 0, greatest = 0;
+    QD(qd_stream_priority_range(s.ctx, &least, &greatest));
+    qd_stream urgent = 0;
+    qd_stream_desc urgent_desc = QD_STREAM_DESC_INIT;
+    urgent_desc.priority = greatest;
+    QD(qd_stream_create(s.ctx, &urgent_desc, &urgent));
+
+    qd_launch_config one = QD_LAUNCH_CONFIG_INIT;
+    one.block[0] = 32;
+    qd_launch_config saturating = QD_LAUNCH_CONFIG_INIT;
+    saturating.grid[0] = 64 * info.multiprocessors;
+    saturating.block[0] = 1024;
+    const int samples = std::max(100, opt.repeats * 20);
+
+    // One set-up: the short kernel on `lat` (kernel k), with `load` (kernel lk) kept four
+    // saturating launches deep when it is not 0. Returns the latencies in µs.
+    auto measure = [&](qd_stream lat, qd_kernel k, qd_stream load, qd_kernel lk) {
+        qd_context load_ctx = 0;
+        if (load) QD(qd_stream_get_context(load, &load_ctx));
+        std::vector<qd_event> in_flight;
+        auto feed = [&] {
+            if (!load) return;
+            for (auto it = in_flight.begin(); it != in_flight.end();) {
+                if (qd_event_query(*it) == QD_SUCCESS) {
+                    QD(qd_event_destroy(*it));
+                    it = in_flight.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            while (in_flight.size() < 4) {
+                QD(qd_launch(load, lk, &saturating, nullptr, 0));
+                qd_event e = 0;
+                QD(qd_event_create(load_ctx, 0, &e));
+                QD(qd_event_record(load, e));
+                in_flight.push_back(e);
+            }
+        };
+        std::vector<double> us;
+        for (int i = 0; i < opt.warmup + samples; ++i) {
+            feed();
+            auto t0 = Clock::now();
+            QD(qd_launch(lat, k, &one, nullptr, 0));
+            QD(qd_stream_synchronize(lat));
+            auto t1 = Clock::now();
+            if (i >= opt.warmup) us.push_back(elapsed_ns(t0, t1) / 1e3);
+        }
+        if (load) QD(qd_stream_synchronize(load));
+        for (qd_event e : in_flight) QD(qd_event_destroy(e));
+        return us;
+    };
+    const std::vector<double> alone = measure(part_streams[0], kernels[0], 0, 0);
+    const std::vector<double> split =
+        measure(part_streams[0], kernels[0], part_streams[1], kernels[1]);
+    const std::vector<double> shared = measure(s.stream2, shared_kernel, s.stream, shared_kernel);
+    const std::vector<double> prio = measure(urgent, shared_kernel, s.stream, shared_kernel);
+    const double reference = p99_of(alone);
+    auto figure = [&](const char *name, const std::vector<double> &v, bool barred) {
+        Figure fig;
+        fig.bench = "B17";
+        fig.name = std::string("isolation-p99 ") + name;
+        fig.qd = p99_of(v);
+        fig.unit = "us";
+        fig.has_anchor = true;
+        fig.anchor = reference;
+        fig.anchor_unit = "us (p99 alone in the 16-SM part)";
+        fig.has_ratio = true;
+        fig.ratio = fig.qd / reference;
+        if (barred) {
+            fig.bar = "<= 1.2x";
+            fig.verdict = fig.ratio <= 1.2 ? Verdict::Pass : Verdict::Miss;
+        }
+        report_figure(report, fig, nullptr);
+    };
+    figure("split", split, true);
+    figure("shared", shared, false);
+    figure("priority", prio, false);
+    std::printf("# B17 medians (us): alone %s, split %s, shared %s, priority %s\n",
+                qdbench::fmt(median_of(alone)).c_str(), qdbench::fmt(median_of(split)).c_str(),
+                qdbench::fmt(median_of(shared)).c_str(), qdbench::fmt(median_of(prio)).c_str());
+    QD(qd_stream_destroy(urgent));
+    for (int i = 0; i < 2; ++i) QD(qd_context_destroy(parts[i]));
+}
+
 int main(int argc, char **argv) {
     qdbench::Options opt;
     if (!opt.parse(argc, argv)) return 2;
@@ -1848,6 +2072,7 @@ int main(int argc, char **argv) {
     bench_rebind(opt, report, s);
     bench_upload(opt, report, s);
     bench_events_memory(opt, report, s);
+    if (!hip) bench_partitions(opt, report, s, cubin);
     // After the others but B10: a qd loop that never ended would stop the run here.
     bench_device_loop(opt, report, s);
     if (!hip) bench_multi_device(opt, report, s);

@@ -64,6 +64,15 @@ static inline gq_result gq_context_get_stats(qd_context ctx, qd_context_stats *o
     return gq_finish(qd_context_get_stats(ctx, out));
 }
 
+/* ---- SM partitions */
+
+/* qd_context_split (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, INVALID_OPERATION,
+ * OUT_OF_MEMORY, NOT_SUPPORTED, DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_result gq_context_split(qd_context ctx, const uint32_t *counts, uint32_t n,
+                                         qd_context *out) {
+    return gq_finish(qd_context_split(ctx, counts, n, out));
+}
+
 /* ---- Streams */
 
 /* qd_stream_create (since 0.1): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, OUT_OF_MEMORY,

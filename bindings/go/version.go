@@ -65,6 +65,10 @@ type DeviceInfo struct {
 	Multiprocessors uint32 // GPU: multiprocessors; CPU: hardware threads
 	TotalMemory     uint64 // bytes of device memory; CPU: 0 (unknown)
 	Name            string
+	// SplitGranularity (since 0.3): every count of Context.Split is a multiple of it; 0: the
+	// device cannot be split (HIP, a CUDA driver before 12.4). CPU: 1.
+	SplitGranularity uint32
+	SplitMinimum     uint32 // (since 0.3) the smallest count of Context.Split
 }
 
 // GetDeviceInfo describes device `device` of backend b (qd_device_get_info).
@@ -79,13 +83,15 @@ func GetDeviceInfo(b Backend, device uint32) (DeviceInfo, error) {
 		return DeviceInfo{}, err
 	}
 	return DeviceInfo{
-		Backend:         Backend(info.backend),
-		Device:          uint32(info.device),
-		DriverVersion:   uint32(info.driver_version),
-		ComputeMajor:    uint32(info.compute_major),
-		ComputeMinor:    uint32(info.compute_minor),
-		Multiprocessors: uint32(info.multiprocessors),
-		TotalMemory:     uint64(info.total_memory),
-		Name:            C.GoString(&info.name[0]),
+		Backend:          Backend(info.backend),
+		Device:           uint32(info.device),
+		DriverVersion:    uint32(info.driver_version),
+		ComputeMajor:     uint32(info.compute_major),
+		ComputeMinor:     uint32(info.compute_minor),
+		Multiprocessors:  uint32(info.multiprocessors),
+		TotalMemory:      uint64(info.total_memory),
+		Name:             C.GoString(&info.name[0]),
+		SplitGranularity: uint32(info.split_granularity),
+		SplitMinimum:     uint32(info.split_minimum),
 	}, nil
 }

@@ -377,8 +377,14 @@ typedef struct qd_device_info {
     uint32_t reserved;
     uint64_t total_memory;     /**< bytes of device memory; CPU: 0 (unknown) */
     char name[128];            /**< NUL-terminated */
+    uint32_t split_granularity;/**< (since 0.3) every count of qd_context_split is a multiple
+                                    of it ("SM partitions"); CUDA: the SMs scheduled together
+                                    (8 on compute capability 9.x); CPU: 1; 0: this device
+                                    cannot be split (HIP, a CUDA driver before 12.4) */
+    uint32_t split_minimum;    /**< (since 0.3) the smallest count of qd_context_split; 0 where
+                                    split_granularity is 0 */
 } qd_device_info;
-#define QD_DEVICE_INFO_INIT { (uint32_t)sizeof(qd_device_info), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, {0} }
+#define QD_DEVICE_INFO_INIT { (uint32_t)sizeof(qd_device_info), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, {0}, 0u, 0u }
 
 /** The first released size of every struct that starts with struct_size, in one table:
  *  X(struct, size in bytes, version it was released in). qd refuses a struct_size below it and
@@ -496,6 +502,67 @@ QD_API qd_status qd_context_default_stream(qd_context ctx, qd_stream *out);
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
  *  Statistics stay readable on a lost or forked context. */
 QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * SM partitions (since 0.3)
+ *
+ * qd_context_split makes, from one context, n contexts ("parts") that run their work on
+ * disjoint sets of the device's execution units, so that latency-critical work in one part is
+ * not crowded out by a saturating kernel in another (stream priorities cannot stop a kernel
+ * from taking every SM).
+ *
+ * The units. CUDA: streaming multiprocessors; each part is a green context over its own SMs
+ * (the driver's cuDevSmResourceSplitByCount, cuGreenCtxCreate); the parts' SMs are disjoint
+ * from each other, and the parent context keeps using every SM of the device. The counts add
+ * up to at most qd_device_info.multiprocessors; SMs left over belong to no part. CPU: worker
+ * threads; the parent's worker count (qd_context_desc.cpu_worker_threads, or its default)
+ * plays the SM count: each part starts counts[i] workers of its own, and where the process may
+ * run on at least as many CPUs as the counts add up to, each part's workers are pinned to CPUs
+ * no other part uses (QD_CPU_PIN_WORKERS=0 in the environment turns pinning off, as for any
+ * context; otherwise the parts' workers float), so the same program runs where there is no GPU.
+ * The parent's own workers are left as they are. HIP has no partitions: QD_ERROR_NOT_SUPPORTED.
+ *
+ * A part is a full context: streams, events, pools, modules, graphs, memory, the trace and the
+ * validation mode work in it as in any context (it is made with the parent's pool sizes and
+ * flags, and QD_VALIDATE and QD_TRACE apply to it as to qd_context_create). Its handles are
+ * its own: mixing them with the parent's or another part's in one call is
+ * QD_ERROR_WRONG_CONTEXT, except where contexts may be mixed, as qd_stream_wait_event: work of
+ * two parts (or of a part and its parent) is ordered by an event recorded in one and waited on
+ * in the other, as between any two contexts of one device; memory moves between them as
+ * between two contexts (qd_memcpy_peer_async). There is no context-wide record or wait (the
+ * driver's cuGreenCtxRecordEvent): an event names one stream's point, so to order a part's
+ * whole work, record an event on each of its streams that has work and wait on each.
+ *
+ * Lifetime. A part holds what it needs of the device itself (CUDA: its green context, which
+ * retains the device's primary context; CPU: its own workers) and nothing of its parent, so
+ * the parent and the parts may be destroyed in any order: destroying the parent neither waits
+ * for nor ends the parts' work, and destroying a part releases its units. Each part is
+ * destroyed with qd_context_destroy, like any context. A part can be split no further
+ * (QD_ERROR_INVALID_OPERATION): split the parent again instead.
+ * ------------------------------------------------------------------------------------------- */
+
+/** The most parts of one qd_context_split (since 0.3). */
+#define QD_MAX_SPLIT_PARTS 64u
+
+/** (since 0.3) Make n contexts over disjoint sets of ctx's execution units: out[i] gets
+ *  counts[i] of them ("SM partitions"). All or none: on an error nothing was made and out is
+ *  left as it was. A part lost to a device fault is lost alone on the CPU backend; on CUDA a
+ *  fault corrupts the device, so every context of it is lost (the primary context's rule).
+ *  Threads: any, except a host kernel or callback of ctx.
+ *  - QD_ERROR_INVALID_ARGUMENT: counts or out is NULL; n is 0 or above QD_MAX_SPLIT_PARTS; a
+ *    count is 0; the counts add up to more units than ctx has (CUDA: its device's SMs; CPU:
+ *    its worker threads); a count is below qd_device_info.split_minimum or not a multiple of
+ *    qd_device_info.split_granularity; the driver cannot give a part exactly its count (the
+ *    message names the rule and the counts).
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_INVALID_OPERATION: ctx is itself a part; called from a host kernel or callback
+ *    of ctx.
+ *  - QD_ERROR_NOT_SUPPORTED: the backend has no partitions (HIP), or the CUDA driver has no
+ *    green contexts (before CUDA 12.4); the message names the version needed.
+ *  - QD_ERROR_OUT_OF_MEMORY: threads, handles or native contexts could not be made.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: see Conventions. */
+QD_API qd_status qd_context_split(qd_context ctx, const uint32_t *counts, uint32_t n,
+                                  qd_context *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Streams (since 0.1)

@@ -78,6 +78,25 @@ QD_API qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out) {
     });
 }
 
+QD_API qd_status qd_context_split(qd_context ctx, const uint32_t *counts, uint32_t n,
+                                  qd_context *out) {
+    return api::guarded([&]() -> qd_status {
+        if (!counts) return api::null_argument("counts");
+        if (!out) return api::null_argument("out");
+        if (n == 0 || n > QD_MAX_SPLIT_PARTS)
+            return fail(QD_ERROR_INVALID_ARGUMENT, "n is %u; a split makes 1 to %u parts", n,
+                        QD_MAX_SPLIT_PARTS);
+        for (uint32_t i = 0; i < n; ++i)
+            if (counts[i] == 0)
+                return fail(QD_ERROR_INVALID_ARGUMENT,
+                            "counts[%u] is 0; every part needs at least one unit", i);
+        Context *c = nullptr;
+        qd_status st = api::resolve_usable_context(ctx, &c);
+        if (st != QD_SUCCESS) return st;
+        return Context::split(*c, counts, n, out);
+    });
+}
+
 QD_API qd_status qd_context_can_access_peer(qd_context ctx, qd_context peer, uint32_t *can_access) {
     return api::guarded([&]() -> qd_status {
         if (!can_access) return api::null_argument("can_access");

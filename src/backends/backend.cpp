@@ -67,4 +67,9 @@ qd_status Context::can_access_peer(Context &, bool *out) {
 
 qd_status Context::enable_peer_access(Context &) { return QD_SUCCESS; }
 
+qd_status Context::split(const uint32_t *, uint32_t, std::vector<std::unique_ptr<Context>> *) {
+    return fail(QD_ERROR_NOT_SUPPORTED,
+                "this backend cannot split a context into partitions of its execution units");
+}
+
 }  // namespace qd::backend

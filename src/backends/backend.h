@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace qd::backend {
 
@@ -279,6 +280,15 @@ class Context {
     // Grants this context's work access to peer's memory; QD_ERROR_NOT_SUPPORTED with the
     // reason when the devices cannot. Granting it again is a successful no-op.
     virtual qd_status enable_peer_access(Context &peer);
+
+    // qd_context_split (qd.h, "SM partitions"): n contexts over disjoint sets of this context's
+    // units, counts[i] each (the core checked n, every count > 0, and that this context is no
+    // part itself). The backend checks the counts against its units, minimum and granularity
+    // (QD_ERROR_INVALID_ARGUMENT naming the rule). All or none: on failure *out is untouched
+    // and nothing is left running. A part holds nothing of this context, which may go first.
+    // The default: QD_ERROR_NOT_SUPPORTED with the reason.
+    virtual qd_status split(const uint32_t *counts, uint32_t n,
+                            std::vector<std::unique_ptr<Context>> *out);
 
     // Block until all work queued on every stream of this context has completed, including
     // streams whose core handle is already gone but whose work is still pending.

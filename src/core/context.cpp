@@ -81,9 +81,18 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
     std::unique_ptr<backend::Context> impl;
     st = driver->create_context(params, &impl);
     if (st != QD_SUCCESS) return st;
+    return adopt_impl(desc, driver->kind(), std::move(impl), false, out);
+}
 
+qd_status Context::adopt_impl(const qd_context_desc &desc, qd_backend kind,
+                              std::unique_ptr<backend::Context> impl, bool part, uint64_t *out) {
     std::shared_ptr<Context> ctx(new Context());
-    ctx->kind_ = driver->kind();
+    const size_t known =
+        desc.struct_size < sizeof ctx->desc_ ? desc.struct_size : sizeof ctx->desc_;
+    std::memcpy(&ctx->desc_, &desc, known);
+    ctx->desc_.struct_size = static_cast<uint32_t>(sizeof ctx->desc_);
+    ctx->part_ = part;
+    ctx->kind_ = kind;
     ctx->fork_generation_ = fork_generation();
     ctx->impl_ = std::move(impl);
     ctx->stream_pool_ = std::make_unique<StreamPool>(
@@ -92,7 +101,7 @@ qd_status Context::create(const qd_context_desc &desc, uint64_t *out) {
         *ctx->impl_, desc.event_pool_size ? desc.event_pool_size : kDefaultEventPool);
 
     HandleTable &table = HandleTable::instance();
-    st = table.insert(Tag::Context, 0, ctx, &ctx->handle_);
+    qd_status st = table.insert(Tag::Context, 0, ctx, &ctx->handle_);
     if (st != QD_SUCCESS) {
         ctx->tear_down();
         return st;

@@ -39,6 +39,11 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     static qd_status create(const qd_context_desc &desc, uint64_t *out);
     // qd_context_destroy: drain, destroy children, free allocations, invalidate handles.
     static qd_status destroy(uint64_t handle);
+    // qd_context_split (core/split.cpp): n parts of `parent`, each a context of its own made
+    // with the parent's description, all or none.
+    static qd_status split(Context &parent, const uint32_t *counts, uint32_t n, uint64_t *out);
+    // Made by split(): a part is split no further.
+    bool is_part() const { return part_; }
 
     ~Context() override;
 
@@ -116,6 +121,10 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
 
   private:
     Context() = default;
+    // Everything create() does once the backend context exists: the pools, the handle, the
+    // observers the description asks for, the default stream. On failure nothing is left.
+    static qd_status adopt_impl(const qd_context_desc &desc, qd_backend kind,
+                                std::unique_ptr<backend::Context> impl, bool part, uint64_t *out);
     qd_status unusable() const;  // the error half of usable()
     void tear_down();            // everything destroy() does after the handle is gone
     void sweep();  // frees what the registry still holds: the last step of tear_down()
@@ -126,6 +135,8 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
     uint64_t fork_generation_ = 0;
     std::shared_ptr<backend::Context> impl_;
     std::atomic<OpObserver *> observer_{nullptr};
+    qd_context_desc desc_{};  // as created: a split makes its parts with it
+    bool part_ = false;
 
     // Live-object counters for qd_context_get_stats.
     std::atomic<int64_t> live_streams_{0}, live_events_{0}, live_modules_{0}, live_kernels_{0},

@@ -90,7 +90,9 @@ TEST(AbiLayout, ContextStats_SizeAndOffsetsArePinned) {
 }
 
 TEST(AbiLayout, DeviceInfo_SizeAndOffsetsArePinned) {
-    EXPECT_EQ(sizeof(qd_device_info), 168u);
+    EXPECT_EQ(sizeof(qd_device_info), 176u);  // 168 in 0.1; 0.3 appended the split rule
+    EXPECT_EQ(offsetof(qd_device_info, split_granularity), 168u);  // since 0.3
+    EXPECT_EQ(offsetof(qd_device_info, split_minimum), 172u);      // since 0.3
     EXPECT_EQ(offsetof(qd_device_info, backend), 4u);
     EXPECT_EQ(offsetof(qd_device_info, device), 8u);
     EXPECT_EQ(offsetof(qd_device_info, driver_version), 12u);
@@ -219,13 +221,17 @@ TEST(Version, LibraryVersion_MatchesHeader) { EXPECT_EQ(qd_version(), (uint32_t)
 
 // QD_STRUCT_FIRST_SIZES is the one table every struct_size check uses. The table keeps a
 // struct's first size when a field is appended (0.2 appended qd_context_stats.live_graphs and
-// .hazards_reported), so each size is its sizeof, or below it for a struct that grew.
+// .hazards_reported; 0.3 appended qd_device_info.split_granularity and .split_minimum), so each
+// size is its sizeof, or below it for a struct that grew.
 TEST(FirstSizes, EveryStruct_StillHasItsFirstSize) {
     int entries = 0;
 #define QD_CHECK_FIRST_SIZE(type, size, version)                                                   \
     if (std::string(#type) == "qd_context_stats") {                                                \
         EXPECT_EQ((size_t)(size), 128u);                                                           \
         EXPECT_GT(sizeof(type), (size_t)(size)) << #type " grew in 0.2";                           \
+    } else if (std::string(#type) == "qd_device_info") {                                           \
+        EXPECT_EQ((size_t)(size), 168u);                                                           \
+        EXPECT_GT(sizeof(type), (size_t)(size)) << #type " grew in 0.3";                           \
     } else {                                                                                       \
         EXPECT_EQ(sizeof(type), (size_t)(size)) << #type;                                          \
     }                                                                                              \

@@ -20,7 +20,9 @@ QDT_STATIC_ASSERT(host_kernel_info_size, sizeof(qd_host_kernel_info) == 56);
 QDT_STATIC_ASSERT(context_stats_size, sizeof(qd_context_stats) == 144);
 QDT_STATIC_ASSERT(hazard_size, sizeof(qd_hazard) == 80);
 QDT_STATIC_ASSERT(hazard_message_offset, offsetof(qd_hazard, message) == 72);
-QDT_STATIC_ASSERT(device_info_size, sizeof(qd_device_info) == 168);
+/* 168 in 0.1; 0.3 appended split_granularity and split_minimum. */
+QDT_STATIC_ASSERT(device_info_size, sizeof(qd_device_info) == 176);
+QDT_STATIC_ASSERT(device_info_split_offset, offsetof(qd_device_info, split_granularity) == 168);
 QDT_STATIC_ASSERT(task_args_offset, offsetof(qd_task, args) == 48);
 QDT_STATIC_ASSERT(info_shared_mem_offset, offsetof(qd_host_kernel_info, shared_mem) == 48);
 QDT_STATIC_ASSERT(device_info_name_offset, offsetof(qd_device_info, name) == 40);

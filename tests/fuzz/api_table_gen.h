@@ -89,6 +89,17 @@ inline constexpr qd_status kListed_qd_context_get_stats[] = {
     QD_ERROR_INVALID_HANDLE,
     QD_ERROR_INTERNAL,
 };
+inline constexpr qd_status kListed_qd_context_split[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
 inline constexpr qd_status kListed_qd_stream_create[] = {
     QD_SUCCESS,
     QD_ERROR_INVALID_ARGUMENT,
@@ -643,6 +654,7 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_context_enable_peer_access", kListed_qd_context_enable_peer_access, sizeof kListed_qd_context_enable_peer_access / sizeof(qd_status)},
     {"qd_context_get_stats", kListed_qd_context_get_stats, sizeof kListed_qd_context_get_stats / sizeof(qd_status)},
     {"qd_context_set_hazard_handler", kListed_qd_context_set_hazard_handler, sizeof kListed_qd_context_set_hazard_handler / sizeof(qd_status)},
+    {"qd_context_split", kListed_qd_context_split, sizeof kListed_qd_context_split / sizeof(qd_status)},
     {"qd_context_synchronize", kListed_qd_context_synchronize, sizeof kListed_qd_context_synchronize / sizeof(qd_status)},
     {"qd_device_count", kListed_qd_device_count, sizeof kListed_qd_device_count / sizeof(qd_status)},
     {"qd_device_get_info", kListed_qd_device_get_info, sizeof kListed_qd_device_get_info / sizeof(qd_status)},
@@ -813,6 +825,19 @@ inline qd_status qd_context_get_stats__ctx([[maybe_unused]] const Values &v, uin
 }
 inline qd_status qd_context_get_stats__null_out([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_context_get_stats(h, nullptr);
+}
+inline qd_status qd_context_split__ctx([[maybe_unused]] const Values &v, uint64_t h) {
+    uint32_t counts_[1] = {v.value<uint32_t>()};
+    qd_context out_[1]{};
+    return qd_context_split(h, counts_, 1, out_);
+}
+inline qd_status qd_context_split__null_counts([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_context out_[1]{};
+    return qd_context_split(h, nullptr, 1, out_);
+}
+inline qd_status qd_context_split__null_out([[maybe_unused]] const Values &v, uint64_t h) {
+    uint32_t counts_[1] = {v.value<uint32_t>()};
+    return qd_context_split(h, counts_, 1, nullptr);
 }
 inline qd_status qd_stream_create__ctx([[maybe_unused]] const Values &v, uint64_t h) {
     qd_stream_desc desc_ = make_qd_stream_desc(v);
@@ -1208,6 +1233,7 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_context_synchronize", "ctx", kContext, 1, &gen::qd_context_synchronize__ctx},
     {"qd_context_default_stream", "ctx", kContext, 1, &gen::qd_context_default_stream__ctx},
     {"qd_context_get_stats", "ctx", kContext, 1, &gen::qd_context_get_stats__ctx},
+    {"qd_context_split", "ctx", kContext, 1, &gen::qd_context_split__ctx},
     {"qd_stream_create", "ctx", kContext, 1, &gen::qd_stream_create__ctx},
     {"qd_stream_destroy", "stream", kStream, 1, &gen::qd_stream_destroy__stream},
     {"qd_stream_synchronize", "stream", kStream, 1, &gen::qd_stream_synchronize__stream},
@@ -1298,6 +1324,8 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_context_create", "out", &gen::qd_context_create__null_out},
     {"qd_context_default_stream", "out", &gen::qd_context_default_stream__null_out},
     {"qd_context_get_stats", "out", &gen::qd_context_get_stats__null_out},
+    {"qd_context_split", "counts", &gen::qd_context_split__null_counts},
+    {"qd_context_split", "out", &gen::qd_context_split__null_out},
     {"qd_stream_create", "out", &gen::qd_stream_create__null_out},
     {"qd_stream_acquire", "out", &gen::qd_stream_acquire__null_out},
     {"qd_stream_fork", "children", &gen::qd_stream_fork__null_children},

@@ -42,3 +42,13 @@ static_assert(sizeof(gpu::GraphExecUpdateInfo) == sizeof(CUgraphExecUpdateResult
 static_assert(sizeof(gpu::MemAccessDesc) == sizeof(CUmemAccessDesc));
 static_assert(abi::kNoBinaryForGpu == int(CUDA_ERROR_NO_BINARY_FOR_GPU));
 static_assert(abi::kStreamCaptureModeRelaxed == CU_STREAM_CAPTURE_MODE_RELAXED);
+
+// SM partitions (green contexts, CUDA 12.4+; the SM fields after smCount are 12.8's).
+static_assert(sizeof(gpu::DevResource) == sizeof(CUdevResource));
+static_assert(offsetof(gpu::DevResource, sm) == offsetof(CUdevResource, sm));
+static_assert(offsetof(gpu::DevSmResource, min_partition_size) ==
+              offsetof(CUdevSmResource, minSmPartitionSize));
+static_assert(offsetof(gpu::DevSmResource, coscheduled_alignment) ==
+              offsetof(CUdevSmResource, smCoscheduledAlignment));
+static_assert(abi::kDevResourceTypeSm == CU_DEV_RESOURCE_TYPE_SM);
+static_assert(abi::kGreenCtxDefaultStream == CU_GREEN_CTX_DEFAULT_STREAM);

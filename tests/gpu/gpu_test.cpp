@@ -30,6 +30,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -409,6 +410,49 @@ TEST_F(Gpu, ParallelLaunch_GroupsOverlapOnTheDevice) {
     EXPECT_GT(sum_ms, 1.5 * wall_ms) << "groups did not overlap";
     QD_OK(qd_event_destroy(start));
     QD_OK(qd_event_destroy(end));
+}
+
+// SM partitions: the blocks of a large grid launched in a part run on at most the part's SMs,
+// and the two parts' SMs are disjoint (%smid, recorded by every block).
+TEST_F(Gpu, Split_EachPartsKernelsRunOnItsOwnSms) {
+    qd_device_info info = QD_DEVICE_INFO_INIT;
+    QD_OK(qd_device_get_info(QD_BACKEND_CUDA, 0, &info));
+    if (info.split_granularity == 0) {
+        const uint32_t counts[1] = {8};
+        qd_context part = 0;
+        EXPECT_EQ(qd_context_split(ctx_, counts, 1, &part), QD_ERROR_NOT_SUPPORTED);
+        GTEST_SKIP() << "no SM partitions here: " << qd_last_error_message();
+    }
+    const uint32_t g = info.split_granularity;
+    const uint32_t part_sms = (info.split_minimum + g - 1) / g * g;
+    const uint32_t counts[2] = {part_sms, part_sms};
+    qd_context parts[2] = {0, 0};
+    QD_OK(qd_context_split(ctx_, counts, 2, parts));
+    const uint32_t blocks = 8 * info.multiprocessors;
+    std::set<uint32_t> used[2];
+    for (int i = 0; i < 2; ++i) {
+        qd_module m = 0;
+        QD_OK(qd_module_load(parts[i], cubin_.data(), cubin_.size(), &m));
+        qd_kernel k = 0;
+        QD_OK(qd_kernel_get(m, "gpu_record_smid", &k));
+        qd_stream s = 0;
+        QD_OK(qd_stream_create(parts[i], nullptr, &s));
+        uint64_t out = 0;
+        QD_OK(qd_mem_alloc_async(s, blocks * 4, &out));
+        uint32_t us = 50;
+        QD_OK(launch(s, k, {qd_arg{&out, 8}, qd_arg{&us, 4}}, blocks, 32));
+        std::vector<uint32_t> sms(blocks, UINT32_MAX);
+        QD_OK(qd_memcpy_async(s, addr(sms.data()), out, blocks * 4));
+        QD_OK(qd_mem_free_async(s, out));
+        QD_OK(qd_stream_synchronize(s));
+        used[i].insert(sms.begin(), sms.end());
+        EXPECT_EQ(used[i].count(UINT32_MAX), 0u) << "a block did not run";
+        EXPECT_LE(used[i].size(), counts[i]) << "part " << i << " ran on more SMs than it owns";
+        std::printf("  part %d (%u SMs): blocks ran on %zu SMs\n", i, counts[i], used[i].size());
+    }
+    for (uint32_t sm : used[0])
+        EXPECT_EQ(used[1].count(sm), 0u) << "SM " << sm << " is in both parts";
+    for (qd_context p : parts) QD_OK(qd_context_destroy(p));
 }
 
 // Fork/join with per-child timing events: the children overlap on the device (a timing

@@ -177,6 +177,18 @@ __global__ void gpu_stamp_spin(uint64_t stamps, uint32_t slot, uint32_t microsec
     }
 }
 
+// (u64 uint32_t* out, u32 microseconds): out[blockIdx.x] = the SM the block ran on (%smid),
+// after a spin, so that the blocks of a large grid spread over every SM the launch may use (SM
+// partitions: gpu_test's Split_*).
+__global__ void gpu_record_smid(uint64_t out, uint32_t microseconds) {
+    if (threadIdx.x == 0) {
+        spin_ns((uint64_t)microseconds * 1000);
+        uint32_t sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        reinterpret_cast<volatile uint32_t *>(out)[blockIdx.x] = sm;
+    }
+}
+
 // The fan-out workload of the benchmarks: about 20 µs of one block.
 __global__ void gpu_fanout_20us() {
     if (threadIdx.x == 0) spin_ns(20000);

@@ -35,6 +35,23 @@ using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
 struct CUgraphNode_st;
 using CUgraphNode = CUgraphNode_st *;
+// Green contexts (CUDA 12.4+): CUdevResource (RESOURCE_ABI_VERSION 1) and the opaque handles.
+struct CUdevResource {
+    int type;
+    unsigned char internal_padding[92];
+    union {
+        struct {
+            unsigned smCount, minSmPartitionSize, smCoscheduledAlignment;
+        } sm;
+        unsigned char oversize[48];
+    };
+};
+struct CUdevResourceDesc_st;
+struct CUgreenCtx_st;
+using CUdevResourceDesc = CUdevResourceDesc_st *;
+using CUgreenCtx = CUgreenCtx_st *;
+constexpr int CU_DEV_RESOURCE_TYPE_SM = qd::cuda_abi::kDevResourceTypeSm;
+constexpr unsigned CU_GREEN_CTX_DEFAULT_STREAM = qd::cuda_abi::kGreenCtxDefaultStream;
 // CUDA_KERNEL_NODE_PARAMS_v2 (its first ten fields are the v1 struct).
 struct CUDA_KERNEL_NODE_PARAMS {
     CUfunction func;
@@ -153,6 +170,18 @@ struct Driver {
     // Optional: several GPUs (B10).
     CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
                                   CUstream) = nullptr;
+    // Optional: green contexts, SM partitions (CUDA 12.4; B17).
+    CUresult (*cuDeviceGetDevResource)(CUdevice, CUdevResource *, int type) = nullptr;
+    CUresult (*cuDevSmResourceSplitByCount)(CUdevResource *, unsigned *groups,
+                                            const CUdevResource *input, CUdevResource *remaining,
+                                            unsigned flags, unsigned min_count) = nullptr;
+    CUresult (*cuDevResourceGenerateDesc)(CUdevResourceDesc *, CUdevResource *,
+                                          unsigned count) = nullptr;
+    CUresult (*cuGreenCtxCreate)(CUgreenCtx *, CUdevResourceDesc, CUdevice,
+                                 unsigned flags) = nullptr;
+    CUresult (*cuGreenCtxDestroy)(CUgreenCtx) = nullptr;
+    CUresult (*cuGreenCtxStreamCreate)(CUstream *, CUgreenCtx, unsigned flags,
+                                       int priority) = nullptr;
 
     // Loads libcuda.so.1 and calls cuInit(0). False (error says why) when there is no driver.
     bool load() {
@@ -221,6 +250,12 @@ struct Driver {
         optional(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate");
         optional(cuGraphExecUpdate, "cuGraphExecUpdate_v2");
         optional(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
+        optional(cuDeviceGetDevResource, "cuDeviceGetDevResource");
+        optional(cuDevSmResourceSplitByCount, "cuDevSmResourceSplitByCount");
+        optional(cuDevResourceGenerateDesc, "cuDevResourceGenerateDesc");
+        optional(cuGreenCtxCreate, "cuGreenCtxCreate");
+        optional(cuGreenCtxDestroy, "cuGreenCtxDestroy");
+        optional(cuGreenCtxStreamCreate, "cuGreenCtxStreamCreate");
         if (!ok) return false;
         CUresult r = cuInit(0);
         if (r != CUDA_SUCCESS) {
@@ -239,6 +274,10 @@ struct Driver {
         return has_graphs() && cuStreamGetCaptureInfo_v2 && cuGraphExecKernelNodeSetParams;
     }
     bool has_graph_update() const { return has_graphs() && cuGraphExecUpdate; }
+    bool has_green_contexts() const {
+        return cuDeviceGetDevResource && cuDevSmResourceSplitByCount && cuDevResourceGenerateDesc &&
+               cuGreenCtxCreate && cuGreenCtxDestroy && cuGreenCtxStreamCreate;
+    }
 
     bool has_conditional_nodes() const {
         return cuGraphCreate && cuGraphAddKernelNode && cuGraphAddNode &&

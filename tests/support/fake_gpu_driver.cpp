@@ -1,9 +1,11 @@
 // The fake GPU driver (see fake_gpu_driver.h).
 #include "fake_gpu_driver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 namespace qdt::fake_gpu {
@@ -27,6 +29,14 @@ void Fake::reset() {
     for (auto *c : captures) delete c;
     for (auto *g : graphs) delete g;
     for (auto *g : execs) delete g;
+    for (auto *g : greens) delete g;
+    for (auto *d : resource_descs) delete d;
+    greens.clear();
+    resource_descs.clear();
+    partition_calls.clear();
+    sm_count = 132;
+    sm_min_partition = 8;
+    sm_alignment = 8;
     captures.clear();
     graphs.clear();
     execs.clear();
@@ -583,6 +593,100 @@ uint64_t fake_fat_size(const void *image, uint64_t available) {
     return size;
 }
 
+// --- SM partitions ---------------------------------------------------------------------------
+
+Result f_device_get_dev_resource(gpu::NativeDevice, gpu::DevResource *r, int type) {
+    INJECT();
+    if (type != qd::cuda_abi::kDevResourceTypeSm) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    std::memset(r, 0, sizeof *r);
+    r->type = type;
+    r->sm.sm_count = g_fake.sm_count;
+    r->sm.min_partition_size = g_fake.sm_min_partition;
+    r->sm.coscheduled_alignment = g_fake.sm_alignment;
+    return kOk;
+}
+Result f_split_by_count(gpu::DevResource *result, unsigned *groups, const gpu::DevResource *input,
+                        gpu::DevResource *remaining, unsigned flags, unsigned min_count) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.partition_calls.push_back("split " + std::to_string(min_count) +
+                                     (*groups > 1 ? " x" + std::to_string(*groups) : ""));
+    if (flags != 0 || input->type != qd::cuda_abi::kDevResourceTypeSm || *groups == 0)
+        return kInvalidValue;
+    const unsigned align = g_fake.sm_alignment ? g_fake.sm_alignment : 8;
+    unsigned take = (min_count + align - 1) / align * align;
+    if (take < g_fake.sm_min_partition) take = g_fake.sm_min_partition;
+    // As many groups as were asked for and fit; the rest of the input is the remainder.
+    const unsigned made = std::min(*groups, take ? input->sm.sm_count / take : 0u);
+    for (unsigned k = 0; k < made; ++k) {
+        result[k] = *input;
+        result[k].sm.sm_count = take;
+    }
+    if (remaining) {
+        *remaining = *input;
+        remaining->sm.sm_count = input->sm.sm_count - made * take;
+    }
+    *groups = made;
+    return kOk;
+}
+Result f_generate_desc(gpu::NativeResourceDesc *desc, gpu::DevResource *resources, unsigned n) {
+    INJECT();
+    if (n != 1) return kInvalidValue;
+    auto *d = new unsigned(resources[0].sm.sm_count);
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    g_fake.partition_calls.push_back("desc " + std::to_string(*d));
+    g_fake.resource_descs.insert(d);
+    *desc = reinterpret_cast<gpu::NativeResourceDesc>(d);
+    return kOk;
+}
+Result f_green_ctx_create(gpu::NativeGreenCtx *ctx, gpu::NativeResourceDesc desc, gpu::NativeDevice,
+                          unsigned flags) {
+    INJECT();
+    if (flags != qd::cuda_abi::kGreenCtxDefaultStream) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *d = reinterpret_cast<unsigned *>(desc);
+    if (!g_fake.resource_descs.count(d)) return kInvalidValue;
+    auto *g = new FakeGreen{*d, 0};
+    g_fake.greens.insert(g);
+    ++g_fake.retains;  // a green context retains the primary context
+    g_fake.partition_calls.push_back("green_create " + std::to_string(g->sm_count));
+    *ctx = reinterpret_cast<gpu::NativeGreenCtx>(g);
+    return kOk;
+}
+Result f_green_ctx_destroy(gpu::NativeGreenCtx ctx) {
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *g = reinterpret_cast<FakeGreen *>(ctx);
+    if (!g_fake.greens.erase(g)) return 400;
+    --g_fake.retains;
+    g_fake.partition_calls.push_back("green_destroy " + std::to_string(g->sm_count));
+    delete g;
+    return kOk;
+}
+Result f_ctx_from_green_ctx(gpu::NativeContext *c, gpu::NativeGreenCtx ctx) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *g = reinterpret_cast<FakeGreen *>(ctx);
+    if (!g_fake.greens.count(g)) return 400;
+    g_fake.partition_calls.push_back("from_green");
+    *c = reinterpret_cast<gpu::NativeContext>(&g->as_context);
+    return kOk;
+}
+Result f_green_ctx_stream_create(gpu::NativeStream *s, gpu::NativeGreenCtx ctx, unsigned flags,
+                                 int priority) {
+    INJECT();
+    if (flags != qd::cuda_abi::kStreamNonBlocking) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    auto *g = reinterpret_cast<FakeGreen *>(ctx);
+    if (!g_fake.greens.count(g)) return 400;
+    g_fake.partition_calls.push_back("green_stream");
+    auto *fs =
+        new FakeStream{flags, priority, reinterpret_cast<gpu::NativeContext>(&g->as_context), 0};
+    g_fake.streams.insert(fs);
+    *s = reinterpret_cast<gpu::NativeStream>(fs);
+    return kOk;
+}
+
 gpu::DriverTable fake_table() {
     gpu::DriverTable t;
     t.kind = QD_BACKEND_CUDA;
@@ -671,6 +775,16 @@ gpu::DriverTable fake_table() {
     t.peer_access_already_enabled = qd::cuda_abi::kPeerAccessAlreadyEnabled;
     t.mem_location_device = qd::cuda_abi::kMemLocationTypeDevice;
     t.mem_access_read_write = qd::cuda_abi::kMemAccessProtReadWrite;
+    t.device_get_dev_resource = f_device_get_dev_resource;
+    t.dev_sm_resource_split_by_count = f_split_by_count;
+    t.dev_resource_generate_desc = f_generate_desc;
+    t.green_ctx_create = f_green_ctx_create;
+    t.green_ctx_destroy = f_green_ctx_destroy;
+    t.ctx_from_green_ctx = f_ctx_from_green_ctx;
+    t.green_ctx_stream_create = f_green_ctx_stream_create;
+    t.dev_resource_type_sm = qd::cuda_abi::kDevResourceTypeSm;
+    t.green_ctx_default_stream = qd::cuda_abi::kGreenCtxDefaultStream;
+    t.green_ctx_requires = "CUDA 12.4 (driver 550) or newer";
     return t;
 }
 

@@ -23,6 +23,12 @@
 // - Devices: two, each with its own primary context (`primary`, `primary1`). Peer access is
 //   possible between them while `peer_access` is true; grants are recorded (`peer_enabled`,
 //   `pool_access`) and peer copies counted (`peer_copies`; real when backed_memory is set).
+// - SM partitions (green contexts): device 0 has `sm_count` SMs with the split rule
+//   `sm_min_partition` / `sm_alignment` (0 and 0 model a driver before CUDA 12.8, which reports
+//   the SM count only). A split cuts one group rounded up to the alignment from its input; each
+//   green context retains the primary context (as the real one does) and converts to a context
+//   of its own; `partition_calls` lists the partition calls made, in order ("split 16",
+//   "desc 16", "green_create 16", "from_green", "green_stream", "green_destroy 16").
 // - Fault injection: the Nth counted call fails with fail_code (fail_at = N); `sticky` makes
 //   every counted call fail.
 //
@@ -80,6 +86,11 @@ struct FakeCapture {
     FakeGraph *graph = nullptr;
     gpu::NativeGraphNode last_node = nullptr;  // stream_get_capture_info's dependency set
 };
+// A green context: its SMs, and the context it converts to (the address of `as_context`).
+struct FakeGreen {
+    unsigned sm_count = 0;
+    char as_context = 0;
+};
 struct FakeLaunch {
     std::vector<void *> params;
     std::vector<uint8_t> arg_bytes;  // a graph launch's kernel: its argument bytes
@@ -133,6 +144,14 @@ struct Fake {
     // Host functions are held (queued, not run) until run_held_host_fns(): "in flight".
     bool hold_host_fns = false;
     std::vector<std::pair<gpu::HostFn, void *>> held_host_fns;
+
+    // SM partitions.
+    unsigned sm_count = 132;
+    unsigned sm_min_partition = 8;
+    unsigned sm_alignment = 8;
+    std::set<FakeGreen *> greens;
+    std::set<unsigned *> resource_descs;  // a descriptor is its SM count
+    std::vector<std::string> partition_calls;
 
     // Fault injection: the Nth counted call fails with fail_code; sticky makes every later call
     // fail with it too.

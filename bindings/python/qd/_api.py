@@ -37,6 +37,7 @@ QD_VERSION_PATCH = 0
 QD_VERSION = 768
 QD_MAX_ARGS = 64
 QD_MAX_ARG_BYTES = 4096
+QD_MAX_SPLIT_PARTS = 64
 QD_MAX_CONDITIONAL_CASES = 1024
 # qd_backend
 QD_BACKEND_DEFAULT = 0
@@ -233,6 +234,8 @@ class DeviceInfo(_Described):
         ("reserved", c_uint32),
         ("total_memory", c_uint64),
         ("name", c_char * 128),
+        ("split_granularity", c_uint32),
+        ("split_minimum", c_uint32),
     ]
 
 
@@ -379,6 +382,8 @@ FIELD_TYPES: Dict[str, Dict[str, str]] = {
         "reserved": "uint32_t",
         "total_memory": "uint64_t",
         "name": "char[128]",
+        "split_granularity": "uint32_t",
+        "split_minimum": "uint32_t",
     },
     "qd_conditional_desc": {
         "struct_size": "uint32_t",
@@ -429,6 +434,8 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_context_synchronize": (c_int32, [c_uint64]),
     "qd_context_default_stream": (c_int32, [c_uint64, POINTER(c_uint64)]),
     "qd_context_get_stats": (c_int32, [c_uint64, POINTER(ContextStats)]),
+    # SM partitions (since 0.3)
+    "qd_context_split": (c_int32, [c_uint64, POINTER(c_uint32), c_uint32, POINTER(c_uint64)]),
     # Streams
     "qd_stream_create": (c_int32, [c_uint64, POINTER(StreamDesc), POINTER(c_uint64)]),
     "qd_stream_destroy": (c_int32, [c_uint64]),
@@ -648,6 +655,22 @@ SIGNATURES: Dict[str, Signature] = {
         ("QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_INTERNAL"),
         "0.1",
         "Contexts",
+    ),
+    "qd_context_split": Signature(
+        "qd_status",
+        (
+            Param("ctx", "qd_context", "handle", of="qd_context", handle=True),
+            Param("counts", "const uint32_t *", "in_array", of="uint32_t", count="n"),
+            Param("n", "uint32_t", "count", of="counts"),
+            Param("out", "qd_context *", "out_array", of="qd_context", count="n", handle=True),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_NOT_SUPPORTED",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "SM partitions",
     ),
     "qd_stream_create": Signature(
         "qd_status",
@@ -1636,6 +1659,8 @@ struct qd_device_info {
     uint32_t reserved;
     uint64_t total_memory;
     char name[128];
+    uint32_t split_granularity;
+    uint32_t split_minimum;
 };
 struct qd_conditional_desc {
     uint32_t struct_size;
@@ -1667,6 +1692,7 @@ qd_status qd_context_destroy(qd_context ctx);
 qd_status qd_context_synchronize(qd_context ctx);
 qd_status qd_context_default_stream(qd_context ctx, qd_stream *out);
 qd_status qd_context_get_stats(qd_context ctx, qd_context_stats *out);
+qd_status qd_context_split(qd_context ctx, const uint32_t *counts, uint32_t n, qd_context *out);
 qd_status qd_stream_create(qd_context ctx, const qd_stream_desc *desc, qd_stream *out);
 qd_status qd_stream_destroy(qd_stream stream);
 qd_status qd_stream_synchronize(qd_stream stream);

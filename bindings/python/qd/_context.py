@@ -22,6 +22,7 @@ from typing import (
     Dict,
     List,
     Optional,
+    Sequence,
     Tuple,
     Union,
 )
@@ -87,6 +88,10 @@ class DeviceProperties:
     compute_capability: Tuple[int, int]
     multiprocessors: int
     total_memory: int
+    #: (since 0.3) every count of ``Context.split`` is a multiple of it; 0: no partitions.
+    split_granularity: int = 0
+    #: (since 0.3) the smallest count of ``Context.split``.
+    split_minimum: int = 0
 
 
 def device_properties(backend: Union[Backend, str, int], device: int = 0) -> DeviceProperties:
@@ -98,7 +103,7 @@ def device_properties(backend: Union[Backend, str, int], device: int = 0) -> Dev
     return DeviceProperties(Backend(info.backend), info.device,
                             info.name.decode("utf-8", "replace"), info.driver_version,
                             (info.compute_major, info.compute_minor), info.multiprocessors,
-                            info.total_memory)
+                            info.total_memory, info.split_granularity, info.split_minimum)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -202,9 +207,9 @@ class Context(_NoCopy):
         InvalidArgumentError, BackendUnavailableError, OutOfMemoryError: see qd_context_create.
     """
 
-    __slots__ = ("_h", "_c", "_backend", "_device", "_default_h", "_tls", "_cb_errors",
-                 "_keep", "_foreign", "_wait_events", "_record_events", "_held", "_finalizer",
-                 "__weakref__")
+    __slots__ = ("_h", "_c", "_backend", "_device", "_validate", "_default_h", "_tls",
+                 "_cb_errors", "_keep", "_foreign", "_wait_events", "_record_events", "_held",
+                 "_finalizer", "__weakref__")
 
     def __init__(self, backend: Union[Backend, str, int] = Backend.DEFAULT, device: int = 0, *,
                  stream_pool_size: int = 0, event_pool_size: int = 0,
@@ -225,7 +230,14 @@ class Context(_NoCopy):
         status = _C.qd_context_create(_ref(desc), _ref(out))
         if status:
             raise _err(status)
-        handle = out.value
+        b = desc.backend
+        self._adopt(out.value, Backend.CPU if b == Backend.DEFAULT else Backend(b), desc.device,
+                    validate)
+
+    def _adopt(self, handle: int, backend: "Backend", device: int,
+               validate: Union[bool, str]) -> None:
+        """Make this object the owner of the context ``handle`` (made by qd_context_create or
+        qd_context_split); on an error the context is destroyed."""
         default = c_uint64()
         status = _C.qd_context_default_stream(handle, _ref(default))
         if status:
@@ -237,9 +249,9 @@ class Context(_NoCopy):
         _C.qd_context_set_hazard_handler(handle, _HAZARD_C, _lib.ptr(handle))
         self._h = handle
         self._c = _H(handle)
-        b = desc.backend
-        self._backend = Backend.CPU if b == Backend.DEFAULT else Backend(b)
-        self._device = desc.device
+        self._backend = backend
+        self._device = device
+        self._validate = validate
         self._default_h = default.value
         self._tls = _ActiveRecord()
         #: Exceptions raised by Python host callbacks / host kernels, not reported yet.
@@ -440,6 +452,51 @@ class Context(_NoCopy):
         status = _C.qd_context_enable_peer_access(self._h, peer._h)
         if status:
             raise _err(status, self)
+
+    # -- SM partitions (since 0.3) -----------------------------------------------------------
+
+    def split(self, counts: Sequence[int]) -> List["Context"]:
+        """Contexts over disjoint sets of this context's execution units, ``counts[i]`` units
+        for part ``i`` (``qd_context_split``, qd.h "SM partitions"): CUDA SMs (green contexts;
+        each count at least ``device_properties().split_minimum`` and a multiple of
+        ``split_granularity``), CPU worker threads (this context's worker count plays the SM
+        count). All or none. Each part is a full ``Context`` with this one's backend, device
+        and validation mode, closed on its own; this context may be closed first.
+
+        ``ctx.split([16, 112])`` on a 132-SM H100 gives a 16-SM and a 112-SM part.
+
+        Raises:
+            InvalidArgumentError: no counts, a count of 0, more units than the context has, or
+                a count the device's split rule refuses (the message names the rule).
+            InvalidOperationError: this context is itself a part.
+            NotSupportedError: the backend (HIP) or the CUDA driver (before 12.4) has no
+                partitions.
+        """
+        self._check_open()
+        values = [_u32(c, "counts") for c in counts]
+        n = len(values)
+        arr = (c_uint32 * max(n, 1))(*values)
+        out = (c_uint64 * max(n, 1))()
+        status = _C.qd_context_split(self._h, _ref(arr), n, _ref(out))
+        if status:
+            raise _err(status, self)
+        handles = list(out[:n])
+        parts: List[Context] = []
+        try:
+            for i, handle in enumerate(handles):
+                part = Context.__new__(Context)
+                part._h = 0
+                part._adopt(handle, self._backend, self._device, self._validate)
+                handles[i] = 0
+                parts.append(part)
+        except BaseException:
+            for handle in handles:
+                if handle:
+                    _f_ctx_destroy(_H(handle))
+            for part in parts:
+                part.close()
+            raise
+        return parts
 
     # -- streams ----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_stream.h"
 #include "backends/cpu/host_memory.h"
 #include "backends/cpu/task.h"
+#include "backends/cpu/worker_affinity.h"
 #include "common/error.h"
 
 namespace qd::backend::cpu {
@@ -43,9 +44,15 @@ qd_status CpuContext::create(uint32_t worker_threads, std::unique_ptr<Context> *
                     worker_threads, kMaxWorkerThreads);
     uint32_t threads = worker_threads;
     if (threads == 0) threads = std::min(std::max(2u, usable_cpus()), kMaxWorkerThreads);
+    return start(threads, worker_cpus(threads), out);
+}
+
+qd_status CpuContext::start(uint32_t threads, const std::vector<int> &cpus,
+                            std::unique_ptr<Context> *out) {
     std::unique_ptr<CpuContext> context(new CpuContext());
+    context->threads_ = threads;
     try {
-        context->scheduler_ = Scheduler::start(threads, &context->lost_state());
+        context->scheduler_ = Scheduler::start(threads, &context->lost_state(), cpus);
     } catch (const std::system_error &e) {
         return fail(QD_ERROR_OUT_OF_MEMORY, "cannot start %u CPU worker threads: %s", threads,
                     e.what());

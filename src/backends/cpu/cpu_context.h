@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/cpu/scheduler.h"
@@ -18,6 +19,7 @@ class CpuContext final : public Context {
     // worker_threads: 0 = max(2, usable CPUs), capped at kMaxWorkerThreads; more than
     // kMaxWorkerThreads is QD_ERROR_INVALID_ARGUMENT.
     static qd_status create(uint32_t worker_threads, std::unique_ptr<Context> *out);
+
     ~CpuContext() override;
 
     qd_status create_stream(uint32_t flags, int32_t priority,
@@ -36,9 +38,17 @@ class CpuContext final : public Context {
     bool runs_inline() const override { return true; }
     qd_status run_inline(const InlineOp &op) override;  // inline_run.cpp
     void shutdown() override;
+    // qd_context_split: each part starts workers of its own (cpu_split.cpp).
+    qd_status split(const uint32_t *counts, uint32_t n,
+                    std::vector<std::unique_ptr<Context>> *out) override;
 
   private:
     CpuContext() = default;
+    // `threads` workers, worker i pinned to cpus[i] (cpus empty: they float).
+    static qd_status start(uint32_t threads, const std::vector<int> &cpus,
+                           std::unique_ptr<Context> *out);
+
+    uint32_t threads_ = 0;  // its worker count: the units a split divides
 
     std::shared_ptr<Scheduler> scheduler_;
 };

@@ -49,6 +49,9 @@ qd_status CpuDriver::device_info(uint32_t device, qd_device_info *out) {
     out->total_memory = 0;
     const std::string name = cpu_model_name();
     std::snprintf(out->name, sizeof out->name, "%s", name.c_str());
+    // A split divides a context's workers one by one (cpu_split.cpp).
+    out->split_granularity = 1;
+    out->split_minimum = 1;
     return QD_SUCCESS;
 }
 

@@ -39,14 +39,14 @@ class AsyncSignalsBlocked {
 };
 }  // namespace
 
-std::shared_ptr<Scheduler> Scheduler::start(uint32_t threads, LostState *lost) {
+std::shared_ptr<Scheduler> Scheduler::start(uint32_t threads, LostState *lost,
+                                            const std::vector<int> &cpus) {
     std::shared_ptr<Scheduler> scheduler(new Scheduler(threads, lost));
-    const std::vector<int> cpus = worker_cpus(threads);
     scheduler->workers_.reserve(threads);
     try {
         const AsyncSignalsBlocked blocked;  // the workers start with these signals blocked
         for (uint32_t i = 0; i < threads; ++i) {
-            const int cpu = cpus.empty() ? -1 : cpus[i];
+            const int cpu = i < cpus.size() ? cpus[i] : -1;
             // Each worker holds the scheduler, so its state outlives every worker even if the
             // context's reference goes first.
             scheduler->workers_.emplace_back([self = scheduler, cpu] { self->worker_main(cpu); });

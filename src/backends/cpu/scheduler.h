@@ -57,9 +57,11 @@ struct WorkerState {
 
 class Scheduler : public std::enable_shared_from_this<Scheduler> {
   public:
-    // Starts `threads` workers. Throws std::system_error when a thread cannot be started and
-    // std::bad_alloc; nothing is left running then.
-    static std::shared_ptr<Scheduler> start(uint32_t threads, LostState *lost);
+    // Starts `threads` workers, worker i pinned to cpus[i] (cpus empty: they float). Throws
+    // std::system_error when a thread cannot be started and std::bad_alloc; nothing is left
+    // running then.
+    static std::shared_ptr<Scheduler> start(uint32_t threads, LostState *lost,
+                                            const std::vector<int> &cpus);
     ~Scheduler();
     Scheduler(const Scheduler &) = delete;
     Scheduler &operator=(const Scheduler &) = delete;

@@ -17,6 +17,11 @@ namespace qd::backend::cpu {
 // The CPU for each of `threads` workers, or empty when the workers should float. Reads the
 // calling thread's CPU mask, so call it on the thread that creates the context.
 std::vector<int> worker_cpus(uint32_t threads);
+// The CPUs of the workers of each part of a split (qd.h, "SM partitions"): part i's counts[i]
+// workers each get a CPU no other part's worker has, from the calling thread's CPU mask in
+// order. Empty when the workers should float: QD_CPU_PIN_WORKERS=0, or fewer usable CPUs than
+// the counts add up to.
+std::vector<std::vector<int>> split_cpus(const uint32_t *counts, uint32_t n);
 // Pins the calling thread to `cpu`; on failure the thread floats, which is only slower.
 void pin_current_thread(int cpu) noexcept;
 

@@ -71,11 +71,13 @@ enum : int {
 };
 
 // Flags, attributes and options (cuda.h).
-inline constexpr unsigned kStreamDefault = 0x0;         // CU_STREAM_DEFAULT
-inline constexpr unsigned kStreamNonBlocking = 0x1;     // CU_STREAM_NON_BLOCKING
-inline constexpr unsigned kEventDefault = 0x0;          // CU_EVENT_DEFAULT
-inline constexpr unsigned kEventDisableTiming = 0x2;    // CU_EVENT_DISABLE_TIMING
-inline constexpr unsigned kMemHostAllocPortable = 0x1;  // CU_MEMHOSTALLOC_PORTABLE
+inline constexpr int kDevResourceTypeSm = 1;             // CU_DEV_RESOURCE_TYPE_SM
+inline constexpr unsigned kGreenCtxDefaultStream = 0x1;  // CU_GREEN_CTX_DEFAULT_STREAM
+inline constexpr unsigned kStreamDefault = 0x0;          // CU_STREAM_DEFAULT
+inline constexpr unsigned kStreamNonBlocking = 0x1;      // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned kEventDefault = 0x0;           // CU_EVENT_DEFAULT
+inline constexpr unsigned kEventDisableTiming = 0x2;     // CU_EVENT_DISABLE_TIMING
+inline constexpr unsigned kMemHostAllocPortable = 0x1;   // CU_MEMHOSTALLOC_PORTABLE
 inline constexpr int kAttrComputeMajor = 75;         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 inline constexpr int kAttrComputeMinor = 76;         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 inline constexpr int kAttrMultiprocessors = 16;      // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT

@@ -167,6 +167,14 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::device_get_mem_pool, {"cuDeviceGetMemPool"}},
     {Fn::mem_pool_set_access, {"cuMemPoolSetAccess"}},
     {Fn::memcpy_peer_async, {"cuMemcpyPeerAsync"}},
+    // SM partitions (optional, green contexts: CUDA 12.4+).
+    {Fn::device_get_dev_resource, {"cuDeviceGetDevResource"}},
+    {Fn::dev_sm_resource_split_by_count, {"cuDevSmResourceSplitByCount"}},
+    {Fn::dev_resource_generate_desc, {"cuDevResourceGenerateDesc"}},
+    {Fn::green_ctx_create, {"cuGreenCtxCreate"}},
+    {Fn::green_ctx_destroy, {"cuGreenCtxDestroy"}},
+    {Fn::ctx_from_green_ctx, {"cuCtxFromGreenCtx"}},
+    {Fn::green_ctx_stream_create, {"cuGreenCtxStreamCreate"}},
 };
 
 // A CUDA fat binary starts with {uint32 magic 0xBA55ED50, uint16 version, uint16 header size,
@@ -235,6 +243,9 @@ gpu::DriverTable cuda_constants() {
     t.condition_kernel_architectures = kConditionKernelArchitectures;
     t.no_binary_for_gpu = kNoBinaryForGpu;
     t.upload_requires = "CUDA 11.1 (driver 455) or newer";
+    t.dev_resource_type_sm = kDevResourceTypeSm;
+    t.green_ctx_default_stream = kGreenCtxDefaultStream;
+    t.green_ctx_requires = "CUDA 12.4 (driver 550) or newer";
     return t;
 }
 

@@ -30,9 +30,13 @@ qd_status GpuContext::create_stream(uint32_t flags, int32_t priority,
     (void)flags;
     const unsigned native_flags = t.stream_non_blocking_flag;
     NativeStream stream = nullptr;
-    Result r = t.stream_create(&stream, native_flags, clamped);
+    // A part's streams run on its SMs only when made in its green context.
+    Result r = dc_->green ? t.green_ctx_stream_create(&stream, dc_->green, native_flags, clamped)
+                          : t.stream_create(&stream, native_flags, clamped);
     if (r != t.success)
-        return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY, Fn::stream_create, nullptr);
+        return dc_->fail_call(r, QD_ERROR_OUT_OF_MEMORY,
+                              dc_->green ? Fn::green_ctx_stream_create : Fn::stream_create,
+                              nullptr);
     dc_->counters.streams_created.fetch_add(1, std::memory_order_relaxed);
     int applied = clamped;
     if (t.stream_get_priority(stream, &applied) != t.success) applied = clamped;

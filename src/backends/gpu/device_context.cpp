@@ -57,6 +57,11 @@ DeviceContext::~DeviceContext() {
         tails_.clear();
         if (condition_module_) t.module_unload(condition_module_);
     }
+    // A part's green context goes with it (its retain of the primary context too).
+    if (green) {
+        t.green_ctx_destroy(green);
+        return;
+    }
     // The primary context stays retained by every other library that uses it; releasing ours
     // only drops qd's reference.
     t.device_primary_ctx_release(device);

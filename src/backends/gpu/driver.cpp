@@ -87,6 +87,13 @@ qd_status GpuDriver::device_info(uint32_t ordinal, qd_device_info *out) {
     out->compute_minor = static_cast<uint32_t>(std::max(minor, 0));
     out->multiprocessors = static_cast<uint32_t>(std::max(sms, 0));
     out->total_memory = memory;
+    // SM partitions: the split rule where the driver has green contexts, 0 (none) otherwise.
+    out->split_granularity = 0;
+    out->split_minimum = 0;
+    DevResource whole{};
+    if (first_missing_partition_entry(t) == Fn::count &&
+        t.device_get_dev_resource(device, &whole, t.dev_resource_type_sm) == t.success)
+        split_rule(whole, major, &out->split_granularity, &out->split_minimum);
     std::memcpy(out->name, name, sizeof out->name);
     out->name[sizeof out->name - 1] = '\0';
     return QD_SUCCESS;

@@ -37,6 +37,17 @@ bool has_native_graphs(const DriverTable &table) {
     return true;
 }
 
+Fn first_missing_partition_entry(const DriverTable &table) {
+    static constexpr Fn kPartitions[] = {
+        Fn::device_get_dev_resource,    Fn::dev_sm_resource_split_by_count,
+        Fn::dev_resource_generate_desc, Fn::green_ctx_create,
+        Fn::green_ctx_destroy,          Fn::ctx_from_green_ctx,
+        Fn::green_ctx_stream_create};
+    for (Fn fn : kPartitions)
+        if (!has_entry(table, fn)) return fn;
+    return Fn::count;
+}
+
 Fn first_missing(const DriverTable &table) {
 #define QD_GPU_CHECK_(name, required, params)                                                      \
     if ((required) && table.name == nullptr) return Fn::name;

@@ -27,19 +27,23 @@ struct NativeGraphTag;
 struct NativeGraphExecTag;
 struct NativeMemPoolTag;
 struct NativeGraphNodeTag;
-using NativeContext = NativeContextTag *;      // CUcontext
-using NativeStream = NativeStreamTag *;        // CUstream / hipStream_t
-using NativeEvent = NativeEventTag *;          // CUevent / hipEvent_t
-using NativeModule = NativeModuleTag *;        // CUmodule / hipModule_t
-using NativeFunction = NativeFunctionTag *;    // CUfunction / hipFunction_t
-using NativeGraph = NativeGraphTag *;          // CUgraph / hipGraph_t
-using NativeGraphExec = NativeGraphExecTag *;  // CUgraphExec / hipGraphExec_t
-using NativeMemPool = NativeMemPoolTag *;      // CUmemoryPool / hipMemPool_t
-using NativeGraphNode = NativeGraphNodeTag *;  // CUgraphNode / hipGraphNode_t
-using NativeDevice = int;                      // CUdevice / hipDevice_t
-using DevicePtr = uint64_t;                    // CUdeviceptr
-using Result = int;                            // CUresult / hipError_t
-using HostFn = void (*)(void *user_data);      // CUhostFn / hipHostFn_t
+struct NativeGreenCtxTag;
+struct NativeResourceDescTag;
+using NativeContext = NativeContextTag *;            // CUcontext
+using NativeStream = NativeStreamTag *;              // CUstream / hipStream_t
+using NativeEvent = NativeEventTag *;                // CUevent / hipEvent_t
+using NativeModule = NativeModuleTag *;              // CUmodule / hipModule_t
+using NativeFunction = NativeFunctionTag *;          // CUfunction / hipFunction_t
+using NativeGraph = NativeGraphTag *;                // CUgraph / hipGraph_t
+using NativeGraphExec = NativeGraphExecTag *;        // CUgraphExec / hipGraphExec_t
+using NativeMemPool = NativeMemPoolTag *;            // CUmemoryPool / hipMemPool_t
+using NativeGraphNode = NativeGraphNodeTag *;        // CUgraphNode / hipGraphNode_t
+using NativeGreenCtx = NativeGreenCtxTag *;          // CUgreenCtx
+using NativeResourceDesc = NativeResourceDescTag *;  // CUdevResourceDesc
+using NativeDevice = int;                            // CUdevice / hipDevice_t
+using DevicePtr = uint64_t;                          // CUdeviceptr
+using Result = int;                                  // CUresult / hipError_t
+using HostFn = void (*)(void *user_data);            // CUhostFn / hipHostFn_t
 
 // What graph_exec_update reports (CUgraphExecUpdateResultInfo's layout): result is the
 // driver's CUgraphExecUpdateResult (0: success), the nodes where it stopped, if any.
@@ -93,6 +97,22 @@ struct MemAccessDesc {
     int location_type;  // DriverTable::mem_location_device
     int location_id;    // the device ordinal given access
     int flags;          // DriverTable::mem_access_read_write
+};
+
+// CUdevResource (RESOURCE_ABI_VERSION 1): a tagged union the driver fills and reads; qd reads
+// the SM fields only (the last two are 0 on drivers before CUDA 12.8, which lack them).
+struct DevSmResource {
+    unsigned sm_count;
+    unsigned min_partition_size;     // minSmPartitionSize
+    unsigned coscheduled_alignment;  // smCoscheduledAlignment
+};
+struct DevResource {
+    int type;  // DriverTable::dev_resource_type_sm
+    unsigned char internal_padding[92];
+    union {
+        DevSmResource sm;
+        unsigned char oversize[48];
+    };
 };
 
 // The driver-table list: X(name, required, parameters). Every entry returns a Result.
@@ -208,7 +228,21 @@ struct MemAccessDesc {
     X(mem_pool_set_access, false, (NativeMemPool pool, const MemAccessDesc *desc, size_t count))   \
     X(memcpy_peer_async, false,                                                                    \
       (DevicePtr dst, NativeContext dst_ctx, DevicePtr src, NativeContext src_ctx, size_t bytes,   \
-       NativeStream stream))
+       NativeStream stream))                                                                       \
+    /* optional, SM partitions (qd_context_split, split.cpp): all seven, or partitions are */      \
+    /* QD_ERROR_NOT_SUPPORTED naming DriverTable::green_ctx_requires */                            \
+    X(device_get_dev_resource, false, (NativeDevice device, DevResource * resource, int type))     \
+    X(dev_sm_resource_split_by_count, false,                                                       \
+      (DevResource * result, unsigned *groups, const DevResource *input, DevResource *remaining,   \
+       unsigned flags, unsigned min_count))                                                        \
+    X(dev_resource_generate_desc, false,                                                           \
+      (NativeResourceDesc * desc, DevResource * resources, unsigned count))                        \
+    X(green_ctx_create, false,                                                                     \
+      (NativeGreenCtx * ctx, NativeResourceDesc desc, NativeDevice device, unsigned flags))        \
+    X(green_ctx_destroy, false, (NativeGreenCtx ctx))                                              \
+    X(ctx_from_green_ctx, false, (NativeContext * ctx, NativeGreenCtx green))                      \
+    X(green_ctx_stream_create, false,                                                              \
+      (NativeStream * stream, NativeGreenCtx green, unsigned flags, int priority))
 
 // One value per entry, in list order.
 enum class Fn : uint32_t {
@@ -313,6 +347,13 @@ struct DriverTable {
     // instantiates the graph (a runtime whose upload is optional).
     const char *upload_requires = nullptr;
 
+    // SM partitions (split.cpp): CU_DEV_RESOURCE_TYPE_SM, CU_GREEN_CTX_DEFAULT_STREAM, and what
+    // a driver needs for them, for the QD_ERROR_NOT_SUPPORTED message ("CUDA 12.4"); null where
+    // the vendor has no partitions at all (HIP).
+    int dev_resource_type_sm = 0;
+    unsigned green_ctx_default_stream = 0;
+    const char *green_ctx_requires = nullptr;
+
     // False when launch_host_func is a stream-callback fallback (a HIP runtime without
     // hipLaunchHostFunc): a stream callback cannot be captured, so a host function inside a
     // native capture is refused (QD_ERROR_NOT_SUPPORTED) instead.
@@ -333,6 +374,9 @@ void set_entry(DriverTable &table, Fn fn, void *address);
 bool has_entry(const DriverTable &table, Fn fn);
 // True when every native-graph entry is filled (stream_begin_capture ... graph_destroy).
 bool has_native_graphs(const DriverTable &table);
+// The first SM-partition entry left null (device_get_dev_resource ... green_ctx_stream_create),
+// or Fn::count when every one is filled.
+Fn first_missing_partition_entry(const DriverTable &table);
 // The first required entry left null, or Fn::count when the table is complete.
 Fn first_missing(const DriverTable &table);
 // The neutral name of an entry ("launch_kernel").

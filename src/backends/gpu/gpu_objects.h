@@ -54,6 +54,10 @@ class DeviceContext {
     const uint32_t ordinal;
     const NativeDevice device;
     const NativeContext native;
+    // A part of a split (split.cpp): the green context `native` was made from, destroyed with
+    // this object instead of releasing the primary context (the green context holds its own
+    // retain of it); null for a context on the primary context.
+    NativeGreenCtx green = nullptr;
     int least_priority = 0;
     int greatest_priority = 0;
 
@@ -437,6 +441,11 @@ class GpuKernel final : public Kernel {
 
 // --- Context and driver -------------------------------------------------------------------------
 
+// The split rule of a device (split.cpp): every part's SM count is a multiple of *granularity
+// and at least *minimum, from the device's SM resource (whole) and compute capability major.
+void split_rule(const DevResource &whole, int compute_major, unsigned *granularity,
+                unsigned *minimum);
+
 class GpuContext final : public Context {
   public:
     explicit GpuContext(std::shared_ptr<DeviceContext> dc);
@@ -457,6 +466,8 @@ class GpuContext final : public Context {
     void shutdown() override;
     qd_status can_access_peer(Context &peer, bool *out) override;  // peer.cpp
     qd_status enable_peer_access(Context &peer) override;          // peer.cpp
+    qd_status split(const uint32_t *counts, uint32_t n,
+                    std::vector<std::unique_ptr<Context>> *out) override;  // split.cpp
     const DeviceContext &device_context() const { return *dc_; }
 
   private:

@@ -15,6 +15,8 @@ pub const QD_VERSION: u32 = 768;
 pub const QD_MAX_ARGS: u32 = 64;
 /// `QD_MAX_ARG_BYTES` (a C `unsigned int`).
 pub const QD_MAX_ARG_BYTES: u32 = 4096;
+/// `QD_MAX_SPLIT_PARTS` (a C `unsigned int`).
+pub const QD_MAX_SPLIT_PARTS: u32 = 64;
 /// `QD_MAX_CONDITIONAL_CASES` (a C `unsigned int`).
 pub const QD_MAX_CONDITIONAL_CASES: u32 = 1024;
 

@@ -53,6 +53,17 @@ extern "C" {
     /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INTERNAL`.
     pub fn qd_context_get_stats(ctx: qd_context, out: *mut qd_context_stats) -> qd_status;
 
+    // SM partitions.
+    /// `qd_context_split`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_ARGUMENT`,
+    /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_OUT_OF_MEMORY`,
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_context_split(
+        ctx: qd_context,
+        counts: *const u32,
+        n: u32,
+        out: *mut qd_context,
+    ) -> qd_status;
+
     // Streams.
     /// `qd_stream_create`, since 0.1 (`QD_0.1`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_ARGUMENT`,
     /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_DEVICE_LOST`,

@@ -190,7 +190,7 @@ pub const QD_CONTEXT_STATS_INIT: qd_context_stats = qd_context_stats {
     hazards_reported: 0,
 };
 
-/// `qd_device_info` (since 0.1): 168 bytes, aligned to 8; first released with 168 bytes in 0.1.
+/// `qd_device_info` (since 0.1): 176 bytes, aligned to 8; first released with 168 bytes in 0.1.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct qd_device_info {
@@ -204,6 +204,8 @@ pub struct qd_device_info {
     pub reserved: u32,
     pub total_memory: u64,
     pub name: [c_char; 128],
+    pub split_granularity: u32,
+    pub split_minimum: u32,
 }
 /// `QD_DEVICE_INFO_INIT`: the value to start a `qd_device_info` from.
 pub const QD_DEVICE_INFO_INIT: qd_device_info = qd_device_info {
@@ -217,6 +219,8 @@ pub const QD_DEVICE_INFO_INIT: qd_device_info = qd_device_info {
     reserved: 0,
     total_memory: 0,
     name: [0; 128],
+    split_granularity: 0,
+    split_minimum: 0,
 };
 
 /// `qd_conditional_desc` (since 0.3): 24 bytes, aligned to 8; first released with 24 bytes in 0.3.

@@ -466,7 +466,7 @@ fn every_struct_has_the_layout_of_the_description() {
         "size of qd_context_stats.hazards_reported",
     );
     let _: *const u64 = field!(qd_context_stats, hazards_reported);
-    assert_eq!(size_of::<qd_device_info>(), 168, "size of qd_device_info");
+    assert_eq!(size_of::<qd_device_info>(), 176, "size of qd_device_info");
     assert_eq!(align_of::<qd_device_info>(), 8, "align of qd_device_info");
     assert_eq!(offset_of!(qd_device_info, struct_size), 0, "offset of qd_device_info.struct_size");
     assert_eq!(
@@ -550,6 +550,28 @@ fn every_struct_has_the_layout_of_the_description() {
     assert_eq!(offset_of!(qd_device_info, name), 40, "offset of qd_device_info.name");
     assert_eq!(size_of_pointee(field!(qd_device_info, name)), 128, "size of qd_device_info.name");
     let _: *const [c_char; 128] = field!(qd_device_info, name);
+    assert_eq!(
+        offset_of!(qd_device_info, split_granularity),
+        168,
+        "offset of qd_device_info.split_granularity",
+    );
+    assert_eq!(
+        size_of_pointee(field!(qd_device_info, split_granularity)),
+        4,
+        "size of qd_device_info.split_granularity",
+    );
+    let _: *const u32 = field!(qd_device_info, split_granularity);
+    assert_eq!(
+        offset_of!(qd_device_info, split_minimum),
+        172,
+        "offset of qd_device_info.split_minimum",
+    );
+    assert_eq!(
+        size_of_pointee(field!(qd_device_info, split_minimum)),
+        4,
+        "size of qd_device_info.split_minimum",
+    );
+    let _: *const u32 = field!(qd_device_info, split_minimum);
     assert_eq!(size_of::<qd_conditional_desc>(), 24, "size of qd_conditional_desc");
     assert_eq!(align_of::<qd_conditional_desc>(), 8, "align of qd_conditional_desc");
     assert_eq!(
@@ -659,6 +681,8 @@ fn every_function_has_the_type_of_the_description() {
         qd_context_default_stream;
     let _: unsafe extern "C" fn(qd_context, *mut qd_context_stats) -> qd_status =
         qd_context_get_stats;
+    let _: unsafe extern "C" fn(qd_context, *const u32, u32, *mut qd_context) -> qd_status =
+        qd_context_split;
     let _: unsafe extern "C" fn(qd_context, *const qd_stream_desc, *mut qd_stream) -> qd_status =
         qd_stream_create;
     let _: unsafe extern "C" fn(qd_stream) -> qd_status = qd_stream_destroy;
@@ -833,6 +857,8 @@ int main(void) {
         for (int i0 = 0; i0 < 128; i0++) {
             printf("QD_DEVICE_INFO_INIT.name[%d] %lld\n", i0, (long long)v.name[i0]);
         }
+        printf("QD_DEVICE_INFO_INIT.split_granularity %llu\n", (unsigned long long)v.split_granularity);
+        printf("QD_DEVICE_INFO_INIT.split_minimum %llu\n", (unsigned long long)v.split_minimum);
     }
     {
         qd_conditional_desc v = QD_CONDITIONAL_DESC_INIT;
@@ -917,6 +943,8 @@ fn rust_init_values() -> Vec<(String, String)> {
     for (i0, &e0) in QD_DEVICE_INFO_INIT.name.iter().enumerate() {
         put(&mut out, &format!("QD_DEVICE_INFO_INIT.name[{i0}]"), e0);
     }
+    put(&mut out, "QD_DEVICE_INFO_INIT.split_granularity", QD_DEVICE_INFO_INIT.split_granularity);
+    put(&mut out, "QD_DEVICE_INFO_INIT.split_minimum", QD_DEVICE_INFO_INIT.split_minimum);
     put(&mut out, "QD_CONDITIONAL_DESC_INIT.struct_size", QD_CONDITIONAL_DESC_INIT.struct_size);
     put(&mut out, "QD_CONDITIONAL_DESC_INIT.kind", QD_CONDITIONAL_DESC_INIT.kind);
     put(&mut out, "QD_CONDITIONAL_DESC_INIT.num_cases", QD_CONDITIONAL_DESC_INIT.num_cases);

@@ -87,6 +87,11 @@ pub struct DeviceInfo {
     pub total_memory: u64,
     /// The device's name.
     pub name: String,
+    /// (since 0.3) Every count of [`Context::split`] is a multiple of it; 0: the device cannot
+    /// be split (HIP, a CUDA driver before 12.4). CPU: 1.
+    pub split_granularity: u32,
+    /// (since 0.3) The smallest count of [`Context::split`].
+    pub split_minimum: u32,
 }
 
 /// Describe one device of a backend.
@@ -112,6 +117,8 @@ pub fn device_info(backend: Backend, device: u32) -> Result<DeviceInfo> {
         multiprocessors: raw.multiprocessors,
         total_memory: raw.total_memory,
         name,
+        split_granularity: raw.split_granularity,
+        split_minimum: raw.split_minimum,
     })
 }
 
@@ -206,6 +213,15 @@ impl ContextBuilder {
         let mut raw = 0;
         // SAFETY: `desc` and `raw` are valid for the call.
         check(unsafe { qd_sys::qd_context_create(&desc, &mut raw) })?;
+        let is_cpu = matches!(self.backend, Backend::Default | Backend::Cpu);
+        Context::adopt(raw, is_cpu)
+    }
+}
+
+impl Context {
+    /// Own the context `raw`, just made by `qd_context_create` or `qd_context_split`; on an
+    /// error it is destroyed.
+    fn adopt(raw: qd_sys::qd_context, is_cpu: bool) -> Result<Context> {
         let mut default_stream = 0;
         // SAFETY: `raw` is the context just created; `default_stream` is a valid output.
         let status = unsafe { qd_sys::qd_context_default_stream(raw, &mut default_stream) };
@@ -214,7 +230,6 @@ impl ContextBuilder {
             unsafe { qd_sys::qd_context_destroy(raw) };
             return Err(e);
         }
-        let is_cpu = matches!(self.backend, Backend::Default | Backend::Cpu);
         Ok(Context {
             raw,
             default_stream,
@@ -285,6 +300,55 @@ impl Context {
     /// A builder for the context's options.
     pub fn builder() -> ContextBuilder {
         ContextBuilder::default()
+    }
+
+    /// Contexts over disjoint sets of this context's execution units, `counts[i]` for part `i`
+    /// (`qd_context_split`, qd.h "SM partitions"): CUDA SMs (green contexts; each count at
+    /// least [`DeviceInfo::split_minimum`] and a multiple of
+    /// [`DeviceInfo::split_granularity`]), CPU worker threads (this context's worker count
+    /// plays the SM count). All or none. Each part is a full context that owns its handle and
+    /// borrows nothing of `self`, so either may be dropped first. Errors:
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) (no counts, a count of 0, more
+    /// units than the context has, a count the split rule refuses: the message names it),
+    /// [`Error::InvalidOperation`](crate::Error::InvalidOperation) (`self` is a part),
+    /// [`Error::NotSupported`](crate::Error::NotSupported) (HIP, CUDA before 12.4).
+    ///
+    /// ```
+    /// let ctx = qd::Context::builder().cpu_worker_threads(4).build()?;
+    /// let parts = ctx.split(&[2, 2])?;
+    /// assert_eq!(parts.len(), 2);
+    /// # Ok::<(), qd::Error>(())
+    /// ```
+    pub fn split(&self, counts: &[u32]) -> Result<Vec<Context>> {
+        let n = u32::try_from(counts.len()).map_err(|_| {
+            Error::with_message(
+                qd_sys::QD_ERROR_INVALID_ARGUMENT,
+                format!("{} parts; a split makes 1 to {}", counts.len(), qd_sys::QD_MAX_SPLIT_PARTS),
+            )
+        })?;
+        let mut raws: Vec<qd_sys::qd_context> = vec![0; counts.len().max(1)];
+        let one = [0u32];
+        let counts_ptr = if counts.is_empty() { one.as_ptr() } else { counts.as_ptr() };
+        // SAFETY: `counts_ptr` holds `n` values (or one, unread, when n is 0) and `raws` has
+        // room for `n` handles.
+        check(unsafe { qd_sys::qd_context_split(self.raw, counts_ptr, n, raws.as_mut_ptr()) })?;
+        raws.truncate(counts.len());
+        let mut parts = Vec::with_capacity(raws.len());
+        let mut left = raws.into_iter();
+        while let Some(raw) = left.next() {
+            match Context::adopt(raw, self.is_cpu) {
+                Ok(part) => parts.push(part),
+                Err(e) => {
+                    // All or none: the parts not adopted yet go too (the adopted ones drop).
+                    for rest in left {
+                        // SAFETY: a context just made by the split that nothing else knows.
+                        unsafe { qd_sys::qd_context_destroy(rest) };
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(parts)
     }
 
     /// The `qd_context` handle, for calls through `qd_sys`. It is valid while `self` lives.
