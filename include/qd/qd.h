@@ -1299,8 +1299,10 @@ QD_API qd_status qd_graph_kernel_node_count(qd_graph graph, uint32_t *count);
  *  - QD_ERROR_OVERFLOW: the total argument size exceeds QD_MAX_ARG_BYTES.
  *  - QD_ERROR_INVALID_HANDLE: graph is 0, not a graph, or destroyed.
  *  - QD_ERROR_NOT_SUPPORTED: (CUDA, HIP) the graph is a driver graph and the driver cannot
- *    rebind a node of it (the message names the entry point and the minimum driver version:
- *    CUDA 11.3; the HIP backend does not rebind driver graphs yet).
+ *    rebind a node of it (the message names the entry point and the minimum version: CUDA
+ *    11.3; on HIP a runtime with hipStreamGetCaptureInfo_v2, hipGraphKernelNodeGetParams and
+ *    hipGraphExecKernelNodeSetParams, HIP 4.5). On HIP the node keeps the kernel, dimensions
+ *    and shared memory the runtime recorded at capture; only its arguments change.
  *  - QD_ERROR_INVALID_OPERATION: (CUDA, HIP) the driver refused the new values (the message
  *    names its reason).
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */

@@ -92,6 +92,19 @@ static_assert(sizeof(hipMemAccessDesc) == 3 * sizeof(int) &&
                   offsetof(hipMemAccessDesc, location) == 0 &&
                   offsetof(hipMemAccessDesc, flags) == 2 * sizeof(int),
               "hipMemAccessDesc is not {type, id, flags} as qd's MemAccessDesc");
+// hipKernelNodeParams, field by field (the rebind reads and writes it: hip_kernel_node_args.cpp)
+static_assert(sizeof(abi::KernelNodeParams) == sizeof(hipKernelNodeParams) &&
+                  offsetof(abi::KernelNodeParams, block) ==
+                      offsetof(hipKernelNodeParams, blockDim) &&
+                  offsetof(abi::KernelNodeParams, extra) == offsetof(hipKernelNodeParams, extra) &&
+                  offsetof(abi::KernelNodeParams, func) == offsetof(hipKernelNodeParams, func) &&
+                  offsetof(abi::KernelNodeParams, grid) == offsetof(hipKernelNodeParams, gridDim) &&
+                  offsetof(abi::KernelNodeParams, kernel_params) ==
+                      offsetof(hipKernelNodeParams, kernelParams) &&
+                  offsetof(abi::KernelNodeParams, shared_mem_bytes) ==
+                      offsetof(hipKernelNodeParams, sharedMemBytes) &&
+                  sizeof(abi::Dim3) == sizeof(dim3) && offsetof(abi::Dim3, z) == offsetof(dim3, z),
+              "hipKernelNodeParams is not qd's hip_abi::KernelNodeParams");
 
 #undef QD_CHECK
 

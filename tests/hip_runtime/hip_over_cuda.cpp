@@ -184,7 +184,8 @@ struct Cuda {
     X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamBeginCapture) X(cuStreamEndCapture)             \
     X(cuStreamIsCapturing) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecUpdate)  \
     X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess)     \
-    X(cuDeviceGetMemPool) X(cuMemPoolSetAccess)
+    X(cuDeviceGetMemPool) X(cuMemPoolSetAccess) X(cuStreamGetCaptureInfo)                       \
+    X(cuGraphKernelNodeGetParams) X(cuGraphExecKernelNodeSetParams)
     // clang-format on
     QD_CU_FUNCTIONS(QD_CU_FN)
 #undef QD_CU_FN
@@ -945,6 +946,67 @@ hipError_t hipGraphExecUpdate(hipGraphExec_t hGraphExec, hipGraph_t hGraph,
     *hErrorNode_out = reinterpret_cast<hipGraphNode_t>(info.errorNode);
     *updateResult_out = to_hip_update_result(info.result);
     return r;
+}
+
+// The capture's dependency set (its last nodes): CUDA's, without edge data (qd adds none).
+hipError_t hipStreamGetCaptureInfo_v2(hipStream_t stream, hipStreamCaptureStatus *captureStatus_out,
+                                      unsigned long long *id_out, hipGraph_t *graph_out,
+                                      const hipGraphNode_t **dependencies_out,
+                                      size_t *numDependencies_out) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (!captureStatus_out) return hipErrorInvalidValue;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    hipError_t r = to_hip(cu->cuStreamGetCaptureInfo(
+        cu_stream(stream), &status, &id, reinterpret_cast<CUgraph *>(graph_out),
+        reinterpret_cast<const CUgraphNode **>(dependencies_out), nullptr, numDependencies_out));
+    if (r != hipSuccess) return r;
+    if (id_out) *id_out = id;
+    for (const CaptureStatusPair &p : kCaptureStatuses)
+        if (p.cuda == status) {
+            *captureStatus_out = p.hip;
+            return hipSuccess;
+        }
+    return hipErrorUnknown;  // a status CUDA added later
+}
+
+// A kernel node's parameters, field by field: func is the CUfunction the node runs (this
+// runtime's hipFunction_t), the dimensions and arguments CUDA's. An `extra` list is refused on
+// the way in (its markers differ from CUDA's and no caller of this runtime passes one).
+hipError_t hipGraphKernelNodeGetParams(hipGraphNode_t node, hipKernelNodeParams *pNodeParams) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (!node || !pNodeParams) return hipErrorInvalidValue;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    hipError_t r = to_hip(cu->cuGraphKernelNodeGetParams(reinterpret_cast<CUgraphNode>(node), &p));
+    if (r != hipSuccess) return r;
+    pNodeParams->func = reinterpret_cast<void *>(p.func);
+    pNodeParams->gridDim = dim3(p.gridDimX, p.gridDimY, p.gridDimZ);
+    pNodeParams->blockDim = dim3(p.blockDimX, p.blockDimY, p.blockDimZ);
+    pNodeParams->sharedMemBytes = p.sharedMemBytes;
+    pNodeParams->kernelParams = p.kernelParams;
+    pNodeParams->extra = p.extra;
+    return hipSuccess;
+}
+
+hipError_t hipGraphExecKernelNodeSetParams(hipGraphExec_t hGraphExec, hipGraphNode_t node,
+                                           const hipKernelNodeParams *pNodeParams) {
+    QD_CUDA(cu);
+    QD_CONTEXT(cu);
+    if (!node || !pNodeParams || pNodeParams->extra) return hipErrorInvalidValue;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = reinterpret_cast<CUfunction>(pNodeParams->func);
+    p.gridDimX = pNodeParams->gridDim.x;
+    p.gridDimY = pNodeParams->gridDim.y;
+    p.gridDimZ = pNodeParams->gridDim.z;
+    p.blockDimX = pNodeParams->blockDim.x;
+    p.blockDimY = pNodeParams->blockDim.y;
+    p.blockDimZ = pNodeParams->blockDim.z;
+    p.sharedMemBytes = pNodeParams->sharedMemBytes;
+    p.kernelParams = pNodeParams->kernelParams;
+    return to_hip(cu->cuGraphExecKernelNodeSetParams(cu_exec(hGraphExec),
+                                                     reinterpret_cast<CUgraphNode>(node), &p));
 }
 
 hipError_t hipGraphExecDestroy(hipGraphExec_t graphExec) {

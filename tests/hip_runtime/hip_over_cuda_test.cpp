@@ -47,7 +47,8 @@ namespace {
     X(hipHostFree) X(hipStreamBeginCapture) X(hipStreamEndCapture) X(hipStreamIsCapturing)       \
     X(hipGraphInstantiate) X(hipGraphInstantiateWithFlags) X(hipGraphLaunch)                     \
     X(hipGraphExecUpdate) X(hipGraphExecDestroy) X(hipGraphDestroy) X(hipDeviceCanAccessPeer)    \
-    X(hipCtxEnablePeerAccess) X(hipDeviceGetMemPool) X(hipMemPoolSetAccess)
+    X(hipCtxEnablePeerAccess) X(hipDeviceGetMemPool) X(hipMemPoolSetAccess)                      \
+    X(hipStreamGetCaptureInfo_v2) X(hipGraphKernelNodeGetParams) X(hipGraphExecKernelNodeSetParams)
 // clang-format on
 
 // hipMallocAsync and hipHostMalloc also have C++ template overloads in the header: their C
@@ -980,3 +981,72 @@ TEST(HipOverCuda, HostFuncBuild_LaunchHostFunc_RunsInOrder_AndACaptureRecordsIt)
 }
 
 }  // namespace
+
+// qd's HIP rebind (src/backends/hip/hip_kernel_node_args.h): the node of a captured launch from
+// the capture's dependency set, its parameters read back as CUDA recorded them (func the
+// hipFunction_t launched), set on the executable with a new argument, and the next launch runs
+// it.
+TEST(HipOverCuda, KernelNode_ReadBackAndSetWithANewArgument_TheLaunchRunsIt) {
+    REQUIRE_CUDA_DEVICE();
+    const Hip &h = hip();
+    ASSERT_EQ(h.hipSetDevice(0), hipSuccess);
+    REQUIRE_MEMORY_POOLS();
+    hipModule_t module = nullptr;
+    ASSERT_EQ(h.hipModuleLoadDataEx(&module, kFillPtx, 0, nullptr, nullptr), hipSuccess);
+    hipFunction_t fill = nullptr;
+    ASSERT_EQ(h.hipModuleGetFunction(&fill, module, "fill_u32"), hipSuccess);
+    hipStream_t stream = nullptr;
+    ASSERT_EQ(h.hipStreamCreateWithPriority(&stream, hipStreamNonBlocking, 0), hipSuccess);
+    constexpr unsigned kThreads = 64;
+    void *out = nullptr;
+    ASSERT_EQ(h.hipMallocAsync(&out, kThreads * 4, stream), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(stream), hipSuccess);
+
+    ASSERT_EQ(h.hipStreamBeginCapture(stream, hipStreamCaptureModeRelaxed), hipSuccess);
+    unsigned base = 1000;
+    void *params[] = {&out, &base};
+    ASSERT_EQ(h.hipModuleLaunchKernel(fill, 1, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr),
+              hipSuccess);
+    hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    hipGraph_t capturing = nullptr;
+    const hipGraphNode_t *deps = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(h.hipStreamGetCaptureInfo_v2(stream, &status, &id, &capturing, &deps, &n),
+              hipSuccess);
+    EXPECT_EQ(status, hipStreamCaptureStatusActive);
+    ASSERT_EQ(n, 1u);
+    const hipGraphNode_t node = deps[0];
+    hipGraph_t graph = nullptr;
+    ASSERT_EQ(h.hipStreamEndCapture(stream, &graph), hipSuccess);
+    EXPECT_EQ(graph, capturing);
+    hipGraphExec_t exec = nullptr;
+    ASSERT_EQ(h.hipGraphInstantiateWithFlags(&exec, graph, 0), hipSuccess);
+
+    hipKernelNodeParams p{};
+    ASSERT_EQ(h.hipGraphKernelNodeGetParams(node, &p), hipSuccess);
+    EXPECT_EQ(p.func, reinterpret_cast<void *>(fill));
+    EXPECT_EQ(p.gridDim.x, 1u);
+    EXPECT_EQ(p.blockDim.x, kThreads);
+    EXPECT_EQ(p.sharedMemBytes, 0u);
+    unsigned rebound = 7000;
+    void *new_params[] = {&out, &rebound};
+    p.kernelParams = new_params;
+    p.extra = nullptr;
+    ASSERT_EQ(h.hipGraphExecKernelNodeSetParams(exec, node, &p), hipSuccess);
+    rebound = 1;  // the runtime copied the values at the call
+
+    std::vector<unsigned> host(kThreads);
+    ASSERT_EQ(h.hipGraphLaunch(exec, stream), hipSuccess);
+    ASSERT_EQ(h.hipMemcpyAsync(host.data(), out, kThreads * 4, hipMemcpyDefault, stream),
+              hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(stream), hipSuccess);
+    for (unsigned i = 0; i < kThreads; ++i) EXPECT_EQ(host[i], 7000 + i) << i;
+
+    EXPECT_EQ(h.hipGraphExecDestroy(exec), hipSuccess);
+    EXPECT_EQ(h.hipGraphDestroy(graph), hipSuccess);
+    EXPECT_EQ(h.hipFreeAsync(out, stream), hipSuccess);
+    ASSERT_EQ(h.hipStreamSynchronize(stream), hipSuccess);
+    EXPECT_EQ(h.hipStreamDestroy(stream), hipSuccess);
+    EXPECT_EQ(h.hipModuleUnload(module), hipSuccess);
+}

@@ -10,6 +10,9 @@
 //   memory than the current context's.
 // - Graph calls map HIP's capture modes, capture statuses, instantiate flags and update results
 //   to CUDA's by name, and leave the older hipGraphInstantiate's error node and log empty.
+// - A capture's dependency set (hipStreamGetCaptureInfo_v2) and a kernel node's parameters
+//   (hipGraphKernelNodeGetParams, hipGraphExecKernelNodeSetParams, what qd's HIP rebind calls)
+//   are CUDA's, field by field.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -36,7 +39,8 @@ using fake_cuda::Call;
     X(hipStreamEndCapture) X(hipStreamIsCapturing) X(hipGraphInstantiate)                         \
     X(hipGraphInstantiateWithFlags) X(hipGraphLaunch) X(hipGraphExecUpdate)                      \
     X(hipDeviceCanAccessPeer) X(hipCtxEnablePeerAccess) X(hipDeviceGetMemPool)                    \
-    X(hipMemPoolSetAccess) X(hipDevicePrimaryCtxRetain)
+    X(hipMemPoolSetAccess) X(hipDevicePrimaryCtxRetain) X(hipStreamGetCaptureInfo_v2)            \
+    X(hipGraphKernelNodeGetParams) X(hipGraphExecKernelNodeSetParams)
 // clang-format on
 
 struct Hip {
@@ -72,6 +76,7 @@ struct Fake {
     void (*reset)() = nullptr;
     void (*set_capture_status)(int) = nullptr;
     void (*set_update_outcome)(int, int, void *) = nullptr;
+    fake_cuda::KernelNodeSet (*kernel_node_set)() = nullptr;
 };
 
 const Fake &fake() {
@@ -89,7 +94,10 @@ const Fake &fake() {
             dlsym(lib, "fake_cuda_set_capture_status"));
         f.set_update_outcome = reinterpret_cast<decltype(f.set_update_outcome)>(
             dlsym(lib, "fake_cuda_set_update_outcome"));
-        if (!f.count || !f.call || !f.reset || !f.set_capture_status || !f.set_update_outcome)
+        f.kernel_node_set =
+            reinterpret_cast<decltype(f.kernel_node_set)>(dlsym(lib, "fake_cuda_kernel_node_set"));
+        if (!f.count || !f.call || !f.reset || !f.set_capture_status || !f.set_update_outcome ||
+            !f.kernel_node_set)
             f.why_not =
                 "the libcuda.so.1 the loader finds is not the fake (fake_cuda/ is not first "
                 "on LD_LIBRARY_PATH)";
@@ -394,4 +402,84 @@ TEST(HipOverFakeCuda, PeerAccess_OrdinalsContextsAndPoolGrantsMapToCudas) {
         EXPECT_EQ(h.hipMemPoolSetAccess(pool, grants, 2), hipErrorInvalidValue);
         EXPECT_EQ(calls_named("cuMemPoolSetAccess").size(), 2u);
     });
+}
+
+// --- Kernel nodes (qd's HIP rebind: src/backends/hip/hip_kernel_node_args.h) -----------------------
+
+TEST(HipOverFakeCuda, StreamGetCaptureInfo_GivesCudasGraphIdAndDependencies) {
+    REQUIRE_FAKE(hip().hipStreamGetCaptureInfo_v2);
+    const Hip &h = hip();
+    fake().reset();
+    fake().set_capture_status(CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    hipGraph_t graph = nullptr;
+    const hipGraphNode_t *deps = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(h.hipStreamGetCaptureInfo_v2(kStream, &status, &id, &graph, &deps, &n), hipSuccess);
+    EXPECT_EQ(status, hipStreamCaptureStatusActive);
+    EXPECT_EQ(id, fake_cuda::kCaptureId);
+    EXPECT_EQ(number(graph), fake_cuda::kCaptureGraph);
+    ASSERT_EQ(n, 1u);
+    ASSERT_NE(deps, nullptr);
+    EXPECT_EQ(number(deps[0]), fake_cuda::kCaptureNode);
+    fake().set_capture_status(CU_STREAM_CAPTURE_STATUS_NONE);
+    ASSERT_EQ(h.hipStreamGetCaptureInfo_v2(kStream, &status, &id, &graph, &deps, &n), hipSuccess);
+    EXPECT_EQ(status, hipStreamCaptureStatusNone);
+    EXPECT_EQ(n, 0u);
+    EXPECT_EQ(h.hipStreamGetCaptureInfo_v2(kStream, nullptr, &id, &graph, &deps, &n),
+              hipErrorInvalidValue);
+}
+
+TEST(HipOverFakeCuda, KernelNodeParams_ReadAndSetFieldByField_FuncIsTheNodesCudaFunction) {
+    REQUIRE_FAKE(hip().hipGraphKernelNodeGetParams, hip().hipGraphExecKernelNodeSetParams);
+    const Hip &h = hip();
+    fake().reset();
+    const hipGraphNode_t node = reinterpret_cast<hipGraphNode_t>(uintptr_t{0x90d});
+    const hipGraphExec_t exec = reinterpret_cast<hipGraphExec_t>(uintptr_t{0xe8});
+    hipKernelNodeParams p{};
+    ASSERT_EQ(h.hipGraphKernelNodeGetParams(node, &p), hipSuccess);
+    EXPECT_EQ(number(p.func), fake_cuda::kNodeFunction);
+    EXPECT_EQ(p.gridDim.x, fake_cuda::kNodeGrid[0]);
+    EXPECT_EQ(p.gridDim.y, fake_cuda::kNodeGrid[1]);
+    EXPECT_EQ(p.gridDim.z, fake_cuda::kNodeGrid[2]);
+    EXPECT_EQ(p.blockDim.x, fake_cuda::kNodeBlock[0]);
+    EXPECT_EQ(p.blockDim.y, fake_cuda::kNodeBlock[1]);
+    EXPECT_EQ(p.blockDim.z, fake_cuda::kNodeBlock[2]);
+    EXPECT_EQ(p.sharedMemBytes, fake_cuda::kNodeShared);
+    ASSERT_NE(p.kernelParams, nullptr);
+    uint64_t captured = 0;
+    std::memcpy(&captured, p.kernelParams[0], 8);
+    EXPECT_EQ(captured, fake_cuda::kNodeArgument);
+    EXPECT_EQ(p.extra, nullptr);
+    const std::vector<Call> gets = calls_named("cuGraphKernelNodeGetParams");
+    ASSERT_EQ(gets.size(), 1u);
+    EXPECT_EQ(gets[0].dst, number(node));
+
+    // Set back with a new argument: every other field reaches CUDA as it was read.
+    uint64_t value = 0xabcdef;
+    void *arguments[] = {&value};
+    p.kernelParams = arguments;
+    ASSERT_EQ(h.hipGraphExecKernelNodeSetParams(exec, node, &p), hipSuccess);
+    const fake_cuda::KernelNodeSet set = fake().kernel_node_set();
+    ASSERT_EQ(set.calls, 1);
+    EXPECT_EQ(number(set.exec), number(exec));
+    EXPECT_EQ(number(set.node), number(node));
+    EXPECT_EQ(set.function, fake_cuda::kNodeFunction);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(set.grid[i], fake_cuda::kNodeGrid[i]) << i;
+        EXPECT_EQ(set.block[i], fake_cuda::kNodeBlock[i]) << i;
+    }
+    EXPECT_EQ(set.shared, fake_cuda::kNodeShared);
+    EXPECT_EQ(set.argument, value);
+    EXPECT_FALSE(set.extra);
+
+    // Refused before CUDA: no node, no parameters, an extra list (whose markers differ).
+    EXPECT_EQ(h.hipGraphKernelNodeGetParams(nullptr, &p), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipGraphKernelNodeGetParams(node, nullptr), hipErrorInvalidValue);
+    EXPECT_EQ(h.hipGraphExecKernelNodeSetParams(exec, node, nullptr), hipErrorInvalidValue);
+    void *extra[] = {HIP_LAUNCH_PARAM_END};
+    p.extra = extra;
+    EXPECT_EQ(h.hipGraphExecKernelNodeSetParams(exec, node, &p), hipErrorInvalidValue);
+    EXPECT_EQ(fake().kernel_node_set().calls, 1) << "a refused set reached the driver";
 }

@@ -193,7 +193,8 @@ class Graph(_ContextChild):
         Raises:
             InvalidArgumentError: ``node`` is not below ``kernel_node_count``; another count or
                 size of arguments than the captured launch's.
-            NotSupportedError: the driver cannot rebind a node of its graph (HIP).
+            NotSupportedError: the driver cannot rebind a node of its graph (a HIP runtime
+                without the kernel-node functions qd.h names).
         """
         if not self._h or not self._ctx._h:
             raise self._closed_error()

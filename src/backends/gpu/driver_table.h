@@ -200,6 +200,12 @@ struct DevResource {
        const NativeGraphNode **dependencies, size_t *num_dependencies))                            \
     X(graph_exec_kernel_node_set_params, false,                                                    \
       (NativeGraphExec exec, NativeGraphNode node, const KernelNodeParams *params))                \
+    /* optional, the other form of a rebind, where a node's parameters name its kernel in a */     \
+    /* way qd cannot write (HIP: a host-side symbol): `node` takes `source`'s parameters as the */ \
+    /* driver recorded them, `params` as the arguments. Used instead of */                         \
+    /* graph_exec_kernel_node_set_params where DriverTable::rebind_by_source is set */             \
+    X(graph_exec_kernel_node_set_args, false,                                                      \
+      (NativeGraphExec exec, NativeGraphNode node, NativeGraphNode source, void **params))         \
     /* optional, conditional nodes in a driver graph (qd.h, "Conditionals"; graph.cpp): */         \
     /* without all four, and stream_get_capture_info, qd_stream_begin_conditional on a native */   \
     /* capture is QD_ERROR_NOT_SUPPORTED naming the missing entry and the version needed */        \
@@ -340,8 +346,14 @@ struct DriverTable {
     Result no_binary_for_gpu = 0;  // module_load_data: the image has no code for this device
 
     // What a driver needs to rebind a kernel node of a driver graph (stream_get_capture_info and
-    // graph_exec_kernel_node_set_params), for the QD_ERROR_NOT_SUPPORTED message: "CUDA 11.3".
+    // graph_exec_kernel_node_set_params or graph_exec_kernel_node_set_args), for the
+    // QD_ERROR_NOT_SUPPORTED message: "CUDA 11.3".
     const char *rebind_requires = "";
+    // True when a rebind is graph_exec_kernel_node_set_args (the node's own parameters, the
+    // arguments replaced) rather than graph_exec_kernel_node_set_params (parameters written
+    // whole from the core's kernel and dimensions): HIP, whose node names its kernel by a
+    // host-side symbol.
+    bool rebind_by_source = false;
     // What a driver needs to upload a driver graph (graph_upload), for the
     // QD_ERROR_NOT_SUPPORTED message: "CUDA 11.1". Null: without the entry, qd_graph_upload only
     // instantiates the graph (a runtime whose upload is optional).

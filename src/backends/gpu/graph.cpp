@@ -150,15 +150,17 @@ class GpuGraph final : public Graph {
     }
 
     // One cuGraphExecKernelNodeSetParams on the executable (instantiated first if it never
-    // was), serialised with launches and updates like them.
+    // was), serialised with launches and updates like them. A driver that rebinds by source
+    // (HIP) takes the node's parameters from the graph the executable now holds (its source,
+    // from's after an update) and replaces only the arguments.
     qd_status set_kernel_args(uint32_t index, Kernel &kernel, const LaunchDims &dims,
                               const qd_arg *args, uint32_t num_args) override {
         const DriverTable &t = dc_->t;
-        const Fn missing = !has_entry(t, Fn::stream_get_capture_info)
-                               ? Fn::stream_get_capture_info
-                               : Fn::graph_exec_kernel_node_set_params;
-        if (!has_entry(t, Fn::stream_get_capture_info) ||
-            !has_entry(t, Fn::graph_exec_kernel_node_set_params))
+        const Fn set = t.rebind_by_source ? Fn::graph_exec_kernel_node_set_args
+                                          : Fn::graph_exec_kernel_node_set_params;
+        const Fn missing =
+            !has_entry(t, Fn::stream_get_capture_info) ? Fn::stream_get_capture_info : set;
+        if (!has_entry(t, Fn::stream_get_capture_info) || !has_entry(t, set))
             return qd::fail(QD_ERROR_NOT_SUPPORTED,
                             "this %s driver cannot rebind a kernel node of a driver graph: it "
                             "lacks %s (rebinding needs %s); nothing changed",
@@ -169,28 +171,34 @@ class GpuGraph final : public Graph {
         if (!exec_)
             if (qd_status st = instantiate_locked(); st != QD_SUCCESS) return st;
         const std::vector<NativeGraphNode> &nodes = instantiated_from_->kernel_nodes;
-        if (index >= nodes.size() || nodes[index] == nullptr)
+        const std::vector<NativeGraphNode> &held = source_->kernel_nodes;
+        if (index >= nodes.size() || nodes[index] == nullptr ||
+            (t.rebind_by_source && (index >= held.size() || held[index] == nullptr)))
             return qd::fail(QD_ERROR_NOT_SUPPORTED,
                             "%s did not name the node of kernel launch %u while the graph was "
                             "captured (%s), so it cannot be rebound; nothing changed",
                             t.api_name, index, symbol_name(t, Fn::stream_get_capture_info));
         void *params[QD_MAX_ARGS];
         for (uint32_t i = 0; i < num_args; ++i) params[i] = const_cast<void *>(args[i].data);
-        KernelNodeParams p{};
-        p.function = static_cast<GpuKernel &>(kernel).function();
-        p.grid_x = dims.grid[0];
-        p.grid_y = dims.grid[1];
-        p.grid_z = dims.grid[2];
-        p.block_x = dims.block[0];
-        p.block_y = dims.block[1];
-        p.block_z = dims.block[2];
-        p.shared_mem_bytes = dims.shared_mem_bytes;
-        p.params = num_args ? params : nullptr;
         // The driver copies the values before it returns, as cuLaunchKernel does.
-        Result r = t.graph_exec_kernel_node_set_params(exec_, nodes[index], &p);
-        if (r != t.success)
-            return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION,
-                                  Fn::graph_exec_kernel_node_set_params, nullptr);
+        Result r = 0;
+        if (t.rebind_by_source) {
+            r = t.graph_exec_kernel_node_set_args(exec_, nodes[index], held[index],
+                                                  num_args ? params : nullptr);
+        } else {
+            KernelNodeParams p{};
+            p.function = static_cast<GpuKernel &>(kernel).function();
+            p.grid_x = dims.grid[0];
+            p.grid_y = dims.grid[1];
+            p.grid_z = dims.grid[2];
+            p.block_x = dims.block[0];
+            p.block_y = dims.block[1];
+            p.block_z = dims.block[2];
+            p.shared_mem_bytes = dims.shared_mem_bytes;
+            p.params = num_args ? params : nullptr;
+            r = t.graph_exec_kernel_node_set_params(exec_, nodes[index], &p);
+        }
+        if (r != t.success) return dc_->fail_call(r, QD_ERROR_INVALID_OPERATION, set, nullptr);
         return QD_SUCCESS;
     }
 

@@ -84,6 +84,21 @@ enum : int {
     kStreamCaptureStatusNone = 0,   // hipStreamCaptureStatusNone
 };
 
+// hipKernelNodeParams: a kernel node's parameters as hipGraphKernelNodeGetParams writes them and
+// hipGraphExecKernelNodeSetParams reads them. qd reads func (a kernel's host-side symbol or
+// whatever the runtime put there) only to pass it back.
+struct Dim3 {
+    unsigned x, y, z;
+};
+struct KernelNodeParams {
+    Dim3 block;
+    void **extra;
+    void *func;
+    Dim3 grid;
+    void **kernel_params;
+    unsigned shared_mem_bytes;
+};
+
 // hipStreamPerThread: a pseudo stream handle naming each thread's own stream.
 constexpr unsigned long kStreamPerThread = 2;
 

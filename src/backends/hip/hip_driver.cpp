@@ -17,6 +17,7 @@
 #include "backends/gpu/gpu_backend.h"
 #include "backends/hip/hip_backend.h"
 #include "backends/hip/hip_constants.h"
+#include "backends/hip/hip_kernel_node_args.h"
 #include "common/error.h"
 
 namespace qd::backend {
@@ -204,6 +205,10 @@ constexpr gpu::SymbolBinding kDirect[] = {
     {Fn::graph_launch, {"hipGraphLaunch"}},
     {Fn::graph_exec_destroy, {"hipGraphExecDestroy"}},
     {Fn::graph_destroy, {"hipGraphDestroy"}},
+    // Optional, with hipGraphKernelNodeGetParams and hipGraphExecKernelNodeSetParams: the node
+    // of each captured launch, for rebinding (hip_kernel_node_args.h). The _v2 form has the
+    // table's (CUDA 11.3's) signature.
+    {Fn::stream_get_capture_info, {"hipStreamGetCaptureInfo_v2"}},
     // Optional: where the runtime lacks it, qd_graph_upload instantiates only
     // (DriverTable::upload_requires stays null).
     {Fn::graph_upload, {"hipGraphUpload"}},
@@ -280,11 +285,12 @@ gpu::DriverTable hip_constants() {
     // Relaxed, as for CUDA (cuda_driver.cpp says why).
     t.capture_mode = kStreamCaptureModeRelaxed;
     t.capture_status_none = kStreamCaptureStatusNone;
-    // hipGraphExecKernelNodeSetParams takes the runtime's hipKernelNodeParams, whose func is a
-    // kernel's host-side symbol rather than a module's hipFunction_t: not bound, so a rebind of
-    // a native HIP graph is QD_ERROR_NOT_SUPPORTED with this reason.
+    // A rebind keeps the node's own parameters and replaces its arguments
+    // (hip_kernel_node_args.h); without these a rebind is QD_ERROR_NOT_SUPPORTED with this
+    // reason.
     t.rebind_requires =
-        "a kernel-node entry for module kernels, which qd's HIP backend does not bind yet";
+        "hipStreamGetCaptureInfo_v2, hipGraphKernelNodeGetParams and "
+        "hipGraphExecKernelNodeSetParams (HIP 4.5 or newer)";
     return t;
 }
 
@@ -327,6 +333,9 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
     resolve(library, "hipMemcpyAsync", &hip.memcpy_async);
     resolve(library, "hipMemsetD8Async", &hip.memset_d8_async);
     resolve(library, "hipGraphExecUpdate", &hip.graph_exec_update);  // optional
+    hip::KernelNodeFunctions kernel_node;                            // optional, rebinding
+    resolve(library, "hipGraphKernelNodeGetParams", &kernel_node.get_params);
+    resolve(library, "hipGraphExecKernelNodeSetParams", &kernel_node.exec_set_params);
     struct Adapted {
         Fn fn;
         bool have;
@@ -367,6 +376,7 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
         return fail(QD_ERROR_BACKEND_UNAVAILABLE, "the HIP runtime has no %s; it is too old for qd",
                     gpu::symbol_name(table, missing));
     g_hip = hip;
+    hip::bind_kernel_node_args(table, kernel_node);
 
     // Without an AMD GPU the real runtime loads, hipGetDeviceCount reports hipErrorNoDevice and
     // hipInit hipErrorInvalidDevice (HIP 5.2.3): ask for the devices first (the runtime

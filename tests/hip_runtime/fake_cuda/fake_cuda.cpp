@@ -13,6 +13,7 @@
 
 #include <cuda.h>
 
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -26,6 +27,7 @@ CUstreamCaptureStatus g_capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
 CUresult g_update_result = CUDA_SUCCESS;
 CUgraphExecUpdateResult g_update_info = CU_GRAPH_EXEC_UPDATE_SUCCESS;
 CUgraphNode g_update_node = nullptr;
+fake_cuda::KernelNodeSet g_node_set{};
 
 // The primary context of each device: the address of its slot.
 int g_context_slots[fake_cuda::kDevices];
@@ -83,6 +85,11 @@ void fake_cuda_reset(void) {
     g_update_result = CUDA_SUCCESS;
     g_update_info = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     g_update_node = nullptr;
+    g_node_set = fake_cuda::KernelNodeSet{};
+}
+fake_cuda::KernelNodeSet fake_cuda_kernel_node_set(void) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    return g_node_set;
 }
 void fake_cuda_set_capture_status(int status) {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -240,6 +247,60 @@ CUresult cuGraphExecUpdate(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *in
     info->errorNode = g_update_node;
     info->errorFromNode = nullptr;
     return g_update_result;
+}
+CUresult cuStreamGetCaptureInfo(CUstream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                CUgraph *graph, const CUgraphNode **dependencies,
+                                const CUgraphEdgeData **edge_data, size_t *count) {
+    static const CUgraphNode node = reinterpret_cast<CUgraphNode>(fake_cuda::kCaptureNode);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    *status = g_capture_status;
+    const bool active = g_capture_status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (id) *id = active ? fake_cuda::kCaptureId : 0;
+    if (graph) *graph = active ? reinterpret_cast<CUgraph>(fake_cuda::kCaptureGraph) : nullptr;
+    if (dependencies) *dependencies = active ? &node : nullptr;
+    if (edge_data) *edge_data = nullptr;
+    if (count) *count = active ? 1 : 0;
+    return CUDA_SUCCESS;
+}
+CUresult cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *params) {
+    static uint64_t argument = fake_cuda::kNodeArgument;
+    static void *arguments[] = {&argument};
+    record({"cuGraphKernelNodeGetParams", 0, reinterpret_cast<uintptr_t>(node), 0, 0, nullptr, -1,
+            -1, 0});
+    *params = CUDA_KERNEL_NODE_PARAMS{};
+    params->func = reinterpret_cast<CUfunction>(fake_cuda::kNodeFunction);
+    params->gridDimX = fake_cuda::kNodeGrid[0];
+    params->gridDimY = fake_cuda::kNodeGrid[1];
+    params->gridDimZ = fake_cuda::kNodeGrid[2];
+    params->blockDimX = fake_cuda::kNodeBlock[0];
+    params->blockDimY = fake_cuda::kNodeBlock[1];
+    params->blockDimZ = fake_cuda::kNodeBlock[2];
+    params->sharedMemBytes = fake_cuda::kNodeShared;
+    params->kernelParams = arguments;
+    return CUDA_SUCCESS;
+}
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                        const CUDA_KERNEL_NODE_PARAMS *params) {
+    record({"cuGraphExecKernelNodeSetParams", 0, reinterpret_cast<uintptr_t>(node), 0, 0, nullptr,
+            -1, -1, 0});
+    std::lock_guard<std::mutex> lock(g_mutex);
+    fake_cuda::KernelNodeSet &s = g_node_set;
+    ++s.calls;
+    s.exec = exec;
+    s.node = node;
+    s.function = reinterpret_cast<uintptr_t>(params->func);
+    s.grid[0] = params->gridDimX;
+    s.grid[1] = params->gridDimY;
+    s.grid[2] = params->gridDimZ;
+    s.block[0] = params->blockDimX;
+    s.block[1] = params->blockDimY;
+    s.block[2] = params->blockDimZ;
+    s.shared = params->sharedMemBytes;
+    s.argument = 0;
+    if (params->kernelParams && params->kernelParams[0])
+        std::memcpy(&s.argument, params->kernelParams[0], sizeof s.argument);
+    s.extra = params->extra != nullptr;
+    return CUDA_SUCCESS;
 }
 CUresult cuGraphExecDestroy(CUgraphExec) { return CUDA_SUCCESS; }
 CUresult cuGraphDestroy(CUgraph) { return CUDA_SUCCESS; }

@@ -25,6 +25,29 @@ struct Call {
     unsigned long long value;    // a capture mode, instantiate flags, a context set current
 };
 
+// Kernel nodes. Every node's parameters, as cuGraphKernelNodeGetParams gives them, are these:
+// the function kNodeFunction over a grid of kNodeGrid blocks of kNodeBlock threads with
+// kNodeShared bytes of shared memory, its one argument the 8-byte value kNodeArgument.
+constexpr uintptr_t kNodeFunction = 0xf00;
+constexpr unsigned kNodeGrid[3] = {3, 2, 1};
+constexpr unsigned kNodeBlock[3] = {64, 1, 1};
+constexpr unsigned kNodeShared = 128;
+constexpr uint64_t kNodeArgument = 0x5eed;
+// cuStreamGetCaptureInfo's answer while a capture is active: its graph, id and one dependency.
+constexpr uintptr_t kCaptureGraph = 0x6a, kCaptureNode = 0x90d;
+constexpr unsigned long long kCaptureId = 0x1d;
+
+// The last cuGraphExecKernelNodeSetParams: its executable and node, the parameters it was given
+// (the first argument's 8 bytes read at the call), and whether `extra` was set.
+struct KernelNodeSet {
+    int calls;  // how many so far
+    void *exec, *node;
+    uintptr_t function;
+    unsigned grid[3], block[3], shared;
+    uint64_t argument;
+    bool extra;
+};
+
 }  // namespace fake_cuda
 
 extern "C" {
@@ -36,4 +59,6 @@ void fake_cuda_reset(void);
 void fake_cuda_set_capture_status(int status);
 // What cuGraphExecUpdate returns next: the CUresult, the CUgraphExecUpdateResult and node.
 void fake_cuda_set_update_outcome(int result, int update_result, void *error_node);
+// The last cuGraphExecKernelNodeSetParams (calls 0: none since the last reset).
+fake_cuda::KernelNodeSet fake_cuda_kernel_node_set(void);
 }

@@ -227,7 +227,8 @@ impl<'ctx> Graph<'ctx> {
     /// captured launch's. Errors: [`crate::Error::InvalidArgument`] for a node past the last or
     /// other counts or sizes; [`crate::Error::NotSupported`] for the node of a Rust host kernel
     /// (its arguments carry the capture's reference to the closure: capture again and
-    /// [`Graph::update`]) or where the driver cannot rebind (HIP).
+    /// [`Graph::update`]) or where the driver cannot rebind (a HIP runtime without the
+    /// kernel-node functions qd.h names).
     ///
     /// # Safety
     /// As for [`Stream::launch`]: the replays run the kernel with these values, so every
