@@ -805,7 +805,14 @@ QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms);
  *
  * Backends. CPU: a 64-bit counter; a stream that reaches a wait for a value not yet signalled
  * is parked and handed back to the workers by the signal (no polling, no worker blocked).
- * CUDA and HIP: QD_ERROR_NOT_SUPPORTED in this release (qd_timeline_create says so).
+ * CUDA and HIP: a 64-bit word of pinned host memory, written by cuStreamWriteValue64 and
+ * waited on by cuStreamWaitValue64 (greater or equal; hipStreamWriteValue64 and
+ * hipStreamWaitValue64 on HIP); qd_timeline_query and qd_timeline_host_wait read the word (a
+ * host wait polls it, sleeping up to 1 ms between looks), qd_timeline_host_signal writes it.
+ * Two differences from the CPU backend follow from the driver: a signal writes its value, so
+ * signals of two streams that complete out of value order leave the smaller one (order them,
+ * or signal from one stream); and closing a timeline with a queued wait that no signal reaches
+ * raises the word to that wait's value, which releases the timeline's other queued waits too.
  * ------------------------------------------------------------------------------------------- */
 
 typedef uint64_t qd_timeline;
@@ -815,8 +822,9 @@ typedef uint64_t qd_timeline;
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: out is NULL.
  *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
- *  - QD_ERROR_NOT_SUPPORTED: the backend has no timelines in this release (CUDA, HIP); the
- *    message names the backend.
+ *  - QD_ERROR_NOT_SUPPORTED: the driver has no stream memory operations on 64-bit words (CUDA
+ *    before 11.7, HIP without hipStreamWaitValue64); the message names the missing entry and
+ *    the version needed.
  *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_timeline_create(qd_context ctx, uint64_t initial_value, qd_timeline *out);
 

@@ -42,3 +42,7 @@ static_assert(sizeof(gpu::GraphExecUpdateInfo) == sizeof(CUgraphExecUpdateResult
 static_assert(sizeof(gpu::MemAccessDesc) == sizeof(CUmemAccessDesc));
 static_assert(abi::kNoBinaryForGpu == int(CUDA_ERROR_NO_BINARY_FOR_GPU));
 static_assert(abi::kStreamCaptureModeRelaxed == CU_STREAM_CAPTURE_MODE_RELAXED);
+
+// Timelines (stream memory operations on a 64-bit word).
+static_assert(abi::kStreamWriteValueDefault == CU_STREAM_WRITE_VALUE_DEFAULT);
+static_assert(abi::kStreamWaitValueGeq == CU_STREAM_WAIT_VALUE_GEQ);

@@ -167,6 +167,10 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::device_get_mem_pool, {"cuDeviceGetMemPool"}},
     {Fn::mem_pool_set_access, {"cuMemPoolSetAccess"}},
     {Fn::memcpy_peer_async, {"cuMemcpyPeerAsync"}},
+    // Timelines (optional): the _v2 stream memory operations (CUDA 11.7+) need no device
+    // attribute; the first ones (9.0) only where 64-bit stream memory operations are enabled.
+    {Fn::stream_write_value64, {"cuStreamWriteValue64_v2", "cuStreamWriteValue64"}},
+    {Fn::stream_wait_value64, {"cuStreamWaitValue64_v2", "cuStreamWaitValue64"}},
 };
 
 // A CUDA fat binary starts with {uint32 magic 0xBA55ED50, uint16 version, uint16 header size,
@@ -235,6 +239,9 @@ gpu::DriverTable cuda_constants() {
     t.condition_kernel_architectures = kConditionKernelArchitectures;
     t.no_binary_for_gpu = kNoBinaryForGpu;
     t.upload_requires = "CUDA 11.1 (driver 455) or newer";
+    t.write_value_default = kStreamWriteValueDefault;
+    t.wait_value_geq = kStreamWaitValueGeq;
+    t.timeline_requires = "CUDA 11.7 (driver 515) or newer (cuStreamWriteValue64_v2)";
     return t;
 }
 

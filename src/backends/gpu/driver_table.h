@@ -208,7 +208,15 @@ struct MemAccessDesc {
     X(mem_pool_set_access, false, (NativeMemPool pool, const MemAccessDesc *desc, size_t count))   \
     X(memcpy_peer_async, false,                                                                    \
       (DevicePtr dst, NativeContext dst_ctx, DevicePtr src, NativeContext src_ctx, size_t bytes,   \
-       NativeStream stream))
+       NativeStream stream))                                                                       \
+    /* optional, timelines (qd.h): without both, qd_timeline_create is QD_ERROR_NOT_SUPPORTED */   \
+    /* naming DriverTable::timeline_requires. A 64-bit word written by, and waited on (>=), */     \
+    /* stream order: cuStreamWriteValue64 / cuStreamWaitValue64 (flags: write_value_default, */    \
+    /* wait_value_geq) */                                                                          \
+    X(stream_write_value64, false,                                                                 \
+      (NativeStream stream, DevicePtr address, uint64_t value, unsigned flags))                    \
+    X(stream_wait_value64, false,                                                                  \
+      (NativeStream stream, DevicePtr address, uint64_t value, unsigned flags))
 
 // One value per entry, in list order.
 enum class Fn : uint32_t {
@@ -312,6 +320,12 @@ struct DriverTable {
     // QD_ERROR_NOT_SUPPORTED message: "CUDA 11.1". Null: without the entry, qd_graph_upload only
     // instantiates the graph (a runtime whose upload is optional).
     const char *upload_requires = nullptr;
+    // Timelines (stream_write_value64, stream_wait_value64): the flags of a plain write and of a
+    // wait until the word is at least the value (CU_STREAM_WAIT_VALUE_GEQ), and what a driver
+    // needs, for the QD_ERROR_NOT_SUPPORTED message: "CUDA 11.7 ...".
+    unsigned write_value_default = 0;
+    unsigned wait_value_geq = 0;
+    const char *timeline_requires = "";
 
     // False when launch_host_func is a stream-callback fallback (a HIP runtime without
     // hipLaunchHostFunc): a stream callback cannot be captured, so a host function inside a
