@@ -281,6 +281,20 @@ CpuStream::RunResult CpuStream::run(const std::shared_ptr<CpuStream> &self,
             task->~Task();
             queue_.pop_front(bytes);
             wake_hosts = count_completion_locked();
+        } else if (task->kind == TaskKind::kSignal) {
+            // As a record: the counter rises and the signal counts as done in one hold of the
+            // stream's lock, and the streams it releases go to this worker's woken list.
+            std::shared_ptr<void> timeline = std::move(task->ref);
+            const bool hosts_wait =
+                static_cast<CpuTimeline *>(timeline.get())->raise(task->u.value, worker.woken);
+            task->~Task();
+            queue_.pop_front(bytes);
+            wake_hosts = count_completion_locked();
+            lock.unlock();  // host waiters are woken under a mutex, and the last reference to
+                            // the timeline is dropped, never under the spin lock
+            if (hosts_wait) static_cast<CpuTimeline *>(timeline.get())->wake_host_waiters();
+            timeline.reset();
+            lock.lock();
         } else if (task->kind == TaskKind::kRecord) {
             // The event completes and the record counts as done in one hold of the stream's
             // lock (query() takes it before saying "not ready"), so a stream whose last event

@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_timeline.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "backends/cpu/spin.h"
@@ -37,27 +38,34 @@ std::shared_ptr<Marker> CpuTimeline::marker_for(uint64_t value) {
     std::lock_guard<SpinLock> lock(lock_);
     if (value_.load(std::memory_order_relaxed) >= value || released_) return nullptr;
     if (closed_.load(std::memory_order_relaxed) && value > queued_max_) return nullptr;
-    std::shared_ptr<Marker> &marker = pending_[value];
-    if (!marker) marker = std::make_shared<Marker>();
-    return marker;
+    auto at = pending_.end();
+    if (!pending_.empty() && pending_.back().first >= value) {
+        // Out of value order: its place, or the marker already made for it.
+        at = std::lower_bound(pending_.begin(), pending_.end(), value,
+                              [](const auto &entry, uint64_t v) { return entry.first < v; });
+        if (at != pending_.end() && at->first == value) return at->second;
+    }
+    return pending_.emplace(at, value, std::make_shared<Marker>())->second;
 }
 
 void CpuTimeline::complete_upto_locked(uint64_t limit, StreamList &woken) noexcept {
+    if (pending_.empty() || pending_.front().first > limit) return;
     const auto now = Marker::Clock::now();
-    auto end = pending_.upper_bound(limit);
-    for (auto it = pending_.begin(); it != end; ++it) it->second->publish(now, woken);
-    pending_.erase(pending_.begin(), end);
+    while (!pending_.empty() && pending_.front().first <= limit) {
+        pending_.front().second->publish(now, woken);
+        pending_.pop_front();
+    }
 }
 
-void CpuTimeline::reach(uint64_t value, StreamList &woken) noexcept {
+bool CpuTimeline::raise(uint64_t value, StreamList &woken) noexcept {
     {
         std::lock_guard<SpinLock> lock(lock_);
-        if (value <= value_.load(std::memory_order_relaxed)) return;
+        if (value <= value_.load(std::memory_order_relaxed)) return false;
         value_.store(value, std::memory_order_seq_cst);
         if (value > queued_max_) queued_max_ = value;
         complete_upto_locked(value, woken);
     }
-    wake_host_waiters();
+    return host_waiters_.load(std::memory_order_seq_cst) != 0;
 }
 
 void CpuTimeline::release_all(StreamList &woken) noexcept {
@@ -77,9 +85,10 @@ void CpuTimeline::close() {
         // Waits for values no signal queued or made so far reaches can never be satisfied:
         // released, so the streams behind them (and a context destroy draining them) go on.
         const auto now = Marker::Clock::now();
-        auto from = pending_.upper_bound(queued_max_);
-        for (auto it = from; it != pending_.end(); ++it) it->second->publish(now, woken);
-        pending_.erase(from, pending_.end());
+        while (!pending_.empty() && pending_.back().first > queued_max_) {
+            pending_.back().second->publish(now, woken);
+            pending_.pop_back();
+        }
     }
     wake_host_waiters();
     scheduler_->make_ready(woken);

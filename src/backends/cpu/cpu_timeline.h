@@ -12,7 +12,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
+#include <deque>
+#include <utility>
 #include <memory>
 #include <mutex>
 
@@ -53,7 +54,14 @@ class CpuTimeline final : public Timeline, public std::enable_shared_from_this<C
     // The counter becomes at least `value`: the markers at or below it complete (their
     // streams move to `woken`, which the caller hands to the scheduler) and host waiters
     // wake. Never under a spin lock of the caller's (it may take the host mutex).
-    void reach(uint64_t value, StreamList &woken) noexcept;
+    void reach(uint64_t value, StreamList &woken) noexcept {
+        if (raise(value, woken)) wake_host_waiters();
+    }
+    // reach() in two halves, for a worker that signals under its stream's spin lock (as a
+    // record completes there): raise() takes only spin locks and says whether a host thread
+    // waits; wake_host_waiters() may take a mutex, so it comes after the caller's lock.
+    bool raise(uint64_t value, StreamList &woken) noexcept;
+    void wake_host_waiters() noexcept;
     // The context is lost: every marker completes and host waiters wake (they return
     // QD_ERROR_DEVICE_LOST).
     void release_all(StreamList &woken) noexcept;
@@ -61,14 +69,16 @@ class CpuTimeline final : public Timeline, public std::enable_shared_from_this<C
   private:
     // Completes the markers of values at or below `limit` (lock_ held).
     void complete_upto_locked(uint64_t limit, StreamList &woken) noexcept;
-    void wake_host_waiters() noexcept;
 
     const std::shared_ptr<Scheduler> scheduler_;
     const LostState *const lost_;
     std::atomic<uint64_t> value_;
 
     SpinLock lock_;  // guards pending_, queued_max_, released_; value_ changes under it
-    std::map<uint64_t, std::shared_ptr<Marker>> pending_;  // by the value waited for
+    // The markers of the values waited for, in value order, one per value. Waits mostly come
+    // in value order, so a marker is appended and completed from the front: a deque, not a
+    // tree (a tree's node per value cost a hop several cache misses, B7 wake/timeline-hop).
+    std::deque<std::pair<uint64_t, std::shared_ptr<Marker>>> pending_;
     uint64_t queued_max_;    // the largest value signalled or queued for signalling
     bool released_ = false;  // lost: no wait parks any more
     std::atomic<bool> closed_{false};
