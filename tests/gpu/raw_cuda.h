@@ -153,6 +153,12 @@ struct Driver {
     // Optional: several GPUs (B10).
     CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
                                   CUstream) = nullptr;
+    // Optional: a 64-bit word written and waited on in stream order, in pinned host memory
+    // (B14's anchor).
+    CUresult (*cuStreamWriteValue64)(CUstream, CUdeviceptr, uint64_t, unsigned) = nullptr;
+    CUresult (*cuStreamWaitValue64)(CUstream, CUdeviceptr, uint64_t, unsigned) = nullptr;
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned) = nullptr;
+    CUresult (*cuMemFreeHost)(void *) = nullptr;
 
     // Loads libcuda.so.1 and calls cuInit(0). False (error says why) when there is no driver.
     bool load() {
@@ -221,6 +227,10 @@ struct Driver {
         optional(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate");
         optional(cuGraphExecUpdate, "cuGraphExecUpdate_v2");
         optional(cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
+        optional(cuStreamWriteValue64, "cuStreamWriteValue64_v2");
+        optional(cuStreamWaitValue64, "cuStreamWaitValue64_v2");
+        optional(cuMemHostAlloc, "cuMemHostAlloc");
+        optional(cuMemFreeHost, "cuMemFreeHost");
         if (!ok) return false;
         CUresult r = cuInit(0);
         if (r != CUDA_SUCCESS) {
