@@ -73,6 +73,21 @@ TEST_F(GpuTimeline, Create_WordIsPinnedHostMemoryAtTheInitialValue) {
     EXPECT_EQ(g_fake.host_blocks.size(), blocks) << "the word was not freed with the timeline";
 }
 
+TEST_F(GpuTimeline, WordAStreamUsed_OutlivesTheTimeline_FreedWithTheContext) {
+    const size_t blocks = g_fake.host_blocks.size();
+    std::shared_ptr<Timeline> t = timeline();
+    std::shared_ptr<Stream> s = stream();
+    ASSERT_EQ(s->wait_value(*t, 1), QD_SUCCESS);  // the device may poll the word from now on
+    t->close();
+    t.reset();
+    EXPECT_EQ(g_fake.host_blocks.size(), blocks + 1) << "freed while a queued wait may read it";
+    s.reset();
+    ctx_->synchronize();
+    ctx_->shutdown();
+    ctx_.reset();
+    EXPECT_EQ(g_fake.host_blocks.size(), blocks) << "not freed with the context";
+}
+
 TEST_F(GpuTimeline, Signal_IsOneWriteValueOfTheValueIntoTheWord) {
     std::shared_ptr<Timeline> t = timeline();
     std::shared_ptr<Stream> s = stream();

@@ -101,6 +101,9 @@ class DeviceContext {
     void release_event(NativeEvent event);
     void release_module(NativeModule module);
     void release_host(void *ptr);
+    // A timeline's word (timeline.h) that queued driver operations may still read or write:
+    // freed with this context, after every stream of it (none is tracked per operation).
+    void retire_word(void *word);
     void release_graph(NativeGraph graph);
     void release_graph_exec(NativeGraphExec exec);
 
@@ -167,6 +170,9 @@ class DeviceContext {
 
     std::mutex tails_mutex_;
     std::vector<NativeEvent> tails_;
+
+    std::mutex retired_words_mutex_;
+    std::vector<void *> retired_words_;
 
     std::mutex deferred_mutex_;
     std::vector<Deferred> deferred_;

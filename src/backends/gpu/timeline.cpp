@@ -13,22 +13,33 @@ GpuTimeline::GpuTimeline(std::shared_ptr<DeviceContext> dc, uint64_t *word, uint
 }
 
 // The core drops its reference once the handle is gone and the calls that resolved it
-// returned; queued driver operations may still touch the word, so it goes back the way every
-// pinned block does (deferred from a driver callback, dropped in a fork child).
-GpuTimeline::~GpuTimeline() { dc_->release_host(word_); }
+// returned. Driver operations queued on a stream may still read or write the word, and nothing
+// tracks when each completes: a word a stream used lives until the context does
+// (DeviceContext::retire_word); one only the host used goes back at once.
+GpuTimeline::~GpuTimeline() {
+    if (used_by_streams_.load(std::memory_order_acquire))
+        dc_->retire_word(word_);
+    else
+        dc_->release_host(word_);
+}
 
 void GpuTimeline::queued_signal(uint64_t value) {
+    used_by_streams_.store(true, std::memory_order_release);
     std::lock_guard<std::mutex> lock(mutex_);
     if (value > signal_max_) signal_max_ = value;
 }
 
 void GpuTimeline::queued_wait(uint64_t value) {
+    used_by_streams_.store(true, std::memory_order_release);
     std::lock_guard<std::mutex> lock(mutex_);
     if (value > wait_max_) wait_max_ = value;
 }
 
 qd_status GpuTimeline::host_signal(uint64_t value) {
-    queued_signal(value);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (value > signal_max_) signal_max_ = value;
+    }
     __atomic_store_n(word_, value, __ATOMIC_SEQ_CST);
     return QD_SUCCESS;
 }
@@ -88,9 +99,9 @@ qd_status GpuStream::signal(Timeline &timeline, uint64_t value) {
     auto &tl = static_cast<GpuTimeline &>(timeline);
     DriverEntry entry(*dc_, true, last_kernel());
     if (!entry.ok()) return entry.status();
+    tl.queued_signal(value);  // before the driver may touch the word (its lifetime: timeline.h)
     Result r = t_.stream_write_value64(native(), tl.address(), value, t_.write_value_default);
     if (r != t_.success) return fail(r, QD_ERROR_LAUNCH_FAILED, Fn::stream_write_value64);
-    tl.queued_signal(value);
     return QD_SUCCESS;
 }
 

@@ -13,6 +13,8 @@
 //   waits of the timeline at the same moment.
 // - A host wait polls the word, sleeping between looks (1 us doubling to 1 ms): no driver
 //   call wakes a host thread when the device writes host memory.
+// - Nothing says when one queued write or wait is done: a word a stream used is freed with
+//   the context (DeviceContext::retire_word), one only the host used with the timeline.
 #pragma once
 
 #include <atomic>
@@ -48,6 +50,7 @@ class GpuTimeline final : public Timeline {
     uint64_t signal_max_;
     uint64_t wait_max_ = 0;
     std::atomic<bool> closed_{false};
+    std::atomic<bool> used_by_streams_{false};  // a signal or wait was queued on a stream
 };
 
 }  // namespace qd::backend::gpu
