@@ -134,10 +134,10 @@ TEST_F(SubmitTest, HostStatusFn_PassesThroughTheObserverOnceAsAHostFn_ARefusalQu
 TEST_F(SubmitTest, TimelineSignalAndWait_PassThroughTheObserverOnce_ARefusalQueuesNothing) {
     qd_timeline tl = 0;
     ASSERT_EQ(qd_timeline_create(ctx_, 0, &tl), QD_SUCCESS);
-    ASSERT_EQ(qd_timeline_wait(s_, tl, 1), QD_SUCCESS);
     ASSERT_EQ(qd_timeline_signal(s_, tl, 1), QD_SUCCESS);
+    ASSERT_EQ(qd_timeline_wait(s_, tl, 1), QD_SUCCESS);
     ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
-    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::WaitValue, OpKind::Signal}));
+    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::Signal, OpKind::WaitValue}));
     rec_.refuse = QD_ERROR_HAZARD;
     EXPECT_EQ(qd_timeline_signal(s_, tl, 2), QD_ERROR_HAZARD);
     EXPECT_EQ(qd_timeline_wait(s_, tl, 5), QD_ERROR_HAZARD);
