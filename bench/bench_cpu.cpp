@@ -3,7 +3,8 @@
 // Figures (one line each, then a summary table):
 //   enqueue/*   cost of queueing an empty task onto a busy stream (bar <= 100 ns per call);
 //               reference: pushing a std::function into a mutex-protected std::deque
-//   wake/*      cross-stream event hand-off, per hop, against a mutex + condition_variable
+//   wake/*      cross-stream event hand-off, per hop, against a mutex + condition_variable;
+//               wake/timeline-hop (B14's CPU figure) the same through a timeline, against it
 //               ping-pong between two std::threads (bar <= 1.2x)
 //   forkjoin/8  fork 8 children, one empty task each, join, synchronize (bar <= 10 us);
 //               reference: 8 tasks on a mutex+cv thread pool (as many threads as the context
@@ -444,7 +445,8 @@ void poll_until_idle(qd_stream s) {
 void bench_wake(const Options &opt, Report &rep, const Env &env) {
     const bool plain = opt.selected("wake/event-hop");
     const bool with_kernel = opt.selected("wake/event-hop+kernel");
-    if (!plain && !with_kernel) return;
+    const bool timeline_hop = opt.selected("wake/timeline-hop");
+    if (!plain && !with_kernel && !timeline_hop) return;
 
     qd_stream A, B;
     CHECK(qd_stream_create(env.ctx, nullptr, &A));
@@ -509,6 +511,37 @@ void bench_wake(const Options &opt, Report &rep, const Env &env) {
         with_anchor(f, median(smp.anchor), "ns/hop (mutex+condvar ping-pong)",
                     median(smp.qd) / median(smp.anchor));
         rep.add(f, &smp);  // informational: an empty kernel on each side of every hop
+    }
+    if (timeline_hop) {
+        // B14's CPU figure: the same ping-pong through one timeline (A waits 2i and signals
+        // 2i+1, B waits 2i+1 and signals 2i+2), against the event hop above, alternated in this
+        // process. A timeline's values only grow, so each sample gets a fresh one.
+        auto timeline_chain = [&]() -> double {
+            qd_timeline t;
+            CHECK(qd_timeline_create(env.ctx, 0, &t));
+            gate.close_on(A);
+            for (int i = 0; i < kWakeRounds; ++i) {
+                const uint64_t v = 2 * uint64_t(i);
+                if (i > 0) CHECK(qd_timeline_wait(A, t, v));
+                CHECK(qd_timeline_signal(A, t, v + 1));
+                CHECK(qd_timeline_wait(B, t, v + 1));
+                CHECK(qd_timeline_signal(B, t, v + 2));
+            }
+            const auto a = Clock::now();
+            gate.release();
+            CHECK(qd_stream_synchronize(B));
+            const auto b = Clock::now();
+            CHECK(qd_stream_synchronize(A));
+            CHECK(qd_timeline_destroy(t));
+            return elapsed_ns(a, b) / (2.0 * kWakeRounds);
+        };
+        Samples smp = alternate(opt, timeline_chain, [&] { return chain(false); });
+        Figure f = make("wake/timeline-hop", median(smp.qd), "ns/hop");
+        const double ratio = median(smp.qd) / median(smp.anchor);
+        with_anchor(f, median(smp.anchor), "ns/hop (wake/event-hop, qd events)", ratio);
+        f.bar = "<= 1.2x event hop";
+        f.verdict = ratio <= 1.2 ? Verdict::Pass : Verdict::Miss;
+        rep.add(f, &smp);
     }
     for (int i = 0; i < kWakeRounds; ++i) {
         CHECK(qd_event_destroy(eA[i]));

@@ -1,6 +1,6 @@
-// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12, B17 and B5u of
-// docs/benchmarks.md: qd against the raw CUDA driver, side by side in one process, alternated
-// repeat by repeat (bench/harness.h).
+// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12, B5u,
+// B14 and B17 of docs/benchmarks.md: qd against the raw CUDA driver, side by side in one
+// process, alternated repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
 // and uses the same cubin, the same kernels, and the same native streams as qd (it launches on
@@ -1636,6 +1636,74 @@ void bench_events_memory(const qdbench::Options &opt, qdbench::Report &report, S
 }
 
 // ---------------------------------------------------------------------------------------------
+// B14: timelines
+// ---------------------------------------------------------------------------------------------
+
+// B14 timeline-hop: one hand-off between two streams through a timeline, qd_timeline_signal on
+// the first and qd_timeline_wait on the second, 1 000 of them queued, then the second stream
+// synchronized; against cuStreamWriteValue64_v2 / cuStreamWaitValue64_v2 (GEQ) on a word of
+// pinned host memory, on the same native streams. Host time per hop (queuing and the device's
+// hand-off both). Values keep growing across samples (a timeline's only grow). Bar <= 1.1x.
+void bench_timeline(const qdbench::Options &opt, qdbench::Report &report, Setup &s) {
+    if (!opt.selected("B14 timeline-hop")) return;
+    if (!g_raw.cuStreamWriteValue64 || !g_raw.cuStreamWaitValue64 || !g_raw.cuMemHostAlloc) {
+        std::printf("SKIP B14: libcuda.so.1 has no cuStreamWriteValue64_v2 (CUDA 11.7)\n");
+        return;
+    }
+    qd_timeline t = 0;
+    const qd_status st = qd_timeline_create(s.ctx, 0, &t);
+    if (st == QD_ERROR_NOT_SUPPORTED) {
+        std::printf("SKIP B14: %s\n", qd_last_error_message());
+        return;
+    }
+    QD(st);
+    void *word = nullptr;
+    RAW(cuMemHostAlloc(&word, sizeof(uint64_t), 0));
+    *static_cast<volatile uint64_t *>(word) = 0;
+    const auto address = static_cast<rawcuda::CUdeviceptr>(reinterpret_cast<uintptr_t>(word));
+    const int n = 1000;
+    uint64_t qd_next = 0, raw_next = 0;
+    auto qd_side = [&] {
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) {
+            ++qd_next;
+            QD(qd_timeline_signal(s.stream, t, qd_next));
+            QD(qd_timeline_wait(s.stream2, t, qd_next));
+        }
+        QD(qd_stream_synchronize(s.stream2));
+        return elapsed_ns(t0, Clock::now()) / n;
+    };
+    auto raw_side = [&] {
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) {
+            ++raw_next;
+            RAW(cuStreamWriteValue64(s.native, address, raw_next, 0));
+            RAW(cuStreamWaitValue64(s.native2, address, raw_next, 0));  // CU_STREAM_WAIT_VALUE_GEQ
+        }
+        RAW(cuStreamSynchronize(s.native2));
+        return elapsed_ns(t0, Clock::now()) / n;
+    };
+    Samples smp = qdbench::alternate(opt, qd_side, raw_side);
+    Figure fig;
+    fig.bench = "B14";
+    fig.name = "timeline-hop";
+    fig.qd = median_of(smp.qd);
+    fig.unit = "ns/hop";
+    fig.has_anchor = true;
+    fig.anchor = median_of(smp.anchor);
+    fig.anchor_unit = "ns/hop (cuStreamWriteValue64_v2 + cuStreamWaitValue64_v2)";
+    fig.has_ratio = true;
+    fig.ratio = qdbench::median_paired_ratio(smp);
+    fig.bar = "<= 1.1x the raw pair (paired)";
+    fig.verdict = fig.ratio <= 1.1 ? Verdict::Pass : Verdict::Miss;
+    report_figure(report, fig, &smp);
+    QD(qd_stream_synchronize(s.stream));
+    RAW(cuStreamSynchronize(s.native));
+    QD(qd_timeline_destroy(t));
+    RAW(cuMemFreeHost(word));
+}
+
+// ---------------------------------------------------------------------------------------------
 // B10: several GPUs (a context on device 0 and one on device 1)
 // ---------------------------------------------------------------------------------------------
 
@@ -2079,6 +2147,7 @@ int main(int argc, char **argv) {
     bench_upload(opt, report, s);
     bench_events_memory(opt, report, s);
     if (!hip) bench_partitions(opt, report, s, cubin);
+    if (!hip) bench_timeline(opt, report, s);
     // After the others but B10: a qd loop that never ended would stop the run here.
     bench_device_loop(opt, report, s);
     if (!hip) bench_multi_device(opt, report, s);

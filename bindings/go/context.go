@@ -238,6 +238,7 @@ type Stats struct {
 	BytesAllocated     uint64
 	HostBytesAllocated uint64 // HostAlloc bytes not yet freed
 	HazardsReported    uint64 // hazards the validation mode reported (0 when it is off)
+	LiveTimelines      uint64 // timelines not yet closed (since 0.3)
 }
 
 // Stats reads the context's statistics (qd_context_get_stats). They stay readable on a lost
@@ -266,7 +267,7 @@ func (c *Context) Stats() (Stats, error) {
 		EventPoolCreated: uint64(out.event_pool_created), EventPoolHits: uint64(out.event_pool_hits),
 		EventPoolMisses: uint64(out.event_pool_misses), LiveAllocations: uint64(out.live_allocations),
 		BytesAllocated: uint64(out.bytes_allocated), HostBytesAllocated: uint64(out.host_bytes_allocated),
-		HazardsReported: uint64(out.hazards_reported),
+		HazardsReported: uint64(out.hazards_reported), LiveTimelines: uint64(out.live_timelines),
 	}, nil
 }
 

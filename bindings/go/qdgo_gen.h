@@ -237,6 +237,54 @@ static inline gq_u64 gq_event_elapsed_ms(qd_event start, qd_event end) {
     return gq_finish_u64(st, ms_bits);
 }
 
+/* ---- Timelines */
+
+/* qd_timeline_create (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, OUT_OF_MEMORY,
+ * NOT_SUPPORTED, DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_u64 gq_timeline_create(qd_context ctx, uint64_t initial_value) {
+    qd_timeline out = 0;
+    qd_status st = qd_timeline_create(ctx, initial_value, &out);
+    return gq_finish_u64(st, out);
+}
+
+/* qd_timeline_destroy (since 0.3): SUCCESS, INVALID_HANDLE, INTERNAL. */
+static inline gq_result gq_timeline_destroy(qd_timeline timeline) {
+    return gq_finish(qd_timeline_destroy(timeline));
+}
+
+/* qd_timeline_signal (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, WRONG_CONTEXT,
+ * INVALID_OPERATION, OUT_OF_MEMORY, DEVICE_LOST, FORKED, INTERNAL, HAZARD. */
+static inline gq_result gq_timeline_signal(qd_stream stream, qd_timeline timeline, uint64_t value) {
+    return gq_finish(qd_timeline_signal(stream, timeline, value));
+}
+
+/* qd_timeline_wait (since 0.3): SUCCESS, INVALID_HANDLE, WRONG_CONTEXT, INVALID_OPERATION,
+ * OUT_OF_MEMORY, DEVICE_LOST, FORKED, INTERNAL, HAZARD. */
+static inline gq_result gq_timeline_wait(qd_stream stream, qd_timeline timeline, uint64_t value) {
+    return gq_finish(qd_timeline_wait(stream, timeline, value));
+}
+
+/* qd_timeline_host_signal (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, DEVICE_LOST,
+ * FORKED, INTERNAL. */
+static inline gq_result gq_timeline_host_signal(qd_timeline timeline, uint64_t value) {
+    return gq_finish(qd_timeline_host_signal(timeline, value));
+}
+
+/* qd_timeline_host_wait (since 0.3): SUCCESS, NOT_READY, INVALID_HANDLE, INVALID_OPERATION,
+ * DEVICE_LOST, FORKED, INTERNAL. */
+static inline gq_result gq_timeline_host_wait(qd_timeline timeline, uint64_t value,
+                                              uint64_t timeout_ns) {
+    return gq_finish(qd_timeline_host_wait(timeline, value, timeout_ns));
+}
+
+/* qd_timeline_query (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, DEVICE_LOST, FORKED,
+ * INTERNAL. */
+static inline gq_u64 gq_timeline_query(qd_timeline timeline) {
+    uint64_t value = 0;
+    qd_status st = qd_timeline_query(timeline, &value);
+    return gq_finish_u64(st, value);
+}
+
 /* ---- Modules and kernels */
 
 /* qd_module_load (since 0.1): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, OUT_OF_MEMORY, NOT_FOUND,

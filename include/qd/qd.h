@@ -359,9 +359,10 @@ typedef struct qd_context_stats {
                                        destroyed */
     uint64_t hazards_reported;    /**< (since 0.2) hazards the validation mode reported
                                        ("Validation"); 0 when it is off */
+    uint64_t live_timelines;      /**< (since 0.3) timelines ("Timelines") not yet destroyed */
 } qd_context_stats;
 #define QD_CONTEXT_STATS_INIT                                                                   \
-    { (uint32_t)sizeof(qd_context_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+    { (uint32_t)sizeof(qd_context_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /** What qd_device_get_info reports. */
 typedef struct qd_device_info {
@@ -831,6 +832,138 @@ QD_API qd_status qd_event_synchronize(qd_event event);
  *  - QD_NOT_READY: a record has not completed yet (*ms is not written).
  *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
 QD_API qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms);
+
+/* ---------------------------------------------------------------------------------------------
+ * Timelines (since 0.3)
+ *
+ * A timeline is a 64-bit counter that only grows (Vulkan and D3D12 call it a timeline
+ * semaphore). A stream signals it (qd_timeline_signal: when the work queued before has
+ * completed, the counter becomes the value) and waits for it (qd_timeline_wait: later work
+ * starts once the counter has reached the value), and so does the host (qd_timeline_host_signal,
+ * qd_timeline_host_wait, qd_timeline_query). Unlike an event, a wait names a value, not a
+ * record: it may be queued before the signal that satisfies it, and it waits for it.
+ *
+ * Values. A timeline starts at its initial value. Each signal, from a stream or the host, must
+ * be above every value signalled or queued for signalling on the timeline before it; a signal
+ * that is not is refused at the call (QD_ERROR_INVALID_ARGUMENT: always known then, since the
+ * timeline remembers the largest value queued so far). Signals queued on different streams
+ * may complete in another order than they were queued: the counter takes the largest value
+ * that has completed, so it never goes back. A wait for a value at or below the counter is
+ * satisfied at once (a wait for 0 always is).
+ *
+ * Lifetime. A timeline lives as long as its handle or the work queued on it, whichever lasts
+ * longer: qd_timeline_destroy returns at once; signals already queued still complete and waits
+ * already queued still wait for them. A queued stream wait that can no longer be satisfied (its
+ * timeline was destroyed, or its context's destroy began, and no signal queued or made before
+ * reaches its value) is released, and the work behind it runs, so a destroy never hangs on
+ * it; so is every wait of a lost context (its work is skipped: Conventions, "Work queued
+ * before a loss"). Waits that satisfy each other in a cycle (stream A waits for a value that
+ * only a signal queued behind a wait of stream B reaches, and B's for one behind A's) never
+ * complete; that is a deadlock of the program, not of qd.
+ *
+ * Graphs. A capture does not take timeline operations: qd_timeline_signal and qd_timeline_wait
+ * on a capturing stream are QD_ERROR_INVALID_OPERATION, and the capture goes on.
+ *
+ * Validation ("Validation") sees a signal and a wait that it satisfies as ordering: a wait for
+ * value v orders its stream after the work queued before the first signal queued with a value
+ * of at least v, and a host wait (or a query that found the value reached) orders the host the
+ * same way. A wait queued before any signal that reaches its value orders its stream after
+ * everything queued so far on the context's streams (a hazard may be missed, none is invented).
+ *
+ * Backends. CPU: a 64-bit counter; a stream that reaches a wait for a value not yet signalled
+ * is parked and handed back to the workers by the signal (no polling, no worker blocked).
+ * CUDA and HIP: a 64-bit word of pinned host memory, written by cuStreamWriteValue64 and
+ * waited on by cuStreamWaitValue64 (greater or equal; hipStreamWriteValue64 and
+ * hipStreamWaitValue64 on HIP); qd_timeline_query and qd_timeline_host_wait read the word (a
+ * host wait polls it, sleeping up to 1 ms between looks), qd_timeline_host_signal writes it.
+ * Two differences from the CPU backend follow from the driver: a signal writes its value, so
+ * signals of two streams that complete out of value order leave the smaller one (order them,
+ * or signal from one stream); and closing a timeline with a queued wait that no signal reaches
+ * raises the word to that wait's value, which releases the timeline's other queued waits too.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef uint64_t qd_timeline;
+
+/** Create a timeline of ctx whose counter starts at initial_value (since 0.3). Counted in
+ *  qd_context_stats.live_timelines until destroyed.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: out is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: ctx is 0, not a context, or destroyed.
+ *  - QD_ERROR_NOT_SUPPORTED: the driver has no stream memory operations on 64-bit words (CUDA
+ *    before 11.7, HIP without hipStreamWaitValue64); the message names the missing entry and
+ *    the version needed.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_timeline_create(qd_context ctx, uint64_t initial_value, qd_timeline *out);
+
+/** Destroy a timeline (since 0.3). Returns at once: signals already queued still complete,
+ *  waits already queued still wait for them, and a queued wait that no signal queued or made
+ *  before this call reaches is released ("Lifetime" above). A host thread blocked in
+ *  qd_timeline_host_wait on it returns QD_ERROR_INVALID_HANDLE.
+ *  Threads: any. Two threads destroying the same timeline: one succeeds, the other gets
+ *  QD_ERROR_INVALID_HANDLE.
+ *  - QD_ERROR_INVALID_HANDLE: timeline is 0, not a timeline, or already destroyed. */
+QD_API qd_status qd_timeline_destroy(qd_timeline timeline);
+
+/** Queue a signal on stream (since 0.3): once the work queued on stream before it has
+ *  completed, the timeline's counter becomes value (or stays, if a signal of a larger value
+ *  completed first), and the waits it satisfies are released.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_HANDLE: stream or timeline is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream and timeline belong to different contexts.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED.
+ *  - QD_ERROR_INVALID_ARGUMENT: value is not above every value signalled or queued for
+ *    signalling on the timeline before this call (the message names the largest one); nothing
+ *    is queued.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs"); nothing is queued.
+ *  - QD_ERROR_HAZARD: validation's fail mode refused it ("Validation").
+ *  - QD_ERROR_OUT_OF_MEMORY. */
+QD_API qd_status qd_timeline_signal(qd_stream stream, qd_timeline timeline, uint64_t value);
+
+/** Queue a wait on stream (since 0.3): work queued on stream after it starts once the
+ *  timeline's counter has reached value. Only the stream waits; the host does not block. The
+ *  signal that satisfies it may be queued (or made by the host) later.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_HANDLE: stream or timeline is 0, of the wrong type, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: stream and timeline belong to different contexts.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED.
+ *  - QD_ERROR_INVALID_OPERATION: stream is capturing ("Graphs"); nothing is queued.
+ *  - QD_ERROR_HAZARD: validation's fail mode refused it ("Validation").
+ *  - QD_ERROR_OUT_OF_MEMORY. */
+QD_API qd_status qd_timeline_wait(qd_stream stream, qd_timeline timeline, uint64_t value);
+
+/** Signal from the host (since 0.3): the counter becomes value now, and the waits it satisfies
+ *  (of streams and of host threads) are released.
+ *  Threads: any, host kernels and callbacks included.
+ *  - QD_ERROR_INVALID_HANDLE: timeline is 0, not a timeline, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED.
+ *  - QD_ERROR_INVALID_ARGUMENT: value is not above every value signalled or queued for
+ *    signalling on the timeline before this call (the message names the largest one); the
+ *    counter is unchanged. */
+QD_API qd_status qd_timeline_host_signal(qd_timeline timeline, uint64_t value);
+
+/** Block the calling thread until the timeline's counter has reached value, for at most
+ *  timeout_ns nanoseconds (since 0.3). timeout_ns 0 only looks (never blocks); UINT64_MAX waits
+ *  without a limit. A thread blocked here sleeps (after a bounded spin); it is woken by the
+ *  signal that reaches value, by the loss of the context (QD_ERROR_DEVICE_LOST), or by the
+ *  destroy of the timeline or its context (QD_ERROR_INVALID_HANDLE): it never hangs on a lost
+ *  or destroyed context.
+ *  Threads: any; from a host kernel or callback of the timeline's context only with timeout_ns
+ *  0 (a blocking wait there could wait for itself).
+ *  - QD_NOT_READY: the counter had not reached value when the timeout expired.
+ *  - QD_ERROR_INVALID_HANDLE: timeline is 0, not a timeline, or destroyed (also during the
+ *    wait).
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED: the context is lost (also during the wait) or was
+ *    inherited across fork().
+ *  - QD_ERROR_INVALID_OPERATION: timeout_ns is not 0 and the call comes from a host kernel or
+ *    callback of the timeline's context. */
+QD_API qd_status qd_timeline_host_wait(qd_timeline timeline, uint64_t value, uint64_t timeout_ns);
+
+/** The timeline's counter now, into *value (since 0.3). Never blocks.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: value is NULL.
+ *  - QD_ERROR_INVALID_HANDLE: timeline is 0, not a timeline, or destroyed.
+ *  - QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_timeline_query(qd_timeline timeline, uint64_t *value);
 
 /* ---------------------------------------------------------------------------------------------
  * Modules and kernels (since 0.1)

@@ -42,6 +42,19 @@ qd_status Capture::end_conditional(Stream &, bool *done) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend's driver graphs have no conditional nodes");
 }
 
+qd_status Stream::signal(Timeline &, uint64_t) {
+    return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no timelines");
+}
+
+qd_status Stream::wait_value(Timeline &, uint64_t) {
+    return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no timelines");
+}
+
+qd_status Context::create_timeline(uint64_t, std::shared_ptr<Timeline> *) {
+    return fail(QD_ERROR_NOT_SUPPORTED,
+                "this backend has no timelines in this release (the CPU backend has them)");
+}
+
 qd_status Context::import_stream(uint64_t, std::shared_ptr<Stream> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native streams to import");
 }

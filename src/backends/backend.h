@@ -36,6 +36,7 @@ class Graph;
 class Kernel;
 class Module;
 class Stream;
+class Timeline;
 
 // Grid, block and shared memory of one launch, already validated by the core: every dimension
 // is >= 1 and the block and thread counts fit in 32 bits.
@@ -55,17 +56,30 @@ class LostState {
         return message_;
     }
     // The first fault wins: later faults keep the first message, which names the root cause.
+    // The fault that makes the state lost then calls the hook (on_lost), outside the mutex.
     void mark_lost(std::string message) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (lost_.load(std::memory_order_relaxed)) return;
-        message_ = std::move(message);
-        lost_.store(true, std::memory_order_release);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (lost_.load(std::memory_order_relaxed)) return;
+            message_ = std::move(message);
+            lost_.store(true, std::memory_order_release);
+        }
+        if (hook_) hook_(hook_data_);
+    }
+    // What a backend runs once when its context becomes lost, on the thread whose fault did it,
+    // with no lock of this state held (the CPU backend releases the waiters of its timelines:
+    // a lost context never leaves one hanging). Set once, before any work can fault.
+    void on_lost(void (*hook)(void *), void *data) noexcept {
+        hook_ = hook;
+        hook_data_ = data;
     }
 
   private:
     std::atomic<bool> lost_{false};
     mutable std::mutex mutex_;
     std::string message_;
+    void (*hook_)(void *) = nullptr;
+    void *hook_data_ = nullptr;
 };
 
 class Stream {
@@ -126,6 +140,14 @@ class Stream {
     // records and re-issues the operations itself.
     virtual qd_status begin_capture(std::unique_ptr<Capture> *out);
 
+    // Timelines (qd.h, "Timelines"; the core checked the context and that a signal's value
+    // grows). signal: once the work queued so far has completed, the counter becomes `value`
+    // (or stays, if it is already above) and the waits it satisfies are released. wait_value:
+    // later work starts once the counter has reached `value`; the signal may come later. The
+    // defaults refuse (a backend without timelines never makes one).
+    virtual qd_status signal(Timeline &timeline, uint64_t value);
+    virtual qd_status wait_value(Timeline &timeline, uint64_t value);
+
     // Called when the handle of a borrowed (imported) stream is destroyed, directly or by its
     // context's destroy. Its owner may destroy the native stream at once, so from here on the
     // backend must never touch it again (no synchronize, query or destroy), even while this
@@ -142,6 +164,29 @@ class Event {
     // QD_SUCCESS if the latest record completed or there was none, QD_NOT_READY otherwise.
     virtual qd_status query() = 0;
     virtual qd_status synchronize() = 0;
+};
+
+// A timeline (qd.h, "Timelines"): a 64-bit counter that only grows. Queued signals and waits
+// hold it (Stream::signal, Stream::wait_value), so dropping the core's reference returns at
+// once.
+class Timeline {
+  public:
+    virtual ~Timeline() = default;
+    // The counter now.
+    virtual uint64_t value() const = 0;
+    // qd_timeline_host_signal: the counter becomes `value` now (the core checked it grows);
+    // the waits it satisfies, of streams and of host threads, are released.
+    virtual qd_status host_signal(uint64_t value) = 0;
+    // qd_timeline_host_wait: blocks until the counter reaches `value` or timeout_ns passes
+    // (0: only looks; UINT64_MAX: no limit). QD_SUCCESS, QD_NOT_READY at the timeout,
+    // QD_ERROR_DEVICE_LOST when the context is lost, QD_ERROR_INVALID_HANDLE once close() ran:
+    // each written with fail() but QD_SUCCESS.
+    virtual qd_status host_wait(uint64_t value, uint64_t timeout_ns) = 0;
+    // The handle is gone (qd_timeline_destroy, or the context's destroy before its drain): no
+    // signal but those queued or made so far will come, so a queued wait that none of them
+    // reaches is released, and host waiters return QD_ERROR_INVALID_HANDLE. A signal or wait
+    // of a call that resolved the handle before still works.
+    virtual void close() = 0;
 };
 
 // A native graph: what one capture recorded, instantiated for launch.
@@ -261,6 +306,9 @@ class Context {
     // Wrap a foreign native stream; the backend must never destroy it.
     virtual qd_status import_stream(uint64_t native, std::shared_ptr<Stream> *out);
     virtual qd_status create_event(bool timing, std::shared_ptr<Event> *out) = 0;
+    // qd_timeline_create: a timeline whose counter starts at `initial`. The default refuses
+    // (QD_ERROR_NOT_SUPPORTED, naming the backend's reason).
+    virtual qd_status create_timeline(uint64_t initial, std::shared_ptr<Timeline> *out);
     virtual qd_status load_module(const void *image, uint64_t size,
                                   std::shared_ptr<Module> *out) = 0;
     // CPU only; others return QD_ERROR_NOT_SUPPORTED.

@@ -230,6 +230,7 @@ void Context::fill_stats(qd_context_stats *out) const {
     s.bytes_allocated = allocs_.device_bytes();
     s.host_bytes_allocated = allocs_.host_bytes();
     s.live_graphs = count(live_graphs_);
+    s.live_timelines = count(live_timelines_);
     if (const ValidationObserver *v = validation_observer(*this))
         s.hazards_reported = v->reported();
     const size_t n = out->struct_size < sizeof s ? out->struct_size : sizeof s;
@@ -281,6 +282,7 @@ void Context::counted(Tag tag, int64_t delta) {
     case Tag::Module: c = &live_modules_; break;
     case Tag::Kernel: c = &live_kernels_; break;
     case Tag::Graph: c = &live_graphs_; break;
+    case Tag::Timeline: c = &live_timelines_; break;
     default: return;
     }
     c->fetch_add(delta, std::memory_order_relaxed);
@@ -313,6 +315,9 @@ void Context::tear_down() {
         for (auto &obj : HandleTable::instance().remove_all_owned_by(handle_)) {
             auto *s = dynamic_cast<Stream *>(obj.get());
             if (s && s->kind == StreamKind::Borrowed) s->impl->forget();
+            // No signal but those queued so far will come: the drain below must not wait for
+            // one (qd.h, "Timelines": "Lifetime").
+            if (auto *t = dynamic_cast<Timeline *>(obj.get())) t->impl->close();
         }
     }
     default_stream_.reset();

@@ -140,7 +140,7 @@ class Context : public Object, public std::enable_shared_from_this<Context> {
 
     // Live-object counters for qd_context_get_stats.
     std::atomic<int64_t> live_streams_{0}, live_events_{0}, live_modules_{0}, live_kernels_{0},
-        live_graphs_{0};
+        live_graphs_{0}, live_timelines_{0};
     std::unique_ptr<StreamPool> stream_pool_;
     std::unique_ptr<EventPool> event_pool_;
     AllocRegistry allocs_;

@@ -15,6 +15,7 @@ const char *tag_name(Tag tag) {
     case Tag::Module: return "module";
     case Tag::Kernel: return "kernel";
     case Tag::Graph: return "graph";
+    case Tag::Timeline: return "timeline";
     }
     return "object";
 }
@@ -147,7 +148,7 @@ qd_status HandleTable::describe_failure(uint64_t handle, Tag tag) const {
     if (handle == 0) return fail(QD_ERROR_INVALID_HANDLE, "a %s is required (got handle 0)", want);
     const uint8_t t = tag_of(handle);
     if (t != uint8_t(tag)) {
-        if (t >= uint8_t(Tag::Context) && t <= uint8_t(Tag::Graph))
+        if (t >= uint8_t(Tag::Context) && t <= uint8_t(Tag::Timeline))
             return fail(QD_ERROR_INVALID_HANDLE, "handle 0x%016llx is a %s, not a %s",
                         (unsigned long long)handle, tag_name(Tag(t)), want);
         return fail(QD_ERROR_INVALID_HANDLE, "0x%016llx is not a qd %s handle",

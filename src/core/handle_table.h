@@ -31,7 +31,15 @@
 
 namespace qd::core {
 
-enum class Tag : uint8_t { Context = 1, Stream = 2, Event = 3, Module = 4, Kernel = 5, Graph = 6 };
+enum class Tag : uint8_t {
+    Context = 1,
+    Stream = 2,
+    Event = 3,
+    Module = 4,
+    Kernel = 5,
+    Graph = 6,
+    Timeline = 7,  // since 0.3
+};
 
 const char *tag_name(Tag tag);
 

@@ -108,6 +108,15 @@ qd_status create_event(Context &ctx, bool timing, uint64_t *out) {
     return adopt_child<Event>(ctx, std::move(impl), out);
 }
 
+qd_status create_timeline(Context &ctx, uint64_t initial, uint64_t *out) {
+    std::shared_ptr<backend::Timeline> impl;
+    qd_status st = ctx.impl().create_timeline(initial, &impl);
+    if (st != QD_SUCCESS) return st;
+    std::shared_ptr<Context> owner = ctx.shared_from_this();
+    return adopt_object(ctx, Tag::Timeline,
+                        std::make_shared<Timeline>(owner, std::move(impl), initial), out);
+}
+
 qd_status load_module(Context &ctx, const void *image, uint64_t size, uint64_t *out) {
     std::shared_ptr<backend::Module> impl;
     qd_status st = ctx.impl().load_module(image, size, &impl);
@@ -173,6 +182,17 @@ qd_status destroy_event(uint64_t handle) {
     if (st == QD_SUCCESS)
         removed_child(*static_cast<Event &>(*removed).ctx, Tag::Event, handle, *removed);
     return st;
+}
+
+qd_status destroy_timeline(uint64_t handle) {
+    std::shared_ptr<Object> removed;
+    qd_status st = remove_child(handle, Tag::Timeline, &removed);
+    if (st != QD_SUCCESS) return st;
+    auto &timeline = static_cast<Timeline &>(*removed);
+    // In the child of a fork an inherited timeline is only forgotten (remove_child).
+    if (!timeline.ctx->forked()) timeline.impl->close();
+    removed_child(*timeline.ctx, Tag::Timeline, handle, timeline);
+    return QD_SUCCESS;
 }
 
 qd_status destroy_kernel(uint64_t handle) {

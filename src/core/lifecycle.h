@@ -21,6 +21,7 @@ class Graph;  // core/capture.h
 qd_status create_stream(Context &ctx, uint32_t flags, int32_t priority, uint64_t *out);
 qd_status import_stream(Context &ctx, uint64_t native, uint64_t *out);
 qd_status create_event(Context &ctx, bool timing, uint64_t *out);
+qd_status create_timeline(Context &ctx, uint64_t initial, uint64_t *out);
 qd_status load_module(Context &ctx, const void *image, uint64_t size, uint64_t *out);
 qd_status get_kernel(Module &module, const char *name, uint64_t *out);
 qd_status kernel_from_host_fn(Context &ctx, qd_host_kernel_fn fn, const char *name, uint64_t *out);
@@ -35,6 +36,8 @@ qd_status register_graph(Context &ctx, std::shared_ptr<Graph> graph, uint64_t *o
 // Destroying a stream refuses the default stream and leases (QD_ERROR_INVALID_OPERATION).
 qd_status destroy_stream(uint64_t handle);
 qd_status destroy_event(uint64_t handle);
+// Also closes the backend timeline (backend::Timeline::close).
+qd_status destroy_timeline(uint64_t handle);
 qd_status unload_module(uint64_t handle);
 qd_status destroy_kernel(uint64_t handle);
 qd_status destroy_graph(uint64_t handle);

@@ -1,4 +1,5 @@
-// What a context's observers hear of its objects: each stream, event, module, kernel and graph
+// What a context's observers hear of its objects: each stream, event, module, kernel, graph and
+// timeline
 // whose handle the API creates or destroys, and each block qd_mem_alloc_async or qd_host_alloc
 // makes and qd_mem_free_async or qd_host_free frees (OpObserver::object_event, core/submit.h).
 //
@@ -32,7 +33,16 @@
 namespace qd::core {
 
 struct ObjectEvent {
-    enum class Kind : uint8_t { Stream, Event, Module, Kernel, Graph, DeviceBlock, HostBlock };
+    enum class Kind : uint8_t {
+        Stream,
+        Event,
+        Module,
+        Kernel,
+        Graph,
+        DeviceBlock,
+        HostBlock,
+        Timeline,
+    };
     enum class Change : uint8_t { Created, Destroyed };
     Kind kind;
     Change change;
@@ -52,6 +62,7 @@ inline ObjectEvent::Kind object_kind(Tag tag) {
     case Tag::Module: return ObjectEvent::Kind::Module;
     case Tag::Kernel: return ObjectEvent::Kind::Kernel;
     case Tag::Graph: return ObjectEvent::Kind::Graph;
+    case Tag::Timeline: return ObjectEvent::Kind::Timeline;
     default: return ObjectEvent::Kind::Stream;
     }
 }

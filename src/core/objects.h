@@ -1,4 +1,4 @@
-// The children of a Context: Stream, Event, Module and Kernel, the objects a context's handles
+// The children of a Context: Stream, Event, Timeline, Module and Kernel, the objects a context's handles
 // name besides the context itself (core/context.h, which includes this header).
 //
 // Every child holds a reference to its Context, so a call racing with context destroy still
@@ -67,6 +67,33 @@ class Event : public Object, public std::enable_shared_from_this<Event> {
     // graph, not work of a stream)? Kept by the capture router (core/capture/capture.h).
     bool recorded_in_capture() const { return capture_record.load(std::memory_order_acquire); }
     std::atomic<bool> capture_record{false};  // written by the capture router only
+};
+
+// A timeline (qd.h, "Timelines"). The handle table and the calls that resolved it hold it;
+// the backend timeline also lives as long as the signals queued on it.
+class Timeline : public Object {
+  public:
+    static constexpr Tag kTag = Tag::Timeline;
+
+    Timeline(std::shared_ptr<Context> ctx, std::shared_ptr<backend::Timeline> impl,
+             uint64_t initial)
+        : ctx(std::move(ctx)), impl(std::move(impl)), initial(initial), signalled_(initial) {}
+
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<backend::Timeline> impl;
+    const uint64_t initial;  // the counter's first value (the validation mode's floor)
+
+    // A signal's value must be above every value signalled or queued before it (qd.h,
+    // "Values"): reserve() takes it, or fails with QD_ERROR_INVALID_ARGUMENT and the message;
+    // a call refused after that gives it back with unreserve(), so a refused call changes
+    // nothing (unless a larger value was reserved since, which refuses this one anyway).
+    qd_status reserve(uint64_t value, uint64_t *previous);
+    void unreserve(uint64_t value, uint64_t previous) {
+        signalled_.compare_exchange_strong(value, previous, std::memory_order_acq_rel);
+    }
+
+  private:
+    std::atomic<uint64_t> signalled_;  // the largest value signalled or queued
 };
 
 class Module : public Object {

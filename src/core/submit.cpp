@@ -41,6 +41,8 @@ qd_status dispatch(const Op &op) {
             return s.memcpy_peer(op.dst, op.dst_ctx->impl(), op.src, op.src_ctx->impl(), op.bytes);
         return s.memcpy(op.dst, op.src, op.bytes);
     case OpKind::Memset: return s.memset(op.dst, op.value, op.bytes);
+    case OpKind::Signal: return s.signal(*op.timeline->impl, op.timeline_value);
+    case OpKind::WaitValue: return s.wait_value(*op.timeline->impl, op.timeline_value);
     }
     return QD_ERROR_INTERNAL;
 }

@@ -44,7 +44,18 @@
 
 namespace qd::core {
 
-enum class OpKind : uint8_t { Launch, HostFn, Record, Wait, MemAlloc, MemFree, Memcpy, Memset };
+enum class OpKind : uint8_t {
+    Launch,
+    HostFn,
+    Record,
+    Wait,
+    MemAlloc,
+    MemFree,
+    Memcpy,
+    Memset,
+    Signal,     // qd_timeline_signal: `timeline` becomes `timeline_value` (since 0.3)
+    WaitValue,  // qd_timeline_wait: later work waits for `timeline` to reach `timeline_value`
+};
 
 // Why an operation was submitted.
 enum class OpOrigin : uint8_t {
@@ -84,6 +95,10 @@ struct Op {
     Context *dst_ctx = nullptr;
     Context *src_ctx = nullptr;
 
+    // Signal and WaitValue: the timeline and the value (qd.h, "Timelines").
+    Timeline *timeline = nullptr;
+    uint64_t timeline_value = 0;
+
     // HostFn: fn(user_data), or (qd_launch_host_status_fn) status_fn(stream handle, status,
     // user_data), which runs once whatever happens to the context, so the capture refuses it.
     qd_host_fn fn = nullptr;
@@ -122,12 +137,17 @@ struct HostEvent {
                               // qd_mem_alloc_async's, null for qd_host_alloc
         PoolExhausted,        // qd_stream_acquire, qd_stream_fork or qd_launch_parallel found
                               // too few free streams in the pool: bytes = the streams asked for
+        TimelineReached,      // qd_timeline_host_wait, or qd_timeline_query, found timeline's
+                              // counter at value or above (since 0.3)
+        TimelineSignalled,    // qd_timeline_host_signal: the host made timeline's counter value
     };
     Kind kind;
     const Stream *stream = nullptr;
     const backend::Event *event = nullptr;
     uint64_t address = 0;
     uint64_t bytes = 0;
+    const Timeline *timeline = nullptr;
+    uint64_t value = 0;
 };
 
 struct ObjectEvent;  // core/object_event.h
@@ -334,6 +354,19 @@ inline qd_status submit_memset(Stream &s, uint64_t dst, uint8_t value, uint64_t 
     QD_SUBMIT_OBSERVED_(
         s, (op_.kind = OpKind::Memset, op_.dst = dst, op_.value = value, op_.bytes = bytes))
     return s.impl->memset(dst, value, bytes);
+}
+
+// qd_timeline_signal and qd_timeline_wait (the core checked the value rule: core/timeline.h).
+inline qd_status submit_signal(Stream &s, Timeline &timeline, uint64_t value) {
+    QD_SUBMIT_OBSERVED_(
+        s, (op_.kind = OpKind::Signal, op_.timeline = &timeline, op_.timeline_value = value))
+    return s.impl->signal(*timeline.impl, value);
+}
+
+inline qd_status submit_wait_value(Stream &s, Timeline &timeline, uint64_t value) {
+    QD_SUBMIT_OBSERVED_(
+        s, (op_.kind = OpKind::WaitValue, op_.timeline = &timeline, op_.timeline_value = value))
+    return s.impl->wait_value(*timeline.impl, value);
 }
 
 #undef QD_SUBMIT_OBSERVED_

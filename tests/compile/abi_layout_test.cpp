@@ -68,7 +68,7 @@ TEST(AbiLayout, HostKernelInfo_SizeAndOffsetsArePinned) {
 }
 
 TEST(AbiLayout, ContextStats_SizeAndOffsetsArePinned) {
-    EXPECT_EQ(sizeof(qd_context_stats), 144u);
+    EXPECT_EQ(sizeof(qd_context_stats), 152u);
     EXPECT_EQ(offsetof(qd_context_stats, reserved), 4u);
     EXPECT_EQ(offsetof(qd_context_stats, live_streams), 8u);
     EXPECT_EQ(offsetof(qd_context_stats, live_events), 16u);
@@ -87,6 +87,7 @@ TEST(AbiLayout, ContextStats_SizeAndOffsetsArePinned) {
     EXPECT_EQ(offsetof(qd_context_stats, host_bytes_allocated), 120u);
     EXPECT_EQ(offsetof(qd_context_stats, live_graphs), 128u);       // since 0.2
     EXPECT_EQ(offsetof(qd_context_stats, hazards_reported), 136u);  // since 0.2
+    EXPECT_EQ(offsetof(qd_context_stats, live_timelines), 144u);    // since 0.3
 }
 
 TEST(AbiLayout, DeviceInfo_SizeAndOffsetsArePinned) {

@@ -23,6 +23,7 @@ enum HandleKind : int {
     kEvent,
     kModule,
     kKernel,
+    kTimeline,
     kGraph,
     kHandleKinds
 };
@@ -32,6 +33,7 @@ inline constexpr const char *kHandleKindNames[] = {
     "qd_event",
     "qd_module",
     "qd_kernel",
+    "qd_timeline",
     "qd_graph",
 };
 static_assert(kHandleKinds <= kMaxHandleKinds, "raise kMaxHandleKinds in fuzz_values.h");
@@ -285,6 +287,69 @@ inline constexpr qd_status kListed_qd_event_elapsed_ms[] = {
     QD_ERROR_WRONG_CONTEXT,
     QD_ERROR_TIMING_DISABLED,
     QD_ERROR_NOT_RECORDED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_timeline_create[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_timeline_destroy[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_timeline_signal[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_WRONG_CONTEXT,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+    QD_ERROR_HAZARD,
+};
+inline constexpr qd_status kListed_qd_timeline_wait[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_WRONG_CONTEXT,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+    QD_ERROR_HAZARD,
+};
+inline constexpr qd_status kListed_qd_timeline_host_signal[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_timeline_host_wait[] = {
+    QD_SUCCESS,
+    QD_NOT_READY,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_INVALID_OPERATION,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_INTERNAL,
+};
+inline constexpr qd_status kListed_qd_timeline_query[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
     QD_ERROR_DEVICE_LOST,
     QD_ERROR_FORKED,
     QD_ERROR_INTERNAL,
@@ -711,6 +776,13 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_stream_set_active", kListed_qd_stream_set_active, sizeof kListed_qd_stream_set_active / sizeof(qd_status)},
     {"qd_stream_synchronize", kListed_qd_stream_synchronize, sizeof kListed_qd_stream_synchronize / sizeof(qd_status)},
     {"qd_stream_wait_event", kListed_qd_stream_wait_event, sizeof kListed_qd_stream_wait_event / sizeof(qd_status)},
+    {"qd_timeline_create", kListed_qd_timeline_create, sizeof kListed_qd_timeline_create / sizeof(qd_status)},
+    {"qd_timeline_destroy", kListed_qd_timeline_destroy, sizeof kListed_qd_timeline_destroy / sizeof(qd_status)},
+    {"qd_timeline_host_signal", kListed_qd_timeline_host_signal, sizeof kListed_qd_timeline_host_signal / sizeof(qd_status)},
+    {"qd_timeline_host_wait", kListed_qd_timeline_host_wait, sizeof kListed_qd_timeline_host_wait / sizeof(qd_status)},
+    {"qd_timeline_query", kListed_qd_timeline_query, sizeof kListed_qd_timeline_query / sizeof(qd_status)},
+    {"qd_timeline_signal", kListed_qd_timeline_signal, sizeof kListed_qd_timeline_signal / sizeof(qd_status)},
+    {"qd_timeline_wait", kListed_qd_timeline_wait, sizeof kListed_qd_timeline_wait / sizeof(qd_status)},
     {"qd_trace_flush", kListed_qd_trace_flush, sizeof kListed_qd_trace_flush / sizeof(qd_status)},
     {"qd_trace_start", kListed_qd_trace_start, sizeof kListed_qd_trace_start / sizeof(qd_status)},
     {"qd_trace_stop", kListed_qd_trace_stop, sizeof kListed_qd_trace_stop / sizeof(qd_status)},
@@ -995,6 +1067,41 @@ inline qd_status qd_event_elapsed_ms__end([[maybe_unused]] const Values &v, uint
 inline qd_status qd_event_elapsed_ms__null_ms([[maybe_unused]] const Values &v, uint64_t h) {
     return qd_event_elapsed_ms(h, h, nullptr);
 }
+inline qd_status qd_timeline_create__ctx([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_timeline out_{};
+    return qd_timeline_create(h, v.value<uint64_t>(), &out_);
+}
+inline qd_status qd_timeline_create__null_out([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_create(h, v.value<uint64_t>(), nullptr);
+}
+inline qd_status qd_timeline_destroy__timeline([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_destroy(h);
+}
+inline qd_status qd_timeline_signal__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_signal(h, v.handle(kTimeline), v.value<uint64_t>());
+}
+inline qd_status qd_timeline_signal__timeline([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_signal(v.handle(kStream), h, v.value<uint64_t>());
+}
+inline qd_status qd_timeline_wait__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_wait(h, v.handle(kTimeline), v.value<uint64_t>());
+}
+inline qd_status qd_timeline_wait__timeline([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_wait(v.handle(kStream), h, v.value<uint64_t>());
+}
+inline qd_status qd_timeline_host_signal__timeline([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_host_signal(h, v.value<uint64_t>());
+}
+inline qd_status qd_timeline_host_wait__timeline([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_host_wait(h, v.value<uint64_t>(), v.value<uint64_t>());
+}
+inline qd_status qd_timeline_query__timeline([[maybe_unused]] const Values &v, uint64_t h) {
+    uint64_t value_{};
+    return qd_timeline_query(h, &value_);
+}
+inline qd_status qd_timeline_query__null_value([[maybe_unused]] const Values &v, uint64_t h) {
+    return qd_timeline_query(h, nullptr);
+}
 inline qd_status qd_module_load__ctx([[maybe_unused]] const Values &v, uint64_t h) {
     qd_module out_{};
     return qd_module_load(h, v.bytes(), v.bytes_size(), &out_);
@@ -1263,6 +1370,15 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_event_synchronize", "event", kEvent, 1, &gen::qd_event_synchronize__event},
     {"qd_event_elapsed_ms", "start", kEvent, 2, &gen::qd_event_elapsed_ms__start},
     {"qd_event_elapsed_ms", "end", kEvent, 2, &gen::qd_event_elapsed_ms__end},
+    {"qd_timeline_create", "ctx", kContext, 1, &gen::qd_timeline_create__ctx},
+    {"qd_timeline_destroy", "timeline", kTimeline, 1, &gen::qd_timeline_destroy__timeline},
+    {"qd_timeline_signal", "stream", kStream, 2, &gen::qd_timeline_signal__stream},
+    {"qd_timeline_signal", "timeline", kTimeline, 2, &gen::qd_timeline_signal__timeline},
+    {"qd_timeline_wait", "stream", kStream, 2, &gen::qd_timeline_wait__stream},
+    {"qd_timeline_wait", "timeline", kTimeline, 2, &gen::qd_timeline_wait__timeline},
+    {"qd_timeline_host_signal", "timeline", kTimeline, 1, &gen::qd_timeline_host_signal__timeline},
+    {"qd_timeline_host_wait", "timeline", kTimeline, 1, &gen::qd_timeline_host_wait__timeline},
+    {"qd_timeline_query", "timeline", kTimeline, 1, &gen::qd_timeline_query__timeline},
     {"qd_module_load", "ctx", kContext, 1, &gen::qd_module_load__ctx},
     {"qd_module_unload", "module", kModule, 1, &gen::qd_module_unload__module},
     {"qd_kernel_get", "module", kModule, 1, &gen::qd_kernel_get__module},
@@ -1341,6 +1457,8 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_stream_get_flags", "flags", &gen::qd_stream_get_flags__null_flags},
     {"qd_event_create", "out", &gen::qd_event_create__null_out},
     {"qd_event_elapsed_ms", "ms", &gen::qd_event_elapsed_ms__null_ms},
+    {"qd_timeline_create", "out", &gen::qd_timeline_create__null_out},
+    {"qd_timeline_query", "value", &gen::qd_timeline_query__null_value},
     {"qd_module_load", "image", &gen::qd_module_load__null_image},
     {"qd_module_load", "out", &gen::qd_module_load__null_out},
     {"qd_kernel_get", "name", &gen::qd_kernel_get__null_name},

@@ -26,6 +26,7 @@ using qd_fuzz::kGraph;
 using qd_fuzz::kKernel;
 using qd_fuzz::kModule;
 using qd_fuzz::kStream;
+using qd_fuzz::kTimeline;
 
 namespace {
 
@@ -76,6 +77,8 @@ class InvalidHandleFuzz : public ::testing::Test {
         };
         empty_graph(S, &GR);
         empty_graph(GS, &GGR);
+        ASSERT_QD_OK(qd_timeline_create(F, 0, &T));
+        ASSERT_QD_OK(qd_timeline_create(G, 0, &GT));
         // Destroyed objects of F, and objects of a destroyed context.
         qd_stream ds = 0;
         qd_event de = 0;
@@ -96,6 +99,10 @@ class InvalidHandleFuzz : public ::testing::Test {
         empty_graph(S, &dg);
         ASSERT_QD_OK(qd_graph_destroy(dg));
         dead[kGraph] = {dg};
+        qd_timeline dt = 0;
+        ASSERT_QD_OK(qd_timeline_create(F, 0, &dt));
+        ASSERT_QD_OK(qd_timeline_destroy(dt));
+        dead[kTimeline] = {dt};
         dead[kStream] = {ds, released};
         dead[kEvent] = {de};
         dead[kKernel] = {dk};
@@ -113,8 +120,11 @@ class InvalidHandleFuzz : public ::testing::Test {
         ASSERT_QD_OK(qd_module_load(X, path.data(), path.size(), &xm));
         qd_graph xg = 0;
         empty_graph(xs, &xg);
+        qd_timeline xt = 0;
+        ASSERT_QD_OK(qd_timeline_create(X, 0, &xt));
         ASSERT_QD_OK(qd_context_destroy(X));
         dead[kGraph].push_back(xg);
+        dead[kTimeline].push_back(xt);
         dead[kContext] = {X};
         dead[kStream].insert(dead[kStream].end(), {xs, xd});
         dead[kEvent].push_back(xe);
@@ -127,6 +137,7 @@ class InvalidHandleFuzz : public ::testing::Test {
         valid[kModule] = {M, GM};
         valid[kKernel] = {K, KM, GK};
         valid[kGraph] = {GR, GGR};
+        valid[kTimeline] = {T, GT};
         for (int k = 0; k < kHandleKinds; ++k) live[k].insert(valid[k].begin(), valid[k].end());
         baseline = get_stats(F);
         build_entries();
@@ -150,6 +161,7 @@ class InvalidHandleFuzz : public ::testing::Test {
         values.handles[kModule] = M;
         values.handles[kKernel] = K;
         values.handles[kGraph] = GR;
+        values.handles[kTimeline] = T;
         values.image = path.data();
         values.image_size = path.size();
         values.path = "/tmp/qd-forged-trace.json";
@@ -206,6 +218,7 @@ class InvalidHandleFuzz : public ::testing::Test {
     qd_module M = 0, GM = 0;
     qd_kernel K = 0, KM = 0, GK = 0;
     qd_graph GR = 0, GGR = 0;
+    qd_timeline T = 0, GT = 0;
     uint64_t A = 0;
     void *H = nullptr;
     std::string path;
@@ -273,6 +286,7 @@ TEST_F(InvalidHandleFuzz, EveryEntryPoint_ForgedHandles_ReturnAnErrorAndNeverCra
     EXPECT_EQ(now.live_allocations, baseline.live_allocations);
     EXPECT_EQ(now.host_bytes_allocated, baseline.host_bytes_allocated);
     EXPECT_EQ(now.live_graphs, baseline.live_graphs);
+    EXPECT_EQ(now.live_timelines, baseline.live_timelines);
     EXPECT_EQ(qd_fuzz::callback_calls.load(), 0u) << "a refused call ran its callback";
     qd_stream active = 0;
     EXPECT_QD_OK(qd_stream_get_active(F, &active));

@@ -52,3 +52,6 @@ static_assert(offsetof(gpu::DevSmResource, coscheduled_alignment) ==
               offsetof(CUdevSmResource, smCoscheduledAlignment));
 static_assert(abi::kDevResourceTypeSm == CU_DEV_RESOURCE_TYPE_SM);
 static_assert(abi::kGreenCtxDefaultStream == CU_GREEN_CTX_DEFAULT_STREAM);
+// Timelines (stream memory operations on a 64-bit word).
+static_assert(abi::kStreamWriteValueDefault == CU_STREAM_WRITE_VALUE_DEFAULT);
+static_assert(abi::kStreamWaitValueGeq == CU_STREAM_WAIT_VALUE_GEQ);

@@ -182,6 +182,12 @@ struct Driver {
     CUresult (*cuGreenCtxDestroy)(CUgreenCtx) = nullptr;
     CUresult (*cuGreenCtxStreamCreate)(CUstream *, CUgreenCtx, unsigned flags,
                                        int priority) = nullptr;
+    // Optional: a 64-bit word written and waited on in stream order, in pinned host memory
+    // (B14's anchor).
+    CUresult (*cuStreamWriteValue64)(CUstream, CUdeviceptr, uint64_t, unsigned) = nullptr;
+    CUresult (*cuStreamWaitValue64)(CUstream, CUdeviceptr, uint64_t, unsigned) = nullptr;
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned) = nullptr;
+    CUresult (*cuMemFreeHost)(void *) = nullptr;
 
     // Loads libcuda.so.1 and calls cuInit(0). False (error says why) when there is no driver.
     bool load() {
@@ -256,6 +262,10 @@ struct Driver {
         optional(cuGreenCtxCreate, "cuGreenCtxCreate");
         optional(cuGreenCtxDestroy, "cuGreenCtxDestroy");
         optional(cuGreenCtxStreamCreate, "cuGreenCtxStreamCreate");
+        optional(cuStreamWriteValue64, "cuStreamWriteValue64_v2");
+        optional(cuStreamWaitValue64, "cuStreamWaitValue64_v2");
+        optional(cuMemHostAlloc, "cuMemHostAlloc");
+        optional(cuMemFreeHost, "cuMemFreeHost");
         if (!ok) return false;
         CUresult r = cuInit(0);
         if (r != CUDA_SUCCESS) {

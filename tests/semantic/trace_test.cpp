@@ -166,6 +166,24 @@ TEST_P(TraceTest, StartStop_FileHoldsExactlyTheWindowsOperations_QueuedWorkInclu
     EXPECT_EQ(count(t, "operations recorded 4, dropped 0"), 1u);
 }
 
+TEST_P(TraceTest, TimelineSignalAndWait_AreOperationsOfTheWindow) {
+    qd_timeline t = 0;
+    const qd_status st = qd_timeline_create(ctx_, 0, &t);
+    if (st == QD_ERROR_NOT_SUPPORTED) GTEST_SKIP() << qd_last_error_message();
+    ASSERT_QD_OK(st);
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    ASSERT_QD_OK(qd_timeline_wait(stream_, t, 1));  // before its signal
+    ASSERT_QD_OK(memset_n(555));
+    ASSERT_QD_OK(qd_timeline_signal(default_stream_, t, 1));
+    ASSERT_QD_OK(qd_stream_synchronize(stream_));
+    EXPECT_QD_OK(qd_trace_stop(ctx_));
+    const std::string text = read_file(path_);
+    EXPECT_EQ(count(text, "\"cat\":\"timeline wait\""), 1u) << text;
+    EXPECT_EQ(count(text, "\"cat\":\"timeline signal\""), 1u);
+    EXPECT_EQ(memsets(text, 555), 1u);
+    EXPECT_QD_OK(qd_timeline_destroy(t));
+}
+
 TEST_P(TraceTest, Flush_WhileOn_WritesTheWindowSoFarAndTracingGoesOn) {
     ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
     ASSERT_QD_OK(memset_n(222));

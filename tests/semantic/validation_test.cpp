@@ -837,6 +837,100 @@ TEST_P(ValidationTest, EnvironmentVariable_TurnsValidationOn_AndUnknownValuesAre
     unsetenv("QD_VALIDATE");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Timelines (qd.h, "Timelines"): a signal and the wait it satisfies order their streams
+// ---------------------------------------------------------------------------------------------
+
+// A producer on a fills `in` and signals 1; a consumer on b waits for 1 and reads it; then a
+// refills `in` for the next round (the buffer is reused). Returns the timeline, or 0 when the
+// backend has none (the caller skips).
+qd_timeline produce_consume_reuse(TestKernels &k, qd_stream a, qd_stream b, uint64_t in,
+                                  uint64_t out, bool wait_before_reuse, qd_context ctx) {
+    qd_timeline tl = 0;
+    const qd_status st = qd_timeline_create(ctx, 0, &tl);
+    if (st == QD_ERROR_NOT_SUPPORTED) return 0;
+    EXPECT_QD_OK(st);
+    EXPECT_QD_OK(launch_write_value(a, k.write_value(), in, 7));
+    EXPECT_QD_OK(qd_timeline_signal(a, tl, 1));
+    EXPECT_QD_OK(qd_timeline_wait(b, tl, 1));
+    EXPECT_QD_OK(launch_add_value(b, k.add_value(), out, in, 1));
+    EXPECT_QD_OK(qd_timeline_signal(b, tl, 2));
+    if (wait_before_reuse) {
+        EXPECT_QD_OK(qd_timeline_wait(a, tl, 2));
+    } else {
+        // A real order for the program (and TSan), none for the model (RanFlags::ran).
+        Flag ran;
+        EXPECT_QD_OK(ran.enqueue(b));
+        EXPECT_TRUE(ran.wait());
+    }
+    EXPECT_QD_OK(launch_write_value(a, k.write_value(), in, 9));
+    return tl;
+}
+
+TEST_P(ValidationTest, Timeline_SignalThenWait_OrdersConsumerAndReuse_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_timeline tl = produce_consume_reuse(*kernels_, a, b, in, out, true, ctx_);
+    if (!tl) GTEST_SKIP() << "no timelines on " << backend_name(GetParam());
+    EXPECT_EQ(read_u32(b, out), 8u);
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    EXPECT_EQ(reported(), 0u);
+    EXPECT_QD_OK(qd_timeline_destroy(tl));
+}
+
+TEST_P(ValidationTest, Timeline_MissingWaitBeforeBufferReuse_ReportedOnce) {
+    QDT_RACES_ON_PURPOSE();
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_timeline tl = produce_consume_reuse(*kernels_, a, b, in, out, false, ctx_);
+    if (!tl) GTEST_SKIP() << "no timelines on " << backend_name(GetParam());
+    ASSERT_QD_OK(qd_stream_synchronize(a));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].kind, (uint32_t)QD_HAZARD_RACE);
+    EXPECT_TRUE(contains(s[0].operation, "qd_test_write_value")) << s[0].operation;
+    EXPECT_TRUE(contains(s[0].other_operation, "qd_test_add_value")) << s[0].other_operation;
+    EXPECT_EQ(s[0].stream, a);
+    EXPECT_EQ(s[0].other_stream, b);
+    EXPECT_EQ(s[0].allocation, in);
+    EXPECT_EQ(reported(), 1u);
+    EXPECT_QD_OK(qd_timeline_destroy(tl));
+}
+
+TEST_P(ValidationTest, Timeline_WaitQueuedBeforeItsSignal_OrdersTheConsumer_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_timeline tl = 0;
+    const qd_status st = qd_timeline_create(ctx_, 0, &tl);
+    if (st == QD_ERROR_NOT_SUPPORTED) GTEST_SKIP() << "no timelines";
+    ASSERT_QD_OK(st);
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 7));
+    ASSERT_QD_OK(qd_timeline_wait(b, tl, 1));  // before the signal
+    ASSERT_QD_OK(qd_timeline_signal(a, tl, 1));
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    EXPECT_EQ(read_u32(b, out), 8u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    EXPECT_QD_OK(qd_timeline_destroy(tl));
+}
+
+TEST_P(ValidationTest, Timeline_HostWait_OrdersTheHostsNextWork_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_timeline tl = 0;
+    const qd_status st = qd_timeline_create(ctx_, 0, &tl);
+    if (st == QD_ERROR_NOT_SUPPORTED) GTEST_SKIP() << "no timelines";
+    ASSERT_QD_OK(st);
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 7));
+    ASSERT_QD_OK(qd_timeline_signal(a, tl, 1));
+    ASSERT_QD_OK(qd_timeline_host_wait(tl, 1, UINT64_MAX));
+    // Work queued after the host's wait is ordered after what it waited for.
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, in, 1));
+    EXPECT_EQ(read_u32(b, out), 8u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+    EXPECT_QD_OK(qd_timeline_destroy(tl));
+}
+
 QDT_INSTANTIATE_BACKENDS(ValidationTest);
 
 }  // namespace

@@ -45,6 +45,8 @@ void Fake::reset() {
     graph_uploads = 0;
     hold_host_fns = false;
     held_host_fns.clear();
+    value_writes.clear();
+    value_waits.clear();
     streams.clear();
     events.clear();
     modules.clear();
@@ -566,6 +568,23 @@ Result f_memcpy_peer_async(gpu::DevicePtr dst, gpu::NativeContext dst_ctx, gpu::
                 reinterpret_cast<const void *>(static_cast<uintptr_t>(src)), bytes);
     return kOk;
 }
+Result f_stream_write_value64(gpu::NativeStream s, gpu::DevicePtr address, uint64_t value,
+                              unsigned flags) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.host_blocks.count(reinterpret_cast<void *>(address))) return kInvalidValue;
+    __atomic_store_n(reinterpret_cast<uint64_t *>(address), value, __ATOMIC_SEQ_CST);
+    g_fake.value_writes.push_back({fs(s), address, value, flags});
+    return kOk;
+}
+Result f_stream_wait_value64(gpu::NativeStream s, gpu::DevicePtr address, uint64_t value,
+                             unsigned flags) {
+    INJECT();
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (!g_fake.host_blocks.count(reinterpret_cast<void *>(address))) return kInvalidValue;
+    g_fake.value_waits.push_back({fs(s), address, value, flags});
+    return kOk;
+}
 Result f_host_alloc(void **p, size_t bytes, unsigned) {
     INJECT();
     *p = malloc(bytes);
@@ -766,6 +785,9 @@ gpu::DriverTable fake_table() {
     t.rebind_requires = "CUDA 11.3 (driver 465) or newer";
     t.graph_upload = f_graph_upload;
     t.upload_requires = "CUDA 11.1 (driver 455) or newer";
+    t.stream_write_value64 = f_stream_write_value64;
+    t.stream_wait_value64 = f_stream_wait_value64;
+    t.timeline_requires = "CUDA 11.7 (driver 515) or newer (cuStreamWriteValue64_v2)";
     t.capture_mode = 2;
     t.device_can_access_peer = f_device_can_access_peer;
     t.ctx_enable_peer_access = f_ctx_enable_peer_access;

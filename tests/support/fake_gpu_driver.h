@@ -29,6 +29,9 @@
 //   green context retains the primary context (as the real one does) and converts to a context
 //   of its own; `partition_calls` lists the partition calls made, in order ("split 16",
 //   "desc 16", "green_create 16", "from_green", "green_stream", "green_destroy 16").
+// - Timelines: stream_write_value64 stores the value into the word (pinned host memory) at
+//   enqueue and is recorded (value_writes); stream_wait_value64 is recorded (value_waits) and
+//   orders nothing.
 // - Fault injection: the Nth counted call fails with fail_code (fail_at = N); `sticky` makes
 //   every counted call fail.
 //
@@ -142,6 +145,15 @@ struct Fake {
     int graph_launches = 0;
     int graph_uploads = 0;  // graph_upload calls on a known executable
     // Host functions are held (queued, not run) until run_held_host_fns(): "in flight".
+    // Timelines: every stream_write_value64 (which stores the value into the word, a host
+    // block) and stream_wait_value64 (which orders nothing), in order.
+    struct ValueOp {
+        FakeStream *stream;
+        uint64_t address;
+        uint64_t value;
+        unsigned flags;
+    };
+    std::vector<ValueOp> value_writes, value_waits;
     bool hold_host_fns = false;
     std::vector<std::pair<gpu::HostFn, void *>> held_host_fns;
 

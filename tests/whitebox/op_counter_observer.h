@@ -28,8 +28,8 @@ class OpCounterObserver final : public OpObserver {
     // Read at each context's creation: attach a counter to it.
     static inline std::atomic<bool> enabled{false};
 
-    static constexpr size_t kOpKinds = size_t(OpKind::Memset) + 1;
-    static constexpr size_t kObjectKinds = size_t(ObjectEvent::Kind::HostBlock) + 1;
+    static constexpr size_t kOpKinds = size_t(OpKind::WaitValue) + 1;
+    static constexpr size_t kObjectKinds = size_t(ObjectEvent::Kind::Timeline) + 1;
 
     // Every operation the context's streams were given, whatever the backend then said.
     qd_status before(const Op &op, bool *) override {

@@ -128,6 +128,29 @@ TEST_F(SubmitTest, HostStatusFn_PassesThroughTheObserverOnceAsAHostFn_ARefusalQu
     EXPECT_EQ(g_runs.load(), 1) << "a refused call's fn was called";
 }
 
+// qd_timeline_signal and qd_timeline_wait are one operation each through the chokepoint, and a
+// refusal there queues nothing and gives the signal's value back (a later signal of the same
+// value is accepted).
+TEST_F(SubmitTest, TimelineSignalAndWait_PassThroughTheObserverOnce_ARefusalQueuesNothing) {
+    qd_timeline tl = 0;
+    ASSERT_EQ(qd_timeline_create(ctx_, 0, &tl), QD_SUCCESS);
+    ASSERT_EQ(qd_timeline_signal(s_, tl, 1), QD_SUCCESS);
+    ASSERT_EQ(qd_timeline_wait(s_, tl, 1), QD_SUCCESS);
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    ASSERT_EQ(kinds(), (std::vector<OpKind>{OpKind::Signal, OpKind::WaitValue}));
+    rec_.refuse = QD_ERROR_HAZARD;
+    EXPECT_EQ(qd_timeline_signal(s_, tl, 2), QD_ERROR_HAZARD);
+    EXPECT_EQ(qd_timeline_wait(s_, tl, 5), QD_ERROR_HAZARD);
+    rec_.refuse = QD_SUCCESS;
+    EXPECT_EQ(qd_stream_query(s_), QD_SUCCESS) << "a refused wait was queued";
+    uint64_t v = 0;
+    ASSERT_EQ(qd_timeline_query(tl, &v), QD_SUCCESS);
+    EXPECT_EQ(v, 1u) << "a refused signal was queued";
+    EXPECT_EQ(qd_timeline_signal(s_, tl, 2), QD_SUCCESS) << "the refused value was kept";
+    ASSERT_EQ(qd_stream_synchronize(s_), QD_SUCCESS);
+    EXPECT_EQ(qd_timeline_destroy(tl), QD_SUCCESS);
+}
+
 TEST_F(SubmitTest, EveryApiOperation_PassesThroughTheObserverOnce_WithItsRecord) {
     qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
     uint64_t v = 7;

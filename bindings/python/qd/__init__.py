@@ -45,6 +45,7 @@ from ._memory import (
 )
 from ._stream import Event, Stream, StreamKind
 from ._graph import Graph
+from ._timeline import Timeline
 from ._trace import trace
 
 trace.__module__ = __name__  # shown as qd.trace
@@ -125,7 +126,7 @@ def status_name(status: int) -> str:
 
 for _name in ("Backend", "Context", "ContextStatistics", "DeviceArray", "DeviceBuffer", "DeviceProperties",
               "Event", "Graph", "HostBuffer", "Kernel", "Launcher", "Module", "Stream", "StreamKind",
-              "Task", "QdError", "Status", "LibraryNotFoundError", "HostKernelInfo"):
+              "Task", "Timeline", "QdError", "Status", "LibraryNotFoundError", "HostKernelInfo"):
     globals()[_name].__module__ = __name__  # shown (and pickled) as qd.X
 for _cls in list(globals().values()):
     if isinstance(_cls, type) and issubclass(_cls, (QdError, CallbackError, HazardWarning)):
@@ -143,7 +144,7 @@ __all__ = [
     "Kernel", "LaunchFailedError", "Launcher", "LibraryNotFoundError", "Module",
     "NotFoundError", "NotReadyError", "NotRecordedError", "NotSupportedError",
     "ObjectClosedError", "OutOfMemoryError", "PoolExhaustedError", "QdError",
-    "QdOverflowError", "Status", "Stream", "StreamKind", "Task", "TimingDisabledError",
+    "QdOverflowError", "Status", "Stream", "StreamKind", "Task", "Timeline", "TimingDisabledError",
     "WrongContextError", "alloc", "backend_name", "device_count", "device_properties", "free", "kernel_arg",
     "launch_host_fn", "launch_parallel", "lib", "library_path", "memcpy", "memcpy_peer", "memset",
     "status_name", "trace", "version",

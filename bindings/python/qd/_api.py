@@ -217,6 +217,7 @@ class ContextStats(_Described):
         ("host_bytes_allocated", c_uint64),
         ("live_graphs", c_uint64),
         ("hazards_reported", c_uint64),
+        ("live_timelines", c_uint64),
     ]
 
 
@@ -370,6 +371,7 @@ FIELD_TYPES: Dict[str, Dict[str, str]] = {
         "host_bytes_allocated": "uint64_t",
         "live_graphs": "uint64_t",
         "hazards_reported": "uint64_t",
+        "live_timelines": "uint64_t",
     },
     "qd_device_info": {
         "struct_size": "uint32_t",
@@ -413,6 +415,7 @@ HANDLES: Tuple[str, ...] = (
     "qd_event",
     "qd_module",
     "qd_kernel",
+    "qd_timeline",
     "qd_graph",
 )
 
@@ -462,6 +465,14 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_event_query": (c_int32, [c_uint64]),
     "qd_event_synchronize": (c_int32, [c_uint64]),
     "qd_event_elapsed_ms": (c_int32, [c_uint64, c_uint64, POINTER(c_float)]),
+    # Timelines (since 0.3)
+    "qd_timeline_create": (c_int32, [c_uint64, c_uint64, POINTER(c_uint64)]),
+    "qd_timeline_destroy": (c_int32, [c_uint64]),
+    "qd_timeline_signal": (c_int32, [c_uint64, c_uint64, c_uint64]),
+    "qd_timeline_wait": (c_int32, [c_uint64, c_uint64, c_uint64]),
+    "qd_timeline_host_signal": (c_int32, [c_uint64, c_uint64]),
+    "qd_timeline_host_wait": (c_int32, [c_uint64, c_uint64, c_uint64]),
+    "qd_timeline_query": (c_int32, [c_uint64, POINTER(c_uint64)]),
     # Modules and kernels
     "qd_module_load": (c_int32, [c_uint64, c_void_p, c_uint64, POINTER(c_uint64)]),
     "qd_module_unload": (c_int32, [c_uint64]),
@@ -985,6 +996,100 @@ SIGNATURES: Dict[str, Signature] = {
         ),
         "0.1",
         "Events",
+    ),
+    "qd_timeline_create": Signature(
+        "qd_status",
+        (
+            Param("ctx", "qd_context", "handle", of="qd_context", handle=True),
+            Param("initial_value", "uint64_t", "value", of="uint64_t"),
+            Param("out", "qd_timeline *", "out", of="qd_timeline", handle=True),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_DEVICE_LOST",
+            "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Timelines",
+    ),
+    "qd_timeline_destroy": Signature(
+        "qd_status",
+        (
+            Param("timeline", "qd_timeline", "handle", of="qd_timeline", handle=True),
+        ),
+        ("QD_SUCCESS", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_INTERNAL"),
+        "0.3",
+        "Timelines",
+    ),
+    "qd_timeline_signal": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("timeline", "qd_timeline", "handle", of="qd_timeline", handle=True),
+            Param("value", "uint64_t", "value", of="uint64_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_WRONG_CONTEXT", "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_INTERNAL", "QD_ERROR_HAZARD",
+        ),
+        "0.3",
+        "Timelines",
+    ),
+    "qd_timeline_wait": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("timeline", "qd_timeline", "handle", of="qd_timeline", handle=True),
+            Param("value", "uint64_t", "value", of="uint64_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_WRONG_CONTEXT",
+            "QD_ERROR_INVALID_OPERATION", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_DEVICE_LOST",
+            "QD_ERROR_FORKED", "QD_ERROR_INTERNAL", "QD_ERROR_HAZARD",
+        ),
+        "0.3",
+        "Timelines",
+    ),
+    "qd_timeline_host_signal": Signature(
+        "qd_status",
+        (
+            Param("timeline", "qd_timeline", "handle", of="qd_timeline", handle=True),
+            Param("value", "uint64_t", "value", of="uint64_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Timelines",
+    ),
+    "qd_timeline_host_wait": Signature(
+        "qd_status",
+        (
+            Param("timeline", "qd_timeline", "handle", of="qd_timeline", handle=True),
+            Param("value", "uint64_t", "value", of="uint64_t"),
+            Param("timeout_ns", "uint64_t", "value", of="uint64_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_NOT_READY", "QD_ERROR_INVALID_HANDLE", "QD_ERROR_INVALID_OPERATION",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Timelines",
+    ),
+    "qd_timeline_query": Signature(
+        "qd_status",
+        (
+            Param("timeline", "qd_timeline", "handle", of="qd_timeline", handle=True),
+            Param("value", "uint64_t *", "out", of="uint64_t"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED", "QD_ERROR_INTERNAL",
+        ),
+        "0.3",
+        "Timelines",
     ),
     "qd_module_load": Signature(
         "qd_status",
@@ -1513,6 +1618,7 @@ typedef uint64_t qd_stream;
 typedef uint64_t qd_event;
 typedef uint64_t qd_module;
 typedef uint64_t qd_kernel;
+typedef uint64_t qd_timeline;
 typedef uint64_t qd_graph;
 typedef int32_t qd_status;
 enum qd_status_code {
@@ -1647,6 +1753,7 @@ struct qd_context_stats {
     uint64_t host_bytes_allocated;
     uint64_t live_graphs;
     uint64_t hazards_reported;
+    uint64_t live_timelines;
 };
 struct qd_device_info {
     uint32_t struct_size;
@@ -1717,6 +1824,13 @@ qd_status qd_event_record(qd_stream stream, qd_event event);
 qd_status qd_event_query(qd_event event);
 qd_status qd_event_synchronize(qd_event event);
 qd_status qd_event_elapsed_ms(qd_event start, qd_event end, float *ms);
+qd_status qd_timeline_create(qd_context ctx, uint64_t initial_value, qd_timeline *out);
+qd_status qd_timeline_destroy(qd_timeline timeline);
+qd_status qd_timeline_signal(qd_stream stream, qd_timeline timeline, uint64_t value);
+qd_status qd_timeline_wait(qd_stream stream, qd_timeline timeline, uint64_t value);
+qd_status qd_timeline_host_signal(qd_timeline timeline, uint64_t value);
+qd_status qd_timeline_host_wait(qd_timeline timeline, uint64_t value, uint64_t timeout_ns);
+qd_status qd_timeline_query(qd_timeline timeline, uint64_t *value);
 qd_status qd_module_load(qd_context ctx, const void *image, uint64_t size, qd_module *out);
 qd_status qd_module_unload(qd_module module);
 qd_status qd_kernel_get(qd_module module, const char *name, qd_kernel *out);

@@ -133,6 +133,7 @@ class ContextStatistics:
     host_bytes_allocated: int
     live_graphs: int = 0  # since 0.2
     hazards_reported: int = 0  # since 0.2: reports of the validation mode
+    live_timelines: int = 0  # since 0.3: Context.create_timeline, not yet closed
 
 
 #: qd_context_flags (qd.h): Context(validate=True) and validate="raise".
@@ -597,6 +598,19 @@ class Context(_NoCopy):
         ev._timing = bool(timing)
         ev._pooled = None
         return ev
+
+    def create_timeline(self, initial: int = 0) -> "Timeline":
+        """Create a timeline (``qd_timeline_create``): a 64-bit counter starting at
+        ``initial`` that streams (``Stream.signal``, ``Stream.wait``) and the host
+        (``Timeline.signal``, ``Timeline.wait``) signal and wait on."""
+        from ._timeline import _new_timeline, _value
+
+        self._check_open()
+        out = c_uint64()
+        status = _C.qd_timeline_create(self._h, _value(initial), _ref(out))
+        if status:
+            raise _err(status, self)
+        return _new_timeline(self, out.value)
 
     # -- active stream ----------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from ._callbacks import _check_callback_errors
 
 if TYPE_CHECKING:
     from ._context import Context
+    from ._timeline import Timeline
 
 # qd._speedups (see _lib.SPEEDUPS): a lease's release without a foreign call; Stream.record, and
 # the fields and finalizer of the Event it makes (EventBase), in C.
@@ -373,12 +374,15 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
         """Same as ``query()``."""
         return self.query()
 
-    def wait(self, event: Union["Event", "Stream"]) -> None:
+    def wait(self, event: Union["Event", "Stream", "Timeline"],
+             value: Optional[int] = None) -> None:
         """Make later work on this stream wait, without blocking the host:
 
         - for an Event: for its most recent record (``qd_stream_wait_event``);
         - for a Stream: for all work queued on that stream so far (PyTorch's ``wait_stream``):
-          a pooled event of that stream's context is recorded on it and waited for.
+          a pooled event of that stream's context is recorded on it and waited for;
+        - for a Timeline and a value: until the timeline's counter reaches ``value``
+          (``qd_timeline_wait``; the signal may be queued later).
 
         The event or stream may belong to another context of the same backend (another GPU:
         qd orders work across devices this way, without a host synchronization).
@@ -388,6 +392,13 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
         """
         if not self._h or not self._ctx._h:
             raise self._closed_error()
+        if value is not None or type(event).__name__ == "Timeline":
+            from ._timeline import Timeline, _stream_wait
+
+            if not isinstance(event, Timeline) or value is None:
+                raise HandleTypeError("wait(timeline, value) takes a qd.Timeline and an int")
+            _stream_wait(self, event, value)
+            return
         if isinstance(event, Stream):
             self._wait_stream(event)
             return
@@ -415,6 +426,16 @@ class Stream(*_STREAM_BASES):  # type: ignore[misc]
         pool.append(ev)
         if status:
             raise _err(status, ctx)
+
+    def signal(self, timeline: "Timeline", value: int) -> None:
+        """Signal ``timeline`` once the work queued on this stream so far has completed
+        (``qd_timeline_signal``): its counter becomes ``value``, which must be above every
+        value signalled or queued on it before (else InvalidArgumentError, nothing queued)."""
+        if not self._h or not self._ctx._h:
+            raise self._closed_error()
+        from ._timeline import _stream_signal
+
+        _stream_signal(self, timeline, value)
 
     def record(self, *, timing: bool = False) -> "Event":
         """A new Event recorded on this stream (``qd_event_record``): it completes when all

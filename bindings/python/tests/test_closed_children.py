@@ -87,7 +87,7 @@ def live(target: SimpleNamespace) -> Iterator[SimpleNamespace]:
         kernel.launch(0, stream=s)
     ns = SimpleNamespace(ctx=ctx, stream=s, event=ctx.create_event(), kernel=kernel,
                          timing=ctx.create_event(timing=True), graph=graph,
-                         lease=ctx.acquire_stream())
+                         lease=ctx.acquire_stream(), timeline=ctx.create_timeline())
     yield ns
     ctx.close()
 
@@ -100,6 +100,7 @@ def _arguments(live: SimpleNamespace) -> Dict[str, Any]:
         "node": 0, "kind": qd.CONDITIONAL_IF, "condition": 0, "num_cases": 0,
         "timing": False, "refresh": False, "dtype": "uint8", "shape": None,
         "path": "/nonexistent/qd-closed-children.dot",  # never written: refused before C
+        "timeline": live.timeline, "value": 1,
     }
 
 
@@ -144,7 +145,7 @@ def _children(ctx: qd.Context, target: SimpleNamespace) -> Dict[str, Any]:
         "default stream": ctx.default_stream, "event": ctx.create_event(),
         "timing event": ctx.create_event(timing=True), "record event": owned.record(),
         "timing record event": owned.record(timing=True), "module": module, "kernel": kernel,
-        "graph": graph, "launcher": launcher,
+        "graph": graph, "launcher": launcher, "timeline": ctx.create_timeline(),
     }
     if target.backend == "cpu":
         objects["host-function kernel"] = qd.Kernel.from_host_fn(ctx, lambda info, args: None)

@@ -142,6 +142,7 @@ MAKERS: Dict[str, Tuple[Callable[[World], int], str]] = {
     "qd_kernel": (lambda w: _new("qd_kernel_get", w.live["qd_module"][0], b"noop"),
                   "qd_kernel_destroy"),
     "qd_graph": (_make_graph, "qd_graph_destroy"),
+    "qd_timeline": (lambda w: _new("qd_timeline_create", w.ctx, 0), "qd_timeline_destroy"),
 }
 
 

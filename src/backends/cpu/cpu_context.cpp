@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_event.h"
 #include "backends/cpu/cpu_module.h"
 #include "backends/cpu/cpu_stream.h"
+#include "backends/cpu/cpu_timeline.h"
 #include "backends/cpu/host_memory.h"
 #include "backends/cpu/task.h"
 #include "backends/cpu/worker_affinity.h"
@@ -53,6 +54,10 @@ qd_status CpuContext::start(uint32_t threads, const std::vector<int> &cpus,
     context->threads_ = threads;
     try {
         context->scheduler_ = Scheduler::start(threads, &context->lost_state(), cpus);
+        // A loss releases every timeline wait (qd.h, "Timelines": never a hang).
+        context->lost_state().on_lost(
+            [](void *scheduler) { static_cast<Scheduler *>(scheduler)->release_timelines(); },
+            context->scheduler_.get());
     } catch (const std::system_error &e) {
         return fail(QD_ERROR_OUT_OF_MEMORY, "cannot start %u CPU worker threads: %s", threads,
                     e.what());
@@ -79,6 +84,13 @@ qd_status CpuContext::create_stream(uint32_t, int32_t priority, std::shared_ptr<
 
 qd_status CpuContext::create_event(bool timing, std::shared_ptr<Event> *out) {
     *out = std::make_shared<CpuEvent>(timing);
+    return QD_SUCCESS;
+}
+
+qd_status CpuContext::create_timeline(uint64_t initial, std::shared_ptr<Timeline> *out) {
+    std::shared_ptr<CpuTimeline> timeline = CpuTimeline::create(scheduler_, &lost_state(), initial);
+    if (!timeline) return fail_destroyed();  // the context's shutdown began
+    *out = std::move(timeline);
     return QD_SUCCESS;
 }
 

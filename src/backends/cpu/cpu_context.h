@@ -25,6 +25,7 @@ class CpuContext final : public Context {
     qd_status create_stream(uint32_t flags, int32_t priority,
                             std::shared_ptr<Stream> *out) override;
     qd_status create_event(bool timing, std::shared_ptr<Event> *out) override;
+    qd_status create_timeline(uint64_t initial, std::shared_ptr<Timeline> *out) override;
     qd_status load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) override;
     qd_status kernel_from_host_fn(qd_host_kernel_fn fn, const char *name,
                                   std::shared_ptr<Kernel> *out) override;

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_event.h"
 #include "backends/cpu/cpu_module.h"
+#include "backends/cpu/cpu_timeline.h"
 #include "backends/cpu/host_memory.h"
 #include "backends/cpu/marker.h"
 #include "backends/cpu/spin.h"
@@ -116,7 +117,40 @@ qd_status CpuStream::record(Event &event) {
 }
 
 qd_status CpuStream::wait(Event &event) {
-    std::shared_ptr<Marker> marker = static_cast<CpuEvent &>(event).latest();
+    return wait_marker(static_cast<CpuEvent &>(event).latest());
+}
+
+qd_status CpuStream::signal(Timeline &timeline, uint64_t value) {
+    auto &cpu_timeline = static_cast<CpuTimeline &>(timeline);
+    std::shared_ptr<void> ref = cpu_timeline.shared_from_this();
+    StreamList woken;
+    {
+        std::lock_guard<SpinLock> lock(lock_);
+        if (scheduler_->stopping()) return fail_destroyed();
+        cpu_timeline.queued(value);
+        if (completed_.load(std::memory_order_relaxed) !=
+            enqueued_.load(std::memory_order_relaxed)) {
+            // Work is pending, so the stream is already scheduled: no hand-over needed.
+            Task *task = new (queue_.push_back(sizeof(Task)))
+                Task(TaskKind::kSignal, sizeof(Task), std::move(ref));
+            task->u.value = value;
+            enqueued_.store(enqueued_.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_release);
+            return QD_SUCCESS;
+        }
+    }
+    // Nothing queued or running: everything before the signal is done, so it happens now (as
+    // a record on an idle stream completes at once), outside the stream's lock.
+    cpu_timeline.reach(value, woken);
+    scheduler_->make_ready(woken);
+    return QD_SUCCESS;
+}
+
+qd_status CpuStream::wait_value(Timeline &timeline, uint64_t value) {
+    return wait_marker(static_cast<CpuTimeline &>(timeline).marker_for(value));
+}
+
+qd_status CpuStream::wait_marker(std::shared_ptr<Marker> marker) {
     std::unique_lock<SpinLock> lock(lock_);
     if (scheduler_->stopping()) return fail_destroyed();
     if (!marker || marker->complete()) return QD_SUCCESS;  // nothing to wait for
@@ -247,6 +281,20 @@ CpuStream::RunResult CpuStream::run(const std::shared_ptr<CpuStream> &self,
             task->~Task();
             queue_.pop_front(bytes);
             wake_hosts = count_completion_locked();
+        } else if (task->kind == TaskKind::kSignal) {
+            // As a record: the counter rises and the signal counts as done in one hold of the
+            // stream's lock, and the streams it releases go to this worker's woken list.
+            std::shared_ptr<void> timeline = std::move(task->ref);
+            const bool hosts_wait =
+                static_cast<CpuTimeline *>(timeline.get())->raise(task->u.value, worker.woken);
+            task->~Task();
+            queue_.pop_front(bytes);
+            wake_hosts = count_completion_locked();
+            lock.unlock();  // host waiters are woken under a mutex, and the last reference to
+                            // the timeline is dropped, never under the spin lock
+            if (hosts_wait) static_cast<CpuTimeline *>(timeline.get())->wake_host_waiters();
+            timeline.reset();
+            lock.lock();
         } else if (task->kind == TaskKind::kRecord) {
             // The event completes and the record counts as done in one hold of the stream's
             // lock (query() takes it before saying "not ready"), so a stream whose last event
@@ -307,6 +355,8 @@ void CpuStream::abandon_all(StreamList &woken) noexcept {
         // a kernel may dlclose its module, and nothing blocks under a spin lock.
         std::shared_ptr<void> ref;
         bool is_record;
+        bool is_signal;
+        uint64_t signal_value = 0;
         qd_host_status_fn status_fn = nullptr;  // called below, outside the lock
         void *status_data = nullptr;
         uint64_t status_handle = 0;
@@ -321,17 +371,22 @@ void CpuStream::abandon_all(StreamList &woken) noexcept {
             }
             const uint32_t bytes = task->record_bytes;
             is_record = task->kind == TaskKind::kRecord;
+            is_signal = task->kind == TaskKind::kSignal;
+            signal_value = task->u.value;
             if (task->kind == TaskKind::kHostStatusFn) {
                 status_fn = task->u.status.fn;
                 status_data = task->u.status.user_data;
                 status_handle = task->u.status.handle;
             }
-            if (!is_record) abandon(*task, woken);
+            if (!is_record && !is_signal) abandon(*task, woken);
             ref = std::move(task->ref);
             task->~Task();
             queue_.pop_front(bytes);
         }
         if (is_record) static_cast<Marker *>(ref.get())->complete(Marker::Clock::now(), woken);
+        // A signal reaches its value, so the waits on it drain (never under the lock: it may
+        // wake host waiters under the timeline's mutex).
+        if (is_signal) static_cast<CpuTimeline *>(ref.get())->reach(signal_value, woken);
         // The context shut down before its turn (qd_launch_host_status_fn).
         if (status_fn) status_fn(status_handle, QD_ERROR_INVALID_HANDLE, status_data);
     }

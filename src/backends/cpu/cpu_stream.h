@@ -16,6 +16,8 @@
 
 namespace qd::backend::cpu {
 
+class Marker;
+
 class CpuStream final : public Stream, public std::enable_shared_from_this<CpuStream> {
   public:
     // A new stream, registered with the scheduler, or nullptr once the scheduler is stopping.
@@ -31,6 +33,8 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
                      uint32_t num_args) override;
     qd_status record(Event &event) override;
     qd_status wait(Event &event) override;
+    qd_status signal(Timeline &timeline, uint64_t value) override;
+    qd_status wait_value(Timeline &timeline, uint64_t value) override;
     qd_status synchronize() override;
     qd_status query() override;
     qd_status get_native_handle(uint64_t *out) const override;
@@ -69,6 +73,9 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
 
     template <class Build>
     qd_status enqueue(uint32_t bytes, Build &&build);
+    // Queues a wait for `marker` (an event's record or a timeline's value); null: nothing to
+    // wait for.
+    qd_status wait_marker(std::shared_ptr<Marker> marker);
     // Counts one finished task (lock_ held); true if a host waiter must be woken, which the
     // caller does with wake_host_waiters() after releasing lock_.
     bool count_completion_locked() noexcept;

@@ -4,8 +4,10 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <new>
 
 #include "backends/cpu/cpu_stream.h"
+#include "backends/cpu/cpu_timeline.h"
 #include "backends/cpu/host_memory.h"
 #include "backends/cpu/spin.h"
 #include "backends/cpu/task.h"
@@ -223,13 +225,30 @@ void WorkerState::FreeDeleter::operator()(void *p) const noexcept { std::free(p)
 
 std::vector<std::shared_ptr<CpuStream>> Scheduler::live_streams() { return streams_.snapshot(); }
 
+void Scheduler::release_timelines() noexcept {
+    StreamList woken;
+    try {
+        for (const std::shared_ptr<CpuTimeline> &timeline : timelines_.snapshot())
+            timeline->release_all(woken);
+    } catch (const std::bad_alloc &) {
+        // The snapshot could not be made: the timelines release their waits when they go.
+    }
+    make_ready(woken);
+}
+
 void Scheduler::shutdown() {
     hot_.stopping.store(true, std::memory_order_seq_cst);
     // Every registration now either precedes this (and the snapshots below see the stream)
     // or is refused.
     streams_.close();
+    // Timelines take no new waits, and a queued wait that no signal queued so far reaches is
+    // released (cpu_timeline.h): the core closed them already before its drain; this covers a
+    // context shut down without it.
+    timelines_.close();
+    for (const std::shared_ptr<CpuTimeline> &timeline : timelines_.snapshot()) timeline->close();
     // Drain: what was accepted before the stop runs to completion. Nothing new is accepted,
-    // and every wait refers to a record queued before it, so this ends once the tasks do.
+    // and every wait refers to a record or a signal queued before it, so this ends once the
+    // tasks do.
     // A worker cannot wait for the streams it would have to run itself.
     if (!in_callback_of(this)) {
         for (const std::shared_ptr<CpuStream> &stream : live_streams()) stream->drain();

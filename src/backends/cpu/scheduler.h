@@ -24,6 +24,7 @@
 namespace qd::backend::cpu {
 
 class CpuStream;
+class CpuTimeline;
 class Scheduler;
 
 // Streams have three priority levels: 0 (least urgent, the default), -1, -2 (most urgent).
@@ -88,6 +89,15 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     }
     // Every live stream, with a reference each.
     std::vector<std::shared_ptr<CpuStream>> live_streams();
+    // Timelines register for their whole life too (cpu_timeline.h), so that a loss of the
+    // context releases their waits: release_timelines() is the context's LostState hook.
+    bool register_timeline(CpuTimeline *timeline, LiveRegistry<CpuTimeline>::Entry *entry) {
+        return timelines_.add(timeline, entry);
+    }
+    void unregister_timeline(LiveRegistry<CpuTimeline>::Entry entry) noexcept {
+        timelines_.remove(entry);
+    }
+    void release_timelines() noexcept;
 
     // Refuses new work, lets the workers finish every task accepted before that (so each
     // enqueue that succeeded has run when this returns), then stops and joins the workers.
@@ -137,7 +147,8 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     std::vector<std::thread> workers_;
     ChunkPool chunk_pool_;
 
-    LiveRegistry<CpuStream> streams_;  // closed by shutdown()
+    LiveRegistry<CpuStream> streams_;      // closed by shutdown()
+    LiveRegistry<CpuTimeline> timelines_;  // closed by shutdown()
 };
 
 }  // namespace qd::backend::cpu

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_module.h"
+#include "backends/cpu/cpu_timeline.h"
 #include "backends/cpu/marker.h"
 #include "backends/cpu/scheduler.h"
 #include "backends/common/callback_scope.h"
@@ -84,6 +85,10 @@ void execute(Task &task, WorkerState &worker) noexcept {
         static_cast<Marker *>(task.ref.get())->complete(Marker::Clock::now(), worker.woken);
         break;
     case TaskKind::kWait: break;
+    case TaskKind::kSignal:
+        // Like a record, a signal completes on a lost context too, so its waiters drain.
+        static_cast<CpuTimeline *>(task.ref.get())->reach(task.u.value, worker.woken);
+        break;
     }
 }
 
@@ -92,6 +97,8 @@ void abandon(Task &task, StreamList &woken) noexcept {
         std::free(task.u.free_ptr);
     } else if (task.kind == TaskKind::kRecord) {
         static_cast<Marker *>(task.ref.get())->complete(Marker::Clock::now(), woken);
+    } else if (task.kind == TaskKind::kSignal) {
+        static_cast<CpuTimeline *>(task.ref.get())->reach(task.u.value, woken);
     }
 }
 

@@ -28,7 +28,8 @@ enum class TaskKind : uint8_t {
     kMemset,        // u.set + extra (the byte value)
     kFree,          // u.free_ptr: a stream-ordered free
     kRecord,        // ref: Marker to complete
-    kWait,          // ref: Marker to wait for
+    kWait,          // ref: Marker to wait for (an event's record, or a timeline's value)
+    kSignal,        // ref: CpuTimeline; u.value: what its counter becomes
 };
 
 struct alignas(16) Task {
@@ -60,6 +61,7 @@ struct alignas(16) Task {
             uint64_t handle;
         } status;
         void *free_ptr;
+        uint64_t value;
     } u{};
     uint32_t extra = 0;  // launch: shared memory bytes per block; memset: the value
     TaskKind kind;

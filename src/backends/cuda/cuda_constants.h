@@ -97,5 +97,8 @@ inline constexpr int kGraphCondTypeSwitch = 2;            // CU_GRAPH_COND_TYPE_
 inline constexpr unsigned kGraphCondAssignDefault = 0x1;  // CU_GRAPH_COND_ASSIGN_DEFAULT
 inline constexpr unsigned kStreamSetCaptureDependencies =
     0x1;  // CU_STREAM_SET_CAPTURE_DEPENDENCIES
+// Timelines: stream memory operations on a 64-bit word.
+inline constexpr unsigned kStreamWriteValueDefault = 0x0;  // CU_STREAM_WRITE_VALUE_DEFAULT
+inline constexpr unsigned kStreamWaitValueGeq = 0x0;       // CU_STREAM_WAIT_VALUE_GEQ
 
 }  // namespace qd::cuda_abi

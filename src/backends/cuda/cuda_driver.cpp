@@ -175,6 +175,10 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::green_ctx_destroy, {"cuGreenCtxDestroy"}},
     {Fn::ctx_from_green_ctx, {"cuCtxFromGreenCtx"}},
     {Fn::green_ctx_stream_create, {"cuGreenCtxStreamCreate"}},
+    // Timelines (optional): the _v2 stream memory operations (CUDA 11.7+) need no device
+    // attribute; the first ones (9.0) only where 64-bit stream memory operations are enabled.
+    {Fn::stream_write_value64, {"cuStreamWriteValue64_v2", "cuStreamWriteValue64"}},
+    {Fn::stream_wait_value64, {"cuStreamWaitValue64_v2", "cuStreamWaitValue64"}},
 };
 
 // A CUDA fat binary starts with {uint32 magic 0xBA55ED50, uint16 version, uint16 header size,
@@ -246,6 +250,9 @@ gpu::DriverTable cuda_constants() {
     t.dev_resource_type_sm = kDevResourceTypeSm;
     t.green_ctx_default_stream = kGreenCtxDefaultStream;
     t.green_ctx_requires = "CUDA 12.4 (driver 550) or newer";
+    t.write_value_default = kStreamWriteValueDefault;
+    t.wait_value_geq = kStreamWaitValueGeq;
+    t.timeline_requires = "CUDA 11.7 (driver 515) or newer (cuStreamWriteValue64_v2)";
     return t;
 }
 

@@ -56,6 +56,11 @@ DeviceContext::~DeviceContext() {
         }
         tails_.clear();
         if (condition_module_) t.module_unload(condition_module_);
+        // Timeline words a stream may still have touched (retire_word): every stream of this
+        // context is gone now, and so is its work.
+        std::lock_guard<std::mutex> words(retired_words_mutex_);
+        for (void *word : retired_words_) t.host_free(word);
+        retired_words_.clear();
     }
     // A part's green context goes with it (its retain of the primary context too).
     if (green) {
@@ -171,6 +176,11 @@ void DeviceContext::release_stream(NativeStream stream, bool owned) {
 void DeviceContext::release_event(NativeEvent event) { release(Kind::event, event); }
 void DeviceContext::release_module(NativeModule module) { release(Kind::module, module); }
 void DeviceContext::release_host(void *ptr) { release(Kind::host, ptr); }
+
+void DeviceContext::retire_word(void *word) {
+    std::lock_guard<std::mutex> lock(retired_words_mutex_);
+    retired_words_.push_back(word);
+}
 void DeviceContext::release_graph(NativeGraph graph) { release(Kind::graph, graph); }
 void DeviceContext::release_graph_exec(NativeGraphExec exec) { release(Kind::graph_exec, exec); }
 

@@ -248,7 +248,15 @@ struct DevResource {
     X(green_ctx_destroy, false, (NativeGreenCtx ctx))                                              \
     X(ctx_from_green_ctx, false, (NativeContext * ctx, NativeGreenCtx green))                      \
     X(green_ctx_stream_create, false,                                                              \
-      (NativeStream * stream, NativeGreenCtx green, unsigned flags, int priority))
+      (NativeStream * stream, NativeGreenCtx green, unsigned flags, int priority))                 \
+    /* optional, timelines (qd.h): without both, qd_timeline_create is QD_ERROR_NOT_SUPPORTED */   \
+    /* naming DriverTable::timeline_requires. A 64-bit word written by, and waited on (>=), */     \
+    /* stream order: cuStreamWriteValue64 / cuStreamWaitValue64 (flags: write_value_default, */    \
+    /* wait_value_geq) */                                                                          \
+    X(stream_write_value64, false,                                                                 \
+      (NativeStream stream, DevicePtr address, uint64_t value, unsigned flags))                    \
+    X(stream_wait_value64, false,                                                                  \
+      (NativeStream stream, DevicePtr address, uint64_t value, unsigned flags))
 
 // One value per entry, in list order.
 enum class Fn : uint32_t {
@@ -358,6 +366,12 @@ struct DriverTable {
     // QD_ERROR_NOT_SUPPORTED message: "CUDA 11.1". Null: without the entry, qd_graph_upload only
     // instantiates the graph (a runtime whose upload is optional).
     const char *upload_requires = nullptr;
+    // Timelines (stream_write_value64, stream_wait_value64): the flags of a plain write and of a
+    // wait until the word is at least the value (CU_STREAM_WAIT_VALUE_GEQ), and what a driver
+    // needs, for the QD_ERROR_NOT_SUPPORTED message: "CUDA 11.7 ...".
+    unsigned write_value_default = 0;
+    unsigned wait_value_geq = 0;
+    const char *timeline_requires = "";
 
     // SM partitions (split.cpp): CU_DEV_RESOURCE_TYPE_SM, CU_GREEN_CTX_DEFAULT_STREAM, and what
     // a driver needs for them, for the QD_ERROR_NOT_SUPPORTED message ("CUDA 12.4"); null where

@@ -105,6 +105,9 @@ class DeviceContext {
     void release_event(NativeEvent event);
     void release_module(NativeModule module);
     void release_host(void *ptr);
+    // A timeline's word (timeline.h) that queued driver operations may still read or write:
+    // freed with this context, after every stream of it (none is tracked per operation).
+    void retire_word(void *word);
     void release_graph(NativeGraph graph);
     void release_graph_exec(NativeGraphExec exec);
 
@@ -171,6 +174,9 @@ class DeviceContext {
 
     std::mutex tails_mutex_;
     std::vector<NativeEvent> tails_;
+
+    std::mutex retired_words_mutex_;
+    std::vector<void *> retired_words_;
 
     std::mutex deferred_mutex_;
     std::vector<Deferred> deferred_;
@@ -310,6 +316,8 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     qd_status memset(uint64_t dst, uint8_t value, uint64_t bytes) override;
     qd_status host_fn(qd_host_fn fn, void *user_data) override;
     qd_status host_status_fn(qd_host_status_fn fn, uint64_t handle, void *user_data) override;
+    qd_status signal(Timeline &timeline, uint64_t value) override;      // timeline.cpp
+    qd_status wait_value(Timeline &timeline, uint64_t value) override;  // timeline.cpp
     qd_status begin_capture(std::unique_ptr<Capture> *out) override;
     qd_status memcpy_peer(uint64_t dst, Context &dst_ctx, uint64_t src, Context &src_ctx,
                           uint64_t bytes) override;  // peer.cpp
@@ -455,6 +463,8 @@ class GpuContext final : public Context {
                             std::shared_ptr<Stream> *out) override;
     qd_status import_stream(uint64_t native, std::shared_ptr<Stream> *out) override;
     qd_status create_event(bool timing, std::shared_ptr<Event> *out) override;
+    qd_status create_timeline(uint64_t initial,
+                              std::shared_ptr<Timeline> *out) override;  // timeline.cpp
     qd_status load_module(const void *image, uint64_t size, std::shared_ptr<Module> *out) override;
     qd_status synchronize() override;
     qd_status elapsed_ms(Event &start, Event &end, float *ms) override;

@@ -54,11 +54,13 @@ enum : int {
 
 // Flags.
 enum : unsigned {
-    kStreamDefault = 0x0,       // hipStreamDefault
-    kStreamNonBlocking = 0x1,   // hipStreamNonBlocking
-    kEventDefault = 0x0,        // hipEventDefault
-    kEventDisableTiming = 0x2,  // hipEventDisableTiming
-    kHostMallocPortable = 0x1,  // hipHostMallocPortable
+    kStreamDefault = 0x0,            // hipStreamDefault
+    kStreamNonBlocking = 0x1,        // hipStreamNonBlocking
+    kEventDefault = 0x0,             // hipEventDefault
+    kEventDisableTiming = 0x2,       // hipEventDisableTiming
+    kHostMallocPortable = 0x1,       // hipHostMallocPortable
+    kStreamWriteValueDefault = 0x0,  // hipStreamWriteValue64's flags: none defined
+    kStreamWaitValueGte = 0x0,       // hipStreamWaitValueGte
 };
 
 // hipDeviceAttribute_t values (HIP's own numbering, not CUDA's).

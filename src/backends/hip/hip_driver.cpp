@@ -88,6 +88,10 @@ struct HipFunctions {
     int (*memcpy_async)(void *dst, const void *src, size_t bytes, int kind, void *stream) = nullptr;
     int (*memset_d8_async)(void *dst, unsigned char value, size_t bytes, void *stream) = nullptr;
     int (*graph_exec_update)(void *exec, void *graph, void **error_node, int *result) = nullptr;
+    // Timelines (optional; HIP 5.2 has both): the wait takes a mask the table's entry has not.
+    int (*stream_write_value64)(void *stream, void *ptr, uint64_t value, unsigned flags) = nullptr;
+    int (*stream_wait_value64)(void *stream, void *ptr, uint64_t value, unsigned flags,
+                               uint64_t mask) = nullptr;
 };
 
 // Written once, before the driver exists (registry.cpp loads each backend under call_once);
@@ -150,6 +154,17 @@ Result adapt_memcpy_async(DevicePtr dst, DevicePtr src, size_t bytes, NativeStre
 Result adapt_memset_d8_async(DevicePtr dst, unsigned char value, size_t bytes,
                              NativeStream stream) {
     return g_hip.memset_d8_async(to_ptr(dst), value, bytes, stream);
+}
+
+// hipStreamWriteValue64 and hipStreamWaitValue64 take the word as a pointer, and the wait a
+// mask of the bits compared (all of them here).
+Result adapt_stream_write_value64(NativeStream stream, DevicePtr address, uint64_t value,
+                                  unsigned flags) {
+    return g_hip.stream_write_value64(stream, to_ptr(address), value, flags);
+}
+Result adapt_stream_wait_value64(NativeStream stream, DevicePtr address, uint64_t value,
+                                 unsigned flags) {
+    return g_hip.stream_wait_value64(stream, to_ptr(address), value, flags, ~uint64_t{0});
 }
 
 // hipGraphExecUpdate has the shape of CUDA 11's cuGraphExecUpdate (the failing node and the
@@ -273,6 +288,9 @@ gpu::DriverTable hip_constants() {
     t.jit_error_log_buffer = kJitErrorLogBuffer;
     t.jit_error_log_buffer_bytes = kJitErrorLogBufferSizeBytes;
     t.mem_location_device = kMemLocationTypeDevice;
+    t.write_value_default = kStreamWriteValueDefault;
+    t.wait_value_geq = kStreamWaitValueGte;
+    t.timeline_requires = "HIP 5.2 or newer (hipStreamWriteValue64, hipStreamWaitValue64)";
     t.mem_access_read_write = kMemAccessFlagsProtReadWrite;
     // HIP's threads have a current device, not a context stack.
     t.current_model = gpu::CurrentModel::current_device;
@@ -336,6 +354,8 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
     hip::KernelNodeFunctions kernel_node;                            // optional, rebinding
     resolve(library, "hipGraphKernelNodeGetParams", &kernel_node.get_params);
     resolve(library, "hipGraphExecKernelNodeSetParams", &kernel_node.exec_set_params);
+    resolve(library, "hipStreamWriteValue64", &hip.stream_write_value64);  // optional
+    resolve(library, "hipStreamWaitValue64", &hip.stream_wait_value64);    // optional
     struct Adapted {
         Fn fn;
         bool have;
@@ -359,6 +379,10 @@ qd_status make_hip_driver(std::unique_ptr<Driver> *out) {
          reinterpret_cast<void *>(&adapt_memset_d8_async), "hipMemsetD8Async"},
         {Fn::graph_exec_update, hip.graph_exec_update != nullptr,
          reinterpret_cast<void *>(&adapt_graph_exec_update), "hipGraphExecUpdate"},
+        {Fn::stream_write_value64, hip.stream_write_value64 != nullptr,
+         reinterpret_cast<void *>(&adapt_stream_write_value64), "hipStreamWriteValue64"},
+        {Fn::stream_wait_value64, hip.stream_wait_value64 != nullptr,
+         reinterpret_cast<void *>(&adapt_stream_wait_value64), "hipStreamWaitValue64"},
     };
     for (const Adapted &a : adapted) {
         table.symbol[static_cast<size_t>(a.fn)] = a.symbol;

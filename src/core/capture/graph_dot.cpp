@@ -128,6 +128,8 @@ class DotWriter {
             return l;
         case OpKind::Record: return "record";
         case OpKind::Wait: return "wait";
+        case OpKind::Signal:
+        case OpKind::WaitValue: return "timeline";  // never a node: a capture refuses them
         }
         return "?";
     }
@@ -141,7 +143,9 @@ class DotWriter {
         case OpKind::MemFree: return "shape=invhouse";
         case OpKind::HostFn: return n.cond ? "shape=diamond" : "shape=component";
         case OpKind::Record:
-        case OpKind::Wait: return "shape=ellipse, fontsize=8, height=0.25";
+        case OpKind::Wait:
+        case OpKind::Signal:
+        case OpKind::WaitValue: return "shape=ellipse, fontsize=8, height=0.25";
         }
         return "shape=box";
     }

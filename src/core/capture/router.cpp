@@ -259,6 +259,12 @@ qd_status CaptureRouter::record(const Op &op) {
         break;
     case OpKind::MemAlloc:
     case OpKind::MemFree: return record_block(c, lane->second.lane, op);
+    case OpKind::Signal:
+    case OpKind::WaitValue:
+        return fail(QD_ERROR_INVALID_OPERATION,
+                    "%s on a capturing stream: a capture does not take timeline operations "
+                    "(qd.h, \"Timelines\"); nothing was queued, the capture goes on",
+                    op.kind == OpKind::Signal ? "qd_timeline_signal" : "qd_timeline_wait");
     case OpKind::Wait: {
         auto rec = records_.find(op.event);
         if (rec == records_.end()) {

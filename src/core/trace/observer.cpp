@@ -70,6 +70,8 @@ const char *op_name(OpKind kind) {
     case OpKind::MemFree: return "free";
     case OpKind::Memcpy: return "memcpy";
     case OpKind::Memset: return "memset";
+    case OpKind::Signal: return "timeline signal";
+    case OpKind::WaitValue: return "timeline wait";
     }
     return "operation";
 }

@@ -163,6 +163,12 @@ void ValidationObserver::leave(std::deque<Held> *held) {
         else
             ++it;
     }
+    for (auto it = d.timelines_.begin(); it != d.timelines_.end();) {
+        if (it->second.by == this)
+            it = d.timelines_.erase(it);
+        else
+            ++it;
+    }
     for (auto it = d.blocks_.begin(); it != d.blocks_.end();) {
         if (it->second->owner == this)
             it = d.blocks_.erase(it);

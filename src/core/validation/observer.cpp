@@ -96,6 +96,8 @@ void ValidationObserver::host_event(const HostEvent &event) {
     case HostEvent::Kind::SynchronizedEvent: host_synchronized(*event.event); break;
     case HostEvent::Kind::Allocated: allocated(event.stream, event.address, event.bytes); break;
     case HostEvent::Kind::PoolExhausted: break;
+    case HostEvent::Kind::TimelineSignalled: host_signalled(*event.timeline, event.value); break;
+    case HostEvent::Kind::TimelineReached: host_reached(*event.timeline, event.value); break;
     }
 }
 
@@ -179,6 +181,14 @@ qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
                 order_after_everything(a);  // outside the domain (qd.h, "Validation")
             return QD_SUCCESS;
         }
+        case OpKind::Signal:
+            refresh(a);
+            signalled(*op.timeline, op.timeline_value, actor.clock);
+            return QD_SUCCESS;
+        case OpKind::WaitValue:
+            refresh(a);
+            wait_value(a, *op.timeline, op.timeline_value);
+            return QD_SUCCESS;
         case OpKind::MemAlloc: {
             // A replay's alloc of its graph's block (core/capture/graph_blocks.h): the block
             // lives again from here to the replay's free, as a write of the whole block on

@@ -88,6 +88,11 @@ class ValidationObserver final : public OpObserver {
     void host_synchronized(const Stream &stream);
     void host_synchronized(const backend::Event &event);
     void host_synchronized_all();
+    // Timelines (timelines.cpp): a signal records the clock of its stream (or the host's) for
+    // its value; a wait (or the host finding a value reached) merges the clock of the first
+    // signal that reaches the value.
+    void host_signalled(const Timeline &timeline, uint64_t value);
+    void host_reached(const Timeline &timeline, uint64_t value);
     // A block was made and registered: by qd_mem_alloc_async on `stream` (a write of the whole
     // block there: other streams must be ordered after it), or by qd_host_alloc (stream null).
     void allocated(const Stream *stream, uint64_t address, uint64_t bytes);
@@ -149,6 +154,11 @@ class ValidationObserver final : public OpObserver {
     void quarantine(Held held, std::vector<Held> *release);
     // A wait on an event of a context outside the domain: after everything queued so far.
     void order_after_everything(uint32_t actor);
+    // A stream's signal (Op::Signal) and wait (Op::WaitValue), under the mutex (timelines.cpp).
+    void signalled(const Timeline &timeline, uint64_t value, const Clock &clock);
+    void wait_value(uint32_t actor, const Timeline &timeline, uint64_t value);
+    // The clock of the first signal of `timeline` that reaches `value`, or null.
+    const Clock *signal_reaching(const Timeline &timeline, uint64_t value);
     // This context's streams, events and blocks leave the domain (see above); its held blocks
     // move to *held (null: dropped, the context is gone).
     void leave(std::deque<Held> *held);

@@ -65,6 +65,13 @@ struct ValidationObserver::Domain {
     };
     std::unordered_map<const backend::Event *, Recorded> events_;
     size_t events_pruned_at_ = 64;
+    // Timelines (timelines.cpp): the clock of each signal, by the value it signals.
+    struct Signals {
+        std::map<uint64_t, Clock> by_value;
+        std::weak_ptr<backend::Timeline> owner;  // to forget it once destroyed
+        const ValidationObserver *by = nullptr;  // the context the timeline belongs to
+    };
+    std::unordered_map<const backend::Timeline *, Signals> timelines_;
     Clock host_;
     uint64_t host_version_ = 1;
     std::map<uint64_t, std::unique_ptr<Block>> blocks_;  // by start address

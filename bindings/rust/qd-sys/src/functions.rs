@@ -6,7 +6,7 @@ use crate::types::{
     qd_arg, qd_backend, qd_conditional_desc, qd_context, qd_context_desc, qd_context_stats,
     qd_device_info, qd_event, qd_graph, qd_hazard_fn, qd_host_fn, qd_host_kernel_fn,
     qd_host_status_fn, qd_kernel, qd_launch_config, qd_module, qd_status, qd_stream,
-    qd_stream_desc, qd_task,
+    qd_stream_desc, qd_task, qd_timeline,
 };
 use core::ffi::{c_char, c_void};
 
@@ -167,6 +167,40 @@ extern "C" {
     /// `QD_ERROR_TIMING_DISABLED`, `QD_ERROR_NOT_RECORDED`, `QD_ERROR_DEVICE_LOST`,
     /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
     pub fn qd_event_elapsed_ms(start: qd_event, end: qd_event, ms: *mut f32) -> qd_status;
+
+    // Timelines.
+    /// `qd_timeline_create`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_OUT_OF_MEMORY`,
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_timeline_create(
+        ctx: qd_context,
+        initial_value: u64,
+        out: *mut qd_timeline,
+    ) -> qd_status;
+    /// `qd_timeline_destroy`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INTERNAL`.
+    pub fn qd_timeline_destroy(timeline: qd_timeline) -> qd_status;
+    /// `qd_timeline_signal`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_WRONG_CONTEXT`,
+    /// `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_DEVICE_LOST`,
+    /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`, `QD_ERROR_HAZARD`.
+    pub fn qd_timeline_signal(stream: qd_stream, timeline: qd_timeline, value: u64) -> qd_status;
+    /// `qd_timeline_wait`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_HANDLE`,
+    /// `QD_ERROR_WRONG_CONTEXT`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_OUT_OF_MEMORY`,
+    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`, `QD_ERROR_HAZARD`.
+    pub fn qd_timeline_wait(stream: qd_stream, timeline: qd_timeline, value: u64) -> qd_status;
+    /// `qd_timeline_host_signal`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_DEVICE_LOST`,
+    /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_timeline_host_signal(timeline: qd_timeline, value: u64) -> qd_status;
+    /// `qd_timeline_host_wait`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`, `QD_NOT_READY`,
+    /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_INVALID_OPERATION`, `QD_ERROR_DEVICE_LOST`,
+    /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_timeline_host_wait(timeline: qd_timeline, value: u64, timeout_ns: u64) -> qd_status;
+    /// `qd_timeline_query`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`,
+    /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_DEVICE_LOST`,
+    /// `QD_ERROR_FORKED`, `QD_ERROR_INTERNAL`.
+    pub fn qd_timeline_query(timeline: qd_timeline, value: *mut u64) -> qd_status;
 
     // Modules and kernels.
     /// `qd_module_load`, since 0.1 (`QD_0.1`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_ARGUMENT`,

@@ -18,6 +18,8 @@ pub type qd_event = u64;
 pub type qd_module = u64;
 /// `qd_kernel`: a handle (since 0.1); 0 is never a valid one.
 pub type qd_kernel = u64;
+/// `qd_timeline`: a handle (since 0.3); 0 is never a valid one.
+pub type qd_timeline = u64;
 /// `qd_graph`: a handle (since 0.2); 0 is never a valid one.
 pub type qd_graph = u64;
 /// `qd_backend` (since 0.1): a C enum of 32 bits; its values are the constants of this type.
@@ -143,7 +145,7 @@ pub struct qd_host_kernel_info {
     pub shared_mem: *mut c_void,
 }
 
-/// `qd_context_stats` (since 0.1): 144 bytes, aligned to 8; first released with 128 bytes in 0.1.
+/// `qd_context_stats` (since 0.1): 152 bytes, aligned to 8; first released with 128 bytes in 0.1.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct qd_context_stats {
@@ -166,6 +168,7 @@ pub struct qd_context_stats {
     pub host_bytes_allocated: u64,
     pub live_graphs: u64,
     pub hazards_reported: u64,
+    pub live_timelines: u64,
 }
 /// `QD_CONTEXT_STATS_INIT`: the value to start a `qd_context_stats` from.
 pub const QD_CONTEXT_STATS_INIT: qd_context_stats = qd_context_stats {
@@ -188,6 +191,7 @@ pub const QD_CONTEXT_STATS_INIT: qd_context_stats = qd_context_stats {
     host_bytes_allocated: 0,
     live_graphs: 0,
     hazards_reported: 0,
+    live_timelines: 0,
 };
 
 /// `qd_device_info` (since 0.1): 176 bytes, aligned to 8; first released with 168 bytes in 0.1.

@@ -259,7 +259,7 @@ fn every_struct_has_the_layout_of_the_description() {
         "size of qd_host_kernel_info.shared_mem",
     );
     let _: *const *mut c_void = field!(qd_host_kernel_info, shared_mem);
-    assert_eq!(size_of::<qd_context_stats>(), 144, "size of qd_context_stats");
+    assert_eq!(size_of::<qd_context_stats>(), 152, "size of qd_context_stats");
     assert_eq!(align_of::<qd_context_stats>(), 8, "align of qd_context_stats");
     assert_eq!(
         offset_of!(qd_context_stats, struct_size),
@@ -466,6 +466,17 @@ fn every_struct_has_the_layout_of_the_description() {
         "size of qd_context_stats.hazards_reported",
     );
     let _: *const u64 = field!(qd_context_stats, hazards_reported);
+    assert_eq!(
+        offset_of!(qd_context_stats, live_timelines),
+        144,
+        "offset of qd_context_stats.live_timelines",
+    );
+    assert_eq!(
+        size_of_pointee(field!(qd_context_stats, live_timelines)),
+        8,
+        "size of qd_context_stats.live_timelines",
+    );
+    let _: *const u64 = field!(qd_context_stats, live_timelines);
     assert_eq!(size_of::<qd_device_info>(), 176, "size of qd_device_info");
     assert_eq!(align_of::<qd_device_info>(), 8, "align of qd_device_info");
     assert_eq!(offset_of!(qd_device_info, struct_size), 0, "offset of qd_device_info.struct_size");
@@ -710,6 +721,14 @@ fn every_function_has_the_type_of_the_description() {
     let _: unsafe extern "C" fn(qd_event) -> qd_status = qd_event_query;
     let _: unsafe extern "C" fn(qd_event) -> qd_status = qd_event_synchronize;
     let _: unsafe extern "C" fn(qd_event, qd_event, *mut f32) -> qd_status = qd_event_elapsed_ms;
+    let _: unsafe extern "C" fn(qd_context, u64, *mut qd_timeline) -> qd_status =
+        qd_timeline_create;
+    let _: unsafe extern "C" fn(qd_timeline) -> qd_status = qd_timeline_destroy;
+    let _: unsafe extern "C" fn(qd_stream, qd_timeline, u64) -> qd_status = qd_timeline_signal;
+    let _: unsafe extern "C" fn(qd_stream, qd_timeline, u64) -> qd_status = qd_timeline_wait;
+    let _: unsafe extern "C" fn(qd_timeline, u64) -> qd_status = qd_timeline_host_signal;
+    let _: unsafe extern "C" fn(qd_timeline, u64, u64) -> qd_status = qd_timeline_host_wait;
+    let _: unsafe extern "C" fn(qd_timeline, *mut u64) -> qd_status = qd_timeline_query;
     let _: unsafe extern "C" fn(qd_context, *const c_void, u64, *mut qd_module) -> qd_status =
         qd_module_load;
     let _: unsafe extern "C" fn(qd_module) -> qd_status = qd_module_unload;
@@ -842,6 +861,7 @@ int main(void) {
         printf("QD_CONTEXT_STATS_INIT.host_bytes_allocated %llu\n", (unsigned long long)v.host_bytes_allocated);
         printf("QD_CONTEXT_STATS_INIT.live_graphs %llu\n", (unsigned long long)v.live_graphs);
         printf("QD_CONTEXT_STATS_INIT.hazards_reported %llu\n", (unsigned long long)v.hazards_reported);
+        printf("QD_CONTEXT_STATS_INIT.live_timelines %llu\n", (unsigned long long)v.live_timelines);
     }
     {
         qd_device_info v = QD_DEVICE_INFO_INIT;
@@ -931,6 +951,7 @@ fn rust_init_values() -> Vec<(String, String)> {
     put(&mut out, "QD_CONTEXT_STATS_INIT.host_bytes_allocated", QD_CONTEXT_STATS_INIT.host_bytes_allocated);
     put(&mut out, "QD_CONTEXT_STATS_INIT.live_graphs", QD_CONTEXT_STATS_INIT.live_graphs);
     put(&mut out, "QD_CONTEXT_STATS_INIT.hazards_reported", QD_CONTEXT_STATS_INIT.hazards_reported);
+    put(&mut out, "QD_CONTEXT_STATS_INIT.live_timelines", QD_CONTEXT_STATS_INIT.live_timelines);
     put(&mut out, "QD_DEVICE_INFO_INIT.struct_size", QD_DEVICE_INFO_INIT.struct_size);
     put(&mut out, "QD_DEVICE_INFO_INIT.backend", QD_DEVICE_INFO_INIT.backend);
     put(&mut out, "QD_DEVICE_INFO_INIT.device", QD_DEVICE_INFO_INIT.device);

@@ -420,6 +420,7 @@ impl Context {
             host_bytes_allocated: s.host_bytes_allocated,
             live_graphs: s.live_graphs,
             hazards_reported: s.hazards_reported,
+            live_timelines: s.live_timelines,
         })
     }
 
@@ -585,4 +586,6 @@ pub struct Stats {
     pub live_graphs: u64,
     /// Hazards the validation mode reported (0 when it is off).
     pub hazards_reported: u64,
+    /// Timelines ([`crate::Timeline`]) not yet destroyed (since 0.3).
+    pub live_timelines: u64,
 }

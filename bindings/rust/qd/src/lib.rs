@@ -32,6 +32,7 @@ mod launch;
 mod memory;
 mod module;
 mod stream;
+mod timeline;
 mod trace;
 mod transfer;
 
@@ -48,6 +49,7 @@ pub use launch::{HostTask, LaunchPack, Task};
 pub use memory::DeviceBuffer;
 pub use module::{Kernel, Module, ParamAccess};
 pub use stream::{Lease, Stream, StreamOptions};
+pub use timeline::Timeline;
 pub use trace::Trace;
 pub use transfer::{HostBuffer, HostData, Transfer};
 
