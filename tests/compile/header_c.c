@@ -17,7 +17,8 @@ QDT_STATIC_ASSERT(launch_config_size, sizeof(qd_launch_config) == 32);
 QDT_STATIC_ASSERT(arg_size, sizeof(qd_arg) == 16);
 QDT_STATIC_ASSERT(task_size, sizeof(qd_task) == 64);
 QDT_STATIC_ASSERT(host_kernel_info_size, sizeof(qd_host_kernel_info) == 56);
-QDT_STATIC_ASSERT(context_stats_size, sizeof(qd_context_stats) == 144);
+/* 144 in 0.2; 0.3 appended live_timelines. */
+QDT_STATIC_ASSERT(context_stats_size, sizeof(qd_context_stats) == 152);
 QDT_STATIC_ASSERT(hazard_size, sizeof(qd_hazard) == 80);
 QDT_STATIC_ASSERT(hazard_message_offset, offsetof(qd_hazard, message) == 72);
 /* 168 in 0.1; 0.3 appended split_granularity and split_minimum. */
