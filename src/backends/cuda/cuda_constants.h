@@ -93,7 +93,13 @@ inline constexpr int kGraphCondTypeIf = 0;                // CU_GRAPH_COND_TYPE_
 inline constexpr int kGraphCondTypeWhile = 1;             // CU_GRAPH_COND_TYPE_WHILE
 inline constexpr int kGraphCondTypeSwitch = 2;            // CU_GRAPH_COND_TYPE_SWITCH
 inline constexpr unsigned kGraphCondAssignDefault = 0x1;  // CU_GRAPH_COND_ASSIGN_DEFAULT
-inline constexpr unsigned kStreamSetCaptureDependencies =
-    0x1;  // CU_STREAM_SET_CAPTURE_DEPENDENCIES
+inline constexpr unsigned kStreamSetCaptureDependencies = 0x1;
+// Launch attributes (cuLaunchKernelEx, CUDA 11.8+): the CUlaunchAttributeID values.
+inline constexpr int kLaunchAttrClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+inline constexpr int kLaunchAttrProgrammaticStreamSerialization =
+    6;                                         // ..._PROGRAMMATIC_STREAM_SERIALIZATION
+inline constexpr int kLaunchAttrPriority = 8;  // CU_LAUNCH_ATTRIBUTE_PRIORITY
+inline constexpr int kLaunchAttrLaunchCompletionEvent =
+    12;  // CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT  // CU_STREAM_SET_CAPTURE_DEPENDENCIES
 
 }  // namespace qd::cuda_abi
