@@ -1818,6 +1818,13 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
  * work queued so far on validating contexts, since the record may have waited for any of it:
  * a hazard this hides is missed, none is invented.
  *
+ * Launch attributes (since 0.3, "Launch attributes"). A programmatic (PDL) launch is ordered
+ * after its stream's earlier work like any launch: the model trusts the kernel to wait for its
+ * grid dependency before it reads what the previous kernel wrote, and cannot see one that reads
+ * before that wait (a race inside the device that no report names). A COMPLETION_EVENT is a
+ * record made just before its launch: work waiting on it is ordered after the launch's
+ * predecessors, not after the launch's own accesses (using them is reported as a race).
+ *
  * Cost when on: one mutex and a few map look-ups per operation, plus a scan of every launch's
  * argument words (bench/RESULTS.md records it). Off: none (no observer is attached).
  * ------------------------------------------------------------------------------------------- */
