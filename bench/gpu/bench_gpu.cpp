@@ -877,9 +877,10 @@ void bench_pdl(const qdbench::Options &opt, qdbench::Report &report, Setup &s,
         return;
     }
     if (info.compute_major < 9 || !g_raw.cuLaunchKernelEx || !g_raw.has_graphs()) {
-        std::printf("# B13 skipped: PDL needs sm_90 and cuLaunchKernelEx (this device: sm_%u%u, "
-                    "driver %u)\n",
-                    info.compute_major, info.compute_minor, info.driver_version);
+        std::printf(
+            "# B13 skipped: PDL needs sm_90 and cuLaunchKernelEx (this device: sm_%u%u, "
+            "driver %u)\n",
+            info.compute_major, info.compute_minor, info.driver_version);
         return;
     }
     qd_kernel k = s.qd_kernel_named("gpu_pdl_step");

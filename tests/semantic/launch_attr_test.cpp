@@ -253,6 +253,30 @@ TEST_P(LaunchAttrTest, RefusedCall_QueuesNothingAndRecordsNoEvent) {
     EXPECT_QD_OK(qd_kernel_destroy(k));
 }
 
+// HIP has no launch attributes: each one is NOT_SUPPORTED naming it, and nothing is queued
+// (tools/gpu-check's hip step runs this through the test runtime of tests/hip_runtime).
+TEST_P(LaunchAttrTest, EveryAttribute_OnHip_NotSupportedNamingIt) {
+    if (backend() != QD_BACKEND_HIP) GTEST_SKIP() << "HIP-backend behaviour";
+    QDT_REQUIRE_KERNELS();
+    qd_stream s = new_stream();
+    qd_event e = new_event();
+    const qd_launch_config c = grid(2);
+    const struct {
+        qd_launch_attr attr;
+        const char *name;
+    } cases[] = {{cluster(2, 1, 1), "CLUSTER_DIM"},
+                 {programmatic(), "PROGRAMMATIC_SERIALIZATION"},
+                 {priority(-1), "PRIORITY"},
+                 {completion(e), "COMPLETION_EVENT"}};
+    for (const auto &k : cases) {
+        EXPECT_QD_ERR(QD_ERROR_NOT_SUPPORTED, k.name,
+                      qd_launch_ex(s, kernels_->noop(), &c, &k.attr, 1, nullptr, 0));
+        EXPECT_TRUE(says("HIP")) << qd_last_error_message();
+    }
+    EXPECT_QD_OK(qd_stream_synchronize(s));
+    EXPECT_QD_OK(qd_event_query(e)) << "the refused launches recorded nothing";
+}
+
 // ---------------------------------------------------------------------------------------------
 // The CPU meanings
 // ---------------------------------------------------------------------------------------------

@@ -64,7 +64,9 @@ qd_status GpuStream::launch_ex(Kernel &kernel, const LaunchDims &dims, const Lau
     unsigned n = 0;
     if (attrs.has_cluster()) {
         list[n].id = t_.launch_attr_cluster_dimension;
-        list[n].value.cluster = {attrs.cluster[0], attrs.cluster[1], attrs.cluster[2]};
+        list[n].value.cluster.x = attrs.cluster[0];
+        list[n].value.cluster.y = attrs.cluster[1];
+        list[n].value.cluster.z = attrs.cluster[2];
         ++n;
     }
     if (attrs.programmatic) {
