@@ -117,7 +117,15 @@ qd_status CpuStream::launch_ex(Kernel &kernel, const LaunchDims &dims, const Lau
         extras->urgent->fetch_add(1, std::memory_order_relaxed);
         urgent_total_.fetch_add(1, std::memory_order_relaxed);
     }
-    std::shared_ptr<Marker> completion = extras->completion;
+    // The event is the launch's before the launch can run (a block that queries it sees it
+    // pending), and back to its previous record if the enqueue is refused.
+    auto *event = static_cast<CpuEvent *>(attrs.completion_event);
+    std::shared_ptr<Marker> previous;
+    const bool was_recorded = event && event->recorded();
+    if (event) {
+        previous = event->latest();
+        event->publish(extras->completion);
+    }
     const uint32_t bytes = launch_record_bytes(args, num_args);
     std::shared_ptr<void> ref = std::move(extras);
     auto *raw = static_cast<LaunchExtras *>(ref.get());
@@ -135,9 +143,9 @@ qd_status CpuStream::launch_ex(Kernel &kernel, const LaunchDims &dims, const Lau
             raw->urgent->fetch_sub(1, std::memory_order_relaxed);
             urgent_total_.fetch_sub(1, std::memory_order_relaxed);
         }
+        if (event) event->restore(std::move(previous), was_recorded);
         return st;
     }
-    if (completion) static_cast<CpuEvent &>(*attrs.completion_event).publish(std::move(completion));
     return QD_SUCCESS;
 }
 
