@@ -43,14 +43,14 @@ QD_API qd_status qd_launch_ex(qd_stream stream, qd_kernel kernel, const qd_launc
         if (st != QD_SUCCESS) return st;
         api::Arg<Stream> s{{"stream"}, stream};
         api::Arg<Kernel> k{{"kernel"}, kernel};
-        if (checked.attrs.empty() && checked.event == 0) {
+        if (checked.attrs.empty() && !checked.has_event) {
             st = api::resolve_same_context(s, k);
             if (st != QD_SUCCESS) return st;
             return core::submit_launch(*s.obj, *k.obj, dims, args, num_args);
         }
         core::Event *event = nullptr;
         st = api::resolve_all(s, k);
-        if (st == QD_SUCCESS && checked.event != 0)
+        if (st == QD_SUCCESS && checked.has_event)
             st = api::resolve_element({"attrs", checked.event_index, ".event"}, checked.event,
                                       &event);
         if (st == QD_SUCCESS) st = api::check_contexts(api::Mix::SameContext, s, k);
@@ -89,7 +89,7 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
         char member[40];
         for (uint32_t i = 0; i < num_tasks; ++i) {
             core::ParallelPlan::Task &t = plan.tasks[i];
-            if (t.attrs.event == 0) continue;
+            if (!t.attrs.has_event) continue;
             std::snprintf(member, sizeof member, ".attrs[%u].event", t.attrs.event_index);
             st = api::resolve_element({"tasks", i, member}, t.attrs.event, &t.event);
             if (st != QD_SUCCESS) return st;

@@ -148,6 +148,7 @@ qd_status validate_attrs(const qd_launch_attr *attrs, uint32_t num_attrs,
             out->attrs.priority = a.value;
             break;
         case QD_LAUNCH_ATTR_COMPLETION_EVENT:
+            out->has_event = true;
             out->event = a.event;
             out->event_index = i;
             break;

@@ -18,9 +18,10 @@ qd_status validate_args(const qd_arg *args, uint32_t num_args);
 
 // A launch's attributes (qd_launch_ex, qd_task's attrs) as checked for their own values ("Which
 // error wins", class 1): `attrs` has all but the completion event, whose handle is `event`
-// (0 when none), given at attrs[event_index].
+// given at attrs[event_index] (has_event: a COMPLETION_EVENT was given, its handle maybe 0).
 struct CheckedAttrs {
     backend::LaunchAttrs attrs;
+    bool has_event = false;
     qd_event event = 0;
     uint32_t event_index = 0;
 };
