@@ -222,6 +222,10 @@ TEST_P(LaunchAttrTest, CompletionEventNotAnEvent_InvalidHandleNamingIt) {
     a[1] = completion((qd_event)s);  // a stream is not an event
     EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "attrs[1]",
                   qd_launch_ex(s, kernels_->noop(), nullptr, a, 2, nullptr, 0));
+    // Alone too: the attribute is never dropped for a plain launch.
+    const qd_launch_attr only = completion(0);
+    EXPECT_QD_ERR(QD_ERROR_INVALID_HANDLE, "attrs[0]",
+                  qd_launch_ex(s, kernels_->noop(), nullptr, &only, 1, nullptr, 0));
 }
 
 TEST_P(LaunchAttrTest, CompletionEventOfAnotherContext_WrongContextNamingIt) {
