@@ -422,8 +422,8 @@ TEST_P(LaunchAttrTest, Captured_Cpu_AttributesGoWithTheNodeIntoEveryReplay) {
     ASSERT_QD_OK(qd_launch_ex(s, k, nullptr, a, 2, a2, 2));
     qd_graph g = 0;
     ASSERT_QD_OK(qd_stream_end_capture(s, &g));
-    ASSERT_QD_OK(qd_graph_launch(s, g));
-    ASSERT_QD_OK(qd_graph_launch(s, g));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
+    ASSERT_QD_OK(qd_graph_launch(g, s));
     ASSERT_QD_OK(qd_stream_synchronize(s));
     EXPECT_EQ(order.ids, (std::vector<uint32_t>{1, 2, 1, 2}));
     EXPECT_QD_OK(qd_graph_destroy(g));
