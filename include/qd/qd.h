@@ -930,7 +930,8 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
                            const qd_arg *args, uint32_t num_args);
 
 /** (since 0.3) qd_launch with launch attributes ("Launch attributes", before qd_task): attrs
- *  has num_attrs entries (may be NULL when num_attrs is 0; then this is qd_launch). The whole
+ *  has num_attrs entries (may be NULL when num_attrs is 0; then this is qd_launch). config may
+ *  be NULL (one block of one thread), and args as for qd_launch. The whole
  *  call is checked before anything is queued: a refused call queues nothing and records no
  *  event. In a capture the attributes are recorded with the launch and given to its graph node.
  *  Threads: any.

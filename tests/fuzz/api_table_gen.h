@@ -1063,11 +1063,6 @@ inline qd_status qd_launch_ex__attrs_0__event([[maybe_unused]] const Values &v, 
     qd_arg args_[1] = {make_qd_arg(v)};
     return qd_launch_ex(v.handle(kStream), v.handle(kKernel), &config_, attrs_, 1, args_, 1);
 }
-inline qd_status qd_launch_ex__null_config([[maybe_unused]] const Values &v, uint64_t h) {
-    qd_launch_attr attrs_[1] = {make_qd_launch_attr(v)};
-    qd_arg args_[1] = {make_qd_arg(v)};
-    return qd_launch_ex(h, h, nullptr, attrs_, 1, args_, 1);
-}
 inline qd_status qd_launch_ex__null_attrs([[maybe_unused]] const Values &v, uint64_t h) {
     qd_launch_config config_ = make_qd_launch_config(v);
     qd_arg args_[1] = {make_qd_arg(v)};
@@ -1378,7 +1373,6 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_kernel_from_host_fn", "fn", &gen::qd_kernel_from_host_fn__null_fn},
     {"qd_kernel_from_host_fn", "out", &gen::qd_kernel_from_host_fn__null_out},
     {"qd_launch", "args", &gen::qd_launch__null_args},
-    {"qd_launch_ex", "config", &gen::qd_launch_ex__null_config},
     {"qd_launch_ex", "attrs", &gen::qd_launch_ex__null_attrs},
     {"qd_launch_ex", "args", &gen::qd_launch_ex__null_args},
     {"qd_launch_parallel", "tasks", &gen::qd_launch_parallel__null_tasks},

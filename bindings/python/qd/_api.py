@@ -1103,7 +1103,13 @@ SIGNATURES: Dict[str, Signature] = {
         (
             Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
             Param("kernel", "qd_kernel", "handle", of="qd_kernel", handle=True),
-            Param("config", "const qd_launch_config *", "in_struct", of="qd_launch_config"),
+            Param(
+                "config",
+                "const qd_launch_config *",
+                "in_struct",
+                of="qd_launch_config",
+                optional=True,
+            ),
             Param(
                 "attrs",
                 "const qd_launch_attr *",
