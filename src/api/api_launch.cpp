@@ -60,7 +60,7 @@ QD_API qd_status qd_launch_ex(qd_stream stream, qd_kernel kernel, const qd_launc
                                 *event->ctx);
         if (st == QD_SUCCESS) st = api::check_usable(s, k);
         if (st != QD_SUCCESS) return st;
-        if (event) checked.attrs.completion_event = event->impl.get();
+        if (event) core::set_completion_event(checked.attrs, *event);
         st = core::check_launch_attrs(*s.obj, checked.attrs, dims, "");
         if (st != QD_SUCCESS) return st;
         return core::submit_launch_ex(*s.obj, *k.obj, dims, checked.attrs, event, args, num_args);
@@ -107,7 +107,7 @@ QD_API qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint
             st = api::check_mix(api::Mix::SameContext, {"stream"}, stream, *s->ctx,
                                 {"tasks", i, member}, t.attrs.event, *t.event->ctx);
             if (st != QD_SUCCESS) return st;
-            t.attrs.attrs.completion_event = t.event->impl.get();
+            core::set_completion_event(t.attrs.attrs, *t.event);
         }
         st = s->ctx->usable();
         if (st != QD_SUCCESS) return st;

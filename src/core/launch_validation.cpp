@@ -157,6 +157,10 @@ qd_status validate_attrs(const qd_launch_attr *attrs, uint32_t num_attrs,
     return QD_SUCCESS;
 }
 
+void set_completion_event(backend::LaunchAttrs &attrs, Event &event) {
+    attrs.completion_event = event.impl.get();
+}
+
 qd_status check_launch_attrs(Stream &s, const backend::LaunchAttrs &attrs,
                              const backend::LaunchDims &dims, const char *prefix) {
     if (attrs.completion_event && s.capturing())

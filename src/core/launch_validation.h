@@ -7,8 +7,9 @@
 #include "backends/backend.h"
 
 namespace qd::core {
+class Event;
 class Stream;
-}
+}  // namespace qd::core
 
 namespace qd::core {
 
@@ -29,6 +30,8 @@ struct CheckedAttrs {
 // "tasks[3]." for a task's); dims are the launch's, already valid.
 qd_status validate_attrs(const qd_launch_attr *attrs, uint32_t num_attrs,
                          const backend::LaunchDims &dims, const char *prefix, CheckedAttrs *out);
+// The COMPLETION_EVENT api/ resolved (`event`, of the stream's context) into attrs.
+void set_completion_event(backend::LaunchAttrs &attrs, Event &event);
 // Class 5: can `s` honour non-empty `attrs` now? A completion event on a capturing stream is
 // refused (a graph node records no event of the caller's), then the backend decides
 // (backend::Context::check_launch_attrs). `prefix` as above.
