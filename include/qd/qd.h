@@ -325,10 +325,10 @@ typedef struct qd_arg {
  * PRIORITY (value): the launch's priority, lower is more urgent, clamped to the backend's
  *   range (qd_stream_priority_range), in place of its stream's priority for this launch only.
  *   CUDA: CU_LAUNCH_ATTRIBUTE_PRIORITY. HIP: NOT_SUPPORTED. CPU: while the launch is queued,
- *   its stream is scheduled at the more urgent of the launch's and its own priority, so when
- *   a worker has a choice of ready streams it takes the one holding the more urgent launch
- *   first (with the aging of qd_stream_priority_range's levels); work on one stream stays in
- *   order.
+ *   its stream, whenever it is handed to the workers (it gets work, or its wait completes),
+ *   takes the more urgent of the launch's and its own priority level, so when a worker has a
+ *   choice of ready streams it takes the one holding the more urgent launch first (with the
+ *   aging of qd_stream_priority_range's levels); work on one stream stays in order.
  * COMPLETION_EVENT (event): the event, of the stream's context, is recorded by the launch: it
  *   completes once every block of the launch has started (or exited), which may be long before
  *   the kernel ends, so work that waits on it must not read what the kernel writes. CUDA:
