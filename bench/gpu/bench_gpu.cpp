@@ -1,5 +1,5 @@
-// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12, B5u,
-// B14 and B17 of docs/benchmarks.md: qd against the raw CUDA driver, side by side in one
+// GPU benchmarks B1 (and the trace's cost on it), B3, B4, B5, B5g, B6, B9, B10, B11, B12, B13,
+// B5u, B14 and B17 of docs/benchmarks.md: qd against the raw CUDA driver, side by side in one
 // process, alternated repeat by repeat (bench/harness.h).
 //
 // The raw side loads libcuda.so.1 with its own dlopen, as any other library in the process would,
@@ -171,6 +171,49 @@ void bench_launch(const qdbench::Options &opt, qdbench::Report &report, Setup &s
         Figure fig;
         fig.bench = "B1";
         fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ns";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = "ns (cuLaunchKernel)";
+        fig.has_ratio = true;
+        fig.ratio = qdbench::median_paired_ratio(smp);
+        const double added = qdbench::median_paired_difference(smp);
+        fig.bar = "<= 1.05x and <= +100 ns (paired: +" + qdbench::fmt(added) + " ns)";
+        fig.verdict = (fig.ratio <= 1.05 && added <= 100) ? Verdict::Pass : Verdict::Miss;
+        report_figure(report, fig, &smp);
+        QD(qd_kernel_destroy(k));
+    }
+    // B1 launch-ex/1arg: qd_launch_ex with an attribute list that asks for nothing (one
+    // PROGRAMMATIC_SERIALIZATION off), against cuLaunchKernel: the attribute checks' cost on
+    // the plain path, under B1's bar.
+    if (opt.selected("B1 launch-ex/1arg")) {
+        qd_kernel k = s.qd_kernel_named("gpu_empty1");
+        CUfunction fn = s.raw_kernel_named("gpu_empty1");
+        qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+        qd_launch_attr off;
+        std::memset(&off, 0, sizeof off);
+        off.kind = QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION;
+        auto qd_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < batch; ++i)
+                QD(qd_launch_ex(s.stream, k, &cfg, &off, 1, qd_args, 1));
+            auto t1 = Clock::now();
+            QD(qd_stream_synchronize(s.stream));
+            return elapsed_ns(t0, t1) / batch;
+        };
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            for (int i = 0; i < batch; ++i)
+                RAW(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s.native, raw_params, nullptr));
+            auto t1 = Clock::now();
+            RAW(cuStreamSynchronize(s.native));
+            return elapsed_ns(t0, t1) / batch;
+        };
+        Samples smp = qdbench::alternate(many, qd_side, raw_side);
+        Figure fig;
+        fig.bench = "B1";
+        fig.name = "launch-ex/1arg";
         fig.qd = median_of(smp.qd);
         fig.unit = "ns";
         fig.has_anchor = true;
@@ -805,6 +848,153 @@ void bench_graph_replay(const qdbench::Options &opt, qdbench::Report &report, Se
         add("update+replay-64", "capture with a new argument + qd_graph_update + qd_graph_launch",
             qdbench::alternate(opt, update_side, direct_side));
     QD(qd_graph_destroy(graph));
+    QD(qd_kernel_destroy(k));
+}
+
+// ---------------------------------------------------------------------------------------------
+// B13: programmatic dependent launch (PDL). A chain of 1,000 dependent gpu_pdl_step kernels
+// (tests/gpu/kernels.cu: each waits for its predecessor, then lets its successor start), queued
+// with PROGRAMMATIC_SERIALIZATION (qd_launch_ex), per kernel, launch to synchronize:
+// - pdl-graph-1000 vs-raw: qd's capture replayed (qd_graph_launch) against the same chain
+//   captured with cuLaunchKernelEx on a raw stream and replayed with cuGraphLaunch; bar <= 1.05x.
+// - pdl-graph-1000 vs-plain: the same qd graph against qd's own chain captured without PDL
+//   (qd_launch); bar <= 0.65x (what PDL must take off).
+// - pdl-stream-1000 vs-raw: 1,000 qd_launch_ex on qd's stream against 1,000 cuLaunchKernelEx
+//   on the same native stream, not captured; bar <= 1.05x.
+// Needs sm_90 and cuLaunchKernelEx (PDL in a captured graph: CUDA 12.3); otherwise a skip line.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kB13Launches = 1000;
+
+void bench_pdl(const qdbench::Options &opt, qdbench::Report &report, Setup &s,
+               const qd_device_info &info) {
+    const bool graph_raw = opt.selected("B13 pdl-graph-1000 vs-raw");
+    const bool graph_plain = opt.selected("B13 pdl-graph-1000 vs-plain");
+    const bool stream_raw = opt.selected("B13 pdl-stream-1000 vs-raw");
+    if (!graph_raw && !graph_plain && !stream_raw) return;
+    if (g_qd_on_hip) {
+        std::printf("# B13 skipped: qd's HIP backend has no launch attributes\n");
+        return;
+    }
+    if (info.compute_major < 9 || !g_raw.cuLaunchKernelEx || !g_raw.has_graphs()) {
+        std::printf(
+            "# B13 skipped: PDL needs sm_90 and cuLaunchKernelEx (this device: sm_%u%u, "
+            "driver %u)\n",
+            info.compute_major, info.compute_minor, info.driver_version);
+        return;
+    }
+    qd_kernel k = s.qd_kernel_named("gpu_pdl_step");
+    CUfunction fn = s.raw_kernel_named("gpu_pdl_step");
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    uint64_t value = 0;
+    const qd_arg arg = {&value, sizeof value};
+    void *raw_params[1] = {&value};
+    qd_launch_attr pdl;
+    std::memset(&pdl, 0, sizeof pdl);
+    pdl.kind = QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION;
+    pdl.value = 1;
+    rawcuda::CUlaunchAttribute raw_pdl;
+    std::memset(&raw_pdl, 0, sizeof raw_pdl);
+    raw_pdl.id = qd::cuda_abi::kLaunchAttrProgrammaticStreamSerialization;
+    raw_pdl.value.programmaticStreamSerializationAllowed = 1;
+    auto raw_chain = [&](CUstream on) {
+        rawcuda::CUlaunchConfig c;
+        std::memset(&c, 0, sizeof c);
+        c.gridDimX = c.gridDimY = c.gridDimZ = 1;
+        c.blockDimX = c.blockDimY = c.blockDimZ = 1;
+        c.hStream = on;
+        c.attrs = &raw_pdl;
+        c.numAttrs = 1;
+        for (int i = 0; i < kB13Launches; ++i) RAW(cuLaunchKernelEx(&c, fn, raw_params, nullptr));
+    };
+    auto qd_chain = [&](bool with_pdl) {
+        for (int i = 0; i < kB13Launches; ++i)
+            QD(qd_launch_ex(s.stream, k, &cfg, with_pdl ? &pdl : nullptr, with_pdl ? 1 : 0, &arg,
+                            1));
+    };
+    auto qd_graph_of = [&](bool with_pdl) {
+        qd_graph g = 0;
+        QD(qd_stream_begin_capture(s.stream));
+        qd_chain(with_pdl);
+        QD(qd_stream_end_capture(s.stream, &g));
+        QD(qd_graph_upload(g, s.stream));
+        QD(qd_stream_synchronize(s.stream));
+        return g;
+    };
+    auto per_kernel_ns = [](Clock::time_point t0, Clock::time_point t1) {
+        return elapsed_ns(t0, t1) / kB13Launches;
+    };
+    auto add = [&](const char *name, const Samples &smp, const char *anchor_unit, double bar) {
+        Figure fig;
+        fig.bench = "B13";
+        fig.name = name;
+        fig.qd = median_of(smp.qd);
+        fig.unit = "ns/kernel";
+        fig.has_anchor = true;
+        fig.anchor = median_of(smp.anchor);
+        fig.anchor_unit = anchor_unit;
+        fig.has_ratio = true;
+        fig.ratio = qdbench::median_paired_ratio(smp);
+        fig.bar = "<= " + qdbench::fmt(bar) + "x (paired ratio)";
+        fig.verdict = fig.ratio <= bar ? Verdict::Pass : Verdict::Miss;
+        report_figure(report, fig, &smp);
+    };
+    if (graph_raw || graph_plain) {
+        qd_graph with_pdl = qd_graph_of(true);
+        auto qd_side = [&] {
+            auto t0 = Clock::now();
+            QD(qd_graph_launch(with_pdl, s.stream));
+            QD(qd_stream_synchronize(s.stream));
+            return per_kernel_ns(t0, Clock::now());
+        };
+        if (graph_raw) {
+            rawcuda::CUgraph rg = nullptr;
+            rawcuda::CUgraphExec rx = nullptr;
+            RAW(cuStreamBeginCapture(s.native2, rawcuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+            raw_chain(s.native2);
+            RAW(cuStreamEndCapture(s.native2, &rg));
+            RAW(cuGraphInstantiateWithFlags(&rx, rg, 0));
+            auto raw_side = [&] {
+                auto t0 = Clock::now();
+                RAW(cuGraphLaunch(rx, s.native2));
+                RAW(cuStreamSynchronize(s.native2));
+                return per_kernel_ns(t0, Clock::now());
+            };
+            add("pdl-graph-1000 vs-raw", qdbench::alternate(opt, qd_side, raw_side),
+                "ns/kernel (cuLaunchKernelEx captured, cuGraphLaunch)", 1.05);
+            RAW(cuGraphExecDestroy(rx));
+            RAW(cuGraphDestroy(rg));
+        }
+        if (graph_plain) {
+            qd_graph plain = qd_graph_of(false);
+            auto plain_side = [&] {
+                auto t0 = Clock::now();
+                QD(qd_graph_launch(plain, s.stream));
+                QD(qd_stream_synchronize(s.stream));
+                return per_kernel_ns(t0, Clock::now());
+            };
+            add("pdl-graph-1000 vs-plain", qdbench::alternate(opt, qd_side, plain_side),
+                "ns/kernel (qd's graph of the chain without PDL)", 0.65);
+            QD(qd_graph_destroy(plain));
+        }
+        QD(qd_graph_destroy(with_pdl));
+    }
+    if (stream_raw) {
+        auto qd_side = [&] {
+            auto t0 = Clock::now();
+            qd_chain(true);
+            QD(qd_stream_synchronize(s.stream));
+            return per_kernel_ns(t0, Clock::now());
+        };
+        auto raw_side = [&] {
+            auto t0 = Clock::now();
+            raw_chain(s.native);
+            RAW(cuStreamSynchronize(s.native));
+            return per_kernel_ns(t0, Clock::now());
+        };
+        add("pdl-stream-1000 vs-raw", qdbench::alternate(opt, qd_side, raw_side),
+            "ns/kernel (cuLaunchKernelEx)", 1.05);
+    }
     QD(qd_kernel_destroy(k));
 }
 
@@ -2145,6 +2335,7 @@ int main(int argc, char **argv) {
     bench_graph_replay(opt, report, s);
     bench_rebind(opt, report, s);
     bench_upload(opt, report, s);
+    bench_pdl(opt, report, s, info);
     bench_events_memory(opt, report, s);
     if (!hip) bench_partitions(opt, report, s, cubin);
     if (!hip) bench_timeline(opt, report, s);

@@ -40,10 +40,71 @@ func (cfg *LaunchConfig) fill(dst *C.qd_launch_config) *C.qd_launch_config {
 	return dst
 }
 
+// LaunchAttrs are the launch attributes of LaunchWith and Task.Attrs (qd_launch_ex; qd.h,
+// "Launch attributes"). The zero value asks for nothing. On the CPU backend a cluster runs its
+// blocks as any grid, Programmatic is plain stream order, a Priority makes the worker take the
+// launch's stream first when it has a choice, and the CompletionEvent completes as the launch
+// starts its last block. An attribute the backend or device cannot honour is
+// ErrNotSupported, naming it.
+type LaunchAttrs struct {
+	// Cluster is the blocks per thread-block cluster in x, y, z (each at least 1, dividing the
+	// grid); all 0: no clusters.
+	Cluster [3]uint32
+	// Programmatic is programmatic dependent launch: the kernel may start before the previous
+	// kernel of its stream has finished and waits for its grid dependency itself.
+	Programmatic bool
+	// Priority, when not nil, is this launch's priority (lower is more urgent).
+	Priority *int32
+	// CompletionEvent, when not nil, is an event of the stream's context that the launch
+	// records: it completes once every block has started, possibly long before the kernel ends.
+	CompletionEvent *Event
+}
+
+// fill writes the attributes given into dst and returns how many there are.
+func (a *LaunchAttrs) fill(dst []C.qd_launch_attr) (int, error) {
+	n := 0
+	if a.Cluster != [3]uint32{} {
+		dst[n] = C.qd_launch_attr{kind: C.QD_LAUNCH_ATTR_CLUSTER_DIM}
+		for i := 0; i < 3; i++ {
+			dst[n].cluster[i] = C.uint32_t(a.Cluster[i])
+		}
+		n++
+	}
+	if a.Programmatic {
+		dst[n] = C.qd_launch_attr{kind: C.QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION, value: 1}
+		n++
+	}
+	if a.Priority != nil {
+		dst[n] = C.qd_launch_attr{kind: C.QD_LAUNCH_ATTR_PRIORITY, value: C.int32_t(*a.Priority)}
+		n++
+	}
+	if a.CompletionEvent != nil {
+		eh, err := a.CompletionEvent.handle()
+		if err != nil {
+			return 0, err
+		}
+		dst[n] = C.qd_launch_attr{kind: C.QD_LAUNCH_ATTR_COMPLETION_EVENT, event: eh}
+		n++
+	}
+	return n, nil
+}
+
 // Launch queues kernel k on the stream with typed arguments (qd_launch): qd.Uint32(n),
 // qd.Float32(x), qd.Address(buf.Ptr()), qd.Value(unsafe.Pointer(&s), unsafe.Sizeof(s)), ...
 // The values are copied before Launch returns, so the caller may change them at once.
 func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...Arg) error {
+	return s.launch(k, cfg, nil, args)
+}
+
+// LaunchWith is Launch with launch attributes (qd_launch_ex). Errors besides Launch's:
+// ErrInvalidArgument for a cluster dimension of 0 or one that does not divide the grid,
+// ErrWrongContext for a completion event of another context, ErrNotSupported for an attribute
+// the backend or device cannot honour.
+func (s *Stream) LaunchWith(k *Kernel, cfg LaunchConfig, attrs LaunchAttrs, args ...Arg) error {
+	return s.launch(k, cfg, &attrs, args)
+}
+
+func (s *Stream) launch(k *Kernel, cfg LaunchConfig, attrs *LaunchAttrs, args []Arg) error {
 	h, err := s.handle()
 	if err != nil {
 		return err
@@ -51,6 +112,13 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...Arg) error {
 	kh, err := k.handle()
 	if err != nil {
 		return err
+	}
+	var list [C.QD_MAX_LAUNCH_ATTRS]C.qd_launch_attr
+	nattrs := 0
+	if attrs != nil {
+		if nattrs, err = attrs.fill(list[:]); err != nil {
+			return err
+		}
 	}
 	b := argBlobs.Get().(*argBlob)
 	defer argBlobs.Put(b)
@@ -64,9 +132,12 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...Arg) error {
 		goHeader = 1
 	}
 	k.launching()
-	err = k.launched(C.gq_launch_blob(h, kh, config, (*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n), goHeader, s.ctx.mayCapture()))
+	err = k.launched(C.gq_launch_blob(h, kh, config, &list[0], C.uint32_t(nattrs), (*C.uint8_t)(unsafe.Pointer(&b.data[0])), &b.sizes[0], C.uint32_t(n), goHeader, s.ctx.mayCapture()))
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(k)
+	if attrs != nil {
+		runtime.KeepAlive(attrs.CompletionEvent)
+	}
 	return err
 }
 
@@ -118,6 +189,8 @@ type Task struct {
 	Config LaunchConfig
 	Args   []Arg
 	Packed *PackedArgs
+	// Attrs are the task's launch attributes (qd_task.attrs), as LaunchWith's.
+	Attrs LaunchAttrs
 }
 
 // LaunchParallel queues tasks on pooled streams (qd_launch_parallel): every task starts after
@@ -191,16 +264,18 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 		}
 	}
 	taskBytes := uintptr(len(tasks)) * C.sizeof_qd_task
+	attrBytes := uintptr(len(tasks)) * C.QD_MAX_LAUNCH_ATTRS * C.sizeof_qd_launch_attr
 	headerBytes := uintptr(goTasks) * unsafe.Sizeof(unsafe.Pointer(nil))
-	mem := C.calloc(1, C.size_t(taskBytes+headerBytes+nargs*C.sizeof_qd_arg+nbytes+8))
+	mem := C.calloc(1, C.size_t(taskBytes+attrBytes+headerBytes+nargs*C.sizeof_qd_arg+nbytes+8))
 	if mem == nil {
 		return newError(StatusOutOfMemory, "no memory for %d tasks", len(tasks))
 	}
 	defer C.free(mem)
 	ctasks := unsafe.Slice((*C.qd_task)(mem), len(tasks))
-	headers := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, taskBytes)), goTasks)
+	cattrs := unsafe.Slice((*C.qd_launch_attr)(unsafe.Add(mem, taskBytes)), len(tasks)*C.QD_MAX_LAUNCH_ATTRS)
+	headers := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, taskBytes+attrBytes)), goTasks)
 	headers = headers[:0]
-	argp := unsafe.Add(mem, taskBytes+headerBytes)
+	argp := unsafe.Add(mem, taskBytes+attrBytes+headerBytes)
 	datap := unsafe.Add(argp, nargs*C.sizeof_qd_arg)
 	put := func(size uint32) unsafe.Pointer { // the next value slot, 8-byte aligned
 		p := datap
@@ -218,6 +293,15 @@ func (s *Stream) LaunchParallel(tasks []Task) error {
 			cfg = Grid1D(1, 1)
 		}
 		cfg.fill(&ct.config)
+		own := cattrs[i*C.QD_MAX_LAUNCH_ATTRS : (i+1)*C.QD_MAX_LAUNCH_ATTRS]
+		nattrs, err := t.Attrs.fill(own)
+		if err != nil {
+			return taskError(i, err)
+		}
+		if nattrs > 0 {
+			ct.attrs = &own[0]
+			ct.num_attrs = C.uint32_t(nattrs)
+		}
 		entries := (*C.qd_arg)(argp)
 		n := 0
 		add := func(data unsafe.Pointer, size uint32) {

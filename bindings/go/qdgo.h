@@ -179,6 +179,7 @@ static inline gq_result gq_too_many_args(void) {
     return r;
 }
 static inline gq_result gq_launch_blob(qd_stream s, qd_kernel k, const qd_launch_config *config,
+                                       const qd_launch_attr *attrs, uint32_t num_attrs,
                                        uint8_t *blob, const uint32_t *sizes, uint32_t n,
                                        uint32_t go_header, uint32_t may_capture) {
     qd_arg args[QD_MAX_ARGS];
@@ -195,7 +196,9 @@ static inline gq_result gq_launch_blob(qd_stream s, qd_kernel k, const qd_launch
         args[i].size = sizes[i];
         offset += sizes[i];
     }
-    r = gq_finish(qd_launch(s, k, config, n ? args : NULL, n));
+    /* Without attributes qd_launch itself: the plain launch keeps its path. */
+    r = gq_finish(num_attrs ? qd_launch_ex(s, k, config, attrs, num_attrs, n ? args : NULL, n)
+                            : qd_launch(s, k, config, n ? args : NULL, n));
     r.captured = captured;
     return r;
 }

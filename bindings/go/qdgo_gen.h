@@ -332,8 +332,17 @@ static inline gq_result gq_launch(qd_stream stream, qd_kernel kernel,
     return gq_finish(qd_launch(stream, kernel, config, args, num_args));
 }
 
+/* qd_launch_ex (since 0.3): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, WRONG_CONTEXT,
+ * OUT_OF_MEMORY, OVERFLOW, NOT_SUPPORTED, DEVICE_LOST, FORKED, LAUNCH_FAILED, INTERNAL, HAZARD. */
+static inline gq_result gq_launch_ex(qd_stream stream, qd_kernel kernel,
+                                     const qd_launch_config *config, const qd_launch_attr *attrs,
+                                     uint32_t num_attrs, const qd_arg *args, uint32_t num_args) {
+    return gq_finish(qd_launch_ex(stream, kernel, config, attrs, num_attrs, args, num_args));
+}
+
 /* qd_launch_parallel (since 0.1): SUCCESS, INVALID_ARGUMENT, INVALID_HANDLE, WRONG_CONTEXT,
- * OUT_OF_MEMORY, OVERFLOW, POOL_EXHAUSTED, DEVICE_LOST, FORKED, LAUNCH_FAILED, INTERNAL, HAZARD. */
+ * OUT_OF_MEMORY, OVERFLOW, POOL_EXHAUSTED, NOT_SUPPORTED, DEVICE_LOST, FORKED, LAUNCH_FAILED,
+ * INTERNAL, HAZARD. */
 static inline gq_result gq_launch_parallel(qd_stream stream, const qd_task *tasks,
                                            uint32_t num_tasks) {
     return gq_finish(qd_launch_parallel(stream, tasks, num_tasks));

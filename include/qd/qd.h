@@ -302,6 +302,80 @@ typedef struct qd_arg {
 #define QD_MAX_ARGS 64u
 #define QD_MAX_ARG_BYTES 4096u
 
+/* Launch attributes (since 0.3): qd_launch_ex, and qd_task's attrs. What a launch asks of the
+ * device beyond grid, block and shared memory. Every attribute is checked before anything is
+ * queued; one the backend or device cannot honour is QD_ERROR_NOT_SUPPORTED naming it, never
+ * dropped. What each means on each backend:
+ *
+ * CLUSTER_DIM (cluster[3]): the grid's blocks are grouped into thread-block clusters of
+ *   cluster[0] x cluster[1] x cluster[2] blocks (each >= 1; each grid dimension a multiple of
+ *   the cluster's). CUDA: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, on devices of compute
+ *   capability 9.0 and above (else QD_ERROR_NOT_SUPPORTED naming the device's capability); the
+ *   kernel decides whether it fits (QD_ERROR_LAUNCH_FAILED otherwise). HIP: NOT_SUPPORTED. CPU:
+ *   accepted and checked; blocks run one after another as without it (a CPU block has no
+ *   distributed shared memory to share).
+ * PROGRAMMATIC_SERIALIZATION (value 1 on, 0 off): programmatic dependent launch (PDL). The
+ *   kernel may start before the previous kernel of its stream has finished, once every block
+ *   of that kernel has triggered (or exited); it must call the device's grid-dependency wait
+ *   (cudaGridDependencySynchronize, griddepcontrol.wait) before it reads what the previous
+ *   kernel wrote. CUDA: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (compute
+ *   capability 9.0 and above; an older device runs it in plain stream order, as the driver
+ *   does). In a capture (CUDA 12.3+ drivers) the graph keeps the programmatic edge to the
+ *   previous kernel node of its stream. HIP: NOT_SUPPORTED. CPU: plain stream order.
+ * PRIORITY (value): the launch's priority, lower is more urgent, clamped to the backend's
+ *   range (qd_stream_priority_range), in place of its stream's priority for this launch only.
+ *   CUDA: CU_LAUNCH_ATTRIBUTE_PRIORITY. HIP: NOT_SUPPORTED. CPU: while the launch is queued,
+ *   its stream, whenever it is handed to the workers (it gets work, or its wait completes),
+ *   takes the more urgent of the launch's and its own priority level, so when a worker has a
+ *   choice of ready streams it takes the one holding the more urgent launch first (with the
+ *   aging of qd_stream_priority_range's levels); work on one stream stays in order.
+ * COMPLETION_EVENT (event): the event, of the stream's context, is recorded by the launch: it
+ *   completes once every block of the launch has started (or exited), which may be long before
+ *   the kernel ends, so work that waits on it must not read what the kernel writes. CUDA:
+ *   CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT (a timing event is refused by the driver:
+ *   QD_ERROR_LAUNCH_FAILED). HIP: NOT_SUPPORTED. CPU: completes when the launch starts its last
+ *   block (blocks run in order). In a capture it is NOT_SUPPORTED (a graph node records no
+ *   event of the caller's).
+ *
+ * Refusals, in the order of "Which error wins": a kind that is not a qd_launch_attr_kind, a
+ * kind given twice, a nonzero field the kind does not use, a cluster dimension of 0 or one
+ * that does not divide the grid, a PROGRAMMATIC_SERIALIZATION value other than 0 or 1:
+ * QD_ERROR_INVALID_ARGUMENT; a completion event that is 0, not an event or destroyed:
+ * QD_ERROR_INVALID_HANDLE; one of another context: QD_ERROR_WRONG_CONTEXT; each message names
+ * the attribute's index ("attrs[2]", "tasks[1].attrs[0]"). Then the backend's
+ * QD_ERROR_NOT_SUPPORTED, naming the attribute.
+ *
+ * Observers: the timeline trace lists a launch's attributes in its slice's args; the
+ * validation mode orders a PDL launch after its predecessor as any stream-ordered operation
+ * (it cannot see a kernel that reads before its grid-dependency wait: that race is the
+ * kernel's, "Validation"), and sees a completion event's record as a record made just before
+ * the launch (what waits on it is ordered after the launch's predecessors, not after the
+ * launch). */
+
+/** The kind of a launch attribute (since 0.3). Numbered values are never reused. */
+typedef enum qd_launch_attr_kind {
+    QD_LAUNCH_ATTR_CLUSTER_DIM = 1,
+    QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION = 2,
+    QD_LAUNCH_ATTR_PRIORITY = 3,
+    QD_LAUNCH_ATTR_COMPLETION_EVENT = 4
+} qd_launch_attr_kind;
+
+/** One launch attribute (since 0.3). qd_launch_attr never grows (it has no struct_size):
+ *  arrays of it have the stride sizeof(qd_launch_attr); a new kind uses the fields there are.
+ *  Every field the kind does not use must be 0. */
+typedef struct qd_launch_attr {
+    qd_launch_attr_kind kind; /**< what the attribute is */
+    int32_t value;            /**< PRIORITY: the priority; PROGRAMMATIC_SERIALIZATION: 1 on,
+                                   0 off */
+    uint32_t cluster[3];      /**< CLUSTER_DIM: blocks per cluster in x, y, z */
+    uint32_t reserved0;       /**< must be 0 */
+    qd_event event;           /**< COMPLETION_EVENT: the event the launch records */
+    uint64_t reserved[2];     /**< must be 0 */
+} qd_launch_attr;
+
+/** Most attributes of one launch: one of each kind. */
+#define QD_MAX_LAUNCH_ATTRS 4u
+
 /** One task of qd_launch_parallel. An array of tasks is read at the stride of
  *  tasks[0].struct_size (Conventions, "Arrays of structs"); fields may be added at the end. */
 typedef struct qd_task {
@@ -312,8 +386,12 @@ typedef struct qd_task {
     const qd_arg *args;      /**< num_args entries; may be NULL when num_args is 0 */
     uint32_t num_args;
     uint32_t reserved;
+    const qd_launch_attr *attrs; /**< (since 0.3) num_attrs entries, as qd_launch_ex's; read
+                                      only when tasks[0].struct_size covers them */
+    uint32_t num_attrs;          /**< (since 0.3) */
+    uint32_t reserved2;          /**< (since 0.3) must be 0 */
 } qd_task;
-#define QD_TASK_INIT { (uint32_t)sizeof(qd_task), 0u, 0u, QD_LAUNCH_CONFIG_INIT, NULL, 0u, 0u }
+#define QD_TASK_INIT { (uint32_t)sizeof(qd_task), 0u, 0u, QD_LAUNCH_CONFIG_INIT, NULL, 0u, 0u, NULL, 0u, 0u }
 
 /** What a CPU host kernel receives for one block. */
 typedef struct qd_host_kernel_info {
@@ -1051,6 +1129,31 @@ QD_API qd_status qd_kernel_destroy(qd_kernel kernel);
 QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_config *config,
                            const qd_arg *args, uint32_t num_args);
 
+/** (since 0.3) qd_launch with launch attributes ("Launch attributes", before qd_task): attrs
+ *  has num_attrs entries (may be NULL when num_attrs is 0; then this is qd_launch). config may
+ *  be NULL (one block of one thread), and args as for qd_launch. The whole
+ *  call is checked before anything is queued: a refused call queues nothing and records no
+ *  event. In a capture the attributes are recorded with the launch and given to its graph node.
+ *  Threads: any.
+ *  - QD_ERROR_INVALID_ARGUMENT: as for qd_launch; attrs is NULL with num_attrs > 0; num_attrs
+ *    > QD_MAX_LAUNCH_ATTRS; an attribute's kind is unknown or given twice, a field it does not
+ *    use is not 0, its cluster has a dimension of 0 or one that does not divide the grid, or
+ *    its PROGRAMMATIC_SERIALIZATION value is not 0 or 1 (the message names attrs[i]).
+ *  - QD_ERROR_OVERFLOW: as for qd_launch.
+ *  - QD_ERROR_INVALID_HANDLE: stream or kernel is 0, of the wrong type, or destroyed; a
+ *    COMPLETION_EVENT's event is 0, not an event, or destroyed.
+ *  - QD_ERROR_WRONG_CONTEXT: kernel or a completion event belongs to another context than
+ *    stream.
+ *  - QD_ERROR_NOT_SUPPORTED: the backend or device cannot honour an attribute (the message
+ *    names it): a cluster below compute capability 9.0; (HIP) every attribute; (CUDA) a
+ *    driver without cuLaunchKernelEx (11.8); a completion event on a capturing stream; (CUDA)
+ *    a programmatic launch captured by a driver older than 12.3.
+ *  - QD_ERROR_LAUNCH_FAILED, QD_ERROR_HAZARD: as for qd_launch.
+ *  - QD_ERROR_OUT_OF_MEMORY, QD_ERROR_DEVICE_LOST, QD_ERROR_FORKED. */
+QD_API qd_status qd_launch_ex(qd_stream stream, qd_kernel kernel, const qd_launch_config *config,
+                              const qd_launch_attr *attrs, uint32_t num_attrs, const qd_arg *args,
+                              uint32_t num_args);
+
 /** Stream-parallel launch. Tasks with the same group run in order on one pooled stream;
  *  different groups run concurrently. Every task starts only after the work already queued on
  *  stream, and stream waits for all of them: later work on stream sees their results. No host
@@ -1068,9 +1171,13 @@ QD_API qd_status qd_launch(qd_stream stream, qd_kernel kernel, const qd_launch_c
  *  Threads: any.
  *  - QD_ERROR_INVALID_ARGUMENT: tasks is NULL with num_tasks > 0; tasks[0].struct_size is
  *    smaller than the first qd_task, larger than 1024 or not a multiple of 8; a task's
- *    struct_size differs from tasks[0]'s; a task is invalid as for qd_launch (config, args).
+ *    struct_size differs from tasks[0]'s; a task is invalid as for qd_launch (config, args)
+ *    or, where struct_size covers them (from 0.3), as for qd_launch_ex (attrs, num_attrs;
+ *    reserved2 is not 0).
  *    num_tasks 0 is a successful no-op.
- *  - QD_ERROR_OVERFLOW, QD_ERROR_INVALID_HANDLE, QD_ERROR_WRONG_CONTEXT: as for qd_launch.
+ *  - QD_ERROR_OVERFLOW, QD_ERROR_INVALID_HANDLE, QD_ERROR_WRONG_CONTEXT: as for qd_launch, and
+ *    from 0.3 a task's completion event as for qd_launch_ex.
+ *  - QD_ERROR_NOT_SUPPORTED: (from 0.3) a task's attribute as for qd_launch_ex.
  *  - QD_ERROR_POOL_EXHAUSTED: no stream of the pool is free.
  *  - QD_ERROR_HAZARD: with QD_CONTEXT_VALIDATE_FAIL, a task would race or use freed memory
  *    ("Validation"): no task is queued.
@@ -1931,6 +2038,13 @@ QD_API qd_status qd_memcpy_peer_async(qd_stream stream, uint64_t dst, qd_context
  * stream on an event of a context that does not validate orders that stream after all the
  * work queued so far on validating contexts, since the record may have waited for any of it:
  * a hazard this hides is missed, none is invented.
+ *
+ * Launch attributes (since 0.3, "Launch attributes"). A programmatic (PDL) launch is ordered
+ * after its stream's earlier work like any launch: the model trusts the kernel to wait for its
+ * grid dependency before it reads what the previous kernel wrote, and cannot see one that reads
+ * before that wait (a race inside the device that no report names). A COMPLETION_EVENT is a
+ * record made just before its launch: work waiting on it is ordered after the launch's
+ * predecessors, not after the launch's own accesses (using them is reported as a race).
  *
  * Cost when on: one mutex and a few map look-ups per operation, plus a scan of every launch's
  * argument words (bench/RESULTS.md records it). Off: none (no observer is attached).

@@ -20,6 +20,27 @@ qd_status Stream::native_flags(uint32_t *flags) const {
     return QD_SUCCESS;
 }
 
+const char *first_attr_name(const LaunchAttrs &attrs) noexcept {
+    if (attrs.has_cluster()) return "CLUSTER_DIM";
+    if (attrs.programmatic) return "PROGRAMMATIC_SERIALIZATION";
+    if (attrs.has_priority) return "PRIORITY";
+    if (attrs.completion_event) return "COMPLETION_EVENT";
+    return "";
+}
+
+qd_status Stream::launch_ex(Kernel &, const LaunchDims &, const LaunchAttrs &attrs, const qd_arg *,
+                            uint32_t) {
+    return fail(QD_ERROR_NOT_SUPPORTED,
+                "launch attribute %s: this backend has no launch attributes",
+                first_attr_name(attrs));
+}
+
+qd_status Context::check_launch_attrs(const LaunchAttrs &attrs, const LaunchDims &, bool) {
+    return fail(QD_ERROR_NOT_SUPPORTED,
+                "launch attribute %s: this backend has no launch attributes",
+                first_attr_name(attrs));
+}
+
 qd_status Stream::begin_capture(std::unique_ptr<Capture> *) {
     return fail(QD_ERROR_NOT_SUPPORTED, "this backend has no native graphs");
 }

@@ -46,6 +46,26 @@ struct LaunchDims {
     uint32_t shared_mem_bytes;
 };
 
+// The attributes of one launch (qd_launch_ex, "Launch attributes" in qd.h), already checked by
+// the core: each kind at most once, the cluster's dimensions >= 1 and dividing the grid, the
+// completion event one of this backend's context. A default LaunchAttrs asks for nothing.
+struct LaunchAttrs {
+    uint32_t cluster[3] = {0, 0, 0};    // CLUSTER_DIM: all 0 when not given
+    bool programmatic = false;          // PROGRAMMATIC_SERIALIZATION given with value 1
+    bool has_priority = false;          // PRIORITY given
+    int32_t priority = 0;               // its value, unclamped
+    Event *completion_event = nullptr;  // COMPLETION_EVENT
+
+    bool has_cluster() const noexcept { return cluster[0] != 0; }
+    bool empty() const noexcept {
+        return !has_cluster() && !programmatic && !has_priority && completion_event == nullptr;
+    }
+};
+
+// The name of the first attribute `attrs` gives, in qd_launch_attr_kind order
+// ("CLUSTER_DIM", ...), for messages; "" when it is empty.
+const char *first_attr_name(const LaunchAttrs &attrs) noexcept;
+
 // The sticky "lost" state of a context. Backends set it on a device fault; the core reads it on
 // every call (one relaxed load) and turns it into QD_ERROR_DEVICE_LOST with the message.
 class LostState {
@@ -91,6 +111,10 @@ class Stream {
     // the caller may overwrite them at once.
     virtual qd_status launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
                              uint32_t num_args) = 0;
+    // Queue a kernel with launch attributes (never empty: the core calls launch() for none),
+    // which Context::check_launch_attrs accepted for these dims. The default refuses them.
+    virtual qd_status launch_ex(Kernel &kernel, const LaunchDims &dims, const LaunchAttrs &attrs,
+                                const qd_arg *args, uint32_t num_args);
     // Record `event` at the current tail of this stream.
     virtual qd_status record(Event &event) = 0;
     // Make later work wait for the event's most recent record as of this call (captured now,
@@ -320,6 +344,13 @@ class Context {
     // Others: false, and QD_ERROR_NOT_SUPPORTED.
     virtual bool runs_inline() const { return false; }
     virtual qd_status run_inline(const InlineOp &op);
+
+    // Can this context's launches honour `attrs` with `dims` (qd_launch_ex) on a stream that is
+    // `capturing` (natively or not)? The core asks before anything of the call is queued.
+    // QD_ERROR_NOT_SUPPORTED names the attribute and the reason (the device, the driver
+    // version). The default refuses every attribute.
+    virtual qd_status check_launch_attrs(const LaunchAttrs &attrs, const LaunchDims &dims,
+                                         bool capturing);
 
     // Peer access (qd_context_can_access_peer, qd_context_enable_peer_access): may work of this
     // context access memory of `peer` (another context of the same backend, never this one)?

@@ -1,6 +1,8 @@
 // qd_launch_parallel: fork to pooled streams, launch each group in order on its stream, join.
 #include "core/parallel_launch.h"
 
+#include <cstddef>
+#include <cstdio>
 #include <vector>
 
 #include "common/first_sizes.h"
@@ -17,6 +19,9 @@ namespace {
 // The most a newer caller's qd_task can have grown to; a larger struct_size is garbage, and
 // stepping by it would read far past the caller's array.
 constexpr uint32_t kMaxTaskSize = 1024;
+// The size of a qd_task that has attrs, num_attrs and reserved2 (0.3): a smaller struct_size
+// (a 0.1 or 0.2 caller's) has none, and they are not read.
+constexpr uint32_t kTaskSizeWithAttrs = uint32_t(offsetof(qd_task, reserved2) + sizeof(uint32_t));
 }  // namespace
 
 qd_status plan_parallel(const qd_task *tasks, uint32_t num_tasks, ParallelPlan *plan) {
@@ -46,6 +51,15 @@ qd_status plan_parallel(const qd_task *tasks, uint32_t num_tasks, ParallelPlan *
                         i, t.struct_size, stride);
         prepared[i].task = &t;
         qd_status st = validate_config(&t.config, &prepared[i].dims);
+        if (st == QD_SUCCESS && stride >= kTaskSizeWithAttrs) {
+            char prefix[32];
+            std::snprintf(prefix, sizeof prefix, "tasks[%u].", i);
+            if (t.reserved2 != 0)
+                return fail(QD_ERROR_INVALID_ARGUMENT, "tasks[%u].reserved2 is %u; it must be 0", i,
+                            t.reserved2);
+            st = validate_attrs(t.attrs, t.num_attrs, prepared[i].dims, prefix, &prepared[i].attrs);
+            if (st != QD_SUCCESS) return st;  // the message names the task already
+        }
         if (st == QD_SUCCESS) st = validate_args(t.args, t.num_args);
         if (st != QD_SUCCESS) {
             const std::string reason = last_error_message();
@@ -105,6 +119,10 @@ qd_status launch_parallel(Stream &stream, const ParallelPlan &plan) {
             op.dims = &prepared[i].dims;
             op.args = t.args;
             op.num_args = t.num_args;
+            if (!prepared[i].attrs.attrs.empty()) {
+                op.attrs = &prepared[i].attrs.attrs;
+                op.completion_event = prepared[i].event;
+            }
         }
         // The join runs even after a part failed in the backend: the parent must not run
         // ahead of what was queued.

@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "core/context.h"
+#include "core/launch_validation.h"
 
 namespace qd::core {
 
@@ -20,6 +21,10 @@ struct ParallelPlan {
         Kernel *kernel = nullptr;       // task->kernel, resolved by api/
         backend::LaunchDims dims;
         uint32_t stream_index = 0;  // the task's group, numbered in order of first appearance
+        // Its launch attributes (qd_task.attrs where struct_size covers them); the completion
+        // event resolved by api/ into `event` and attrs.attrs.completion_event.
+        CheckedAttrs attrs;
+        Event *event = nullptr;
     };
     std::vector<Task> tasks;
     uint32_t num_groups = 0;

@@ -28,7 +28,10 @@ qd_status dispatch(const Op &op) {
     backend::Stream &s = *op.stream->impl;
     if (__builtin_expect(op.graph_block, 0)) return graph_block_point(op);
     switch (op.kind) {
-    case OpKind::Launch: return s.launch(*op.kernel->impl, *op.dims, op.args, op.num_args);
+    case OpKind::Launch:
+        if (op.attrs)
+            return s.launch_ex(*op.kernel->impl, *op.dims, *op.attrs, op.args, op.num_args);
+        return s.launch(*op.kernel->impl, *op.dims, op.args, op.num_args);
     case OpKind::HostFn:
         if (op.status_fn) return s.host_status_fn(op.status_fn, op.handle, op.user_data);
         return s.host_fn(op.fn, op.user_data);

@@ -77,6 +77,11 @@ struct Op {
     const backend::LaunchDims *dims = nullptr;
     const qd_arg *args = nullptr;
     uint32_t num_args = 0;
+    // Launch of qd_launch_ex (or a task's, or its replay): its attributes, never empty; null for
+    // a launch without. A COMPLETION_EVENT's core event is completion_event (its backend event
+    // attrs->completion_event): the launch records it (qd.h, "Launch attributes").
+    const backend::LaunchAttrs *attrs = nullptr;
+    Event *completion_event = nullptr;
 
     // Record and Wait: the event (for a user event also its core object; pooled fork/join
     // events have none).
@@ -290,6 +295,17 @@ inline qd_status submit_launch(Stream &s, Kernel &k, const backend::LaunchDims &
     QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Launch, op_.origin = origin, op_.kernel = &k,
                             op_.dims = &dims, op_.args = args, op_.num_args = num_args))
     return s.impl->launch(*k.impl, dims, args, num_args);
+}
+
+// A launch with attributes (qd_launch_ex; attrs never empty, checked by check_launch_attrs).
+inline qd_status submit_launch_ex(Stream &s, Kernel &k, const backend::LaunchDims &dims,
+                                  const backend::LaunchAttrs &attrs, Event *completion_event,
+                                  const qd_arg *args, uint32_t num_args,
+                                  OpOrigin origin = OpOrigin::Api) {
+    QD_SUBMIT_OBSERVED_(s, (op_.kind = OpKind::Launch, op_.origin = origin, op_.kernel = &k,
+                            op_.dims = &dims, op_.args = args, op_.num_args = num_args,
+                            op_.attrs = &attrs, op_.completion_event = completion_event))
+    return s.impl->launch_ex(*k.impl, dims, attrs, args, num_args);
 }
 
 inline qd_status submit_host_fn(Stream &s, qd_host_fn fn, void *user_data) {

@@ -42,6 +42,40 @@ static int all_canary(const unsigned char *p, size_t n) {
     return 1;
 }
 
+static int task_calls;
+static int32_t count_task(const qd_host_kernel_info *info, void *const *args) {
+    (void)info;
+    (void)args;
+    ++task_calls; /* the tasks are of one group: they run one after another */
+    return 0;
+}
+
+/* A 0.1 or 0.2 caller's qd_task array: 64-byte tasks (no attrs, num_attrs, reserved2), the
+ * array's stride tasks[0].struct_size. The bytes where 0.3's fields would be are the next
+ * task's (and, after the last, garbage): qd must not read them as attributes. */
+static void old_task_array(qd_context ctx) {
+    qd_kernel k = 0;
+    qd_stream s = 0;
+    CHECK(qd_kernel_from_host_fn(ctx, count_task, "count_task", &k) == QD_SUCCESS);
+    CHECK(qd_stream_create(ctx, NULL, &s) == QD_SUCCESS);
+    CHECK(sizeof(qd_task) >= 80u);     /* 0.3 appended attrs, num_attrs and reserved2 */
+    uint64_t words[(3 * 64 + 32) / 8]; /* aligned as qd_task is */
+    unsigned char *bytes = (unsigned char *)words;
+    memset(words, 0xEE, sizeof words);
+    for (int i = 0; i < 3; ++i) {
+        qd_task t = QD_TASK_INIT;
+        t.struct_size = 64u; /* the first released size of qd_task */
+        t.kernel = k;
+        memcpy(bytes + 64 * i, &t, 64);
+    }
+    task_calls = 0;
+    CHECK(qd_launch_parallel(s, (const qd_task *)(void *)words, 3) == QD_SUCCESS);
+    CHECK(qd_stream_synchronize(s) == QD_SUCCESS);
+    CHECK(task_calls == 3);
+    CHECK(qd_stream_destroy(s) == QD_SUCCESS);
+    CHECK(qd_kernel_destroy(k) == QD_SUCCESS);
+}
+
 int main(void) {
     qd_context_desc desc = QD_CONTEXT_DESC_INIT;
     desc.backend = QD_BACKEND_CPU;
@@ -92,6 +126,7 @@ int main(void) {
     CHECK(qd_device_get_info(QD_BACKEND_CPU, 0, &info.i) == QD_SUCCESS);
     CHECK(all_canary(info.after + 8, sizeof info.after - 8));
 
+    old_task_array(ctx);
     CHECK(qd_context_destroy(ctx) == QD_SUCCESS);
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);

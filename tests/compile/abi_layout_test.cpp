@@ -48,7 +48,8 @@ TEST(AbiLayout, Arg_SizeAndOffsetsArePinned) {
 }
 
 TEST(AbiLayout, Task_SizeAndOffsetsArePinned) {
-    EXPECT_EQ(sizeof(qd_task), 64u);
+    // 64 bytes in 0.1; 0.3 appended attrs, num_attrs and reserved2 (the 0.1 fields stay put).
+    EXPECT_EQ(sizeof(qd_task), 80u);
     EXPECT_EQ(alignof(qd_task), 8u);
     EXPECT_EQ(offsetof(qd_task, group), 4u);
     EXPECT_EQ(offsetof(qd_task, kernel), 8u);
@@ -56,6 +57,20 @@ TEST(AbiLayout, Task_SizeAndOffsetsArePinned) {
     EXPECT_EQ(offsetof(qd_task, args), 48u);
     EXPECT_EQ(offsetof(qd_task, num_args), 56u);
     EXPECT_EQ(offsetof(qd_task, reserved), 60u);
+    EXPECT_EQ(offsetof(qd_task, attrs), 64u);
+    EXPECT_EQ(offsetof(qd_task, num_attrs), 72u);
+    EXPECT_EQ(offsetof(qd_task, reserved2), 76u);
+}
+
+TEST(AbiLayout, LaunchAttr_SizeAndOffsetsArePinned) {
+    EXPECT_EQ(sizeof(qd_launch_attr), 48u);
+    EXPECT_EQ(alignof(qd_launch_attr), 8u);
+    EXPECT_EQ(offsetof(qd_launch_attr, kind), 0u);
+    EXPECT_EQ(offsetof(qd_launch_attr, value), 4u);
+    EXPECT_EQ(offsetof(qd_launch_attr, cluster), 8u);
+    EXPECT_EQ(offsetof(qd_launch_attr, reserved0), 20u);
+    EXPECT_EQ(offsetof(qd_launch_attr, event), 24u);
+    EXPECT_EQ(offsetof(qd_launch_attr, reserved), 32u);
 }
 
 TEST(AbiLayout, HostKernelInfo_SizeAndOffsetsArePinned) {
@@ -222,8 +237,9 @@ TEST(Version, LibraryVersion_MatchesHeader) { EXPECT_EQ(qd_version(), (uint32_t)
 
 // QD_STRUCT_FIRST_SIZES is the one table every struct_size check uses. The table keeps a
 // struct's first size when a field is appended (0.2 appended qd_context_stats.live_graphs and
-// .hazards_reported; 0.3 appended qd_device_info.split_granularity and .split_minimum), so each
-// size is its sizeof, or below it for a struct that grew.
+// .hazards_reported; 0.3 appended qd_device_info.split_granularity and .split_minimum, and
+// qd_task.attrs, .num_attrs and .reserved2), so each size is its sizeof, or below it for a
+// struct that grew.
 TEST(FirstSizes, EveryStruct_StillHasItsFirstSize) {
     int entries = 0;
 #define QD_CHECK_FIRST_SIZE(type, size, version)                                                   \
@@ -232,6 +248,8 @@ TEST(FirstSizes, EveryStruct_StillHasItsFirstSize) {
         EXPECT_GT(sizeof(type), (size_t)(size)) << #type " grew in 0.2";                           \
     } else if (std::string(#type) == "qd_device_info") {                                           \
         EXPECT_EQ((size_t)(size), 168u);                                                           \
+    } else if (std::string(#type) == "qd_task") {                                                  \
+        EXPECT_EQ((size_t)(size), 64u);                                                            \
         EXPECT_GT(sizeof(type), (size_t)(size)) << #type " grew in 0.3";                           \
     } else {                                                                                       \
         EXPECT_EQ(sizeof(type), (size_t)(size)) << #type;                                          \

@@ -15,7 +15,10 @@ QDT_STATIC_ASSERT(context_desc_size, sizeof(qd_context_desc) == 32);
 QDT_STATIC_ASSERT(stream_desc_size, sizeof(qd_stream_desc) == 16);
 QDT_STATIC_ASSERT(launch_config_size, sizeof(qd_launch_config) == 32);
 QDT_STATIC_ASSERT(arg_size, sizeof(qd_arg) == 16);
-QDT_STATIC_ASSERT(task_size, sizeof(qd_task) == 64);
+QDT_STATIC_ASSERT(task_size, sizeof(qd_task) == 80); /* 64 in 0.1; 0.3 appended attrs */
+QDT_STATIC_ASSERT(task_attrs_offset, offsetof(qd_task, attrs) == 64);
+QDT_STATIC_ASSERT(launch_attr_size, sizeof(qd_launch_attr) == 48);
+QDT_STATIC_ASSERT(launch_attr_event_offset, offsetof(qd_launch_attr, event) == 24);
 QDT_STATIC_ASSERT(host_kernel_info_size, sizeof(qd_host_kernel_info) == 56);
 /* 144 in 0.2; 0.3 appended live_timelines. */
 QDT_STATIC_ASSERT(context_stats_size, sizeof(qd_context_stats) == 152);
@@ -53,6 +56,7 @@ int main(void) {
     qd_context_stats stats = QD_CONTEXT_STATS_INIT;
     qd_device_info info = QD_DEVICE_INFO_INIT;
     qd_arg arg;
+    qd_launch_attr lattr;
     qd_host_kernel_info kinfo;
     qd_host_kernel_fn kfn = kernel;
     qd_host_fn hfn = host_fn;
@@ -76,6 +80,10 @@ int main(void) {
     task.config = cfg;
     task.args = &arg;
     task.num_args = 1;
+    memset(&lattr, 0, sizeof lattr);
+    lattr.kind = QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION;
+    task.attrs = &lattr;
+    task.num_attrs = 1;
 
     if (cdesc.struct_size != sizeof cdesc || sdesc.struct_size != sizeof sdesc ||
         cfg.struct_size != sizeof cfg || task.struct_size != sizeof task ||

@@ -409,6 +409,20 @@ inline constexpr qd_status kListed_qd_launch[] = {
     QD_ERROR_INTERNAL,
     QD_ERROR_HAZARD,
 };
+inline constexpr qd_status kListed_qd_launch_ex[] = {
+    QD_SUCCESS,
+    QD_ERROR_INVALID_ARGUMENT,
+    QD_ERROR_INVALID_HANDLE,
+    QD_ERROR_WRONG_CONTEXT,
+    QD_ERROR_OUT_OF_MEMORY,
+    QD_ERROR_OVERFLOW,
+    QD_ERROR_NOT_SUPPORTED,
+    QD_ERROR_DEVICE_LOST,
+    QD_ERROR_FORKED,
+    QD_ERROR_LAUNCH_FAILED,
+    QD_ERROR_INTERNAL,
+    QD_ERROR_HAZARD,
+};
 inline constexpr qd_status kListed_qd_launch_parallel[] = {
     QD_SUCCESS,
     QD_ERROR_INVALID_ARGUMENT,
@@ -417,6 +431,7 @@ inline constexpr qd_status kListed_qd_launch_parallel[] = {
     QD_ERROR_OUT_OF_MEMORY,
     QD_ERROR_OVERFLOW,
     QD_ERROR_POOL_EXHAUSTED,
+    QD_ERROR_NOT_SUPPORTED,
     QD_ERROR_DEVICE_LOST,
     QD_ERROR_FORKED,
     QD_ERROR_LAUNCH_FAILED,
@@ -743,6 +758,7 @@ inline constexpr Listed kListed[] = {  // sorted by name
     {"qd_kernel_get", kListed_qd_kernel_get, sizeof kListed_qd_kernel_get / sizeof(qd_status)},
     {"qd_kernel_set_param_access", kListed_qd_kernel_set_param_access, sizeof kListed_qd_kernel_set_param_access / sizeof(qd_status)},
     {"qd_launch", kListed_qd_launch, sizeof kListed_qd_launch / sizeof(qd_status)},
+    {"qd_launch_ex", kListed_qd_launch_ex, sizeof kListed_qd_launch_ex / sizeof(qd_status)},
     {"qd_launch_host_fn", kListed_qd_launch_host_fn, sizeof kListed_qd_launch_host_fn / sizeof(qd_status)},
     {"qd_launch_host_status_fn", kListed_qd_launch_host_status_fn, sizeof kListed_qd_launch_host_status_fn / sizeof(qd_status)},
     {"qd_launch_parallel", kListed_qd_launch_parallel, sizeof kListed_qd_launch_parallel / sizeof(qd_status)},
@@ -847,6 +863,12 @@ inline qd_launch_config make_qd_launch_config(const Values &v) {
 }
 inline qd_arg make_qd_arg(const Values &v) {
     qd_arg x{};
+    v.complete(x);
+    return x;
+}
+inline qd_launch_attr make_qd_launch_attr(const Values &v) {
+    qd_launch_attr x{};
+    x.event = v.handle(kEvent);
     v.complete(x);
     return x;
 }
@@ -1155,6 +1177,35 @@ inline qd_status qd_launch__null_args([[maybe_unused]] const Values &v, uint64_t
     qd_launch_config config_ = make_qd_launch_config(v);
     return qd_launch(h, h, &config_, nullptr, 1);
 }
+inline qd_status qd_launch_ex__stream([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_launch_config config_ = make_qd_launch_config(v);
+    qd_launch_attr attrs_[1] = {make_qd_launch_attr(v)};
+    qd_arg args_[1] = {make_qd_arg(v)};
+    return qd_launch_ex(h, v.handle(kKernel), &config_, attrs_, 1, args_, 1);
+}
+inline qd_status qd_launch_ex__kernel([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_launch_config config_ = make_qd_launch_config(v);
+    qd_launch_attr attrs_[1] = {make_qd_launch_attr(v)};
+    qd_arg args_[1] = {make_qd_arg(v)};
+    return qd_launch_ex(v.handle(kStream), h, &config_, attrs_, 1, args_, 1);
+}
+inline qd_status qd_launch_ex__attrs_0__event([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_launch_config config_ = make_qd_launch_config(v);
+    qd_launch_attr attrs_[1] = {make_qd_launch_attr(v)};
+    attrs_[0].event = h;
+    qd_arg args_[1] = {make_qd_arg(v)};
+    return qd_launch_ex(v.handle(kStream), v.handle(kKernel), &config_, attrs_, 1, args_, 1);
+}
+inline qd_status qd_launch_ex__null_attrs([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_launch_config config_ = make_qd_launch_config(v);
+    qd_arg args_[1] = {make_qd_arg(v)};
+    return qd_launch_ex(h, h, &config_, nullptr, 1, args_, 1);
+}
+inline qd_status qd_launch_ex__null_args([[maybe_unused]] const Values &v, uint64_t h) {
+    qd_launch_config config_ = make_qd_launch_config(v);
+    qd_launch_attr attrs_[1] = {make_qd_launch_attr(v)};
+    return qd_launch_ex(h, h, &config_, attrs_, 1, nullptr, 1);
+}
 inline qd_status qd_launch_parallel__stream([[maybe_unused]] const Values &v, uint64_t h) {
     qd_task tasks_[1] = {make_qd_task(v)};
     return qd_launch_parallel(h, tasks_, 1);
@@ -1386,6 +1437,9 @@ inline constexpr HandleEntry kHandleEntries[] = {
     {"qd_kernel_destroy", "kernel", kKernel, 1, &gen::qd_kernel_destroy__kernel},
     {"qd_launch", "stream", kStream, 2, &gen::qd_launch__stream},
     {"qd_launch", "kernel", kKernel, 2, &gen::qd_launch__kernel},
+    {"qd_launch_ex", "stream", kStream, 3, &gen::qd_launch_ex__stream},
+    {"qd_launch_ex", "kernel", kKernel, 3, &gen::qd_launch_ex__kernel},
+    {"qd_launch_ex", "attrs[0].event", kEvent, 3, &gen::qd_launch_ex__attrs_0__event},
     {"qd_launch_parallel", "stream", kStream, 2, &gen::qd_launch_parallel__stream},
     {"qd_launch_parallel", "tasks[0].kernel", kKernel, 2, &gen::qd_launch_parallel__tasks_0__kernel},
     {"qd_launch_host_fn", "stream", kStream, 1, &gen::qd_launch_host_fn__stream},
@@ -1466,6 +1520,8 @@ inline constexpr NullEntry kNullEntries[] = {
     {"qd_kernel_from_host_fn", "fn", &gen::qd_kernel_from_host_fn__null_fn},
     {"qd_kernel_from_host_fn", "out", &gen::qd_kernel_from_host_fn__null_out},
     {"qd_launch", "args", &gen::qd_launch__null_args},
+    {"qd_launch_ex", "attrs", &gen::qd_launch_ex__null_attrs},
+    {"qd_launch_ex", "args", &gen::qd_launch_ex__null_args},
     {"qd_launch_parallel", "tasks", &gen::qd_launch_parallel__null_tasks},
     {"qd_launch_host_fn", "fn", &gen::qd_launch_host_fn__null_fn},
     {"qd_launch_host_status_fn", "fn", &gen::qd_launch_host_status_fn__null_fn},

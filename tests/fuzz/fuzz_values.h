@@ -60,6 +60,9 @@ struct Values {
         a.data = arg;
         a.size = sizeof arg;
     }
+    // A qd_launch_attr (no INIT macro: all zero, kind 0 invalid) whose one handle field, event,
+    // the entry filled: a completion event, valid on every backend's class-1 checks.
+    void complete(qd_launch_attr &a) const { a.kind = QD_LAUNCH_ATTR_COMPLETION_EVENT; }
 };
 
 }  // namespace qd_fuzz

@@ -36,6 +36,23 @@ static_assert(abi::kGraphCondTypeSwitch == CU_GRAPH_COND_TYPE_SWITCH);
 static_assert(abi::kGraphCondAssignDefault == CU_GRAPH_COND_ASSIGN_DEFAULT);
 static_assert(abi::kStreamSetCaptureDependencies == CU_STREAM_SET_CAPTURE_DEPENDENCIES);
 
+// Launch attributes (cuLaunchKernelEx).
+static_assert(sizeof(gpu::LaunchConfig) == sizeof(CUlaunchConfig));
+static_assert(offsetof(gpu::LaunchConfig, shared_mem_bytes) ==
+              offsetof(CUlaunchConfig, sharedMemBytes));
+static_assert(offsetof(gpu::LaunchConfig, stream) == offsetof(CUlaunchConfig, hStream));
+static_assert(offsetof(gpu::LaunchConfig, attrs) == offsetof(CUlaunchConfig, attrs));
+static_assert(offsetof(gpu::LaunchConfig, num_attrs) == offsetof(CUlaunchConfig, numAttrs));
+static_assert(sizeof(gpu::LaunchAttribute) == sizeof(CUlaunchAttribute));
+static_assert(offsetof(gpu::LaunchAttribute, value) == offsetof(CUlaunchAttribute, value));
+static_assert(offsetof(gpu::LaunchAttribute, value.completion_event.flags) ==
+              offsetof(CUlaunchAttribute, value.launchCompletionEvent.flags));
+static_assert(abi::kLaunchAttrClusterDimension == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+static_assert(abi::kLaunchAttrProgrammaticStreamSerialization ==
+              CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+static_assert(abi::kLaunchAttrPriority == CU_LAUNCH_ATTRIBUTE_PRIORITY);
+static_assert(abi::kLaunchAttrLaunchCompletionEvent == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
+
 // The structs and constants the table used before.
 static_assert(sizeof(gpu::KernelNodeParams) == sizeof(CUDA_KERNEL_NODE_PARAMS_v2));
 static_assert(sizeof(gpu::GraphExecUpdateInfo) == sizeof(CUgraphExecUpdateResultInfo));

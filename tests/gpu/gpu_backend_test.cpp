@@ -22,6 +22,7 @@
 #include "backends/common/callback_scope.h"
 #include "backends/gpu/driver_table.h"
 #include "backends/gpu/gpu_backend.h"
+#include "backends/gpu/gpu_objects.h"
 #include "common/error.h"
 #include "fake_gpu_driver.h"
 
@@ -1639,4 +1640,142 @@ TEST(GpuBackendStreamContext, CopyRefusedInTheCurrentContext_IsMadeAgainInTheStr
         (*c)->shutdown();
         c->reset();
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch attributes (qd_launch_ex): exactly what cuLaunchKernelEx receives, and the refusals
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+qd::backend::LaunchAttrs every_attr(Event *completion) {
+    qd::backend::LaunchAttrs a;
+    a.cluster[0] = 2;
+    a.cluster[1] = 1;
+    a.cluster[2] = 1;
+    a.programmatic = true;
+    a.has_priority = true;
+    a.priority = -1;
+    a.completion_event = completion;
+    return a;
+}
+const LaunchDims kFourBlocks = {{4, 1, 1}, {32, 1, 1}, 0};
+
+// A backend context over `t` (the fake's table, changed by the test), for one check.
+qd_status check_with(const gpu::DriverTable &t, const qd::backend::LaunchAttrs &a, bool capturing) {
+    std::unique_ptr<Driver> d;
+    if (gpu::make_gpu_driver(t, qd::backend::DlLibrary(), &d) != QD_SUCCESS)
+        return QD_ERROR_INTERNAL;
+    std::unique_ptr<Context> ctx;
+    if (d->create_context(qd::backend::ContextParams{}, &ctx) != QD_SUCCESS)
+        return QD_ERROR_INTERNAL;
+    const qd_status st = ctx->check_launch_attrs(a, kFourBlocks, capturing);
+    const std::string message = qd::last_error_message();
+    ctx->shutdown();
+    ctx.reset();
+    qd::fail(st == QD_SUCCESS ? QD_ERROR_INTERNAL : st, "%s", message.c_str());
+    return st;
+}
+}  // namespace
+
+TEST_F(GpuBackend, LaunchEx_PassesExactlyTheAttributesToLaunchKernelEx) {
+    auto s = stream();
+    auto k = kernel("k1");
+    std::shared_ptr<Event> e;
+    ASSERT_EQ(ctx_->create_event(false, &e), QD_SUCCESS) << qd::last_error_message();
+    const auto attrs = every_attr(e.get());
+    ASSERT_EQ(ctx_->check_launch_attrs(attrs, kFourBlocks, false), QD_SUCCESS)
+        << qd::last_error_message();
+    uint64_t a = 7;
+    qd_arg args[1] = {{&a, 8}};
+    ASSERT_EQ(s->launch_ex(*k, kFourBlocks, attrs, args, 1), QD_SUCCESS)
+        << qd::last_error_message();
+    ASSERT_EQ(g_fake.launches.size(), 1u);
+    const FakeLaunch &l = g_fake.launches[0];
+    EXPECT_TRUE(l.ex) << "the launch did not go through launch_kernel_ex";
+    EXPECT_EQ(l.params[0], &a);
+    ASSERT_EQ(l.attrs.size(), 4u);
+    EXPECT_EQ(l.attrs[0].id, 4);  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    EXPECT_EQ(l.attrs[0].value.cluster.x, 2u);
+    EXPECT_EQ(l.attrs[0].value.cluster.y, 1u);
+    EXPECT_EQ(l.attrs[0].value.cluster.z, 1u);
+    EXPECT_EQ(l.attrs[1].id, 6);  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    EXPECT_EQ(l.attrs[1].value.programmatic, 1);
+    EXPECT_EQ(l.attrs[2].id, 8);  // CU_LAUNCH_ATTRIBUTE_PRIORITY
+    EXPECT_EQ(l.attrs[2].value.priority, -1);
+    EXPECT_EQ(l.attrs[3].id, 12);  // CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
+    EXPECT_EQ(l.attrs[3].value.completion_event.event,
+              static_cast<gpu::GpuEvent *>(e.get())->native());
+    EXPECT_EQ(l.attrs[3].value.completion_event.flags, 0);
+    EXPECT_TRUE(e->recorded()) << "the completion event is recorded by the launch";
+}
+
+TEST_F(GpuBackend, LaunchEx_OneAttribute_PassesOnlyThatOne) {
+    auto s = stream();
+    auto k = kernel("k0");
+    qd::backend::LaunchAttrs attrs;
+    attrs.programmatic = true;
+    ASSERT_EQ(s->launch_ex(*k, kOneThread, attrs, nullptr, 0), QD_SUCCESS)
+        << qd::last_error_message();
+    ASSERT_EQ(g_fake.launches.size(), 1u);
+    ASSERT_EQ(g_fake.launches[0].attrs.size(), 1u);
+    EXPECT_EQ(g_fake.launches[0].attrs[0].id, 6);
+}
+
+TEST_F(GpuBackend, Launch_WithoutAttributes_KeepsLaunchKernel) {
+    auto s = stream();
+    auto k = kernel("k0");
+    ASSERT_EQ(s->launch(*k, kOneThread, nullptr, 0), QD_SUCCESS) << qd::last_error_message();
+    ASSERT_EQ(g_fake.launches.size(), 1u);
+    EXPECT_FALSE(g_fake.launches[0].ex) << "a launch without attributes took launch_kernel_ex";
+}
+
+TEST_F(GpuBackend, CheckLaunchAttrs_ClusterBelowComputeCapability9_NotSupportedNamingIt) {
+    g_fake.compute_major = 8;
+    qd::backend::LaunchAttrs attrs;
+    attrs.cluster[0] = attrs.cluster[1] = attrs.cluster[2] = 1;
+    EXPECT_EQ(ctx_->check_launch_attrs(attrs, kFourBlocks, false), QD_ERROR_NOT_SUPPORTED);
+    const std::string m = qd::last_error_message();
+    EXPECT_NE(m.find("CLUSTER_DIM"), std::string::npos) << m;
+    EXPECT_NE(m.find("9.0"), std::string::npos) << m;
+    qd::backend::LaunchAttrs pdl;
+    pdl.programmatic = true;  // an older device runs it in stream order, as the driver does
+    EXPECT_EQ(ctx_->check_launch_attrs(pdl, kFourBlocks, false), QD_SUCCESS)
+        << qd::last_error_message();
+}
+
+TEST_F(GpuBackend, CheckLaunchAttrs_DriverWithoutLaunchKernelEx_NotSupportedNamingTheVersion) {
+    gpu::DriverTable t = fake_table();
+    t.launch_kernel_ex = nullptr;
+    qd::backend::LaunchAttrs attrs;
+    attrs.has_priority = true;
+    EXPECT_EQ(check_with(t, attrs, false), QD_ERROR_NOT_SUPPORTED);
+    const std::string m = qd::last_error_message();
+    EXPECT_NE(m.find("PRIORITY"), std::string::npos) << m;
+    EXPECT_NE(m.find("11.8"), std::string::npos) << m;
+}
+
+TEST_F(GpuBackend, CheckLaunchAttrs_VendorWithoutLaunchAttributes_NotSupportedNamingTheApi) {
+    gpu::DriverTable t = fake_table();
+    t.launch_kernel_ex = nullptr;
+    t.launch_ex_requires = nullptr;  // as the HIP loader leaves it
+    qd::backend::LaunchAttrs attrs;
+    attrs.programmatic = true;
+    EXPECT_EQ(check_with(t, attrs, false), QD_ERROR_NOT_SUPPORTED);
+    const std::string m = qd::last_error_message();
+    EXPECT_NE(m.find("PROGRAMMATIC_SERIALIZATION"), std::string::npos) << m;
+    EXPECT_NE(m.find("has no launch attributes"), std::string::npos) << m;
+}
+
+TEST_F(GpuBackend, CheckLaunchAttrs_ProgrammaticCapturedBelowDriver12_3_NotSupported) {
+    qd::backend::LaunchAttrs attrs;
+    attrs.programmatic = true;
+    g_fake.driver_version = 12020;
+    EXPECT_EQ(ctx_->check_launch_attrs(attrs, kFourBlocks, true), QD_ERROR_NOT_SUPPORTED);
+    const std::string m = qd::last_error_message();
+    EXPECT_NE(m.find("12.3"), std::string::npos) << m;
+    EXPECT_EQ(ctx_->check_launch_attrs(attrs, kFourBlocks, false), QD_SUCCESS)
+        << qd::last_error_message();
+    g_fake.driver_version = 12030;
+    EXPECT_EQ(ctx_->check_launch_attrs(attrs, kFourBlocks, true), QD_SUCCESS)
+        << qd::last_error_message();
 }

@@ -226,6 +226,108 @@ TEST_F(Gpu, Launch_EmptyKernelsWith0_1_8_16Parameters) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Launch attributes (qd.h, "Launch attributes"): clusters and PDL need sm_90 (H100, H200)
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+qd_launch_attr launch_attr(qd_launch_attr_kind kind) {
+    qd_launch_attr a;
+    std::memset(&a, 0, sizeof a);
+    a.kind = kind;
+    return a;
+}
+uint32_t compute_major() {
+    qd_device_info info = QD_DEVICE_INFO_INIT;
+    return qd_device_get_info(QD_BACKEND_CUDA, 0, &info) == QD_SUCCESS ? info.compute_major : 0;
+}
+}  // namespace
+
+TEST_F(Gpu, LaunchAttr_Cluster_BlocksSeeTheirClusterRank) {
+    qd_kernel k = kernel("gpu_cluster_rank");
+    auto *out = host<uint32_t>(4);
+    for (int i = 0; i < 4; ++i) out[i] = 77;
+    uint64_t a = addr(out);
+    const qd_arg arg = {&a, 8};
+    qd_launch_config cfg = QD_LAUNCH_CONFIG_INIT;
+    cfg.grid[0] = 4;
+    qd_launch_attr c = launch_attr(QD_LAUNCH_ATTR_CLUSTER_DIM);
+    c.cluster[0] = 2;
+    c.cluster[1] = c.cluster[2] = 1;
+    const qd_status st = qd_launch_ex(stream_, k, &cfg, &c, 1, &arg, 1);
+    if (compute_major() < 9) {
+        QD_EXPECT(QD_ERROR_NOT_SUPPORTED, st);
+        EXPECT_NE(std::string(qd_last_error_message()).find("CLUSTER_DIM"), std::string::npos);
+        GTEST_SKIP() << "clusters need sm_90: refused as documented";
+    }
+    QD_OK(st);
+    QD_OK(qd_stream_synchronize(stream_));
+    EXPECT_EQ(out[0], 0u);
+    EXPECT_EQ(out[1], 1u);
+    EXPECT_EQ(out[2], 0u);
+    EXPECT_EQ(out[3], 1u);
+}
+
+// A chain of PDL launches, each adding 1 after its grid-dependency wait: the waits keep the
+// chain ordered, in a stream and in a captured graph's replays (programmatic edges).
+TEST_F(Gpu, LaunchAttr_ProgrammaticChain_InAStreamAndInAGraph_StaysOrdered) {
+    if (compute_major() < 9) GTEST_SKIP() << "PDL's griddepcontrol needs sm_90";
+    qd_kernel k = kernel("gpu_pdl_add");
+    auto *counter = host<uint32_t>(1);
+    *counter = 0;
+    uint64_t a = addr(counter);
+    const qd_arg arg = {&a, 8};
+    const qd_launch_attr pdl = [] {
+        qd_launch_attr p = launch_attr(QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION);
+        p.value = 1;
+        return p;
+    }();
+    qd_stream s = 0;
+    QD_OK(qd_stream_create(ctx_, nullptr, &s));
+    for (int i = 0; i < 200; ++i) QD_OK(qd_launch_ex(s, k, nullptr, &pdl, 1, &arg, 1));
+    QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(*counter, 200u);
+    QD_OK(qd_stream_begin_capture(s));
+    for (int i = 0; i < 100; ++i) {
+        const qd_status st = qd_launch_ex(s, k, nullptr, &pdl, 1, &arg, 1);
+        if (st == QD_ERROR_NOT_SUPPORTED) {
+            qd_graph g = 0;
+            qd_stream_end_capture(s, &g);
+            if (g) qd_graph_destroy(g);
+            QD_OK(qd_stream_destroy(s));
+            GTEST_SKIP() << "PDL in a capture: " << qd_last_error_message();
+        }
+        QD_OK(st);
+    }
+    qd_graph g = 0;
+    QD_OK(qd_stream_end_capture(s, &g));
+    QD_OK(qd_graph_launch(g, s));
+    QD_OK(qd_graph_launch(g, s));
+    QD_OK(qd_stream_synchronize(s));
+    EXPECT_EQ(*counter, 400u);
+    QD_OK(qd_graph_destroy(g));
+    QD_OK(qd_stream_destroy(s));
+}
+
+TEST_F(Gpu, LaunchAttr_PriorityAndCompletionEvent_Accepted_EventCompletes) {
+    qd_kernel k = kernel("gpu_empty1");
+    uint64_t v = 0;
+    const qd_arg arg = {&v, 8};
+    qd_event e = 0;
+    QD_OK(qd_event_create(ctx_, 0, &e));
+    qd_launch_attr a[2] = {launch_attr(QD_LAUNCH_ATTR_PRIORITY),
+                           launch_attr(QD_LAUNCH_ATTR_COMPLETION_EVENT)};
+    a[0].value = -1;
+    a[1].event = e;
+    const qd_status st = qd_launch_ex(stream_, k, nullptr, a, 2, &arg, 1);
+    if (st == QD_ERROR_NOT_SUPPORTED || st == QD_ERROR_LAUNCH_FAILED)
+        GTEST_SKIP() << "this driver: " << qd_last_error_message();
+    QD_OK(st);
+    QD_OK(qd_event_synchronize(e));
+    QD_OK(qd_stream_synchronize(stream_));
+    QD_OK(qd_event_destroy(e));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Modules
 // ---------------------------------------------------------------------------------------------
 

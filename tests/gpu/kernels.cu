@@ -204,6 +204,39 @@ __global__ void gpu_empty16(uint64_t, uint32_t, uint16_t, uint8_t, float, double
                             uint64_t, uint32_t, uint16_t, uint8_t, float, double, uint64_t,
                             int32_t) {}
 
+// One step of a dependent chain (bench_gpu's B13): launched with programmatic dependent launch
+// (qd_launch_ex, PROGRAMMATIC_SERIALIZATION), it waits for the previous kernel of its stream
+// before anything else and lets the next one start as soon as it has; launched without, both
+// instructions return at once (sm_90 and above; older devices have neither).
+__global__ void gpu_pdl_step(uint64_t) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Launch attributes (gpu_test's LaunchAttr tests). gpu_cluster_rank: each block writes its rank
+// in its thread-block cluster to out[blockIdx.x] (0xffffffff below sm_90). gpu_pdl_add: one
+// step of a dependent chain that adds 1 to *counter after its grid-dependency wait, then lets
+// the next kernel start.
+__global__ void gpu_cluster_rank(uint64_t out) {
+    uint32_t rank = 0xffffffffu;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+#endif
+    if (threadIdx.x == 0) reinterpret_cast<uint32_t *>(out)[blockIdx.x] = rank;
+}
+__global__ void gpu_pdl_add(uint64_t counter) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    if (threadIdx.x == 0 && blockIdx.x == 0) *reinterpret_cast<volatile uint32_t *>(counter) += 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __threadfence();
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // A device fault, for the subprocess fault test.
 __global__ void gpu_fault() {
     if (first_thread_of_grid()) *reinterpret_cast<volatile uint64_t *>(uintptr_t{0x8}) = 1;

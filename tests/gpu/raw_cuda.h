@@ -64,6 +64,24 @@ struct CUDA_KERNEL_NODE_PARAMS {
     CUcontext ctx;
 };
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;  // CUstreamCaptureMode
+// cuLaunchKernelEx (CUDA 11.8), for the benchmarks' PDL anchor (B13): CUlaunchAttribute (an id,
+// padding, a 64-byte value) and CUlaunchConfig.
+struct CUlaunchAttribute {
+    int id;  // CU_LAUNCH_ATTRIBUTE_*: qd::cuda_abi::kLaunchAttr*
+    char pad[4];
+    union {
+        char bytes[64];
+        int programmaticStreamSerializationAllowed;
+    } value;
+};
+struct CUlaunchConfig {
+    unsigned gridDimX, gridDimY, gridDimZ;
+    unsigned blockDimX, blockDimY, blockDimZ;
+    unsigned sharedMemBytes;
+    CUstream hStream;
+    CUlaunchAttribute *attrs;
+    unsigned numAttrs;
+};
 // Conditional nodes (CUDA 12.3), for the benchmarks' hand-built WHILE graphs (B12).
 using CUgraphConditionalHandle = unsigned long long;
 struct CUDA_CONDITIONAL_NODE_PARAMS {
@@ -148,7 +166,9 @@ struct Driver {
     CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
     CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
     CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
-    // Optional: uploading an instantiated graph ahead of its first launch (B13; CUDA 11.1).
+    // Optional: launches with attributes (B13's PDL anchor; CUDA 11.8).
+    CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **) = nullptr;
+    // Optional: uploading an instantiated graph ahead of its first launch (B5u; CUDA 11.1).
     CUresult (*cuGraphUpload)(CUgraphExec, CUstream) = nullptr;
     // Optional: rebinding a kernel node of an instantiated graph (B11).
     CUresult (*cuStreamGetCaptureInfo_v2)(CUstream, int *status, unsigned long long *id,
@@ -248,6 +268,7 @@ struct Driver {
         optional(cuGraphExecDestroy, "cuGraphExecDestroy");
         optional(cuGraphDestroy, "cuGraphDestroy");
         optional(cuGraphUpload, "cuGraphUpload");
+        optional(cuLaunchKernelEx, "cuLaunchKernelEx");
         optional(cuStreamGetCaptureInfo_v2, "cuStreamGetCaptureInfo_v2");
         optional(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
         optional(cuGraphCreate, "cuGraphCreate");

@@ -15,13 +15,13 @@ inline uint64_t addr(const void *p) { return (uint64_t)(uintptr_t)p; }
 int32_t fault_kernel(const qd_host_kernel_info *, void *const *) { return 5; }
 
 // A qd_task as a newer caller might build it: the same fields, then fields this library does
-// not know. Its struct_size (80) is the array's stride.
+// not know. Its struct_size (16 bytes more than this header's qd_task) is the array's stride.
 struct NewerTask {
     qd_task base;
     uint64_t future_a;
     uint64_t future_b;
 };
-static_assert(sizeof(NewerTask) == 80, "80-byte stride");
+static_assert(sizeof(NewerTask) == sizeof(qd_task) + 16, "a stride past the known fields");
 
 qd_task write_task(qd_kernel k, uint32_t group, const qd_arg *args) {
     qd_task t = QD_TASK_INIT;

@@ -571,6 +571,29 @@ TEST_P(TraceTest, SubmitsRacingStartFlushStop_EveryCallSucceeds) {
     EXPECT_EQ(t.compare(t.size() - 4, 4, "\n]}\n"), 0) << "the file is complete";
 }
 
+// Launch attributes (qd_launch_ex) appear in the launch's slice's args.
+TEST_P(TraceTest, LaunchAttributes_AreInTheSlicesArgs) {
+    QDT_REQUIRE_KERNELS();
+    ASSERT_QD_OK(qd_trace_start(ctx_, path_.c_str()));
+    qd_launch_attr a[2];
+    std::memset(a, 0, sizeof a);
+    a[0].kind = QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION;
+    a[0].value = 1;
+    a[1].kind = QD_LAUNCH_ATTR_PRIORITY;
+    a[1].value = -1;
+    const qd_status st = qd_launch_ex(stream_, kernels_->noop(), nullptr, a, 2, nullptr, 0);
+    if (st == QD_ERROR_NOT_SUPPORTED) GTEST_SKIP() << qd_last_error_message();
+    ASSERT_QD_OK(st);
+    ASSERT_QD_OK(qd_launch(stream_, kernels_->noop(), nullptr, nullptr, 0));
+    ASSERT_QD_OK(qd_stream_synchronize(stream_));
+    EXPECT_QD_OK(qd_trace_stop(ctx_));
+    const std::string t = read_file(path_);
+    EXPECT_EQ(count(t, "\"args\":{\"origin\":\"api\",\"programmatic\":true,\"priority\":-1}"), 1u)
+        << t;
+    EXPECT_EQ(count(t, "\"cat\":\"launch\",\"args\":{\"origin\":\"api\"}"), 1u)
+        << "the plain launch has no attributes";
+}
+
 QDT_INSTANTIATE_BACKENDS(TraceTest);
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -929,6 +930,54 @@ TEST_P(ValidationTest, Timeline_HostWait_OrdersTheHostsNextWork_NoReport) {
     EXPECT_EQ(read_u32(b, out), 8u);
     EXPECT_TRUE(seen().empty()) << seen()[0].message;
     EXPECT_QD_OK(qd_timeline_destroy(tl));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch attributes (qd.h, "Launch attributes"): a PDL launch is ordered after its predecessor;
+// a completion event is a record made just before its launch
+// ---------------------------------------------------------------------------------------------
+
+TEST_P(ValidationTest, ProgrammaticLaunch_OrderedAfterItsPredecessor_NoReport) {
+    const uint64_t in = block(), out = block();
+    qd_stream a = stream();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), in, 7));
+    uint32_t add = 1;
+    const qd_arg args[3] = {{&out, sizeof out}, {&in, sizeof in}, {&add, sizeof add}};
+    qd_launch_attr pdl;
+    std::memset(&pdl, 0, sizeof pdl);
+    pdl.kind = QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION;
+    pdl.value = 1;
+    ASSERT_QD_OK(qd_launch_ex(a, kernels_->add_value(), nullptr, &pdl, 1, args, 3));
+    EXPECT_EQ(read_u32(a, out), 8u);
+    EXPECT_TRUE(seen().empty()) << seen()[0].message;
+}
+
+TEST_P(ValidationTest, CompletionEvent_OrdersAfterTheLaunchsPredecessors_NotAfterTheLaunch) {
+    const uint64_t before = block(), during = block(), out = block();
+    qd_stream a = stream(), b = stream();
+    qd_event e = event();
+    ASSERT_QD_OK(launch_write_value(a, kernels_->write_value(), before, 7));
+    uint32_t value = 5;
+    const qd_arg args[2] = {{&during, sizeof during}, {&value, sizeof value}};
+    qd_launch_attr done;
+    std::memset(&done, 0, sizeof done);
+    done.kind = QD_LAUNCH_ATTR_COMPLETION_EVENT;
+    done.event = e;
+    const qd_status st = qd_launch_ex(a, kernels_->write_value(), nullptr, &done, 1, args, 2);
+    if (st == QD_ERROR_NOT_SUPPORTED) GTEST_SKIP() << qd_last_error_message();
+    ASSERT_QD_OK(st);
+    ran(a);  // a real ordering for the program, none for the model
+    ASSERT_QD_OK(qd_stream_wait_event(b, e));
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, before, 1));
+    EXPECT_TRUE(seen().empty()) << "the write before the launch is ordered: " << seen()[0].message;
+    ASSERT_QD_OK(launch_add_value(b, kernels_->add_value(), out, during, 1));
+    ASSERT_QD_OK(qd_stream_synchronize(b));
+    const auto s = seen();
+    ASSERT_EQ(s.size(), 1u) << "the launch's own write is not ordered before the event";
+    EXPECT_EQ(s[0].kind, (uint32_t)QD_HAZARD_RACE);
+    EXPECT_EQ(s[0].allocation, during);
+    EXPECT_EQ(s[0].other_stream, a);
+    EXPECT_QD_OK(qd_event_destroy(e));
 }
 
 QDT_INSTANTIATE_BACKENDS(ValidationTest);

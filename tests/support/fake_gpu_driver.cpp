@@ -59,6 +59,8 @@ void Fake::reset() {
     loaded_functions.clear();
     last_image.clear();
     work_per_launch = 0;
+    compute_major = 9;
+    driver_version = 13000;
     backed_memory = false;
     peer_access = true;
     peer_enabled.clear();
@@ -92,7 +94,7 @@ const Param2 kFunctions[] = {{"k0", {}}, {"k2", {8, 4}}, {"k1", {8}}};
 
 Result f_init(unsigned) { return kOk; }
 Result f_driver_get_version(int *v) {
-    *v = 13000;
+    *v = g_fake.driver_version;
     return kOk;
 }
 Result f_get_error_name(Result e, const char **n) {
@@ -124,7 +126,7 @@ Result f_device_get_name(char *name, int len, gpu::NativeDevice) {
     return kOk;
 }
 Result f_device_get_attribute(int *v, int attr, gpu::NativeDevice) {
-    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132 : -1;
+    *v = attr == 75 ? g_fake.compute_major : attr == 76 ? 0 : attr == 16 ? 132 : -1;
     return *v < 0 ? kInvalidValue : kOk;
 }
 Result f_device_total_mem(size_t *b, gpu::NativeDevice) {
@@ -329,6 +331,7 @@ Result f_launch(gpu::NativeFunction f, unsigned, unsigned, unsigned, unsigned, u
     if (fs(s)->capture) {
         FakeGraph *g = fs(s)->capture->graph;
         g->kernels.push_back(p->name);
+        g->kernel_attrs.emplace_back();
         g->args.push_back(arg_bytes(*p, params));
         fs(s)->capture->last_node = reinterpret_cast<gpu::NativeGraphNode>(g->kernels.size());
         return kOk;
@@ -339,6 +342,23 @@ Result f_launch(gpu::NativeFunction f, unsigned, unsigned, unsigned, unsigned, u
     for (size_t i = 0; i < p->sizes.size(); ++i) l.params.push_back(params[i]);
     g_fake.launches.push_back(l);
     fs(s)->pending += g_fake.work_per_launch;
+    return kOk;
+}
+// cuLaunchKernelEx: the launch above, keeping the attributes; a completion event is recorded.
+Result f_launch_ex(const gpu::LaunchConfig *config, gpu::NativeFunction f, void **params,
+                   void **extra) {
+    Result r = f_launch(f, config->grid_x, config->grid_y, config->grid_z, config->block_x,
+                        config->block_y, config->block_z, config->shared_mem_bytes, config->stream,
+                        params, extra);
+    if (r != kOk) return r;
+    std::vector<gpu::LaunchAttribute> attrs(config->attrs, config->attrs + config->num_attrs);
+    std::lock_guard<std::mutex> lock(g_fake.mutex);
+    if (fs(config->stream)->capture) {
+        fs(config->stream)->capture->graph->kernel_attrs.back() = attrs;
+        return kOk;
+    }
+    g_fake.launches.back().ex = true;
+    g_fake.launches.back().attrs = attrs;
     return kOk;
 }
 // Like the real driver, host functions run on a driver-owned thread.
@@ -410,6 +430,10 @@ Result f_graph_launch(gpu::NativeGraphExec exec, gpu::NativeStream s) {
             FakeLaunch l;
             l.kernel = x->kernels[i];
             l.arg_bytes = x->args[i];
+            if (i < x->kernel_attrs.size()) {
+                l.attrs = x->kernel_attrs[i];
+                l.ex = !l.attrs.empty();
+            }
             g_fake.launches.push_back(l);
             fs(s)->pending += g_fake.work_per_launch;
         }
@@ -764,6 +788,15 @@ gpu::DriverTable fake_table() {
     t.func_get_param_info = f_param_info;
     t.func_load = f_func_load;
     t.launch_kernel = f_launch;
+    t.launch_kernel_ex = f_launch_ex;
+    t.launch_attr_cluster_dimension = 4;
+    t.launch_attr_programmatic_serialization = 6;
+    t.launch_attr_priority = 8;
+    t.launch_attr_launch_completion_event = 12;
+    t.launch_ex_requires = "CUDA 11.8 (driver 520) or newer";
+    t.cluster_min_compute_major = 9;
+    t.programmatic_capture_requires = "CUDA 12.3 (driver 545) or newer";
+    t.programmatic_capture_min_version = 12030;
     t.launch_host_func = f_launch_host_func;
     t.mem_alloc_async = f_mem_alloc_async;
     t.mem_free_async = f_mem_free_async;

@@ -81,6 +81,7 @@ struct FakeEvent {
 // its index + 1 (graph_exec_kernel_node_set_params names it so in an executable).
 struct FakeGraph {
     std::vector<std::string> kernels;
+    std::vector<std::vector<gpu::LaunchAttribute>> kernel_attrs;  // each kernel's, as captured
     std::vector<std::vector<uint8_t>> args;
     std::vector<std::pair<gpu::HostFn, void *>> host_fns;
 };
@@ -99,6 +100,9 @@ struct FakeLaunch {
     std::vector<uint8_t> arg_bytes;  // a graph launch's kernel: its argument bytes
     std::string kernel;
     bool code_loaded = false;  // func_load had loaded the kernel before this launch
+    // launch_kernel_ex (cuLaunchKernelEx): true, with the attributes exactly as passed.
+    bool ex = false;
+    std::vector<gpu::LaunchAttribute> attrs;
 };
 
 struct Fake {
@@ -132,6 +136,8 @@ struct Fake {
     std::set<std::string> loaded_functions;  // by func_load
     std::string last_image;                  // what module_load_data read (up to the NUL)
     int work_per_launch = 0;                 // 1: launches leave the stream busy until synchronized
+    int compute_major = 9;                   // the devices' compute capability (major)
+    int driver_version = 13000;              // driver_get_version
     bool backed_memory = false;  // device allocations are malloc'd host memory; copies are real
 
     // Graphs. A stream capture records launches and host functions into its graph; a stream

@@ -37,6 +37,7 @@ QD_VERSION_PATCH = 0
 QD_VERSION = 768
 QD_MAX_ARGS = 64
 QD_MAX_ARG_BYTES = 4096
+QD_MAX_LAUNCH_ATTRS = 4
 QD_MAX_SPLIT_PARTS = 64
 QD_MAX_CONDITIONAL_CASES = 1024
 # qd_backend
@@ -51,6 +52,11 @@ QD_CONTEXT_VALIDATE = 1
 QD_CONTEXT_VALIDATE_FAIL = 2
 # enum qd_event_flags
 QD_EVENT_TIMING = 1
+# qd_launch_attr_kind
+QD_LAUNCH_ATTR_CLUSTER_DIM = 1
+QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION = 2
+QD_LAUNCH_ATTR_PRIORITY = 3
+QD_LAUNCH_ATTR_COMPLETION_EVENT = 4
 # enum qd_graph_dot_flags
 QD_GRAPH_DOT_VERBOSE = 1
 # qd_conditional_kind
@@ -167,6 +173,19 @@ class Arg(Structure):
     ]
 
 
+class LaunchAttr(Structure):
+    """``qd_launch_attr``: a struct of qd.h."""
+
+    _fields_ = [
+        ("kind", c_int32),
+        ("value", c_int32),
+        ("cluster", c_uint32 * 3),
+        ("reserved0", c_uint32),
+        ("event", c_uint64),
+        ("reserved", c_uint64 * 2),
+    ]
+
+
 class Task(_Described):
     """``qd_task``: one task of ``qd_launch_parallel``."""
 
@@ -178,6 +197,9 @@ class Task(_Described):
         ("args", POINTER(Arg)),
         ("num_args", c_uint32),
         ("reserved", c_uint32),
+        ("attrs", POINTER(LaunchAttr)),
+        ("num_attrs", c_uint32),
+        ("reserved2", c_uint32),
     ]
 
 
@@ -301,6 +323,7 @@ STRUCTS: Dict[str, type] = {
     "qd_stream_desc": StreamDesc,
     "qd_launch_config": LaunchConfig,
     "qd_arg": Arg,
+    "qd_launch_attr": LaunchAttr,
     "qd_task": Task,
     "qd_host_kernel_info": HostKernelInfo,
     "qd_context_stats": ContextStats,
@@ -334,6 +357,14 @@ FIELD_TYPES: Dict[str, Dict[str, str]] = {
         "shared_mem_bytes": "uint32_t",
     },
     "qd_arg": {"data": "const void *", "size": "uint64_t"},
+    "qd_launch_attr": {
+        "kind": "qd_launch_attr_kind",
+        "value": "int32_t",
+        "cluster": "uint32_t[3]",
+        "reserved0": "uint32_t",
+        "event": "qd_event",
+        "reserved": "uint64_t[2]",
+    },
     "qd_task": {
         "struct_size": "uint32_t",
         "group": "uint32_t",
@@ -342,6 +373,9 @@ FIELD_TYPES: Dict[str, Dict[str, str]] = {
         "args": "const qd_arg *",
         "num_args": "uint32_t",
         "reserved": "uint32_t",
+        "attrs": "const qd_launch_attr *",
+        "num_attrs": "uint32_t",
+        "reserved2": "uint32_t",
     },
     "qd_host_kernel_info": {
         "struct_size": "uint32_t",
@@ -481,6 +515,18 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "qd_kernel_destroy": (c_int32, [c_uint64]),
     # Launch
     "qd_launch": (c_int32, [c_uint64, c_uint64, POINTER(LaunchConfig), POINTER(Arg), c_uint32]),
+    "qd_launch_ex": (
+        c_int32,
+        [
+            c_uint64,
+            c_uint64,
+            POINTER(LaunchConfig),
+            POINTER(LaunchAttr),
+            c_uint32,
+            POINTER(Arg),
+            c_uint32,
+        ],
+    ),
     "qd_launch_parallel": (c_int32, [c_uint64, POINTER(Task), c_uint32]),
     "qd_launch_host_fn": (c_int32, [c_uint64, HostFn, c_void_p]),
     "qd_launch_host_status_fn": (c_int32, [c_uint64, HostStatusFn, c_void_p]),
@@ -1180,6 +1226,38 @@ SIGNATURES: Dict[str, Signature] = {
         "0.1",
         "Launch",
     ),
+    "qd_launch_ex": Signature(
+        "qd_status",
+        (
+            Param("stream", "qd_stream", "handle", of="qd_stream", handle=True),
+            Param("kernel", "qd_kernel", "handle", of="qd_kernel", handle=True),
+            Param(
+                "config",
+                "const qd_launch_config *",
+                "in_struct",
+                of="qd_launch_config",
+                optional=True,
+            ),
+            Param(
+                "attrs",
+                "const qd_launch_attr *",
+                "in_array",
+                of="qd_launch_attr",
+                count="num_attrs",
+            ),
+            Param("num_attrs", "uint32_t", "count", of="attrs"),
+            Param("args", "const qd_arg *", "in_array", of="qd_arg", count="num_args"),
+            Param("num_args", "uint32_t", "count", of="args"),
+        ),
+        (
+            "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
+            "QD_ERROR_WRONG_CONTEXT", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_OVERFLOW",
+            "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED",
+            "QD_ERROR_LAUNCH_FAILED", "QD_ERROR_INTERNAL", "QD_ERROR_HAZARD",
+        ),
+        "0.3",
+        "Launch",
+    ),
     "qd_launch_parallel": Signature(
         "qd_status",
         (
@@ -1190,8 +1268,8 @@ SIGNATURES: Dict[str, Signature] = {
         (
             "QD_SUCCESS", "QD_ERROR_INVALID_ARGUMENT", "QD_ERROR_INVALID_HANDLE",
             "QD_ERROR_WRONG_CONTEXT", "QD_ERROR_OUT_OF_MEMORY", "QD_ERROR_OVERFLOW",
-            "QD_ERROR_POOL_EXHAUSTED", "QD_ERROR_DEVICE_LOST", "QD_ERROR_FORKED",
-            "QD_ERROR_LAUNCH_FAILED", "QD_ERROR_INTERNAL", "QD_ERROR_HAZARD",
+            "QD_ERROR_POOL_EXHAUSTED", "QD_ERROR_NOT_SUPPORTED", "QD_ERROR_DEVICE_LOST",
+            "QD_ERROR_FORKED", "QD_ERROR_LAUNCH_FAILED", "QD_ERROR_INTERNAL", "QD_ERROR_HAZARD",
         ),
         "0.1",
         "Launch",
@@ -1655,6 +1733,12 @@ typedef enum {
 enum qd_stream_flags { QD_STREAM_NON_BLOCKING = 1 };
 enum qd_context_flags { QD_CONTEXT_VALIDATE = 1, QD_CONTEXT_VALIDATE_FAIL = 2 };
 enum qd_event_flags { QD_EVENT_TIMING = 1 };
+typedef enum {
+    QD_LAUNCH_ATTR_CLUSTER_DIM = 1,
+    QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION = 2,
+    QD_LAUNCH_ATTR_PRIORITY = 3,
+    QD_LAUNCH_ATTR_COMPLETION_EVENT = 4,
+} qd_launch_attr_kind;
 enum qd_graph_dot_flags { QD_GRAPH_DOT_VERBOSE = 1 };
 typedef enum {
     QD_CONDITIONAL_IF = 1,
@@ -1680,6 +1764,7 @@ typedef struct qd_context_desc qd_context_desc;
 typedef struct qd_stream_desc qd_stream_desc;
 typedef struct qd_launch_config qd_launch_config;
 typedef struct qd_arg qd_arg;
+typedef struct qd_launch_attr qd_launch_attr;
 typedef struct qd_task qd_task;
 typedef struct qd_host_kernel_info qd_host_kernel_info;
 typedef struct qd_context_stats qd_context_stats;
@@ -1716,6 +1801,14 @@ struct qd_arg {
     const void * data;
     uint64_t size;
 };
+struct qd_launch_attr {
+    qd_launch_attr_kind kind;
+    int32_t value;
+    uint32_t cluster[3];
+    uint32_t reserved0;
+    qd_event event;
+    uint64_t reserved[2];
+};
 struct qd_task {
     uint32_t struct_size;
     uint32_t group;
@@ -1724,6 +1817,9 @@ struct qd_task {
     const qd_arg * args;
     uint32_t num_args;
     uint32_t reserved;
+    const qd_launch_attr * attrs;
+    uint32_t num_attrs;
+    uint32_t reserved2;
 };
 struct qd_host_kernel_info {
     uint32_t struct_size;
@@ -1844,6 +1940,14 @@ qd_status qd_launch(
     qd_stream stream,
     qd_kernel kernel,
     const qd_launch_config *config,
+    const qd_arg *args,
+    uint32_t num_args);
+qd_status qd_launch_ex(
+    qd_stream stream,
+    qd_kernel kernel,
+    const qd_launch_config *config,
+    const qd_launch_attr *attrs,
+    uint32_t num_attrs,
     const qd_arg *args,
     uint32_t num_args);
 qd_status qd_launch_parallel(qd_stream stream, const qd_task *tasks, uint32_t num_tasks);

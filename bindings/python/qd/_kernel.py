@@ -37,11 +37,11 @@ from ._errors import (
     WrongContextError,
 )
 from ._base import (
-    MAX_ARGS, _C_U32, _C_ZERO, _U64_MAX, _err, _f_kernel_destroy, _f_launch,
+    MAX_ARGS, _C_U32, _C_ZERO, _U64_MAX, _err, _f_kernel_destroy, _f_launch, _f_launch_ex,
     _f_launch_parallel, _f_module_unload, _u32,
 )
 from ._callbacks import _enqueue, _enqueue_status
-from ._stream import Stream, _as_stream, _ContextChild, _stream_c, _with_context
+from ._stream import Event, Stream, _as_stream, _ContextChild, _stream_c, _with_context
 from ._memory import DeviceBuffer, HostBuffer
 
 if TYPE_CHECKING:
@@ -268,19 +268,39 @@ class Kernel(_ContextChild):
 
     def launch(self, *args: Any, grid: Union[int, Sequence[int]] = 1,
                block: Union[int, Sequence[int]] = 1, shared_mem: int = 0,
-               stream: Stream) -> None:
+               stream: Stream, cluster: Optional[Union[int, Sequence[int]]] = None,
+               programmatic: bool = False, priority: Optional[int] = None,
+               completion_event: Optional[Event] = None) -> None:
         """Queue the kernel on ``stream`` (``qd_launch``). ``stream`` is required.
 
         Args:
             *args: kernel arguments (see the class docstring for the mapping).
             grid, block: an int or a sequence of 1 to 3 ints (x, y, z); each at least 1.
             shared_mem: bytes of shared memory per block.
+            cluster, programmatic, priority, completion_event: launch attributes
+                (``qd_launch_ex``; qd.h, "Launch attributes"): blocks per thread-block cluster
+                (1 to 3 ints, each dividing the grid); programmatic dependent launch; this
+                launch's priority (lower is more urgent); an Event of the stream's context that
+                the launch records, complete once every block has started. Any of them given
+                makes the call ``qd_launch_ex``; NotSupportedError where the backend or device
+                cannot honour one (the message names it).
         """
         if type(stream) is not Stream or not stream._h or not stream._ctx._h:
             stream = _as_stream(stream, self._ctx)
         sc = stream._c
         if not self._h or not self._ctx._h:
             raise self._closed_error()
+        if (cluster is not None or programmatic or priority is not None
+                or completion_event is not None):
+            attrs = _LaunchAttrs(cluster, programmatic, priority, completion_event)
+            arr, keep = _pack_args(args, self._ctx) if args else (None, [])
+            cfg = _make_config(grid, block, shared_mem)
+            status = _f_launch_ex(sc, self._c, _ref(cfg), attrs.ref, attrs.count,
+                                  _ref(arr) if arr is not None else _NULL, _U32(len(keep)))
+            del keep
+            if status:
+                raise _err(status, self._ctx)
+            return
         if grid is _ONE and block is _ONE and shared_mem is _ZERO:  # the defaults, as passed
             cfg, addr = _DEFAULT_CONFIG, _DEFAULT_ADDRESS
         else:
@@ -653,16 +673,20 @@ class Task:
     """One task of ``launch_parallel``: tasks of one ``group`` run in order on one pooled
     stream; different groups run concurrently. The arguments are packed at construction."""
 
-    __slots__ = ("kernel", "group", "_cfg", "_arr", "_values")
+    __slots__ = ("kernel", "group", "_cfg", "_arr", "_values", "_attrs")
 
     def __init__(self, kernel: Kernel, *args: Any, grid: Union[int, Sequence[int]] = 1,
                  block: Union[int, Sequence[int]] = 1, shared_mem: int = 0,
-                 group: int = 0) -> None:
+                 group: int = 0, cluster: Optional[Union[int, Sequence[int]]] = None,
+                 programmatic: bool = False, priority: Optional[int] = None,
+                 completion_event: Optional[Event] = None) -> None:
+        """The launch attributes are Kernel.launch's (``qd_task.attrs``)."""
         if not isinstance(kernel, Kernel):
             raise HandleTypeError(f"kernel must be a qd.Kernel, not {type(kernel).__name__}")
         self.kernel = kernel
         self.group = _u32(group, "group")
         self._cfg = _make_config(grid, block, shared_mem)
+        self._attrs = _LaunchAttrs(cluster, programmatic, priority, completion_event)
         if args:
             self._arr, self._values = _pack_args(args, kernel._ctx)
         else:
@@ -683,6 +707,58 @@ def _as_task(t: Any) -> Task:
 
 
 _ARG_PTR = POINTER(_lib.Arg)
+_ATTR_PTR = POINTER(_lib.LaunchAttr)
+
+
+class _LaunchAttrs:
+    """The qd_launch_attr array of the launch attributes given (none: a NULL array)."""
+
+    __slots__ = ("arr", "event")
+
+    def __init__(self, cluster: Any, programmatic: Any, priority: Any, event: Any) -> None:
+        items = []
+        if cluster is not None:
+            a = _lib.LaunchAttr()
+            a.kind = _api.QD_LAUNCH_ATTR_CLUSTER_DIM
+            a.cluster[:] = _dims(cluster, "cluster")
+            items.append(a)
+        if programmatic:
+            a = _lib.LaunchAttr()
+            a.kind = _api.QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION
+            a.value = 1
+            items.append(a)
+        if priority is not None:
+            if type(priority) is not int:
+                raise ArgumentTypeError(f"priority must be an int, not {type(priority).__name__}")
+            if not -2**31 <= priority < 2**31:
+                raise InvalidArgumentError(f"priority {priority} does not fit in 32 bits")
+            a = _lib.LaunchAttr()
+            a.kind = _api.QD_LAUNCH_ATTR_PRIORITY
+            a.value = priority
+            items.append(a)
+        self.event = event  # kept: the handle must stay valid until the call
+        if event is not None:
+            if not isinstance(event, Event):
+                raise HandleTypeError(
+                    f"completion_event must be a qd.Event, not {type(event).__name__}")
+            if not event._h:
+                raise event._closed_error()
+            a = _lib.LaunchAttr()
+            a.kind = _api.QD_LAUNCH_ATTR_COMPLETION_EVENT
+            a.event = event._h
+            items.append(a)
+        if items:
+            self.arr = (_lib.LaunchAttr * len(items))(*items)
+        else:
+            self.arr = None
+
+    @property
+    def ref(self) -> Any:
+        return _ref(self.arr) if self.arr is not None else _NULL
+
+    @property
+    def count(self) -> Any:
+        return _U32(0 if self.arr is None else len(self.arr))
 
 
 def launch_parallel(tasks: Iterable[Union[Task, Tuple[int, Kernel, Any, Any, Sequence[Any]]]],
@@ -709,6 +785,9 @@ def launch_parallel(tasks: Iterable[Union[Task, Tuple[int, Kernel, Any, Any, Seq
         if t._arr is not None:
             slot.args = ctypes.cast(t._arr, _ARG_PTR)
             slot.num_args = len(t._values)
+        if t._attrs.arr is not None:
+            slot.attrs = ctypes.cast(t._attrs.arr, _ATTR_PTR)
+            slot.num_attrs = len(t._attrs.arr)
     status = _f_launch_parallel(sc, _ref(arr), _U32(len(items)))
     if status:
         raise _err(status, stream._ctx)

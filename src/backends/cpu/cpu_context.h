@@ -38,6 +38,10 @@ class CpuContext final : public Context {
     bool in_callback() const override;
     bool runs_inline() const override { return true; }
     qd_status run_inline(const InlineOp &op) override;  // inline_run.cpp
+    // Every launch attribute has a CPU meaning (qd.h, "Launch attributes"; CpuStream::launch_ex).
+    qd_status check_launch_attrs(const LaunchAttrs &, const LaunchDims &, bool) override {
+        return QD_SUCCESS;
+    }
     void shutdown() override;
     // qd_context_split: each part starts workers of its own (cpu_split.cpp).
     qd_status split(const uint32_t *counts, uint32_t n,

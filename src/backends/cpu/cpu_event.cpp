@@ -24,6 +24,14 @@ void CpuEvent::publish(std::shared_ptr<Marker> marker) noexcept {
     // The previous marker (now in `marker`) is released outside the lock.
 }
 
+void CpuEvent::restore(std::shared_ptr<Marker> previous, bool was_recorded) noexcept {
+    {
+        std::lock_guard<SpinLock> lock(lock_);
+        latest_.swap(previous);
+    }
+    recorded_.store(was_recorded, std::memory_order_release);
+}
+
 std::shared_ptr<Marker> CpuEvent::latest() const noexcept {
     std::lock_guard<SpinLock> lock(lock_);
     return latest_;

@@ -23,6 +23,9 @@ class CpuEvent final : public Event {
 
     // Makes `marker` the latest record.
     void publish(std::shared_ptr<Marker> marker) noexcept;
+    // Undoes a publish whose record was refused (a launch's completion event): `previous` and
+    // `was_recorded` are what latest() and recorded() said before it.
+    void restore(std::shared_ptr<Marker> previous, bool was_recorded) noexcept;
     // The latest record's marker, or null if never recorded.
     std::shared_ptr<Marker> latest() const noexcept;
 

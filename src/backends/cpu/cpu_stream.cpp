@@ -95,6 +95,67 @@ qd_status CpuStream::launch(Kernel &kernel, const LaunchDims &dims, const qd_arg
     });
 }
 
+// Launch attributes on the CPU (qd.h, "Launch attributes"): a cluster runs its blocks as any
+// grid does and PDL is plain stream order, so only PRIORITY and COMPLETION_EVENT change what
+// happens; both live in the task's LaunchExtras.
+qd_status CpuStream::launch_ex(Kernel &kernel, const LaunchDims &dims, const LaunchAttrs &attrs,
+                               const qd_arg *args, uint32_t num_args) {
+    auto &cpu_kernel = static_cast<CpuKernel &>(kernel);
+    if (dims.shared_mem_bytes > kMaxSharedMemBytes)
+        return launch(kernel, dims, args, num_args);  // the same refusal, with its message
+    auto extras = std::make_shared<LaunchExtras>();
+    extras->kernel = std::static_pointer_cast<CpuKernel>(cpu_kernel.shared_from_this());
+    if (attrs.completion_event) extras->completion = std::make_shared<Marker>();
+    int urgent_level = -1;
+    if (attrs.has_priority) {
+        const int32_t p = std::min(kLeastPriority, std::max(kGreatestPriority, attrs.priority));
+        if (-p > level()) urgent_level = -p;
+    }
+    if (urgent_level >= 0) {
+        // Counted before the enqueue, so the hand-over of an idle stream already sees it.
+        extras->urgent = &urgent_[urgent_level];
+        extras->urgent_total = &urgent_total_;
+        extras->urgent->fetch_add(1, std::memory_order_relaxed);
+        urgent_total_.fetch_add(1, std::memory_order_relaxed);
+    }
+    // The event is the launch's before the launch can run (a block that queries it sees it
+    // pending), and back to its previous record if the enqueue is refused.
+    auto *event = static_cast<CpuEvent *>(attrs.completion_event);
+    std::shared_ptr<Marker> previous;
+    const bool was_recorded = event && event->recorded();
+    if (event) {
+        previous = event->latest();
+        event->publish(extras->completion);
+    }
+    const uint32_t bytes = launch_record_bytes(args, num_args);
+    std::shared_ptr<void> ref = std::move(extras);
+    auto *raw = static_cast<LaunchExtras *>(ref.get());
+    qd_status st = enqueue(bytes, [&](void *slot) {
+        Task *task = new (slot) Task(TaskKind::kLaunchEx, bytes, std::move(ref));
+        for (int i = 0; i < 3; ++i) {
+            task->u.launch.grid[i] = dims.grid[i];
+            task->u.launch.block[i] = dims.block[i];
+        }
+        task->extra = dims.shared_mem_bytes;
+        if (num_args != 0) pack_launch_args(*task, args, num_args);
+    });
+    if (st != QD_SUCCESS) {
+        if (raw->urgent) {
+            raw->urgent->fetch_sub(1, std::memory_order_relaxed);
+            urgent_total_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        if (event) event->restore(std::move(previous), was_recorded);
+        return st;
+    }
+    return QD_SUCCESS;
+}
+
+int CpuStream::urgent_level() const noexcept {
+    for (int level = kPriorityLevels - 1; level > -priority_; --level)
+        if (urgent_[level].load(std::memory_order_relaxed) != 0) return level;
+    return -priority_;
+}
+
 qd_status CpuStream::record(Event &event) {
     auto marker = std::make_shared<Marker>();
     {

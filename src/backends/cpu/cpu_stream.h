@@ -31,6 +31,8 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
 
     qd_status launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
                      uint32_t num_args) override;
+    qd_status launch_ex(Kernel &kernel, const LaunchDims &dims, const LaunchAttrs &attrs,
+                        const qd_arg *args, uint32_t num_args) override;
     qd_status record(Event &event) override;
     qd_status wait(Event &event) override;
     qd_status signal(Timeline &timeline, uint64_t value) override;
@@ -48,8 +50,14 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
 
     // --- Used by the scheduler ---
 
-    // Index of this stream's ready queue: 0 (least urgent) .. kPriorityLevels - 1.
-    int level() const noexcept { return -priority_; }
+    // Index of this stream's ready queue: 0 (least urgent) .. kPriorityLevels - 1: its own
+    // priority's, or, while it holds a queued launch of a more urgent PRIORITY attribute
+    // (qd_launch_ex), that launch's.
+    int level() const noexcept {
+        if (__builtin_expect(urgent_total_.load(std::memory_order_relaxed) == 0, 1))
+            return -priority_;
+        return urgent_level();
+    }
     // The scheduler whose workers run this stream (its context's).
     Scheduler *scheduler() const noexcept { return scheduler_.get(); }
     // The same, owned: for a thread of another context that hands this stream to its workers.
@@ -82,8 +90,14 @@ class CpuStream final : public Stream, public std::enable_shared_from_this<CpuSt
     void wake_host_waiters() noexcept;
     void wait_for(uint64_t target) noexcept;
 
+    int urgent_level() const noexcept;
+
     const std::shared_ptr<Scheduler> scheduler_;
     const int32_t priority_;
+    // Queued launches whose PRIORITY attribute is more urgent than priority_, per level, and
+    // how many there are in all (level()'s fast path reads only that).
+    std::atomic<uint32_t> urgent_[kPriorityLevels] = {};
+    std::atomic<uint32_t> urgent_total_{0};
 
     SpinLock lock_;  // guards queue_ and scheduled_
     TaskQueue queue_;

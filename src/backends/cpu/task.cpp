@@ -21,7 +21,8 @@ namespace {
 // (backends/common/callback_scope.h): in_callback_of() reads it. A worker is not a driver
 // thread, so code running there may call any backend, a GPU one included.
 
-void run_launch(Task &task, WorkerState &worker) noexcept;
+void run_launch(Task &task, const CpuKernel *kernel, LaunchExtras *extras,
+                WorkerState &worker) noexcept;
 uint64_t first_arg_offset(uint32_t num_args) noexcept;
 uint64_t align_arg(uint64_t offset, uint64_t size) noexcept;
 uint16_t *arg_sizes(Task &task) noexcept;
@@ -58,8 +59,15 @@ void execute(Task &task, WorkerState &worker) noexcept {
     const bool lost = worker.lost->lost();
     switch (task.kind) {
     case TaskKind::kLaunch:
-        if (!lost) run_launch(task, worker);
+        if (!lost)
+            run_launch(task, static_cast<const CpuKernel *>(task.ref.get()), nullptr, worker);
         break;
+    case TaskKind::kLaunchEx: {
+        auto *extras = static_cast<LaunchExtras *>(task.ref.get());
+        if (!lost) run_launch(task, extras->kernel.get(), extras, worker);
+        extras->finish(worker.woken);
+        break;
+    }
     case TaskKind::kHostFn:
         if (!lost) {
             CallbackScope scope(worker.scheduler, false);
@@ -92,8 +100,22 @@ void execute(Task &task, WorkerState &worker) noexcept {
     }
 }
 
+void LaunchExtras::finish(StreamList &woken) noexcept {
+    if (completion && !completed) {
+        completed = true;
+        completion->complete(Marker::Clock::now(), woken);
+    }
+    if (urgent) {
+        urgent->fetch_sub(1, std::memory_order_relaxed);
+        urgent_total->fetch_sub(1, std::memory_order_relaxed);
+        urgent = nullptr;
+    }
+}
+
 void abandon(Task &task, StreamList &woken) noexcept {
-    if (task.kind == TaskKind::kFree) {
+    if (task.kind == TaskKind::kLaunchEx) {
+        static_cast<LaunchExtras *>(task.ref.get())->finish(woken);
+    } else if (task.kind == TaskKind::kFree) {
         std::free(task.u.free_ptr);
     } else if (task.kind == TaskKind::kRecord) {
         static_cast<Marker *>(task.ref.get())->complete(Marker::Clock::now(), woken);
@@ -110,10 +132,14 @@ namespace {
 
 // The CPU grid semantics: one call per block, blocks in row-major order (x fastest), one after
 // another on this worker, each with freshly zeroed shared memory.
-void run_launch(Task &task, WorkerState &worker) noexcept {
+void run_launch(Task &task, const CpuKernel *kernel, LaunchExtras *extras,
+                WorkerState &worker) noexcept {
     LostState &lost = *worker.lost;
-    const auto *kernel = static_cast<const CpuKernel *>(task.ref.get());
     const auto &dims = task.u.launch;
+    // COMPLETION_EVENT: completes as the last block starts (blocks run in order).
+    Marker *completion = extras && extras->completion ? extras->completion.get() : nullptr;
+    const uint64_t last_block = uint64_t(dims.grid[0]) * dims.grid[1] * dims.grid[2] - 1;
+    uint64_t block = 0;
     const uint32_t shared_bytes = task.extra;
     qd_host_kernel_info info{};
     info.struct_size = sizeof info;
@@ -153,6 +179,12 @@ void run_launch(Task &task, WorkerState &worker) noexcept {
                 info.block_idx[1] = y;
                 info.block_idx[2] = z;
                 if (info.shared_mem != nullptr) std::memset(info.shared_mem, 0, shared_bytes);
+                if (completion && block++ == last_block) {
+                    extras->completed = true;
+                    completion->complete(Marker::Clock::now(), worker.woken);
+                    // What waits on it may run beside this last block, on other workers.
+                    if (!worker.woken.empty()) worker.scheduler->make_ready(worker.woken);
+                }
                 const int32_t rc = fn(&info, args);
                 if (rc != 0) {
                     mark_lost(lost,

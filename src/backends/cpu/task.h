@@ -9,6 +9,7 @@
 
 #include <qd/qd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -22,6 +23,7 @@ struct WorkerState;
 
 enum class TaskKind : uint8_t {
     kLaunch,        // ref: CpuKernel; u.launch + extra (shared memory bytes); arguments follow
+    kLaunchEx,      // as kLaunch, but ref: LaunchExtras (launch attributes, qd_launch_ex)
     kHostFn,        // u.host
     kHostStatusFn,  // u.status: called whatever happens (run, skipped when lost, abandoned)
     kMemcpy,        // u.copy
@@ -30,6 +32,28 @@ enum class TaskKind : uint8_t {
     kRecord,        // ref: Marker to complete
     kWait,          // ref: Marker to wait for (an event's record, or a timeline's value)
     kSignal,        // ref: CpuTimeline; u.value: what its counter becomes
+};
+
+class CpuKernel;
+class Marker;
+
+// What a launch with attributes holds besides its kernel (TaskKind::kLaunchEx): one allocation
+// per such launch, so the plain launch's record stays as it is.
+struct LaunchExtras {
+    std::shared_ptr<CpuKernel> kernel;
+    // COMPLETION_EVENT: completed once, when the launch starts its last block, or, for a launch
+    // that never gets there (skipped after a loss, stopped by a fault, abandoned), when the task
+    // is done with.
+    std::shared_ptr<Marker> completion;
+    bool completed = false;
+    // PRIORITY more urgent than the stream's: the stream's count of such launches at that
+    // level (CpuStream::level), given back when the task is done with; null otherwise.
+    std::atomic<uint32_t> *urgent = nullptr;
+    std::atomic<uint32_t> *urgent_total = nullptr;  // the stream's count of all of them
+
+    // The end of the task, run or not: completes the marker if it has not been, gives back the
+    // priority. Exactly once per task.
+    void finish(StreamList &woken) noexcept;
 };
 
 struct alignas(16) Task {

@@ -100,5 +100,12 @@ inline constexpr unsigned kStreamSetCaptureDependencies =
 // Timelines: stream memory operations on a 64-bit word.
 inline constexpr unsigned kStreamWriteValueDefault = 0x0;  // CU_STREAM_WRITE_VALUE_DEFAULT
 inline constexpr unsigned kStreamWaitValueGeq = 0x0;       // CU_STREAM_WAIT_VALUE_GEQ
+// Launch attributes (cuLaunchKernelEx, CUDA 11.8+): the CUlaunchAttributeID values.
+inline constexpr int kLaunchAttrClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+inline constexpr int kLaunchAttrProgrammaticStreamSerialization =
+    6;                                         // ..._PROGRAMMATIC_STREAM_SERIALIZATION
+inline constexpr int kLaunchAttrPriority = 8;  // CU_LAUNCH_ATTRIBUTE_PRIORITY
+inline constexpr int kLaunchAttrLaunchCompletionEvent =
+    12;  // CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
 
 }  // namespace qd::cuda_abi

@@ -130,6 +130,7 @@ constexpr gpu::SymbolBinding kBindings[] = {
     {Fn::func_get_param_info, {"cuFuncGetParamInfo"}},
     {Fn::func_load, {"cuFuncLoad"}},
     {Fn::launch_kernel, {"cuLaunchKernel"}},
+    {Fn::launch_kernel_ex, {"cuLaunchKernelEx"}},
     {Fn::launch_host_func, {"cuLaunchHostFunc"}},
     {Fn::mem_alloc_async, {"cuMemAllocAsync"}},
     {Fn::mem_free_async, {"cuMemFreeAsync"}},
@@ -253,6 +254,14 @@ gpu::DriverTable cuda_constants() {
     t.write_value_default = kStreamWriteValueDefault;
     t.wait_value_geq = kStreamWaitValueGeq;
     t.timeline_requires = "CUDA 11.7 (driver 515) or newer (cuStreamWriteValue64_v2)";
+    t.launch_attr_cluster_dimension = kLaunchAttrClusterDimension;
+    t.launch_attr_programmatic_serialization = kLaunchAttrProgrammaticStreamSerialization;
+    t.launch_attr_priority = kLaunchAttrPriority;
+    t.launch_attr_launch_completion_event = kLaunchAttrLaunchCompletionEvent;
+    t.launch_ex_requires = "CUDA 11.8 (driver 520) or newer";
+    t.cluster_min_compute_major = 9;
+    t.programmatic_capture_requires = "CUDA 12.3 (driver 545) or newer";
+    t.programmatic_capture_min_version = 12030;
     return t;
 }
 

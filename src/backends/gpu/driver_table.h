@@ -115,6 +115,34 @@ struct DevResource {
     };
 };
 
+// CUlaunchAttribute: {id, padding to 8, a 64-byte value union}. qd fills the members below.
+struct LaunchAttribute {
+    int id;  // DriverTable::launch_attr_*
+    char pad[4];
+    union {
+        char bytes[64];
+        struct {
+            unsigned x, y, z;
+        } cluster;         // launch_attr_cluster_dimension
+        int programmatic;  // launch_attr_programmatic_serialization: 1 allowed
+        int priority;      // launch_attr_priority
+        struct {
+            NativeEvent event;
+            int flags;       // 0
+        } completion_event;  // launch_attr_launch_completion_event
+    } value;
+};
+
+// CUlaunchConfig: grid, block, shared memory, stream and the attribute list of launch_kernel_ex.
+struct LaunchConfig {
+    unsigned grid_x, grid_y, grid_z;
+    unsigned block_x, block_y, block_z;
+    unsigned shared_mem_bytes;
+    NativeStream stream;
+    LaunchAttribute *attrs;
+    unsigned num_attrs;
+};
+
 // The driver-table list: X(name, required, parameters). Every entry returns a Result.
 // "required = false" entries may be left null; the backend then does without them (the
 // comment says how).
@@ -171,6 +199,10 @@ struct DevResource {
       (NativeFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,                 \
        unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_mem_bytes,            \
        NativeStream stream, void **params, void **extra))                                          \
+    /* optional, launch attributes (qd_launch_ex): without it every attribute is */                \
+    /* QD_ERROR_NOT_SUPPORTED naming DriverTable::launch_ex_requires */                            \
+    X(launch_kernel_ex, false,                                                                     \
+      (const LaunchConfig *config, NativeFunction function, void **params, void **extra))          \
     X(launch_host_func, true, (NativeStream stream, HostFn fn, void *user_data))                   \
     X(mem_alloc_async, true, (DevicePtr * address, size_t bytes, NativeStream stream))             \
     X(mem_free_async, true, (DevicePtr address, NativeStream stream))                              \
@@ -379,6 +411,21 @@ struct DriverTable {
     int dev_resource_type_sm = 0;
     unsigned green_ctx_default_stream = 0;
     const char *green_ctx_requires = nullptr;
+
+    // Launch attributes (launch_kernel_ex): the CUlaunchAttributeID values, and what a driver
+    // needs for them, for the QD_ERROR_NOT_SUPPORTED message ("CUDA 11.8 ..."); null where the
+    // vendor has no launch attributes at all (HIP: every attribute is refused, naming the API).
+    int launch_attr_cluster_dimension = 0;
+    int launch_attr_programmatic_serialization = 0;
+    int launch_attr_priority = 0;
+    int launch_attr_launch_completion_event = 0;
+    const char *launch_ex_requires = nullptr;
+    // The least compute capability (major) with thread-block clusters; 0: none.
+    int cluster_min_compute_major = 0;
+    // What a driver needs to capture a programmatic launch as a programmatic edge of the
+    // graph, and the least driver_get_version value that has it (12030); 0: never.
+    const char *programmatic_capture_requires = "";
+    int programmatic_capture_min_version = 0;
 
     // False when launch_host_func is a stream-callback fallback (a HIP runtime without
     // hipLaunchHostFunc): a stream callback cannot be captured, so a host function inside a

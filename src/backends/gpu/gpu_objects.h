@@ -304,6 +304,8 @@ class GpuStream final : public Stream, public std::enable_shared_from_this<GpuSt
     GpuStream(std::shared_ptr<DeviceContext> dc, NativeStream stream, bool owned, int32_t priority);
     ~GpuStream() override;
 
+    qd_status launch_ex(Kernel &kernel, const LaunchDims &dims, const LaunchAttrs &attrs,
+                        const qd_arg *args, uint32_t num_args) override;  // launch_attrs.cpp
     qd_status launch(Kernel &kernel, const LaunchDims &dims, const qd_arg *args,
                      uint32_t num_args) override;
     qd_status record(Event &event) override;
@@ -478,6 +480,8 @@ class GpuContext final : public Context {
     qd_status enable_peer_access(Context &peer) override;          // peer.cpp
     qd_status split(const uint32_t *counts, uint32_t n,
                     std::vector<std::unique_ptr<Context>> *out) override;  // split.cpp
+    qd_status check_launch_attrs(const LaunchAttrs &attrs, const LaunchDims &dims,
+                                 bool capturing) override;  // launch_attrs.cpp
     const DeviceContext &device_context() const { return *dc_; }
 
   private:

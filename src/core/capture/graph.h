@@ -37,6 +37,9 @@ struct GraphNode {
     backend::LaunchDims dims{};
     std::vector<uint8_t> arg_bytes;
     std::vector<qd_arg> args;  // points into arg_bytes (fixed once the node is complete)
+    // Its launch attributes (qd_launch_ex), given again by every replay; empty for none. Never
+    // a completion event (refused on a capturing stream).
+    backend::LaunchAttrs attrs{};
     // Memcpy, Memset; MemAlloc and MemFree: dst is the graph's block, bytes its size (alloc).
     uint64_t dst = 0, src = 0, bytes = 0;
     uint8_t value = 0;

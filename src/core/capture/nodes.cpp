@@ -34,6 +34,7 @@ GraphNode node_of(const Op &op, uint32_t lane, std::shared_ptr<Kernel> kernel, i
     n.user_data = op.user_data;
     n.kernel = std::move(kernel);
     if (op.dims) n.dims = *op.dims;
+    if (op.attrs) n.attrs = *op.attrs;
     copy_args(op.args, op.num_args, &n.arg_bytes, &n.args);
     return n;
 }
@@ -43,6 +44,7 @@ void op_of(const GraphNode &n, Op *op, backend::Event *event) {
     op->origin = OpOrigin::GraphLaunch;
     op->kernel = n.kernel.get();
     op->dims = n.kernel ? &n.dims : nullptr;
+    op->attrs = n.attrs.empty() ? nullptr : &n.attrs;
     op->args = n.args.data();
     op->num_args = uint32_t(n.args.size());
     op->event = event;

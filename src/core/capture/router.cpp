@@ -251,6 +251,13 @@ qd_status CaptureRouter::record(const Op &op) {
                         "runs once per replay, and a replay a loss drops could not call it; "
                         "nothing was queued, the capture goes on (use qd_launch_host_fn)");
         break;
+    case OpKind::Launch:
+        if (op.completion_event)
+            return fail(QD_ERROR_NOT_SUPPORTED,
+                        "COMPLETION_EVENT on a capturing stream: a graph's kernel node records "
+                        "no event of the caller's (record one after the launch instead); nothing "
+                        "was queued");
+        break;
     case OpKind::Memcpy:
         if (op.dst_ctx)
             return fail(QD_ERROR_INVALID_OPERATION,

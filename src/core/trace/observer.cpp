@@ -60,6 +60,19 @@ std::chrono::steady_clock::time_point epoch() {
     return first;
 }
 
+// A launch's attributes as the members of its slice's args (qd.h, "Launch attributes").
+std::string attrs_json(const backend::LaunchAttrs &a) {
+    std::string out;
+    const auto add = [&](const std::string &member) { out += (out.empty() ? "" : ",") + member; };
+    if (a.has_cluster())
+        add("\"cluster\":[" + std::to_string(a.cluster[0]) + "," + std::to_string(a.cluster[1]) +
+            "," + std::to_string(a.cluster[2]) + "]");
+    if (a.programmatic) add("\"programmatic\":true");
+    if (a.has_priority) add("\"priority\":" + std::to_string(a.priority));
+    if (a.completion_event) add("\"completion_event\":true");
+    return out;
+}
+
 const char *op_name(OpKind kind) {
     switch (kind) {
     case OpKind::Launch: return "launch";
@@ -278,6 +291,7 @@ qd_status TraceObserver::before(const Op &op, bool *consumed) {
         s.track = track_of(w, *op.stream);
         if (op.kind == OpKind::Launch && op.kernel)
             std::snprintf(s.name, sizeof s.name, "%s", op.kernel->impl->name());
+        if (op.kind == OpKind::Launch && op.attrs) s.attrs = *op.attrs;
         s.bytes = op.bytes;
         s.thread = thread_of(w);
         s.host_begin = Clock::now();
@@ -442,6 +456,7 @@ TraceSnapshot TraceObserver::snapshot_of(const Window &w) {
         x.kind = op_name(s.kind);
         x.origin = origin_name(s.origin);
         if (s.kind == OpKind::Launch) x.name = s.name;
+        if (s.kind == OpKind::Launch && !s.attrs.empty()) x.attrs = attrs_json(s.attrs);
         x.track = s.track;
         x.thread = s.thread;
         x.host_begin = us_since_epoch(s.host_begin);

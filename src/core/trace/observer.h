@@ -98,6 +98,9 @@ class TraceObserver final : public OpObserver {
         OpOrigin origin = OpOrigin::Api;
         uint32_t track = 0;   // the stream's track (named when first seen: Window::track_names)
         char name[64] = {0};  // the kernel's name (copied: the kernel may be gone by the flush)
+        // A launch's attributes (qd_launch_ex); completion_event is only tested for null (the
+        // event may be gone by the flush).
+        backend::LaunchAttrs attrs{};
         uint64_t bytes = 0;
         size_t begin = TraceTiming::kNone, end = TraceTiming::kNone;  // Window::timing's
         Clock::time_point host_begin, host_end;

@@ -97,6 +97,7 @@ TracePart render_trace(const TraceSnapshot &w) {
         std::string args = std::string("\"origin\":\"") + s.origin + "\"";
         if (s.sized) args += ",\"bytes\":" + std::to_string(s.bytes);
         if (s.status) args += std::string(",\"status\":\"") + s.status + "\"";
+        if (!s.attrs.empty()) args += "," + s.attrs;
         std::snprintf(
             buf, sizeof buf,
             "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","

@@ -18,6 +18,7 @@ struct TraceSnapshot {
         const char *kind = "";    // what it is: "launch", "memcpy", ... (static storage)
         const char *origin = "";  // where it came from: "api", "fork", ... (static storage)
         std::string name;         // a launch's kernel name, empty for other operations
+        std::string attrs;        // a launch's attributes as JSON members, empty for none
         uint32_t track = 0;       // its stream's track (tid, from 1)
         uint32_t thread = 0;      // the host thread that enqueued it (from 0)
         double host_begin = 0, host_duration = 0;  // the enqueue, on the host

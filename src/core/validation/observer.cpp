@@ -149,28 +149,36 @@ qd_status ValidationObserver::check_locked(const Op &op, bool *consumed,
         const uint32_t a = actor_of(*op.stream);
         save_actor(a);
         Actor &actor = d.actors_[a];
-        switch (op.kind) {
-        case OpKind::Record: {
+        // A record of `event` (with its core object for a user event) at the stream's clock.
+        const auto record = [&](backend::Event *event, Event *user_event) {
             refresh(a);
-            save_event(op.event);
-            Domain::Recorded &r = d.events_[op.event];
+            save_event(event);
+            Domain::Recorded &r = d.events_[event];
             r.clock = actor.clock;
-            r.user = op.user_event != nullptr;
+            r.user = user_event != nullptr;
             r.by = this;
-            if (op.user_event) r.owner = op.user_event->impl;
+            if (user_event) r.owner = user_event->impl;
             if (d.events_.size() > d.events_pruned_at_) {
                 // Forget the clocks of destroyed user events (pooled events live as long as
                 // their context and are few; they leave with it).
                 for (auto it = d.events_.begin(); it != d.events_.end();) {
-                    if (it->second.user && it->second.owner.expired() && it->first != op.event)
+                    if (it->second.user && it->second.owner.expired() && it->first != event)
                         it = d.events_.erase(it);
                     else
                         ++it;
                 }
                 d.events_pruned_at_ = std::max<size_t>(64, d.events_.size() * 2);
             }
-            return QD_SUCCESS;
-        }
+        };
+        switch (op.kind) {
+        case OpKind::Record: record(op.event, op.user_event); return QD_SUCCESS;
+        case OpKind::Launch:
+            // A COMPLETION_EVENT (qd.h, "Launch attributes") completes once the launch has
+            // started: a record just before the launch, so what waits on it is ordered after
+            // the launch's predecessors and not after the launch's own accesses. A PDL launch
+            // needs nothing: it is ordered after its predecessor as any launch is.
+            if (op.completion_event) record(op.completion_event->impl.get(), op.completion_event);
+            break;
         case OpKind::Wait: {
             refresh(a);
             auto it = d.events_.find(op.event);

@@ -5,8 +5,8 @@
 use crate::types::{
     qd_arg, qd_backend, qd_conditional_desc, qd_context, qd_context_desc, qd_context_stats,
     qd_device_info, qd_event, qd_graph, qd_hazard_fn, qd_host_fn, qd_host_kernel_fn,
-    qd_host_status_fn, qd_kernel, qd_launch_config, qd_module, qd_status, qd_stream,
-    qd_stream_desc, qd_task, qd_timeline,
+    qd_host_status_fn, qd_kernel, qd_launch_attr, qd_launch_config, qd_module, qd_status,
+    qd_stream, qd_stream_desc, qd_task, qd_timeline,
 };
 use core::ffi::{c_char, c_void};
 
@@ -244,11 +244,24 @@ extern "C" {
         args: *const qd_arg,
         num_args: u32,
     ) -> qd_status;
+    /// `qd_launch_ex`, since 0.3 (`QD_0.3`): returns `QD_SUCCESS`, `QD_ERROR_INVALID_ARGUMENT`,
+    /// `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_WRONG_CONTEXT`, `QD_ERROR_OUT_OF_MEMORY`,
+    /// `QD_ERROR_OVERFLOW`, `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`,
+    /// `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`, `QD_ERROR_HAZARD`.
+    pub fn qd_launch_ex(
+        stream: qd_stream,
+        kernel: qd_kernel,
+        config: *const qd_launch_config,
+        attrs: *const qd_launch_attr,
+        num_attrs: u32,
+        args: *const qd_arg,
+        num_args: u32,
+    ) -> qd_status;
     /// `qd_launch_parallel`, since 0.1 (`QD_0.1`): returns `QD_SUCCESS`,
     /// `QD_ERROR_INVALID_ARGUMENT`, `QD_ERROR_INVALID_HANDLE`, `QD_ERROR_WRONG_CONTEXT`,
     /// `QD_ERROR_OUT_OF_MEMORY`, `QD_ERROR_OVERFLOW`, `QD_ERROR_POOL_EXHAUSTED`,
-    /// `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`, `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`,
-    /// `QD_ERROR_HAZARD`.
+    /// `QD_ERROR_NOT_SUPPORTED`, `QD_ERROR_DEVICE_LOST`, `QD_ERROR_FORKED`,
+    /// `QD_ERROR_LAUNCH_FAILED`, `QD_ERROR_INTERNAL`, `QD_ERROR_HAZARD`.
     pub fn qd_launch_parallel(
         stream: qd_stream,
         tasks: *const qd_task,

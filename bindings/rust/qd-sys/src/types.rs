@@ -24,6 +24,9 @@ pub type qd_timeline = u64;
 pub type qd_graph = u64;
 /// `qd_backend` (since 0.1): a C enum of 32 bits; its values are the constants of this type.
 pub type qd_backend = u32;
+/// `qd_launch_attr_kind` (since 0.3): a C enum of 32 bits; its values are the constants of this
+/// type.
+pub type qd_launch_attr_kind = u32;
 /// `qd_conditional_kind` (since 0.3): a C enum of 32 bits; its values are the constants of this
 /// type.
 pub type qd_conditional_kind = u32;
@@ -110,7 +113,19 @@ pub struct qd_arg {
     pub size: u64,
 }
 
-/// `qd_task` (since 0.1): 64 bytes, aligned to 8; first released with 64 bytes in 0.1.
+/// `qd_launch_attr` (since 0.3): 48 bytes, aligned to 8.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct qd_launch_attr {
+    pub kind: qd_launch_attr_kind,
+    pub value: i32,
+    pub cluster: [u32; 3],
+    pub reserved0: u32,
+    pub event: qd_event,
+    pub reserved: [u64; 2],
+}
+
+/// `qd_task` (since 0.1): 80 bytes, aligned to 8; first released with 64 bytes in 0.1.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct qd_task {
@@ -121,6 +136,9 @@ pub struct qd_task {
     pub args: *const qd_arg,
     pub num_args: u32,
     pub reserved: u32,
+    pub attrs: *const qd_launch_attr,
+    pub num_attrs: u32,
+    pub reserved2: u32,
 }
 /// `QD_TASK_INIT`: the value to start a `qd_task` from.
 pub const QD_TASK_INIT: qd_task = qd_task {
@@ -131,6 +149,9 @@ pub const QD_TASK_INIT: qd_task = qd_task {
     args: ptr::null(),
     num_args: 0,
     reserved: 0,
+    attrs: ptr::null(),
+    num_attrs: 0,
+    reserved2: 0,
 };
 
 /// `qd_host_kernel_info` (since 0.1): 56 bytes, aligned to 8; first released with 56 bytes in 0.1.

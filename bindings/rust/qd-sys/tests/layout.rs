@@ -168,7 +168,39 @@ fn every_struct_has_the_layout_of_the_description() {
     assert_eq!(offset_of!(qd_arg, size), 8, "offset of qd_arg.size");
     assert_eq!(size_of_pointee(field!(qd_arg, size)), 8, "size of qd_arg.size");
     let _: *const u64 = field!(qd_arg, size);
-    assert_eq!(size_of::<qd_task>(), 64, "size of qd_task");
+    assert_eq!(size_of::<qd_launch_attr>(), 48, "size of qd_launch_attr");
+    assert_eq!(align_of::<qd_launch_attr>(), 8, "align of qd_launch_attr");
+    assert_eq!(offset_of!(qd_launch_attr, kind), 0, "offset of qd_launch_attr.kind");
+    assert_eq!(size_of_pointee(field!(qd_launch_attr, kind)), 4, "size of qd_launch_attr.kind");
+    let _: *const qd_launch_attr_kind = field!(qd_launch_attr, kind);
+    assert_eq!(offset_of!(qd_launch_attr, value), 4, "offset of qd_launch_attr.value");
+    assert_eq!(size_of_pointee(field!(qd_launch_attr, value)), 4, "size of qd_launch_attr.value");
+    let _: *const i32 = field!(qd_launch_attr, value);
+    assert_eq!(offset_of!(qd_launch_attr, cluster), 8, "offset of qd_launch_attr.cluster");
+    assert_eq!(
+        size_of_pointee(field!(qd_launch_attr, cluster)),
+        12,
+        "size of qd_launch_attr.cluster",
+    );
+    let _: *const [u32; 3] = field!(qd_launch_attr, cluster);
+    assert_eq!(offset_of!(qd_launch_attr, reserved0), 20, "offset of qd_launch_attr.reserved0");
+    assert_eq!(
+        size_of_pointee(field!(qd_launch_attr, reserved0)),
+        4,
+        "size of qd_launch_attr.reserved0",
+    );
+    let _: *const u32 = field!(qd_launch_attr, reserved0);
+    assert_eq!(offset_of!(qd_launch_attr, event), 24, "offset of qd_launch_attr.event");
+    assert_eq!(size_of_pointee(field!(qd_launch_attr, event)), 8, "size of qd_launch_attr.event");
+    let _: *const qd_event = field!(qd_launch_attr, event);
+    assert_eq!(offset_of!(qd_launch_attr, reserved), 32, "offset of qd_launch_attr.reserved");
+    assert_eq!(
+        size_of_pointee(field!(qd_launch_attr, reserved)),
+        16,
+        "size of qd_launch_attr.reserved",
+    );
+    let _: *const [u64; 2] = field!(qd_launch_attr, reserved);
+    assert_eq!(size_of::<qd_task>(), 80, "size of qd_task");
     assert_eq!(align_of::<qd_task>(), 8, "align of qd_task");
     assert_eq!(offset_of!(qd_task, struct_size), 0, "offset of qd_task.struct_size");
     assert_eq!(size_of_pointee(field!(qd_task, struct_size)), 4, "size of qd_task.struct_size");
@@ -191,6 +223,15 @@ fn every_struct_has_the_layout_of_the_description() {
     assert_eq!(offset_of!(qd_task, reserved), 60, "offset of qd_task.reserved");
     assert_eq!(size_of_pointee(field!(qd_task, reserved)), 4, "size of qd_task.reserved");
     let _: *const u32 = field!(qd_task, reserved);
+    assert_eq!(offset_of!(qd_task, attrs), 64, "offset of qd_task.attrs");
+    assert_eq!(size_of_pointee(field!(qd_task, attrs)), 8, "size of qd_task.attrs");
+    let _: *const *const qd_launch_attr = field!(qd_task, attrs);
+    assert_eq!(offset_of!(qd_task, num_attrs), 72, "offset of qd_task.num_attrs");
+    assert_eq!(size_of_pointee(field!(qd_task, num_attrs)), 4, "size of qd_task.num_attrs");
+    let _: *const u32 = field!(qd_task, num_attrs);
+    assert_eq!(offset_of!(qd_task, reserved2), 76, "offset of qd_task.reserved2");
+    assert_eq!(size_of_pointee(field!(qd_task, reserved2)), 4, "size of qd_task.reserved2");
+    let _: *const u32 = field!(qd_task, reserved2);
     assert_eq!(size_of::<qd_host_kernel_info>(), 56, "size of qd_host_kernel_info");
     assert_eq!(align_of::<qd_host_kernel_info>(), 8, "align of qd_host_kernel_info");
     assert_eq!(
@@ -748,6 +789,15 @@ fn every_function_has_the_type_of_the_description() {
         *const qd_arg,
         u32,
     ) -> qd_status = qd_launch;
+    let _: unsafe extern "C" fn(
+        qd_stream,
+        qd_kernel,
+        *const qd_launch_config,
+        *const qd_launch_attr,
+        u32,
+        *const qd_arg,
+        u32,
+    ) -> qd_status = qd_launch_ex;
     let _: unsafe extern "C" fn(qd_stream, *const qd_task, u32) -> qd_status = qd_launch_parallel;
     let _: unsafe extern "C" fn(qd_stream, qd_host_fn, *mut c_void) -> qd_status =
         qd_launch_host_fn;
@@ -839,6 +889,9 @@ int main(void) {
         printf("QD_TASK_INIT.args %llu\n", (unsigned long long)(uintptr_t)v.args);
         printf("QD_TASK_INIT.num_args %llu\n", (unsigned long long)v.num_args);
         printf("QD_TASK_INIT.reserved %llu\n", (unsigned long long)v.reserved);
+        printf("QD_TASK_INIT.attrs %llu\n", (unsigned long long)(uintptr_t)v.attrs);
+        printf("QD_TASK_INIT.num_attrs %llu\n", (unsigned long long)v.num_attrs);
+        printf("QD_TASK_INIT.reserved2 %llu\n", (unsigned long long)v.reserved2);
     }
     {
         qd_context_stats v = QD_CONTEXT_STATS_INIT;
@@ -932,6 +985,9 @@ fn rust_init_values() -> Vec<(String, String)> {
     put(&mut out, "QD_TASK_INIT.args", QD_TASK_INIT.args as usize);
     put(&mut out, "QD_TASK_INIT.num_args", QD_TASK_INIT.num_args);
     put(&mut out, "QD_TASK_INIT.reserved", QD_TASK_INIT.reserved);
+    put(&mut out, "QD_TASK_INIT.attrs", QD_TASK_INIT.attrs as usize);
+    put(&mut out, "QD_TASK_INIT.num_attrs", QD_TASK_INIT.num_attrs);
+    put(&mut out, "QD_TASK_INIT.reserved2", QD_TASK_INIT.reserved2);
     put(&mut out, "QD_CONTEXT_STATS_INIT.struct_size", QD_CONTEXT_STATS_INIT.struct_size);
     put(&mut out, "QD_CONTEXT_STATS_INIT.reserved", QD_CONTEXT_STATS_INIT.reserved);
     put(&mut out, "QD_CONTEXT_STATS_INIT.live_streams", QD_CONTEXT_STATS_INIT.live_streams);

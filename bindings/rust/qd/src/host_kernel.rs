@@ -8,6 +8,7 @@
 //! `catch_unwind`, and returns non-zero on an error or a panic, which faults the context as a
 //! C kernel returning non-zero does.
 
+use crate::launch_attrs::LaunchAttrs;
 use crate::args::{HostHeader, KernelArgs, LaunchConfig, Pod, HOST_HEADER_FIXED, HOST_HEADER_TAG, MAX_HOST_ARGS};
 use crate::context::Context;
 use crate::error::{check, Error, Result};
@@ -202,7 +203,20 @@ impl Stream<'_> {
     /// Errors: as for [`Stream::launch`].
     #[inline]
     pub fn launch_host<A: KernelArgs>(&self, kernel: &HostKernel<'_>, config: &LaunchConfig, args: A) -> Result<()> {
-        launch_host_raw(self.raw(), kernel.raw(), kernel.host, config, &args)
+        launch_host_raw(self.raw(), kernel.raw(), kernel.host, config, None, &args)
+    }
+
+    /// [`Stream::launch_host`] with launch attributes (`qd_launch_ex`; [`LaunchAttrs`]).
+    /// Errors: as for [`Stream::launch_with`].
+    #[inline]
+    pub fn launch_host_with<A: KernelArgs>(
+        &self,
+        kernel: &HostKernel<'_>,
+        config: &LaunchConfig,
+        attrs: &LaunchAttrs<'_>,
+        args: A,
+    ) -> Result<()> {
+        launch_host_raw(self.raw(), kernel.raw(), kernel.host, config, Some(attrs), &args)
     }
 }
 
@@ -233,18 +247,42 @@ pub(crate) fn launch_host_raw<A: KernelArgs>(
     kernel: qd_sys::qd_kernel,
     host: HostRef,
     config: &LaunchConfig,
+    attrs: Option<&LaunchAttrs<'_>>,
     args: &A,
 ) -> Result<()> {
     let Some(mut header) = host.header::<A>() else {
         // SAFETY: no arguments; the trampoline runs the closure with none.
-        return check(unsafe { qd_sys::qd_launch(stream, kernel, config.as_raw(), std::ptr::null(), 0) });
+        return check(unsafe { launch_raw(stream, kernel, config, attrs, std::ptr::null(), 0) });
     };
     let packed = args.pack_host(&mut header);
     let list = packed.as_slice();
     // SAFETY: `list` holds the header and the caller's arguments, each pointing into `header`
     // or `args` (KernelArg's contract), alive until this returns; qd copies them. The
     // trampoline reads them through HostArgs::get, which checks their sizes.
-    check(unsafe { qd_sys::qd_launch(stream, kernel, config.as_raw(), list.as_ptr(), list.len() as u32) })
+    check(unsafe { launch_raw(stream, kernel, config, attrs, list.as_ptr(), list.len() as u32) })
+}
+
+/// `qd_launch`, or with attributes `qd_launch_ex`.
+///
+/// # Safety
+/// As for `qd_launch`: `args` holds `n` valid entries.
+#[inline(always)]
+pub(crate) unsafe fn launch_raw(
+    stream: qd_sys::qd_stream,
+    kernel: qd_sys::qd_kernel,
+    config: &LaunchConfig,
+    attrs: Option<&LaunchAttrs<'_>>,
+    args: *const qd_sys::qd_arg,
+    n: u32,
+) -> qd_sys::qd_status {
+    match attrs {
+        None => unsafe { qd_sys::qd_launch(stream, kernel, config.as_raw(), args, n) },
+        Some(a) => {
+            let (list, count) = a.raw();
+            // SAFETY: `list` holds `count` attributes, alive until this returns.
+            unsafe { qd_sys::qd_launch_ex(stream, kernel, config.as_raw(), list.as_ptr(), count, args, n) }
+        }
+    }
 }
 
 type CKernelFn = unsafe extern "C" fn(*const qd_sys::qd_host_kernel_info, *const *mut c_void) -> i32;

@@ -4,6 +4,7 @@
 use crate::args::{KernelArgs, LaunchConfig};
 use crate::error::{check, Result};
 use crate::host_kernel::HostKernel;
+use crate::launch_attrs::LaunchAttrs;
 use crate::module::Kernel;
 use crate::stream::Stream;
 use qd_sys::qd_arg;
@@ -37,13 +38,39 @@ impl Stream<'_> {
     #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, kernel: &Kernel<'_>, config: &LaunchConfig, args: A) -> Result<()> {
         if let Some(host) = kernel.host {
-            return crate::host_kernel::launch_host_raw(self.raw(), kernel.raw(), host, config, &args);
+            return crate::host_kernel::launch_host_raw(self.raw(), kernel.raw(), host, config, None, &args);
         }
         let packed = args.pack();
         let list = packed.as_ref();
         let cfg = config.as_raw();
         // SAFETY: `list` entries point into `args`, alive until this returns; qd copies them.
         check(unsafe { qd_sys::qd_launch(self.raw(), kernel.raw(), cfg, list.as_ptr(), list.len() as u32) })
+    }
+
+    /// [`Stream::launch`] with launch attributes (`qd_launch_ex`; [`LaunchAttrs`]).
+    ///
+    /// Errors: as for [`Stream::launch`], plus [`crate::Error::InvalidArgument`] for a cluster
+    /// dimension of 0 or one that does not divide the grid, [`crate::Error::WrongContext`] for
+    /// a completion event of another context, and [`crate::Error::NotSupported`] for an
+    /// attribute the backend or device cannot honour (the message names it).
+    ///
+    /// # Safety
+    /// As for [`Stream::launch`].
+    #[inline]
+    pub unsafe fn launch_with<A: KernelArgs>(
+        &self,
+        kernel: &Kernel<'_>,
+        config: &LaunchConfig,
+        attrs: &LaunchAttrs<'_>,
+        args: A,
+    ) -> Result<()> {
+        if let Some(host) = kernel.host {
+            return crate::host_kernel::launch_host_raw(self.raw(), kernel.raw(), host, config, Some(attrs), &args);
+        }
+        let packed = args.pack();
+        let list = packed.as_ref();
+        // SAFETY: `list` entries point into `args`, alive until this returns; qd copies them.
+        check(unsafe { crate::host_kernel::launch_raw(self.raw(), kernel.raw(), config, Some(attrs), list.as_ptr(), list.len() as u32) })
     }
 
     /// Stream-parallel launch (`qd_launch_parallel`): tasks of one group run in order on one
@@ -108,6 +135,8 @@ impl Stream<'_> {
                 config: t.pack.config,
                 args: t.pack.args.as_ptr(),
                 num_args: t.pack.args.len() as u32,
+                attrs: if t.num_attrs == 0 { std::ptr::null() } else { t.attrs.as_ptr() },
+                num_attrs: t.num_attrs,
                 ..qd_sys::QD_TASK_INIT
             })
             .collect();
@@ -210,12 +239,22 @@ impl<'k> LaunchPack<'k> {
 pub struct Task<'k> {
     group: u32,
     pack: LaunchPack<'k>,
+    attrs: [qd_sys::qd_launch_attr; 4],
+    num_attrs: u32,
 }
 
 impl<'k> Task<'k> {
     /// A task of `group` launching `kernel` with `config` and a copy of `args`.
     pub fn new<A: KernelArgs>(kernel: &'k Kernel<'_>, group: u32, config: &LaunchConfig, args: A) -> Task<'k> {
-        Task { group, pack: LaunchPack::new(kernel, config, args) }
+        let (attrs, num_attrs) = LaunchAttrs::new().raw();
+        Task { group, pack: LaunchPack::new(kernel, config, args), attrs, num_attrs }
+    }
+
+    /// The task with launch attributes (`qd_task.attrs`; as [`Stream::launch_with`]'s).
+    #[must_use]
+    pub fn attrs(mut self, attrs: &LaunchAttrs<'k>) -> Task<'k> {
+        (self.attrs, self.num_attrs) = attrs.raw();
+        self
     }
 
     /// The task's group.
@@ -237,6 +276,12 @@ impl<'k> HostTask<'k> {
     /// A task of `group` launching `kernel` with `config` and a copy of `args`.
     pub fn new<A: KernelArgs>(kernel: &'k HostKernel<'_>, group: u32, config: &LaunchConfig, args: A) -> HostTask<'k> {
         HostTask { task: Task::new(kernel, group, config, args) }
+    }
+
+    /// The task with launch attributes (as [`Task::attrs`]).
+    #[must_use]
+    pub fn attrs(self, attrs: &LaunchAttrs<'k>) -> HostTask<'k> {
+        HostTask { task: self.task.attrs(attrs) }
     }
 
     /// The task's group.
