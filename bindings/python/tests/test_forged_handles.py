@@ -164,6 +164,12 @@ def _struct(c_name: str, w: World, forge: Tuple[str, ...], value: int) -> Any:
     """A valid instance of a struct's mirror: live handles, ones in integer arrays (grid and
     block), nested structs likewise, NULL pointers; ``value`` at the field path ``forge``."""
     obj = _api.STRUCTS[c_name]()
+    if c_name == "qd_launch_attr":
+        # No INIT macro, kind 0 is not a kind, and a field the kind does not use must be 0:
+        # the kind whose one field is a handle (event).
+        obj.kind = _api.QD_LAUNCH_ATTR_COMPLETION_EVENT
+        obj.event = value if forge[:1] == ("event",) else w.live["qd_event"][0]
+        return obj
     for field, ctype in obj._fields_:
         c_type = _api.FIELD_TYPES[c_name][field]
         here = forge[:1] == (field,)
@@ -205,6 +211,9 @@ def _args(name: str, w: World, place: Place, value: int) -> Tuple[List[Any], Lis
                 # parameters use, so a stream is never joined to itself).
                 items = [value if here else w.live[p.of][1]]
                 arr = (argtype._type_ * 1)(*items)
+            elif p.of not in _api.FIELD_TYPES:
+                # Scalars (a split's counts): one element of 1.
+                arr = (argtype._type_ * 1)(1)
             elif not any(_handle_fields(p.of)):
                 # No handle inside (kernel arguments): the empty array is the valid one.
                 lengths[p.name] = 0
