@@ -1,6 +1,7 @@
 #include "core/launch_validation.h"
 #include "common/first_sizes.h"
 
+#include <cstring>
 #include <string>
 
 #include "common/error.h"
@@ -77,7 +78,8 @@ const char *kind_name(uint32_t kind) {
 
 // The fields a kind leaves unused must be 0: the name of the first that is not, or null.
 const char *unused_field(const qd_launch_attr &a) {
-    const uint32_t k = a.kind;
+    uint32_t k;  // checked to be a kind already (validate_attrs)
+    std::memcpy(&k, &a.kind, sizeof k);
     if (a.reserved0 != 0) return "reserved0";
     if (a.reserved[0] != 0 || a.reserved[1] != 0) return "reserved";
     if (k != QD_LAUNCH_ATTR_PRIORITY && k != QD_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION &&
@@ -105,7 +107,11 @@ qd_status validate_attrs(const qd_launch_attr *attrs, uint32_t num_attrs,
     uint32_t seen = 0;  // bit per kind
     for (uint32_t i = 0; i < num_attrs; ++i) {
         const qd_launch_attr &a = attrs[i];
-        const uint32_t kind = uint32_t(a.kind);
+        // Read as the 32 bits the caller stored: a value outside the enum is the caller's
+        // mistake to report, and loading it as qd_launch_attr_kind is undefined behaviour.
+        uint32_t kind;
+        static_assert(sizeof kind == sizeof a.kind, "qd_launch_attr.kind is 32 bits");
+        std::memcpy(&kind, &a.kind, sizeof kind);
         const char *name = kind_name(kind);
         if (!name)
             return fail(QD_ERROR_INVALID_ARGUMENT,
