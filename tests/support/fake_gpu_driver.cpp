@@ -19,6 +19,10 @@ gpu::NativeContext &current_context() { return t_current; }
 std::vector<gpu::NativeContext> &context_stack() { return t_stack; }
 std::atomic<long> g_ctx_queries{0};
 
+Fake::~Fake() {
+    for (auto *d : resource_descs) delete d;
+}
+
 void Fake::reset() {
     std::lock_guard<std::mutex> lock(mutex);
     for (auto *s : streams) delete s;
